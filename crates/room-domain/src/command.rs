@@ -1,0 +1,266 @@
+//! Commands: what a client, a moderator or the system asks of a room; and the context that
+//! `decide` is given with each one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{CommandId, GiftId, OrderId, RocketId, SeatIndex, SeatSessionId, UserId};
+use crate::money::Coins;
+use crate::rules::RoomRules;
+use crate::state::PasswordHash;
+use crate::time::Timestamp;
+
+/// The version of the command format written to the command log.
+pub const COMMAND_SCHEMA_VERSION: u16 = 1;
+
+/// A command to one room, with the id that makes it idempotent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    /// A repeated id is the same command. Gifts use their order id.
+    pub command_id: CommandId,
+    /// What is asked.
+    #[serde(flatten)]
+    pub kind: CommandKind,
+}
+
+impl Command {
+    /// A command with the given id.
+    pub fn new(command_id: CommandId, kind: CommandKind) -> Self {
+        Command { command_id, kind }
+    }
+}
+
+/// Everything a room can be asked to do. Serialized with a `"type"` tag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CommandKind {
+    /// Create the room; the actor owns it.
+    CreateRoom {
+        /// 1 to 30 characters.
+        name: String,
+        /// 1 to 20; the rules' default when absent.
+        seat_count: Option<u8>,
+        /// Region code, up to 32 characters (may be empty).
+        region: String,
+    },
+    /// Change name, notice or cover (owner, admins). Absent fields stay as they are.
+    UpdateProfile {
+        /// New name.
+        name: Option<String>,
+        /// New notice.
+        notice: Option<String>,
+        /// New cover URL; `Some("")` removes it.
+        cover_url: Option<String>,
+    },
+    /// Change the background (owner, admins); `None` removes it.
+    ChangeBackground {
+        /// New background URL.
+        background_url: Option<String>,
+    },
+    /// Allow or forbid the public chat (owner, admins).
+    SetChatEnabled {
+        /// Whether chat is allowed.
+        enabled: bool,
+    },
+    /// Lock with a password hash, or unlock with `None` (owner, admins).
+    SetLock {
+        /// The salted hash of the new password.
+        password_hash: Option<PasswordHash>,
+    },
+    /// Close the room for good (owner, platform admins, system).
+    CloseRoom,
+    /// The actor joins. The password, if any, was checked outside the domain.
+    Join {
+        /// Whether the caller presented the right password of a locked room.
+        password_verified: bool,
+    },
+    /// The actor leaves.
+    Leave,
+    /// The system removes a member whose heartbeat stopped.
+    Evict {
+        /// Who.
+        user: UserId,
+    },
+    /// The actor takes a seat (moving from another seat if they sit on one).
+    TakeSeat {
+        /// Which seat.
+        seat: SeatIndex,
+    },
+    /// The actor leaves the seat they sit on.
+    LeaveSeat {
+        /// Which seat.
+        seat: SeatIndex,
+    },
+    /// Lock or unlock a seat (owner, admins); locking frees it.
+    LockSeat {
+        /// Which seat.
+        seat: SeatIndex,
+        /// Locked or not.
+        locked: bool,
+    },
+    /// Mute or unmute a seat (owner, admins, or its holder).
+    MuteSeat {
+        /// Which seat.
+        seat: SeatIndex,
+        /// Muted or not.
+        muted: bool,
+    },
+    /// Take a user off a seat (owner, admins).
+    RemoveFromSeat {
+        /// Which seat.
+        seat: SeatIndex,
+    },
+    /// The RTC vendor saw the user publish audio (system).
+    ConfirmMicPublish {
+        /// Who.
+        user: UserId,
+    },
+    /// The publish deadline of one seat session passed (system timer).
+    MicPublishTimeout {
+        /// Which seat.
+        seat: SeatIndex,
+        /// The seat session the timer was armed for.
+        session: SeatSessionId,
+    },
+    /// The RTC vendor saw the user leave the audio room (system): frees their seat.
+    RtcUserLeft {
+        /// Who.
+        user: UserId,
+    },
+    /// Remove a member, optionally banning them (owner, admins).
+    Kick {
+        /// Who.
+        user: UserId,
+        /// Ban for this many seconds; without it the user may join again at once.
+        ban_seconds: Option<u32>,
+    },
+    /// Lift a ban (owner, admins).
+    Unban {
+        /// Who.
+        user: UserId,
+    },
+    /// Mute a member on the public screen for `seconds`, or unmute with 0 (owner, admins).
+    ChatMute {
+        /// Who.
+        user: UserId,
+        /// How long; 0 unmutes.
+        seconds: u32,
+    },
+    /// Appoint or dismiss an admin (owner).
+    SetAdmin {
+        /// Who.
+        user: UserId,
+        /// Appoint or dismiss.
+        admin: bool,
+    },
+    /// Apply a paid gift whose coins were already debited (gift saga; system or the sender).
+    ApplyGift(ApplyGift),
+    /// Launch an ignited rocket (system timer).
+    LaunchRocket {
+        /// The ignition the timer was armed for.
+        rocket_id: RocketId,
+        /// Its level.
+        level: u32,
+        /// The launch time the timer was armed for.
+        scheduled_at: Timestamp,
+    },
+    /// Put the rocket back to level 1 at the day boundary (system timer).
+    ResetRocket,
+}
+
+/// A gift as the catalog priced it when the order was placed: the room applies this snapshot,
+/// not the catalog of the moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GiftSnapshot {
+    /// The catalog entry.
+    pub gift_id: GiftId,
+    /// Coins per unit.
+    pub price: Coins,
+    /// Heat per unit and recipient.
+    pub heat: i64,
+    /// Rocket fuel per unit and recipient.
+    pub fuel: i64,
+    /// Whether the sender takes part in the lucky draw.
+    pub lucky: bool,
+}
+
+/// Apply one paid gift order to the room.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyGift {
+    /// The order (also the command id).
+    pub order_id: OrderId,
+    /// Who paid.
+    pub sender: UserId,
+    /// Who receives, each `count` units; 1 to 20 distinct members.
+    pub recipients: Vec<UserId>,
+    /// The gift as priced.
+    pub gift: GiftSnapshot,
+    /// Units per recipient.
+    pub count: u32,
+    /// The random input of the lucky draw, fixed when the order was created so that every
+    /// retry draws the same.
+    pub lucky_draw: u64,
+}
+
+impl ApplyGift {
+    /// The coins the order costs: `price × count × recipients`, or `None` on overflow.
+    pub fn total_value(&self) -> Option<Coins> {
+        let recipients = i64::try_from(self.recipients.len()).ok()?;
+        self.gift
+            .price
+            .checked_mul(i64::from(self.count))?
+            .checked_mul(recipients)
+    }
+}
+
+/// A signed-in user acting on a room.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserActor {
+    /// Who.
+    pub user_id: UserId,
+    /// Their VIP level.
+    pub vip_level: u8,
+    /// Whether they are a platform admin (may close any room and moderate anyone but owners).
+    pub platform_admin: bool,
+}
+
+/// Who issues a command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Actor {
+    /// A user through the API.
+    User(UserActor),
+    /// The service itself: timers, presence, RTC callbacks, the gift saga.
+    System,
+}
+
+impl Actor {
+    /// An ordinary user with VIP level 0.
+    pub fn user(user_id: UserId) -> Self {
+        Actor::User(UserActor {
+            user_id,
+            vip_level: 0,
+            platform_admin: false,
+        })
+    }
+
+    /// The acting user's id, unless the system acts.
+    pub fn user_id(&self) -> Option<&UserId> {
+        match self {
+            Actor::User(user) => Some(&user.user_id),
+            Actor::System => None,
+        }
+    }
+}
+
+/// What `decide` may not fetch itself: the time, the actor, a random value, the rules.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    /// The current time.
+    pub now: Timestamp,
+    /// Who acts.
+    pub actor: &'a Actor,
+    /// A uniformly random value, for rules that are random (rocket winners).
+    pub random: u64,
+    /// The deployment's rules.
+    pub rules: &'a RoomRules,
+}

@@ -1,0 +1,812 @@
+//! `decide`: the rules of a room. Given the state, a command and its context, either the events
+//! the command causes or the reason it is refused. Pure: the same inputs give the same output.
+
+use crate::command::{Actor, ApplyGift, Command, CommandKind, Ctx};
+use crate::event::{
+    Event, GiftSent, LeaveReason, LuckyOutcome, MicChange, MicDownReason, RocketReward,
+};
+use crate::ids::{RocketId, SeatIndex, UserId};
+use crate::money::Coins;
+use crate::rejection::{Field, Rejection};
+use crate::rules::MAX_SEATS;
+use crate::state::{RocketStatus, Role, RoomState, RoomStatus};
+
+const NAME_MAX_CHARS: u32 = 30;
+const NOTICE_MAX_CHARS: u32 = 500;
+const URL_MAX_CHARS: u32 = 512;
+const REGION_MAX_CHARS: u32 = 32;
+
+/// What the actor is in this room, from most to least powerful.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Standing {
+    Outsider,
+    Member,
+    Admin,
+    Owner,
+    PlatformAdmin,
+    System,
+}
+
+impl Standing {
+    fn of(state: &RoomState, actor: &Actor) -> Standing {
+        match actor {
+            Actor::System => Standing::System,
+            Actor::User(user) if user.platform_admin => Standing::PlatformAdmin,
+            Actor::User(user) => {
+                if state.owner.as_ref() == Some(&user.user_id) {
+                    Standing::Owner
+                } else if state.admins.contains(&user.user_id) {
+                    Standing::Admin
+                } else if state.members.contains_key(&user.user_id) {
+                    Standing::Member
+                } else {
+                    Standing::Outsider
+                }
+            }
+        }
+    }
+
+    fn is_moderator(self) -> bool {
+        self >= Standing::Admin
+    }
+}
+
+/// Decides what `command` does to `state`: the events to record, in order, or a [`Rejection`].
+/// An empty list means the command is already satisfied (joining twice, unmuting an unmuted
+/// seat); it changes nothing and needs no write.
+pub fn decide(
+    state: &RoomState,
+    command: &Command,
+    ctx: &Ctx<'_>,
+) -> Result<Vec<Event>, Rejection> {
+    let kind = &command.kind;
+    match state.status {
+        RoomStatus::Absent => {
+            return match kind {
+                CommandKind::CreateRoom {
+                    name,
+                    seat_count,
+                    region,
+                } => create_room(name, *seat_count, region, ctx),
+                _ => Err(Rejection::RoomNotFound),
+            };
+        }
+        RoomStatus::Closed => {
+            return Err(match kind {
+                CommandKind::CreateRoom { .. } => Rejection::RoomAlreadyExists,
+                _ => Rejection::RoomClosed,
+            });
+        }
+        RoomStatus::Open => {}
+    }
+    let standing = Standing::of(state, ctx.actor);
+    let by = ctx.actor.user_id().cloned();
+    match kind {
+        CommandKind::CreateRoom { .. } => Err(Rejection::RoomAlreadyExists),
+        CommandKind::UpdateProfile {
+            name,
+            notice,
+            cover_url,
+        } => {
+            require_moderator(standing)?;
+            let mut profile = state.profile.clone();
+            if let Some(name) = name {
+                profile.name = checked_name(name)?;
+            }
+            if let Some(notice) = notice {
+                check_len(Field::Notice, notice, NOTICE_MAX_CHARS)?;
+                profile.notice = notice.clone();
+            }
+            if let Some(cover) = cover_url {
+                profile.cover_url = checked_url(Field::CoverUrl, cover)?;
+            }
+            if profile == state.profile {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::RoomProfileUpdated {
+                name: profile.name,
+                notice: profile.notice,
+                cover_url: profile.cover_url,
+                by,
+            }])
+        }
+        CommandKind::ChangeBackground { background_url } => {
+            require_moderator(standing)?;
+            let background_url = match background_url {
+                Some(url) => checked_url(Field::BackgroundUrl, url)?,
+                None => None,
+            };
+            if background_url == state.profile.background_url {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::RoomBackgroundChanged { background_url, by }])
+        }
+        CommandKind::SetChatEnabled { enabled } => {
+            require_moderator(standing)?;
+            if *enabled == state.settings.chat_enabled {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::RoomChatEnabledChanged {
+                enabled: *enabled,
+                by,
+            }])
+        }
+        CommandKind::SetLock { password_hash } => {
+            require_moderator(standing)?;
+            if *password_hash == state.settings.lock {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::RoomLockChanged {
+                locked: password_hash.is_some(),
+                password_hash: password_hash.clone(),
+                by,
+            }])
+        }
+        CommandKind::CloseRoom => {
+            if !matches!(
+                standing,
+                Standing::Owner | Standing::PlatformAdmin | Standing::System
+            ) {
+                return Err(Rejection::Forbidden);
+            }
+            let mut events = Vec::new();
+            for (i, seat) in state.seats.iter().enumerate() {
+                if let Some(occupant) = &seat.occupant {
+                    events.push(mic_down(
+                        seat_index(i),
+                        &occupant.user,
+                        occupant.session,
+                        MicDownReason::RoomClosed,
+                    ));
+                }
+            }
+            events.push(Event::RoomClosed { by });
+            Ok(events)
+        }
+        CommandKind::Join { password_verified } => join(state, ctx, standing, *password_verified),
+        CommandKind::Leave => {
+            let user = acting_user(ctx)?;
+            if !state.members.contains_key(user) {
+                return Err(Rejection::NotAMember { user: user.clone() });
+            }
+            Ok(leave_events(state, user, LeaveReason::Left))
+        }
+        CommandKind::Evict { user } => {
+            require_system(standing)?;
+            if !state.members.contains_key(user) {
+                return Ok(Vec::new());
+            }
+            Ok(leave_events(state, user, LeaveReason::Evicted))
+        }
+        CommandKind::TakeSeat { seat } => {
+            let user = acting_user(ctx)?;
+            require_member(state, user)?;
+            let target = checked_seat(state, *seat)?;
+            if target.locked {
+                return Err(Rejection::SeatLocked { seat: *seat });
+            }
+            if let Some(occupant) = &target.occupant {
+                if occupant.user == *user {
+                    return Ok(Vec::new());
+                }
+                return Err(Rejection::SeatOccupied { seat: *seat });
+            }
+            let mut events = Vec::with_capacity(2);
+            if let Some(old) = state.seat_of(user) {
+                events.push(down_from(state, old, MicDownReason::Moved));
+            }
+            events.push(Event::RoomMicChanged {
+                seat: *seat,
+                change: MicChange::Up {
+                    user: user.clone(),
+                    session: state.next_seat_session,
+                    since: ctx.now,
+                    publish_deadline: ctx.now.plus_secs(ctx.rules.mic_publish_timeout_secs),
+                },
+            });
+            Ok(events)
+        }
+        CommandKind::LeaveSeat { seat } => {
+            let user = acting_user(ctx)?;
+            let target = checked_seat(state, *seat)?;
+            match &target.occupant {
+                Some(occupant) if occupant.user == *user => {
+                    Ok(vec![down_from(state, *seat, MicDownReason::Left)])
+                }
+                _ => Err(Rejection::NotOnSeat { user: user.clone() }),
+            }
+        }
+        CommandKind::LockSeat { seat, locked } => {
+            require_moderator(standing)?;
+            let target = checked_seat(state, *seat)?;
+            if target.locked == *locked {
+                return Ok(Vec::new());
+            }
+            let mut events = Vec::with_capacity(2);
+            if let Some(occupant) = &target.occupant {
+                if Some(&occupant.user) != ctx.actor.user_id() {
+                    may_moderate(state, ctx, standing, &occupant.user)?;
+                }
+                events.push(down_from(state, *seat, MicDownReason::SeatLocked));
+            }
+            events.push(Event::RoomMicSeatLocked {
+                seat: *seat,
+                locked: *locked,
+                by,
+            });
+            Ok(events)
+        }
+        CommandKind::MuteSeat { seat, muted } => {
+            let target = checked_seat(state, *seat)?;
+            let holder = target
+                .occupant
+                .as_ref()
+                .is_some_and(|o| Some(&o.user) == ctx.actor.user_id());
+            let by_moderator = if holder {
+                // Holders may mute themselves; a moderator's mute binds them until a moderator
+                // lifts it.
+                if !*muted && target.muted_by_moderator && !standing.is_moderator() {
+                    return Err(Rejection::SeatMutedByModerator { seat: *seat });
+                }
+                false
+            } else {
+                require_moderator(standing)?;
+                if let Some(occupant) = &target.occupant {
+                    may_moderate(state, ctx, standing, &occupant.user)?;
+                }
+                true
+            };
+            if target.muted == *muted {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::RoomMicChanged {
+                seat: *seat,
+                change: MicChange::Muted {
+                    muted: *muted,
+                    by_moderator: by_moderator && *muted,
+                    by,
+                },
+            }])
+        }
+        CommandKind::RemoveFromSeat { seat } => {
+            require_moderator(standing)?;
+            let target = checked_seat(state, *seat)?;
+            let occupant = target
+                .occupant
+                .as_ref()
+                .ok_or(Rejection::SeatEmpty { seat: *seat })?;
+            may_moderate(state, ctx, standing, &occupant.user)?;
+            Ok(vec![down_from(state, *seat, MicDownReason::Removed)])
+        }
+        CommandKind::ConfirmMicPublish { user } => {
+            require_system(standing)?;
+            let seat = state
+                .seat_of(user)
+                .ok_or_else(|| Rejection::NotOnSeat { user: user.clone() })?;
+            let occupant = occupant_of(state, seat);
+            if occupant.publish_deadline.is_none() {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::RoomMicChanged {
+                seat,
+                change: MicChange::Published {
+                    user: user.clone(),
+                    session: occupant.session,
+                },
+            }])
+        }
+        CommandKind::MicPublishTimeout { seat, session } => {
+            require_system(standing)?;
+            let due = checked_seat(state, *seat)?
+                .occupant
+                .as_ref()
+                .filter(|o| o.session == *session)
+                .and_then(|o| o.publish_deadline);
+            match due {
+                Some(deadline) if ctx.now >= deadline => {
+                    Ok(vec![down_from(state, *seat, MicDownReason::PublishTimeout)])
+                }
+                _ => Err(Rejection::StaleTimer),
+            }
+        }
+        CommandKind::RtcUserLeft { user } => {
+            require_system(standing)?;
+            Ok(state
+                .seat_of(user)
+                .map(|seat| down_from(state, seat, MicDownReason::RtcLeft))
+                .into_iter()
+                .collect())
+        }
+        CommandKind::Kick { user, ban_seconds } => {
+            require_moderator(standing)?;
+            may_moderate(state, ctx, standing, user)?;
+            let member = state.members.get(user);
+            if member.is_none() && ban_seconds.is_none() {
+                return Err(Rejection::NotAMember { user: user.clone() });
+            }
+            if let (Some(member), Some(level)) = (member, ctx.rules.vip_kick_protection_level)
+                && standing == Standing::Admin
+                && member.vip_level >= level
+            {
+                return Err(Rejection::VipProtected {
+                    target: user.clone(),
+                    vip_level: member.vip_level,
+                });
+            }
+            let mut events = Vec::with_capacity(2);
+            if let Some(seat) = state.seat_of(user) {
+                events.push(down_from(state, seat, MicDownReason::Kicked));
+            }
+            events.push(Event::RoomUserKicked {
+                user: user.clone(),
+                by,
+                ban_until: ban_seconds.map(|secs| ctx.now.plus_secs(secs)),
+            });
+            Ok(events)
+        }
+        CommandKind::Unban { user } => {
+            require_moderator(standing)?;
+            if state.ban_of(user, ctx.now).is_none() {
+                return Err(Rejection::NotBanned { user: user.clone() });
+            }
+            Ok(vec![Event::RoomUserUnbanned {
+                user: user.clone(),
+                by,
+            }])
+        }
+        CommandKind::ChatMute { user, seconds } => {
+            require_moderator(standing)?;
+            may_moderate(state, ctx, standing, user)?;
+            require_member(state, user)?;
+            let until = (*seconds > 0).then(|| ctx.now.plus_secs(*seconds));
+            if until.is_none() && state.chat_mute_of(user, ctx.now).is_none() {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::RoomUserMuted {
+                user: user.clone(),
+                until,
+                by,
+            }])
+        }
+        CommandKind::SetAdmin { user, admin } => {
+            if !matches!(standing, Standing::Owner | Standing::PlatformAdmin) {
+                return Err(Rejection::Forbidden);
+            }
+            if state.owner.as_ref() == Some(user) {
+                return Err(Rejection::CannotModerate {
+                    target: user.clone(),
+                });
+            }
+            if state.admins.contains(user) == *admin {
+                return Ok(Vec::new());
+            }
+            if *admin {
+                require_member(state, user)?;
+                let max = ctx.rules.max_admins;
+                if state.admins.len() >= max as usize {
+                    return Err(Rejection::TooManyAdmins { max });
+                }
+            }
+            Ok(vec![Event::RoomAdminChanged {
+                user: user.clone(),
+                admin: *admin,
+                by,
+            }])
+        }
+        CommandKind::ApplyGift(gift) => apply_gift(state, ctx, standing, gift),
+        CommandKind::LaunchRocket {
+            rocket_id,
+            level,
+            scheduled_at,
+        } => {
+            require_system(standing)?;
+            launch_rocket(state, ctx, *rocket_id, *level, *scheduled_at)
+        }
+        CommandKind::ResetRocket => {
+            require_system(standing)?;
+            let today = ctx.now.day_key(ctx.rules.day_utc_offset_secs);
+            if state.rocket.day_key >= today {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::RoomRocketReset { day_key: today }])
+        }
+    }
+}
+
+fn create_room(
+    name: &str,
+    seat_count: Option<u8>,
+    region: &str,
+    ctx: &Ctx<'_>,
+) -> Result<Vec<Event>, Rejection> {
+    let owner = acting_user(ctx)?;
+    let name = checked_name(name)?;
+    let seat_count = seat_count.unwrap_or(ctx.rules.default_seat_count);
+    if !(1..=MAX_SEATS).contains(&seat_count) {
+        return Err(Rejection::InvalidSeatCount { seat_count });
+    }
+    check_len(Field::Region, region, REGION_MAX_CHARS)?;
+    Ok(vec![Event::RoomCreated {
+        owner: owner.clone(),
+        name,
+        seat_count,
+        region: region.to_owned(),
+        created_at: ctx.now,
+    }])
+}
+
+fn join(
+    state: &RoomState,
+    ctx: &Ctx<'_>,
+    standing: Standing,
+    password_verified: bool,
+) -> Result<Vec<Event>, Rejection> {
+    let Actor::User(actor) = ctx.actor else {
+        return Err(Rejection::Forbidden);
+    };
+    let user = &actor.user_id;
+    if state.members.contains_key(user) {
+        return Ok(Vec::new());
+    }
+    if let Some(until) = state.ban_of(user, ctx.now) {
+        return Err(Rejection::Banned {
+            user: user.clone(),
+            until,
+        });
+    }
+    let role = state.role_of(user);
+    let privileged = role != Role::Member || standing == Standing::PlatformAdmin;
+    if state.settings.lock.is_some() && !password_verified && !privileged {
+        return Err(Rejection::WrongPassword);
+    }
+    let max = ctx.rules.max_members;
+    if state.members.len() >= max as usize {
+        return Err(Rejection::RoomFull { max });
+    }
+    Ok(vec![Event::RoomUserJoined {
+        user: user.clone(),
+        role,
+        vip_level: actor.vip_level,
+        joined_at: ctx.now,
+    }])
+}
+
+fn apply_gift(
+    state: &RoomState,
+    ctx: &Ctx<'_>,
+    standing: Standing,
+    gift: &ApplyGift,
+) -> Result<Vec<Event>, Rejection> {
+    if standing != Standing::System && ctx.actor.user_id() != Some(&gift.sender) {
+        return Err(Rejection::Forbidden);
+    }
+    let rules = ctx.rules;
+    if !(1..=rules.max_gift_count).contains(&gift.count) {
+        return Err(Rejection::InvalidGiftCount {
+            count: gift.count,
+            max: rules.max_gift_count,
+        });
+    }
+    let recipient_count = gift.recipients.len();
+    if recipient_count == 0 || recipient_count > rules.max_recipients as usize {
+        return Err(Rejection::InvalidRecipientCount {
+            count: u32::try_from(recipient_count).unwrap_or(u32::MAX),
+            max: rules.max_recipients,
+        });
+    }
+    if gift.gift.price.is_negative() || gift.gift.heat < 0 || gift.gift.fuel < 0 {
+        return Err(Rejection::InvalidGift);
+    }
+    require_member(state, &gift.sender)?;
+    for (i, recipient) in gift.recipients.iter().enumerate() {
+        if gift.recipients[..i].contains(recipient) {
+            return Err(Rejection::DuplicateRecipient {
+                user: recipient.clone(),
+            });
+        }
+        require_member(state, recipient)?;
+    }
+    // recipient_count <= 20 and count <= 9999: the unit products fit; the coin and point
+    // totals are checked.
+    let units = i64::from(gift.count) * recipient_count as i64;
+    let total_value = gift.total_value().ok_or(Rejection::AmountOverflow)?;
+    let heat_added = gift
+        .gift
+        .heat
+        .checked_mul(units)
+        .ok_or(Rejection::AmountOverflow)?;
+    let fuel_added = gift
+        .gift
+        .fuel
+        .checked_mul(units)
+        .ok_or(Rejection::AmountOverflow)?;
+    let heat = state
+        .heat
+        .checked_add(heat_added)
+        .ok_or(Rejection::AmountOverflow)?;
+    let lucky = if gift.gift.lucky {
+        let multiplier = rules.lucky.draw(gift.lucky_draw);
+        let reward = total_value
+            .checked_mul(i64::from(multiplier))
+            .ok_or(Rejection::AmountOverflow)?;
+        Some(LuckyOutcome { multiplier, reward })
+    } else {
+        None
+    };
+    let today = ctx.now.day_key(rules.day_utc_offset_secs);
+    let week = today.week();
+    let day_total = state
+        .day_contribution(&gift.sender, today)
+        .checked_add(total_value)
+        .ok_or(Rejection::AmountOverflow)?;
+    let week_total = state
+        .week_contribution(&gift.sender, week)
+        .checked_add(total_value)
+        .ok_or(Rejection::AmountOverflow)?;
+
+    let mut events = Vec::with_capacity(6);
+    events.push(Event::RoomGiftSent(GiftSent {
+        order_id: gift.order_id.clone(),
+        sender: gift.sender.clone(),
+        recipients: gift.recipients.clone(),
+        gift_id: gift.gift.gift_id.clone(),
+        count: gift.count,
+        unit_price: gift.gift.price,
+        total_value,
+        heat_added,
+        fuel_added,
+        lucky,
+    }));
+    if heat_added != 0 {
+        events.push(Event::RoomHeatChanged {
+            heat,
+            delta: heat_added,
+        });
+    }
+    if total_value != Coins::ZERO {
+        events.push(Event::RoomRankChanged {
+            user: gift.sender.clone(),
+            day_key: today,
+            week_key: week,
+            day_total,
+            week_total,
+        });
+    }
+    // A gift on a new day finds the rocket as the reset leaves it.
+    let (level, fuel, status, next_rocket_id) = if state.rocket.day_key != today {
+        events.push(Event::RoomRocketReset { day_key: today });
+        (1, 0, RocketStatus::Idle, state.rocket.next_rocket_id)
+    } else {
+        let r = &state.rocket;
+        (r.level, r.fuel, r.status, r.next_rocket_id)
+    };
+    if status == RocketStatus::Idle
+        && fuel_added > 0
+        && let Some(config) = rules.rocket_level(level)
+    {
+        let fuel = fuel.saturating_add(fuel_added).min(config.fuel);
+        events.push(Event::RoomRocketFuelChanged {
+            level,
+            fuel,
+            threshold: config.fuel,
+        });
+        if fuel >= config.fuel {
+            events.push(Event::RoomRocketIgnited {
+                rocket_id: next_rocket_id,
+                level,
+                ignited_at: ctx.now,
+                launch_at: ctx.now.plus_secs(config.countdown_secs),
+            });
+        }
+    }
+    Ok(events)
+}
+
+fn launch_rocket(
+    state: &RoomState,
+    ctx: &Ctx<'_>,
+    rocket_id: RocketId,
+    level: u32,
+    scheduled_at: crate::time::Timestamp,
+) -> Result<Vec<Event>, Rejection> {
+    let rocket = &state.rocket;
+    let RocketStatus::Ignited {
+        rocket_id: ignited,
+        launch_at,
+        ..
+    } = rocket.status
+    else {
+        return Err(Rejection::StaleTimer);
+    };
+    let today = ctx.now.day_key(ctx.rules.day_utc_offset_secs);
+    if ignited != rocket_id
+        || rocket.level != level
+        || launch_at != scheduled_at
+        || rocket.day_key != today
+    {
+        return Err(Rejection::StaleTimer);
+    }
+    if ctx.now < launch_at {
+        return Err(Rejection::RocketNotReady { launch_at });
+    }
+    let config = ctx.rules.rocket_level(level).ok_or(Rejection::StaleTimer)?;
+    let rewards = draw_rewards(state, config.reward_pool, config.winners, ctx.random);
+    let next_level = ctx.rules.rocket_level(level + 1).map(|_| level + 1);
+    Ok(vec![Event::RoomRocketLaunched {
+        rocket_id,
+        level,
+        rewards,
+        next_level,
+    }])
+}
+
+/// Picks up to `winners` distinct members with the random input and shares `pool` among them:
+/// equal parts, the remainder one coin each to the first winners drawn. The amounts add up to
+/// `pool` exactly (or nothing is given when no one is present).
+fn draw_rewards(state: &RoomState, pool: Coins, winners: u32, random: u64) -> Vec<RocketReward> {
+    let mut candidates: Vec<&UserId> = state.members.keys().collect();
+    let k = (winners as usize).min(candidates.len());
+    if k == 0 || pool <= Coins::ZERO {
+        return Vec::new();
+    }
+    let mut rng = SplitMix64(random);
+    // Partial Fisher-Yates: the first k slots become a uniform sample without replacement.
+    for i in 0..k {
+        let remaining = (candidates.len() - i) as u64;
+        let j = i + (rng.next() % remaining) as usize;
+        candidates.swap(i, j);
+    }
+    let k_i64 = k as i64;
+    let (share, remainder) = (pool.0 / k_i64, pool.0 % k_i64);
+    candidates[..k]
+        .iter()
+        .enumerate()
+        .map(|(i, user)| RocketReward {
+            user: (*user).clone(),
+            coins: Coins(share + i64::from((i as i64) < remainder)),
+        })
+        .collect()
+}
+
+/// A small deterministic generator (SplitMix64), so that one random input draws several winners.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn leave_events(state: &RoomState, user: &UserId, reason: LeaveReason) -> Vec<Event> {
+    let mut events = Vec::with_capacity(2);
+    if let Some(seat) = state.seat_of(user) {
+        events.push(down_from(state, seat, MicDownReason::LeftRoom));
+    }
+    events.push(Event::RoomUserLeft {
+        user: user.clone(),
+        reason,
+    });
+    events
+}
+
+/// The `Down` event for whoever holds `seat` (which must be occupied).
+fn down_from(state: &RoomState, seat: SeatIndex, reason: MicDownReason) -> Event {
+    let occupant = occupant_of(state, seat);
+    mic_down(seat, &occupant.user, occupant.session, reason)
+}
+
+fn occupant_of(state: &RoomState, seat: SeatIndex) -> &crate::state::Occupant {
+    state
+        .seat(seat)
+        .and_then(|s| s.occupant.as_ref())
+        .expect("callers pass an occupied seat")
+}
+
+fn mic_down(
+    seat: SeatIndex,
+    user: &UserId,
+    session: crate::ids::SeatSessionId,
+    reason: MicDownReason,
+) -> Event {
+    Event::RoomMicChanged {
+        seat,
+        change: MicChange::Down {
+            user: user.clone(),
+            session,
+            reason,
+        },
+    }
+}
+
+fn seat_index(i: usize) -> SeatIndex {
+    // Rooms have at most MAX_SEATS (20) seats.
+    SeatIndex(u8::try_from(i).unwrap_or(u8::MAX))
+}
+
+fn checked_seat(state: &RoomState, seat: SeatIndex) -> Result<&crate::state::Seat, Rejection> {
+    state.seat(seat).ok_or(Rejection::InvalidSeat {
+        seat,
+        seat_count: state.settings.seat_count,
+    })
+}
+
+fn acting_user<'a>(ctx: &Ctx<'a>) -> Result<&'a UserId, Rejection> {
+    ctx.actor.user_id().ok_or(Rejection::Forbidden)
+}
+
+fn require_member(state: &RoomState, user: &UserId) -> Result<(), Rejection> {
+    if state.members.contains_key(user) {
+        Ok(())
+    } else {
+        Err(Rejection::NotAMember { user: user.clone() })
+    }
+}
+
+fn require_moderator(standing: Standing) -> Result<(), Rejection> {
+    if standing.is_moderator() {
+        Ok(())
+    } else {
+        Err(Rejection::Forbidden)
+    }
+}
+
+fn require_system(standing: Standing) -> Result<(), Rejection> {
+    if standing == Standing::System {
+        Ok(())
+    } else {
+        Err(Rejection::Forbidden)
+    }
+}
+
+/// Whether a moderator of `standing` may act on `target`: nobody moderates the owner or
+/// themselves; admins do not moderate other admins.
+fn may_moderate(
+    state: &RoomState,
+    ctx: &Ctx<'_>,
+    standing: Standing,
+    target: &UserId,
+) -> Result<(), Rejection> {
+    let refused = || {
+        Err(Rejection::CannotModerate {
+            target: target.clone(),
+        })
+    };
+    if ctx.actor.user_id() == Some(target) {
+        return refused();
+    }
+    match state.role_of(target) {
+        Role::Owner => refused(),
+        Role::Admin if standing == Standing::Admin => refused(),
+        _ => Ok(()),
+    }
+}
+
+fn checked_name(name: &str) -> Result<String, Rejection> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(Rejection::FieldEmpty { field: Field::Name });
+    }
+    check_len(Field::Name, name, NAME_MAX_CHARS)?;
+    Ok(name.to_owned())
+}
+
+/// An empty URL removes the image.
+fn checked_url(field: Field, url: &str) -> Result<Option<String>, Rejection> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Ok(None);
+    }
+    check_len(field, url, URL_MAX_CHARS)?;
+    Ok(Some(url.to_owned()))
+}
+
+fn check_len(field: Field, text: &str, max: u32) -> Result<(), Rejection> {
+    if text.len() > max as usize && text.chars().count() > max as usize {
+        return Err(Rejection::FieldTooLong { field, max });
+    }
+    Ok(())
+}

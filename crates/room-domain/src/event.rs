@@ -1,0 +1,462 @@
+//! Events: the facts a room records. `evolve` applies them to the state; the runtime delivers
+//! them to IM (display) and to the outbox (durable facts) as [`Event::delivery`] says.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{GiftId, OrderId, RocketId, RoomId, SeatIndex, SeatSessionId, UserId};
+use crate::money::Coins;
+use crate::state::{PasswordHash, Role};
+use crate::time::{DayKey, Timestamp, WeekKey};
+
+/// The version of the event format: the `v` of every [`EventEnvelope`]. Golden files pin it.
+pub const EVENT_SCHEMA_VERSION: u16 = 1;
+
+/// Something that happened in a room. Serialized adjacently tagged: `{"type": "RoomGiftSent",
+/// "payload": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "payload")]
+#[non_exhaustive]
+pub enum Event {
+    /// The room was created.
+    RoomCreated {
+        /// Its owner.
+        owner: UserId,
+        /// Its name.
+        name: String,
+        /// Its mic seats.
+        seat_count: u8,
+        /// Its region.
+        region: String,
+        /// When.
+        created_at: Timestamp,
+    },
+    /// Name, notice or cover changed; carries the whole new profile text.
+    RoomProfileUpdated {
+        /// The name.
+        name: String,
+        /// The notice.
+        notice: String,
+        /// The cover URL.
+        cover_url: Option<String>,
+        /// Who changed it.
+        by: Option<UserId>,
+    },
+    /// The background changed.
+    RoomBackgroundChanged {
+        /// The new background, or none.
+        background_url: Option<String>,
+        /// Who changed it.
+        by: Option<UserId>,
+    },
+    /// The public chat was allowed or forbidden.
+    RoomChatEnabledChanged {
+        /// Whether chat is allowed now.
+        enabled: bool,
+        /// Who changed it.
+        by: Option<UserId>,
+    },
+    /// The room was locked or unlocked. The hash never leaves the service: see
+    /// [`Event::redacted`].
+    RoomLockChanged {
+        /// Whether the room is locked now.
+        locked: bool,
+        /// The password hash while locked.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        password_hash: Option<PasswordHash>,
+        /// Who changed it.
+        by: Option<UserId>,
+    },
+    /// The room closed for good; everyone is out.
+    RoomClosed {
+        /// Who closed it; `None` for the system.
+        by: Option<UserId>,
+    },
+    /// A user joined.
+    RoomUserJoined {
+        /// Who.
+        user: UserId,
+        /// Their role in this room.
+        role: Role,
+        /// Their VIP level.
+        vip_level: u8,
+        /// When.
+        joined_at: Timestamp,
+    },
+    /// A user left (by themselves, by eviction, or to another room).
+    RoomUserLeft {
+        /// Who.
+        user: UserId,
+        /// Why.
+        reason: LeaveReason,
+    },
+    /// A moderator removed a user, maybe with a ban.
+    RoomUserKicked {
+        /// Who.
+        user: UserId,
+        /// By whom; `None` for the system.
+        by: Option<UserId>,
+        /// Banned until then, if banned.
+        ban_until: Option<Timestamp>,
+    },
+    /// A ban was lifted.
+    RoomUserUnbanned {
+        /// Who.
+        user: UserId,
+        /// By whom.
+        by: Option<UserId>,
+    },
+    /// A user was muted on the public screen, or unmuted (`until: None`).
+    RoomUserMuted {
+        /// Who.
+        user: UserId,
+        /// Muted until then; `None` unmutes.
+        until: Option<Timestamp>,
+        /// By whom.
+        by: Option<UserId>,
+    },
+    /// An admin was appointed or dismissed.
+    RoomAdminChanged {
+        /// Who.
+        user: UserId,
+        /// Appointed (`true`) or dismissed.
+        admin: bool,
+        /// By whom.
+        by: Option<UserId>,
+    },
+    /// Something happened on a mic seat.
+    RoomMicChanged {
+        /// Which seat.
+        seat: SeatIndex,
+        /// What.
+        change: MicChange,
+    },
+    /// A seat was locked or unlocked.
+    RoomMicSeatLocked {
+        /// Which seat.
+        seat: SeatIndex,
+        /// Locked now or not.
+        locked: bool,
+        /// By whom.
+        by: Option<UserId>,
+    },
+    /// A paid gift was applied.
+    RoomGiftSent(GiftSent),
+    /// The room's heat changed.
+    RoomHeatChanged {
+        /// The new heat.
+        heat: i64,
+        /// By how much.
+        delta: i64,
+    },
+    /// A user's contribution changed; carries the new totals of the day and week.
+    RoomRankChanged {
+        /// Who gave.
+        user: UserId,
+        /// The day `day_total` counts.
+        day_key: DayKey,
+        /// The week `week_total` counts.
+        week_key: WeekKey,
+        /// Coins given today.
+        day_total: Coins,
+        /// Coins given this week.
+        week_total: Coins,
+    },
+    /// The rocket took fuel.
+    RoomRocketFuelChanged {
+        /// The level being fuelled.
+        level: u32,
+        /// The fuel now.
+        fuel: i64,
+        /// The fuel the level needs.
+        threshold: i64,
+    },
+    /// The rocket reached its level's threshold and counts down.
+    RoomRocketIgnited {
+        /// This ignition.
+        rocket_id: RocketId,
+        /// Its level.
+        level: u32,
+        /// When it ignited.
+        ignited_at: Timestamp,
+        /// When it launches.
+        launch_at: Timestamp,
+    },
+    /// The rocket launched and rewarded members present.
+    RoomRocketLaunched {
+        /// The ignition that launched.
+        rocket_id: RocketId,
+        /// Its level.
+        level: u32,
+        /// Who won how much; the amounts add up to the level's pool (or nothing if the room was
+        /// empty).
+        rewards: Vec<RocketReward>,
+        /// The level the rocket goes on with; `None` after the top level.
+        next_level: Option<u32>,
+    },
+    /// The rocket went back to level 1 for a new day.
+    RoomRocketReset {
+        /// The new day.
+        day_key: DayKey,
+    },
+}
+
+/// A paid gift applied to the room.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GiftSent {
+    /// The order.
+    pub order_id: OrderId,
+    /// Who paid.
+    pub sender: UserId,
+    /// Who received, each `count` units.
+    pub recipients: Vec<UserId>,
+    /// The gift.
+    pub gift_id: GiftId,
+    /// Units per recipient.
+    pub count: u32,
+    /// Coins per unit.
+    pub unit_price: Coins,
+    /// `unit_price × count × recipients`: what the sender paid.
+    pub total_value: Coins,
+    /// Heat the gift added.
+    pub heat_added: i64,
+    /// Fuel the gift carried (added to the rocket unless it was counting down or done).
+    pub fuel_added: i64,
+    /// The lucky draw, for lucky gifts.
+    pub lucky: Option<LuckyOutcome>,
+}
+
+impl GiftSent {
+    /// Coins each recipient received: `unit_price × count`.
+    pub fn value_per_recipient(&self) -> Coins {
+        Coins(self.unit_price.0.saturating_mul(i64::from(self.count)))
+    }
+}
+
+/// What a lucky gift won.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LuckyOutcome {
+    /// The drawn multiplier.
+    pub multiplier: u32,
+    /// Coins won: `total_value × multiplier`, credited to the sender by the gift saga.
+    pub reward: Coins,
+}
+
+/// One winner of a rocket launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RocketReward {
+    /// Who.
+    pub user: UserId,
+    /// How much.
+    pub coins: Coins,
+}
+
+/// Why a user left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaveReason {
+    /// They left.
+    Left,
+    /// Their heartbeat stopped.
+    Evicted,
+}
+
+/// What happened on a seat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum MicChange {
+    /// A user took the seat; audio must start before the deadline.
+    Up {
+        /// Who.
+        user: UserId,
+        /// This stay.
+        session: SeatSessionId,
+        /// When they sat down.
+        since: Timestamp,
+        /// Publish audio by then.
+        publish_deadline: Timestamp,
+    },
+    /// A user left the seat.
+    Down {
+        /// Who.
+        user: UserId,
+        /// The stay that ended.
+        session: SeatSessionId,
+        /// Why.
+        reason: MicDownReason,
+    },
+    /// The RTC vendor confirmed the holder publishes audio.
+    Published {
+        /// Who.
+        user: UserId,
+        /// This stay.
+        session: SeatSessionId,
+    },
+    /// The seat was muted or unmuted.
+    Muted {
+        /// Muted now or not.
+        muted: bool,
+        /// Whether a moderator did it (then only a moderator may unmute).
+        by_moderator: bool,
+        /// Who.
+        by: Option<UserId>,
+    },
+}
+
+/// Why a user left a seat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MicDownReason {
+    /// They left it.
+    Left,
+    /// They took another seat.
+    Moved,
+    /// A moderator took them off.
+    Removed,
+    /// The seat was locked.
+    SeatLocked,
+    /// They left the room (or were evicted).
+    LeftRoom,
+    /// They were kicked.
+    Kicked,
+    /// They did not publish audio in time.
+    PublishTimeout,
+    /// The RTC vendor saw them leave the audio room.
+    RtcLeft,
+    /// The room closed.
+    RoomClosed,
+}
+
+/// How urgently IM should show an event (Tencent's `MsgPriority`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ImPriority {
+    /// Likes, fuel, heat: first to drop under the per-room rate limit.
+    Low,
+    /// Ordinary display.
+    Normal,
+    /// Gifts, kicks, closing.
+    High,
+}
+
+/// Where an event goes after commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    /// Sent to the room's IM group with this priority; `None`: not displayed.
+    pub im: Option<ImPriority>,
+    /// Written to the outbox in the commit and published to Kafka.
+    pub durable: bool,
+    /// Display events with the same key in one room may be coalesced to the newest.
+    pub coalesce_key: Option<&'static str>,
+}
+
+impl Event {
+    /// The event's type name, as in its JSON `type`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::RoomCreated { .. } => "RoomCreated",
+            Event::RoomProfileUpdated { .. } => "RoomProfileUpdated",
+            Event::RoomBackgroundChanged { .. } => "RoomBackgroundChanged",
+            Event::RoomChatEnabledChanged { .. } => "RoomChatEnabledChanged",
+            Event::RoomLockChanged { .. } => "RoomLockChanged",
+            Event::RoomClosed { .. } => "RoomClosed",
+            Event::RoomUserJoined { .. } => "RoomUserJoined",
+            Event::RoomUserLeft { .. } => "RoomUserLeft",
+            Event::RoomUserKicked { .. } => "RoomUserKicked",
+            Event::RoomUserUnbanned { .. } => "RoomUserUnbanned",
+            Event::RoomUserMuted { .. } => "RoomUserMuted",
+            Event::RoomAdminChanged { .. } => "RoomAdminChanged",
+            Event::RoomMicChanged { .. } => "RoomMicChanged",
+            Event::RoomMicSeatLocked { .. } => "RoomMicSeatLocked",
+            Event::RoomGiftSent(_) => "RoomGiftSent",
+            Event::RoomHeatChanged { .. } => "RoomHeatChanged",
+            Event::RoomRankChanged { .. } => "RoomRankChanged",
+            Event::RoomRocketFuelChanged { .. } => "RoomRocketFuelChanged",
+            Event::RoomRocketIgnited { .. } => "RoomRocketIgnited",
+            Event::RoomRocketLaunched { .. } => "RoomRocketLaunched",
+            Event::RoomRocketReset { .. } => "RoomRocketReset",
+        }
+    }
+
+    /// Where this event goes after commit: DESIGN §4's table.
+    pub fn delivery(&self) -> Delivery {
+        use ImPriority::{High, Low, Normal};
+        let (im, durable, coalesce_key) = match self {
+            // Other services learn of new rooms; IM has no group to show it in yet.
+            Event::RoomCreated { .. } => (None, true, None),
+            Event::RoomHeatChanged { .. } => (Some(Low), false, Some("heat")),
+            Event::RoomRankChanged { .. } => (Some(Low), false, Some("rank")),
+            Event::RoomRocketFuelChanged { .. } => (Some(Low), false, Some("rocket_fuel")),
+            Event::RoomRocketIgnited { .. } => (Some(High), false, None),
+            Event::RoomRocketLaunched { .. } => (Some(High), true, None),
+            Event::RoomRocketReset { .. } => (Some(Normal), false, None),
+            Event::RoomGiftSent(_) => (Some(High), true, None),
+            Event::RoomUserJoined { .. } => (Some(Normal), true, None),
+            Event::RoomUserLeft { .. } => (Some(Normal), false, None),
+            Event::RoomMicChanged { .. } => (Some(Normal), true, None),
+            // The lock state is display; the snapshot repairs it, and the hash stays inside.
+            Event::RoomLockChanged { .. } => (Some(Normal), false, None),
+            Event::RoomUserKicked { .. } | Event::RoomClosed { .. } => (Some(High), true, None),
+            Event::RoomMicSeatLocked { .. }
+            | Event::RoomUserUnbanned { .. }
+            | Event::RoomUserMuted { .. }
+            | Event::RoomProfileUpdated { .. }
+            | Event::RoomBackgroundChanged { .. }
+            | Event::RoomChatEnabledChanged { .. }
+            | Event::RoomAdminChanged { .. } => (Some(Normal), true, None),
+        };
+        Delivery {
+            im,
+            durable,
+            coalesce_key,
+        }
+    }
+
+    /// The event as it may leave the service: without secrets (the lock's password hash).
+    /// Everything sent to IM or the outbox goes through this.
+    pub fn redacted(&self) -> std::borrow::Cow<'_, Event> {
+        match self {
+            Event::RoomLockChanged {
+                locked,
+                password_hash: Some(_),
+                by,
+            } => std::borrow::Cow::Owned(Event::RoomLockChanged {
+                locked: *locked,
+                password_hash: None,
+                by: by.clone(),
+            }),
+            _ => std::borrow::Cow::Borrowed(self),
+        }
+    }
+}
+
+/// An event as published to Kafka (`room.events.v1`, key = room id) and read by other services:
+/// `{"event_id","room_id","seq","v","occurred_at","type","payload"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventEnvelope {
+    /// Unique per event: `"{room_id}:{seq}"`. Consumers deduplicate by it.
+    pub event_id: String,
+    /// The room; also the Kafka key.
+    pub room_id: RoomId,
+    /// The event's position in the room's history, from 1, without gaps.
+    pub seq: u64,
+    /// The schema version, [`EVENT_SCHEMA_VERSION`].
+    pub v: u16,
+    /// When the command that produced it was applied.
+    pub occurred_at: Timestamp,
+    /// The event: its `type` and `payload` sit at the top level of the envelope.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+impl EventEnvelope {
+    /// Wraps an event of `room_id` at position `seq`, redacting secrets.
+    pub fn new(room_id: RoomId, seq: u64, occurred_at: Timestamp, event: &Event) -> Self {
+        EventEnvelope {
+            event_id: format!("{room_id}:{seq}"),
+            room_id,
+            seq,
+            v: EVENT_SCHEMA_VERSION,
+            occurred_at,
+            event: event.redacted().into_owned(),
+        }
+    }
+}

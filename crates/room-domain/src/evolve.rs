@@ -1,0 +1,212 @@
+//! `evolve`: applies one event to the state. Events are facts, so `evolve` never refuses one
+//! and needs no rules: everything a rule decided is in the event.
+
+use crate::event::{Event, MicChange};
+use crate::ids::SeatSessionId;
+use crate::state::{Member, Occupant, RocketStatus, RoomState, RoomStatus, Seat};
+
+/// Applies `event` to `state` and advances [`RoomState::version`] by one.
+pub fn evolve(state: &mut RoomState, event: &Event) {
+    state.version += 1;
+    match event {
+        Event::RoomCreated {
+            owner,
+            name,
+            seat_count,
+            region,
+            created_at,
+        } => {
+            state.status = RoomStatus::Open;
+            state.owner = Some(owner.clone());
+            state.created_at = *created_at;
+            state.profile.name = name.clone();
+            state.settings.seat_count = *seat_count;
+            state.settings.region = region.clone();
+            state.settings.chat_enabled = true;
+            state.seats = vec![Seat::default(); usize::from(*seat_count)];
+        }
+        Event::RoomProfileUpdated {
+            name,
+            notice,
+            cover_url,
+            ..
+        } => {
+            state.profile.name = name.clone();
+            state.profile.notice = notice.clone();
+            state.profile.cover_url = cover_url.clone();
+        }
+        Event::RoomBackgroundChanged { background_url, .. } => {
+            state.profile.background_url = background_url.clone();
+        }
+        Event::RoomChatEnabledChanged { enabled, .. } => state.settings.chat_enabled = *enabled,
+        Event::RoomLockChanged { password_hash, .. } => {
+            state.settings.lock = password_hash.clone();
+        }
+        Event::RoomClosed { .. } => {
+            state.status = RoomStatus::Closed;
+            state.members.clear();
+            for seat in &mut state.seats {
+                seat.occupant = None;
+            }
+        }
+        Event::RoomUserJoined {
+            user,
+            role,
+            vip_level,
+            joined_at,
+        } => {
+            state.bans.remove(user);
+            state.members.insert(
+                user.clone(),
+                Member {
+                    role: *role,
+                    vip_level: *vip_level,
+                    joined_at: *joined_at,
+                },
+            );
+        }
+        Event::RoomUserLeft { user, .. } => {
+            state.members.remove(user);
+        }
+        Event::RoomUserKicked {
+            user, ban_until, ..
+        } => {
+            state.members.remove(user);
+            if let Some(until) = ban_until {
+                state.bans.insert(user.clone(), *until);
+            }
+        }
+        Event::RoomUserUnbanned { user, .. } => {
+            state.bans.remove(user);
+        }
+        Event::RoomUserMuted { user, until, .. } => match until {
+            Some(until) => {
+                state.chat_mutes.insert(user.clone(), *until);
+            }
+            None => {
+                state.chat_mutes.remove(user);
+            }
+        },
+        Event::RoomAdminChanged { user, admin, .. } => {
+            if *admin {
+                state.admins.insert(user.clone());
+            } else {
+                state.admins.remove(user);
+            }
+            let role = state.role_of(user);
+            if let Some(member) = state.members.get_mut(user) {
+                member.role = role;
+            }
+        }
+        Event::RoomMicChanged { seat, change } => {
+            let Some(seat) = state.seats.get_mut(usize::from(seat.0)) else {
+                return;
+            };
+            match change {
+                MicChange::Up {
+                    user,
+                    session,
+                    since,
+                    publish_deadline,
+                } => {
+                    seat.occupant = Some(Occupant {
+                        user: user.clone(),
+                        session: *session,
+                        since: *since,
+                        publish_deadline: Some(*publish_deadline),
+                    });
+                    state.next_seat_session = SeatSessionId(session.0 + 1);
+                }
+                MicChange::Down { .. } => seat.occupant = None,
+                MicChange::Published { .. } => {
+                    if let Some(occupant) = &mut seat.occupant {
+                        occupant.publish_deadline = None;
+                    }
+                }
+                MicChange::Muted {
+                    muted,
+                    by_moderator,
+                    ..
+                } => {
+                    seat.muted = *muted;
+                    seat.muted_by_moderator = *muted && *by_moderator;
+                }
+            }
+        }
+        Event::RoomMicSeatLocked { seat, locked, .. } => {
+            if let Some(seat) = state.seats.get_mut(usize::from(seat.0)) {
+                seat.locked = *locked;
+            }
+        }
+        Event::RoomGiftSent(_) => {
+            // The gift's effects come as the events that follow it (heat, rank, fuel).
+        }
+        Event::RoomHeatChanged { heat, .. } => state.heat = *heat,
+        Event::RoomRankChanged {
+            user,
+            day_key,
+            week_key,
+            day_total,
+            week_total,
+        } => {
+            let contribution = &mut state.contribution;
+            if contribution.day_key != *day_key {
+                contribution.day.clear();
+                contribution.day_key = *day_key;
+            }
+            if contribution.week_key != *week_key {
+                contribution.week.clear();
+                contribution.week_key = *week_key;
+            }
+            contribution.day.insert(user.clone(), *day_total);
+            contribution.week.insert(user.clone(), *week_total);
+        }
+        Event::RoomRocketFuelChanged { level, fuel, .. } => {
+            state.rocket.level = *level;
+            state.rocket.fuel = *fuel;
+        }
+        Event::RoomRocketIgnited {
+            rocket_id,
+            level,
+            ignited_at,
+            launch_at,
+        } => {
+            state.rocket.level = *level;
+            state.rocket.status = RocketStatus::Ignited {
+                rocket_id: *rocket_id,
+                ignited_at: *ignited_at,
+                launch_at: *launch_at,
+            };
+            state.rocket.next_rocket_id = crate::ids::RocketId(rocket_id.0 + 1);
+        }
+        Event::RoomRocketLaunched {
+            rocket_id,
+            next_level,
+            ..
+        } => match next_level {
+            Some(level) => {
+                state.rocket.level = *level;
+                state.rocket.fuel = 0;
+                state.rocket.status = RocketStatus::Idle;
+            }
+            None => {
+                state.rocket.status = RocketStatus::Launched {
+                    rocket_id: *rocket_id,
+                }
+            }
+        },
+        Event::RoomRocketReset { day_key } => {
+            state.rocket.level = 1;
+            state.rocket.fuel = 0;
+            state.rocket.status = RocketStatus::Idle;
+            state.rocket.day_key = *day_key;
+        }
+    }
+}
+
+/// Applies `events` in order: `fold(RoomState::new(id), log) == state` is the replay guarantee.
+pub fn evolve_all<'a>(state: &mut RoomState, events: impl IntoIterator<Item = &'a Event>) {
+    for event in events {
+        evolve(state, event);
+    }
+}

@@ -1,0 +1,227 @@
+//! Identifiers: opaque, validated strings for rooms, users, gifts, orders and commands, and small
+//! integer ids for seats, seat sessions and rockets.
+//!
+//! String ids are reference counted (`Arc<str>`), so copying one into an event is a counter
+//! increment, not an allocation: `decide` copies user ids into every event it produces.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Why a string is not a valid identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdError {
+    /// The string is empty.
+    #[error("{kind} must not be empty")]
+    Empty {
+        /// Which kind of id was being built.
+        kind: &'static str,
+    },
+    /// The string has more characters than the kind allows.
+    #[error("{kind} must be at most {max} characters, got {len}")]
+    TooLong {
+        /// Which kind of id was being built.
+        kind: &'static str,
+        /// The limit in characters.
+        max: usize,
+        /// The length that was given, in characters.
+        len: usize,
+    },
+    /// The string contains a control character or whitespace.
+    #[error("{kind} must not contain whitespace or control characters")]
+    BadCharacter {
+        /// Which kind of id was being built.
+        kind: &'static str,
+    },
+}
+
+fn validate(kind: &'static str, s: &str) -> Result<(), IdError> {
+    if s.is_empty() {
+        return Err(IdError::Empty { kind });
+    }
+    // Count characters only when the byte length could exceed the limit.
+    if s.len() > MAX_ID_CHARS {
+        let len = s.chars().count();
+        if len > MAX_ID_CHARS {
+            return Err(IdError::TooLong {
+                kind,
+                max: MAX_ID_CHARS,
+                len,
+            });
+        }
+    }
+    if s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(IdError::BadCharacter { kind });
+    }
+    Ok(())
+}
+
+/// The longest string id, in characters.
+pub const MAX_ID_CHARS: usize = 64;
+
+macro_rules! string_id {
+    ($(#[$meta:meta])* $name:ident, $kind:literal) => {
+        $(#[$meta])*
+        ///
+        /// 1 to 64 characters, no whitespace or control characters. Serialized as a JSON string.
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(Arc<str>);
+
+        impl $name {
+            /// Validates `s` and builds the id.
+            pub fn new(s: impl AsRef<str>) -> Result<Self, IdError> {
+                let s = s.as_ref();
+                validate($kind, s)?;
+                Ok(Self(Arc::from(s)))
+            }
+
+            /// The id as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:?})", stringify!($name), &*self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, IdError> {
+                Self::new(s)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(s: String) -> Result<Self, IdError> {
+                validate($kind, &s)?;
+                Ok(Self(Arc::from(s)))
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = IdError;
+            fn try_from(s: &str) -> Result<Self, IdError> {
+                Self::new(s)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Self::try_from(s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+string_id!(
+    /// A room, as the service and its clients name it.
+    RoomId,
+    "room id"
+);
+string_id!(
+    /// A user of the app: the `sub` of their token.
+    UserId,
+    "user id"
+);
+string_id!(
+    /// A catalog gift.
+    GiftId,
+    "gift id"
+);
+string_id!(
+    /// A gift order: chosen by the client, the idempotency key of a gift from debit to apply.
+    OrderId,
+    "order id"
+);
+string_id!(
+    /// A command: a repeated id is the same command, and gets the first answer.
+    CommandId,
+    "command id"
+);
+
+impl From<OrderId> for CommandId {
+    /// A gift is applied under its order id, so retries of one order are one command.
+    fn from(order: OrderId) -> Self {
+        CommandId(order.0)
+    }
+}
+
+/// A mic seat, counted from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SeatIndex(pub u8);
+
+impl fmt::Display for SeatIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// One stay of one user on one seat: a new session begins each time a seat is taken, so a
+/// timer armed for an earlier stay can tell that it is stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SeatSessionId(pub u64);
+
+/// One ignition of the room rocket; a launch timer names the rocket it was armed for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RocketId(pub u64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_ordinary_ids_and_rejects_bad_ones() {
+        assert_eq!(UserId::new("u_42").unwrap().as_str(), "u_42");
+        assert_eq!(UserId::new(""), Err(IdError::Empty { kind: "user id" }));
+        assert!(matches!(
+            RoomId::new("x".repeat(65)),
+            Err(IdError::TooLong { len: 65, .. })
+        ));
+        // 64 multi-byte characters are within the limit although they are more than 64 bytes.
+        assert!(UserId::new("é".repeat(64)).is_ok());
+        assert_eq!(
+            UserId::new("a b"),
+            Err(IdError::BadCharacter { kind: "user id" })
+        );
+        assert!(UserId::new("a\u{0}").is_err());
+    }
+
+    #[test]
+    fn deserialization_validates() {
+        let ok: UserId = serde_json::from_str("\"alice\"").unwrap();
+        assert_eq!(ok.as_str(), "alice");
+        assert!(serde_json::from_str::<UserId>("\"\"").is_err());
+        assert_eq!(serde_json::to_string(&ok).unwrap(), "\"alice\"");
+    }
+}

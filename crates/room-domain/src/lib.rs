@@ -1,0 +1,111 @@
+//! The pure model of one voice-chat room: its state, the commands it takes, the events it
+//! records, its rules, and the gift saga that moves money between a wallet and a room.
+//!
+//! Nothing here does I/O, reads a clock or draws a random number: time, the acting user and
+//! random values come in through [`Ctx`]. A room changes only by
+//! [`decide`]`(&state, &command, &ctx) -> Result<Vec<Event>, Rejection>` followed by
+//! [`evolve`]`(&mut state, &event)` for each event, so replaying a room's events onto
+//! [`RoomState::new`] rebuilds the same state.
+//!
+//! # Reading our events from another service
+//!
+//! The room service publishes durable events to the Kafka topic `room.events.v1`, keyed by
+//! room id, as JSON [`EventEnvelope`]s. Depend on this crate alone to read them:
+//!
+//! ```
+//! use room_domain::{Event, EventEnvelope, EVENT_SCHEMA_VERSION};
+//!
+//! let message = r#"{
+//!     "event_id": "room-1:42", "room_id": "room-1", "seq": 42, "v": 1,
+//!     "occurred_at": 1764460800000,
+//!     "type": "RoomGiftSent",
+//!     "payload": {
+//!         "order_id": "o-1", "sender": "alice", "recipients": ["bob"], "gift_id": "rose",
+//!         "count": 3, "unit_price": 10, "total_value": 30, "heat_added": 30,
+//!         "fuel_added": 30, "lucky": null
+//!     }
+//! }"#;
+//! let envelope: EventEnvelope = serde_json::from_str(message)?;
+//! assert_eq!(envelope.v, EVENT_SCHEMA_VERSION);
+//! match &envelope.event {
+//!     Event::RoomGiftSent(gift) => {
+//!         // Deduplicate by `event_id`: delivery is at least once.
+//!         assert_eq!(envelope.event_id, "room-1:42");
+//!         assert_eq!(gift.total_value.0, 30);
+//!         assert_eq!(gift.value_per_recipient().0, 30);
+//!     }
+//!     Event::RoomMicChanged { seat, change } => { let _ = (seat, change); }
+//!     // The enum is non-exhaustive: new event types may appear; skip what you do not know.
+//!     _ => {}
+//! }
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+//!
+//! A consumer that must survive event types newer than its copy of this crate should first
+//! read the envelope's `type` (also in the Kafka header `type`) and skip unknown ones.
+//!
+//! # Running a room
+//!
+//! ```
+//! use room_domain::{
+//!     decide, evolve, Actor, Command, CommandId, CommandKind, Ctx, RoomId, RoomRules, RoomState,
+//!     Timestamp, UserId,
+//! };
+//!
+//! let rules = RoomRules::default();
+//! let owner = Actor::user(UserId::new("alice").unwrap());
+//! let ctx = Ctx { now: Timestamp(1_764_460_800_000), actor: &owner, random: 7, rules: &rules };
+//! let mut state = RoomState::new(RoomId::new("room-1").unwrap());
+//! let create = Command::new(
+//!     CommandId::new("c-1").unwrap(),
+//!     CommandKind::CreateRoom { name: "Night talk".into(), seat_count: None, region: "sg".into() },
+//! );
+//! for event in decide(&state, &create, &ctx).unwrap() {
+//!     evolve(&mut state, &event);
+//! }
+//! assert_eq!(state.profile.name, "Night talk");
+//! assert_eq!(state.seats.len(), 8);
+//! ```
+
+mod command;
+mod decide;
+mod event;
+mod evolve;
+mod ids;
+mod money;
+mod rejection;
+mod rules;
+mod saga;
+mod snapshot;
+mod state;
+mod time;
+
+pub use command::{
+    Actor, ApplyGift, COMMAND_SCHEMA_VERSION, Command, CommandKind, Ctx, GiftSnapshot, UserActor,
+};
+pub use decide::decide;
+pub use event::{
+    Delivery, EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftSent, ImPriority, LeaveReason,
+    LuckyOutcome, MicChange, MicDownReason, RocketReward,
+};
+pub use evolve::{evolve, evolve_all};
+pub use ids::{
+    CommandId, GiftId, IdError, MAX_ID_CHARS, OrderId, RocketId, RoomId, SeatIndex, SeatSessionId,
+    UserId,
+};
+pub use money::Coins;
+pub use rejection::{Field, Rejection, RejectionKind};
+pub use rules::{
+    LuckyEntry, LuckyTable, MAX_GIFT_COUNT, MAX_RECIPIENTS, MAX_SEATS, RocketLevel, RoomRules,
+    RulesError,
+};
+pub use saga::{FailReason, GiftOrder, InvalidTransition, OrderStatus, SagaOutcome, SagaStep};
+pub use snapshot::{SNAPSHOT_SCHEMA_VERSION, Snapshot, SnapshotVersionError};
+pub use state::{
+    Contribution, Member, Occupant, PasswordHash, Rocket, RocketStatus, Role, RoomProfile,
+    RoomSettings, RoomState, RoomStatus, Seat,
+};
+pub use time::{DayKey, Timestamp, WeekKey};
+
+/// The domain's result type: a command either yields events or is refused.
+pub type Result<T, E = Rejection> = std::result::Result<T, E>;

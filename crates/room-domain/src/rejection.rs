@@ -1,0 +1,276 @@
+//! Why a room refuses a command. A rejection is a definite answer of the room: the gift saga
+//! refunds on it, and nothing was written.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{SeatIndex, UserId};
+use crate::time::Timestamp;
+
+/// A text field of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    /// The room name.
+    Name,
+    /// The notice board.
+    Notice,
+    /// The cover image URL.
+    CoverUrl,
+    /// The background image URL.
+    BackgroundUrl,
+    /// The region code.
+    Region,
+}
+
+impl Field {
+    /// The field's name in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Field::Name => "name",
+            Field::Notice => "notice",
+            Field::CoverUrl => "cover_url",
+            Field::BackgroundUrl => "background_url",
+            Field::Region => "region",
+        }
+    }
+}
+
+/// Why the room refused a command. Each variant has a stable [`Rejection::code`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "code", rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
+pub enum Rejection {
+    /// The room does not exist.
+    #[error("the room does not exist")]
+    RoomNotFound,
+    /// `CreateRoom` for a room that exists.
+    #[error("the room already exists")]
+    RoomAlreadyExists,
+    /// The room is closed.
+    #[error("the room is closed")]
+    RoomClosed,
+    /// The room has as many members as it may.
+    #[error("the room is full ({max} members)")]
+    RoomFull {
+        /// The limit.
+        max: u32,
+    },
+    /// The actor's role does not allow this command.
+    #[error("not allowed")]
+    Forbidden,
+    /// The user is not in the room.
+    #[error("{user} is not in the room")]
+    NotAMember {
+        /// Who.
+        user: UserId,
+    },
+    /// The user is banned from the room.
+    #[error("{user} is banned until {until}")]
+    Banned {
+        /// Who.
+        user: UserId,
+        /// Until when.
+        until: Timestamp,
+    },
+    /// The room is locked and the password did not match.
+    #[error("wrong room password")]
+    WrongPassword,
+    /// The target outranks the actor (the owner, another admin, or oneself).
+    #[error("{target} cannot be moderated by this user")]
+    CannotModerate {
+        /// Who was targeted.
+        target: UserId,
+    },
+    /// The target's VIP level protects them from kicks by admins.
+    #[error("{target} is protected by VIP level {vip_level}")]
+    VipProtected {
+        /// Who was targeted.
+        target: UserId,
+        /// Their VIP level.
+        vip_level: u8,
+    },
+    /// Unban of a user who is not banned.
+    #[error("{user} is not banned")]
+    NotBanned {
+        /// Who.
+        user: UserId,
+    },
+    /// The room already has as many admins as it may.
+    #[error("the room already has {max} admins")]
+    TooManyAdmins {
+        /// The limit.
+        max: u32,
+    },
+    /// No such seat in this room.
+    #[error("seat {seat} does not exist (the room has {seat_count} seats)")]
+    InvalidSeat {
+        /// The seat asked for.
+        seat: SeatIndex,
+        /// Seats the room has.
+        seat_count: u8,
+    },
+    /// The seat is taken by someone else.
+    #[error("seat {seat} is occupied")]
+    SeatOccupied {
+        /// The seat.
+        seat: SeatIndex,
+    },
+    /// The seat is locked.
+    #[error("seat {seat} is locked")]
+    SeatLocked {
+        /// The seat.
+        seat: SeatIndex,
+    },
+    /// The seat is empty.
+    #[error("seat {seat} is empty")]
+    SeatEmpty {
+        /// The seat.
+        seat: SeatIndex,
+    },
+    /// The user does not sit on that seat (or on any seat).
+    #[error("{user} is not on the seat")]
+    NotOnSeat {
+        /// Who.
+        user: UserId,
+    },
+    /// Only a moderator may unmute a seat a moderator muted.
+    #[error("seat {seat} was muted by a moderator")]
+    SeatMutedByModerator {
+        /// The seat.
+        seat: SeatIndex,
+    },
+    /// A timer fired for a state that has since moved on (another seat session, another
+    /// rocket, a reset day).
+    #[error("the timer no longer applies")]
+    StaleTimer,
+    /// A launch before the rocket's launch time.
+    #[error("the rocket launches at {launch_at}")]
+    RocketNotReady {
+        /// The launch time.
+        launch_at: Timestamp,
+    },
+    /// A text field is empty where it must not be.
+    #[error("{} must not be empty", field.as_str())]
+    FieldEmpty {
+        /// The field.
+        field: Field,
+    },
+    /// A text field is too long.
+    #[error("{} must be at most {max} characters", field.as_str())]
+    FieldTooLong {
+        /// The field.
+        field: Field,
+        /// The limit in characters.
+        max: u32,
+    },
+    /// A seat count outside 1..=20.
+    #[error("seat count {seat_count} is outside 1..=20")]
+    InvalidSeatCount {
+        /// What was asked for.
+        seat_count: u8,
+    },
+    /// A gift count outside the allowed range.
+    #[error("gift count {count} is outside 1..={max}")]
+    InvalidGiftCount {
+        /// What was asked for.
+        count: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// No recipients, or more than allowed.
+    #[error("{count} recipients is outside 1..={max}")]
+    InvalidRecipientCount {
+        /// How many were named.
+        count: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// A recipient named twice.
+    #[error("{user} is named twice as a recipient")]
+    DuplicateRecipient {
+        /// Who.
+        user: UserId,
+    },
+    /// A gift with a negative price, heat or fuel.
+    #[error("the gift has a negative price, heat or fuel")]
+    InvalidGift,
+    /// An amount does not fit in 64 bits.
+    #[error("the amount overflows")]
+    AmountOverflow,
+}
+
+impl Rejection {
+    /// The stable code of this rejection, as the API sends it (`"ROOM_CLOSED"`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Rejection::RoomNotFound => "ROOM_NOT_FOUND",
+            Rejection::RoomAlreadyExists => "ROOM_ALREADY_EXISTS",
+            Rejection::RoomClosed => "ROOM_CLOSED",
+            Rejection::RoomFull { .. } => "ROOM_FULL",
+            Rejection::Forbidden => "FORBIDDEN",
+            Rejection::NotAMember { .. } => "NOT_A_MEMBER",
+            Rejection::Banned { .. } => "BANNED",
+            Rejection::WrongPassword => "WRONG_PASSWORD",
+            Rejection::CannotModerate { .. } => "CANNOT_MODERATE",
+            Rejection::VipProtected { .. } => "VIP_PROTECTED",
+            Rejection::NotBanned { .. } => "NOT_BANNED",
+            Rejection::TooManyAdmins { .. } => "TOO_MANY_ADMINS",
+            Rejection::InvalidSeat { .. } => "INVALID_SEAT",
+            Rejection::SeatOccupied { .. } => "SEAT_OCCUPIED",
+            Rejection::SeatLocked { .. } => "SEAT_LOCKED",
+            Rejection::SeatEmpty { .. } => "SEAT_EMPTY",
+            Rejection::NotOnSeat { .. } => "NOT_ON_SEAT",
+            Rejection::SeatMutedByModerator { .. } => "SEAT_MUTED_BY_MODERATOR",
+            Rejection::StaleTimer => "STALE_TIMER",
+            Rejection::RocketNotReady { .. } => "ROCKET_NOT_READY",
+            Rejection::FieldEmpty { .. } => "FIELD_EMPTY",
+            Rejection::FieldTooLong { .. } => "FIELD_TOO_LONG",
+            Rejection::InvalidSeatCount { .. } => "INVALID_SEAT_COUNT",
+            Rejection::InvalidGiftCount { .. } => "INVALID_GIFT_COUNT",
+            Rejection::InvalidRecipientCount { .. } => "INVALID_RECIPIENT_COUNT",
+            Rejection::DuplicateRecipient { .. } => "DUPLICATE_RECIPIENT",
+            Rejection::InvalidGift => "INVALID_GIFT",
+            Rejection::AmountOverflow => "AMOUNT_OVERFLOW",
+        }
+    }
+
+    /// The kind of refusal, for mapping to a transport status.
+    pub fn kind(&self) -> RejectionKind {
+        match self {
+            Rejection::RoomNotFound => RejectionKind::NotFound,
+            Rejection::Forbidden
+            | Rejection::CannotModerate { .. }
+            | Rejection::VipProtected { .. }
+            | Rejection::Banned { .. }
+            | Rejection::WrongPassword => RejectionKind::Forbidden,
+            Rejection::RoomAlreadyExists
+            | Rejection::SeatOccupied { .. }
+            | Rejection::StaleTimer => RejectionKind::Conflict,
+            Rejection::FieldEmpty { .. }
+            | Rejection::FieldTooLong { .. }
+            | Rejection::InvalidSeatCount { .. }
+            | Rejection::InvalidGiftCount { .. }
+            | Rejection::InvalidRecipientCount { .. }
+            | Rejection::DuplicateRecipient { .. }
+            | Rejection::InvalidGift
+            | Rejection::InvalidSeat { .. }
+            | Rejection::AmountOverflow => RejectionKind::BadInput,
+            _ => RejectionKind::Rule,
+        }
+    }
+}
+
+/// Broad classes of [`Rejection`], for transports (400, 403, 404, 409, 422).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RejectionKind {
+    /// The input is malformed or out of range.
+    BadInput,
+    /// The actor may not do this.
+    Forbidden,
+    /// The room does not exist.
+    NotFound,
+    /// The state conflicts with the command.
+    Conflict,
+    /// A room rule refused it.
+    Rule,
+}

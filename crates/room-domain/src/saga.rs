@@ -1,0 +1,315 @@
+//! The gift saga: one paid gift order across the wallet and the room (DESIGN §5).
+//!
+//! ```text
+//! PENDING --debit ok--> DEBITED --room applies--> APPLIED --lucky reward credited--> COMPLETED
+//!    |                     |                         (no reward: straight to COMPLETED)
+//!    |                     +--room definitely rejects--> (refund) --> COMPENSATED
+//!    +--insufficient funds / wallet never debited / rejected before debit--> FAILED
+//! ```
+//!
+//! The orchestrator asks [`GiftOrder::next_step`] what to do, does it, and reports what came of
+//! it with [`GiftOrder::record`]. An outcome it cannot know ([`SagaOutcome::Unknown`]: a timeout,
+//! a lost ownership, a conflict) changes nothing, so the same step is retried: a pending order
+//! never becomes COMPENSATED or FAILED for want of an answer, because a pending order does not
+//! prove that the wallet was not debited.
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{ApplyGift, GiftSnapshot};
+use crate::ids::{OrderId, RoomId, UserId};
+use crate::money::Coins;
+use crate::rejection::Rejection;
+use crate::time::Timestamp;
+
+/// Where an order stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderStatus {
+    /// Created; the debit may or may not have happened.
+    Pending,
+    /// The wallet confirmed the debit; the room has not applied it yet (or refused it and the
+    /// refund is due).
+    Debited,
+    /// The room applied it; a lucky reward is due.
+    Applied,
+    /// Done: applied, and any reward credited.
+    Completed,
+    /// Ended without a debit: nothing to undo.
+    Failed,
+    /// The room refused it and the debit was refunded.
+    Compensated,
+}
+
+impl OrderStatus {
+    /// Whether the order is finished.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            OrderStatus::Completed | OrderStatus::Failed | OrderStatus::Compensated
+        )
+    }
+
+    /// The status as stored and sent: `"PENDING"`, `"COMPLETED"`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::Pending => "PENDING",
+            OrderStatus::Debited => "DEBITED",
+            OrderStatus::Applied => "APPLIED",
+            OrderStatus::Completed => "COMPLETED",
+            OrderStatus::Failed => "FAILED",
+            OrderStatus::Compensated => "COMPENSATED",
+        }
+    }
+}
+
+/// Why an order failed without a debit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum FailReason {
+    /// The sender's balance was too low.
+    InsufficientFunds {
+        /// The balance the wallet reported.
+        balance: Coins,
+    },
+    /// Recovery found that the wallet never debited the order.
+    NotDebited,
+    /// The room refused the gift before anything was debited.
+    Rejected {
+        /// The room's verdict.
+        rejection: Rejection,
+    },
+}
+
+/// What the orchestrator must do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SagaStep {
+    /// Debit `amount` from the sender, idempotent by the order id.
+    Debit {
+        /// The order's total.
+        amount: Coins,
+    },
+    /// Apply the gift to the room (command id = order id).
+    Apply,
+    /// Refund `amount` to the sender, idempotent by the order id.
+    Refund {
+        /// The order's total.
+        amount: Coins,
+    },
+    /// Credit the lucky reward to the sender, idempotent by the order id.
+    CreditLuckyReward {
+        /// The reward.
+        amount: Coins,
+    },
+    /// Nothing: the order is finished.
+    Done,
+}
+
+/// What came of a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SagaOutcome {
+    /// The wallet debited the order (now or earlier).
+    Debited {
+        /// The sender's balance after the debit.
+        balance_after: Coins,
+    },
+    /// The wallet refused the debit: not enough coins.
+    InsufficientFunds {
+        /// The sender's balance.
+        balance: Coins,
+    },
+    /// The wallet has no debit for this order and will not take one later (recovery).
+    NotDebited,
+    /// The room applied the gift.
+    Applied {
+        /// The lucky reward the room drew (zero for ordinary gifts).
+        lucky_reward: Coins,
+    },
+    /// The room definitely refused the gift.
+    Rejected(Rejection),
+    /// The wallet refunded the order.
+    Refunded {
+        /// The sender's balance after the refund.
+        balance_after: Coins,
+    },
+    /// The wallet credited the lucky reward.
+    RewardCredited {
+        /// The sender's balance after the credit.
+        balance_after: Coins,
+    },
+    /// No answer that proves anything: a timeout, a lost room ownership, a storage conflict.
+    Unknown,
+}
+
+impl SagaOutcome {
+    fn name(&self) -> &'static str {
+        match self {
+            SagaOutcome::Debited { .. } => "debited",
+            SagaOutcome::InsufficientFunds { .. } => "insufficient_funds",
+            SagaOutcome::NotDebited => "not_debited",
+            SagaOutcome::Applied { .. } => "applied",
+            SagaOutcome::Rejected(_) => "rejected",
+            SagaOutcome::Refunded { .. } => "refunded",
+            SagaOutcome::RewardCredited { .. } => "reward_credited",
+            SagaOutcome::Unknown => "unknown",
+        }
+    }
+}
+
+/// An outcome that cannot follow the order's status: the wallet or the room contradicts what
+/// the order recorded. Never retried; it needs a person.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("order {order_id}: outcome `{outcome}` cannot follow status {from:?}")]
+pub struct InvalidTransition {
+    /// The order.
+    pub order_id: OrderId,
+    /// Its status.
+    pub from: OrderStatus,
+    /// The outcome reported.
+    pub outcome: &'static str,
+}
+
+/// One gift order and its progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GiftOrder {
+    /// The order, chosen by the client.
+    pub order_id: OrderId,
+    /// The room.
+    pub room_id: RoomId,
+    /// Who pays.
+    pub sender: UserId,
+    /// Who receives.
+    pub recipients: Vec<UserId>,
+    /// The gift as priced when ordered.
+    pub gift: GiftSnapshot,
+    /// Units per recipient.
+    pub count: u32,
+    /// The lucky draw input, fixed at creation.
+    pub lucky_draw: u64,
+    /// `price × count × recipients`.
+    pub total: Coins,
+    /// Where it stands.
+    pub status: OrderStatus,
+    /// The room's refusal, while a refund is due and after.
+    pub rejection: Option<Rejection>,
+    /// Why it failed, when FAILED.
+    pub fail_reason: Option<FailReason>,
+    /// The lucky reward the room drew.
+    pub lucky_reward: Coins,
+    /// The sender's balance after the latest wallet operation of this order.
+    pub balance_after: Option<Coins>,
+    /// When the order was created.
+    pub created_at: Timestamp,
+}
+
+impl GiftOrder {
+    /// A new PENDING order for `apply`, or `None` if its total overflows.
+    pub fn new(room_id: RoomId, apply: &ApplyGift, created_at: Timestamp) -> Option<Self> {
+        Some(GiftOrder {
+            total: apply.total_value()?,
+            order_id: apply.order_id.clone(),
+            room_id,
+            sender: apply.sender.clone(),
+            recipients: apply.recipients.clone(),
+            gift: apply.gift.clone(),
+            count: apply.count,
+            lucky_draw: apply.lucky_draw,
+            status: OrderStatus::Pending,
+            rejection: None,
+            fail_reason: None,
+            lucky_reward: Coins::ZERO,
+            balance_after: None,
+            created_at,
+        })
+    }
+
+    /// The room command this order applies.
+    pub fn apply_command(&self) -> ApplyGift {
+        ApplyGift {
+            order_id: self.order_id.clone(),
+            sender: self.sender.clone(),
+            recipients: self.recipients.clone(),
+            gift: self.gift.clone(),
+            count: self.count,
+            lucky_draw: self.lucky_draw,
+        }
+    }
+
+    /// What the orchestrator must do next.
+    pub fn next_step(&self) -> SagaStep {
+        match self.status {
+            OrderStatus::Pending => SagaStep::Debit { amount: self.total },
+            OrderStatus::Debited if self.rejection.is_some() => {
+                SagaStep::Refund { amount: self.total }
+            }
+            OrderStatus::Debited => SagaStep::Apply,
+            OrderStatus::Applied => SagaStep::CreditLuckyReward {
+                amount: self.lucky_reward,
+            },
+            OrderStatus::Completed | OrderStatus::Failed | OrderStatus::Compensated => {
+                SagaStep::Done
+            }
+        }
+    }
+
+    /// Records what came of a step. Repeating an outcome already recorded is harmless (steps
+    /// are retried); an outcome that contradicts the record is an [`InvalidTransition`] and
+    /// leaves the order as it was.
+    pub fn record(&mut self, outcome: SagaOutcome) -> Result<(), InvalidTransition> {
+        use OrderStatus as S;
+        use SagaOutcome as O;
+        match (self.status, outcome) {
+            (_, O::Unknown) => {}
+            (S::Pending, O::Debited { balance_after }) => {
+                self.status = S::Debited;
+                self.balance_after = Some(balance_after);
+            }
+            (S::Debited | S::Applied | S::Completed, O::Debited { .. }) => {}
+            (S::Pending, O::InsufficientFunds { balance }) => {
+                self.fail(FailReason::InsufficientFunds { balance }, Some(balance));
+            }
+            (S::Pending, O::NotDebited) => self.fail(FailReason::NotDebited, None),
+            (S::Pending, O::Rejected(rejection)) => {
+                self.fail(FailReason::Rejected { rejection }, None);
+            }
+            (S::Failed, O::InsufficientFunds { .. } | O::NotDebited) => {}
+            (S::Debited, O::Applied { lucky_reward }) if self.rejection.is_none() => {
+                self.lucky_reward = lucky_reward;
+                self.status = if lucky_reward > Coins::ZERO {
+                    S::Applied
+                } else {
+                    S::Completed
+                };
+            }
+            (S::Applied | S::Completed, O::Applied { lucky_reward })
+                if lucky_reward == self.lucky_reward => {}
+            (S::Debited, O::Rejected(rejection)) if self.rejection.is_none() => {
+                self.rejection = Some(rejection);
+            }
+            (S::Debited | S::Compensated, O::Rejected(_)) if self.rejection.is_some() => {}
+            (S::Debited, O::Refunded { balance_after }) if self.rejection.is_some() => {
+                self.status = S::Compensated;
+                self.balance_after = Some(balance_after);
+            }
+            (S::Compensated, O::Refunded { .. }) => {}
+            (S::Applied, O::RewardCredited { balance_after }) => {
+                self.status = S::Completed;
+                self.balance_after = Some(balance_after);
+            }
+            (S::Completed, O::RewardCredited { .. }) if self.lucky_reward > Coins::ZERO => {}
+            (from, outcome) => {
+                return Err(InvalidTransition {
+                    order_id: self.order_id.clone(),
+                    from,
+                    outcome: outcome.name(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, reason: FailReason, balance: Option<Coins>) {
+        self.status = OrderStatus::Failed;
+        self.fail_reason = Some(reason);
+        self.balance_after = balance;
+    }
+}

@@ -1,0 +1,348 @@
+//! The state of one room, as the Room Cell holds it in memory and writes it in snapshots.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{RocketId, RoomId, SeatIndex, SeatSessionId, UserId};
+use crate::money::Coins;
+use crate::time::{DayKey, Timestamp, WeekKey};
+
+/// Whether a room exists and takes commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoomStatus {
+    /// Not created yet: only `CreateRoom` is accepted.
+    #[default]
+    Absent,
+    /// Open: takes every command.
+    Open,
+    /// Closed for good: accepts nothing but reads.
+    Closed,
+}
+
+/// A member's standing in the room: owner > admin > member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// An ordinary member.
+    Member,
+    /// Appointed by the owner; moderates members.
+    Admin,
+    /// Created the room; moderates everyone but themselves.
+    Owner,
+}
+
+/// A salted password hash, computed outside the domain. The plain password never enters the
+/// domain; `Debug` hides even the hash.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PasswordHash(pub String);
+
+impl fmt::Debug for PasswordHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PasswordHash(<redacted>)")
+    }
+}
+
+/// What people see of a room.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomProfile {
+    /// 1 to 30 characters.
+    pub name: String,
+    /// The notice board, up to 500 characters.
+    pub notice: String,
+    /// Cover image URL, if any.
+    pub cover_url: Option<String>,
+    /// Background image URL, if any.
+    pub background_url: Option<String>,
+}
+
+/// How a room behaves.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomSettings {
+    /// Whether members may chat on the public screen.
+    pub chat_enabled: bool,
+    /// Set when the room is locked: joining needs the password (owner and admins excepted).
+    pub lock: Option<PasswordHash>,
+    /// Mic seats, 1 to 20.
+    pub seat_count: u8,
+    /// Where the room is served (a region code chosen at creation).
+    pub region: String,
+}
+
+/// A user present in the room.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// Owner, admin or member; kept in step with [`RoomState::admins`].
+    pub role: Role,
+    /// VIP level when they joined.
+    pub vip_level: u8,
+    /// When they joined.
+    pub joined_at: Timestamp,
+}
+
+/// Who sits on a seat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Occupant {
+    /// The seat holder.
+    pub user: UserId,
+    /// This stay on the seat.
+    pub session: SeatSessionId,
+    /// Since when.
+    pub since: Timestamp,
+    /// Until when the holder must start publishing audio; `None` once the RTC vendor confirmed it.
+    pub publish_deadline: Option<Timestamp>,
+}
+
+/// One mic seat.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seat {
+    /// The holder, if any.
+    pub occupant: Option<Occupant>,
+    /// A locked seat cannot be taken.
+    pub locked: bool,
+    /// A muted seat's audio is off.
+    pub muted: bool,
+    /// Set when a moderator muted the seat: then only a moderator may unmute it.
+    pub muted_by_moderator: bool,
+}
+
+/// Coins given in the room per user, for the current day and week.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contribution {
+    /// The day `day` counts.
+    pub day_key: DayKey,
+    /// The week `week` counts.
+    pub week_key: WeekKey,
+    /// Coins given per user on `day_key`.
+    pub day: BTreeMap<UserId, Coins>,
+    /// Coins given per user in `week_key`.
+    pub week: BTreeMap<UserId, Coins>,
+}
+
+/// Where the rocket is in its cycle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RocketStatus {
+    /// Taking fuel.
+    #[default]
+    Idle,
+    /// Counting down to launch; gifts add no fuel meanwhile.
+    Ignited {
+        /// This ignition.
+        rocket_id: RocketId,
+        /// When it ignited.
+        ignited_at: Timestamp,
+        /// When it launches.
+        launch_at: Timestamp,
+    },
+    /// The top level launched today; nothing more until the day resets.
+    Launched {
+        /// The last launched ignition.
+        rocket_id: RocketId,
+    },
+}
+
+/// The room rocket: gifts fill it, it ignites at a level's threshold, launches after a countdown
+/// and rewards members present; it returns to level 1 every day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rocket {
+    /// The current level, from 1.
+    pub level: u32,
+    /// Fuel gathered toward the current level's threshold.
+    pub fuel: i64,
+    /// Idle, ignited or launched.
+    pub status: RocketStatus,
+    /// The day this cycle belongs to; a gift on a later day resets the rocket first.
+    pub day_key: DayKey,
+    /// The id the next ignition gets.
+    pub next_rocket_id: RocketId,
+}
+
+impl Default for Rocket {
+    fn default() -> Self {
+        Rocket {
+            level: 1,
+            fuel: 0,
+            status: RocketStatus::Idle,
+            day_key: DayKey(0),
+            next_rocket_id: RocketId(1),
+        }
+    }
+}
+
+/// Everything the Room Cell knows about one room. Built only by [`evolve`](crate::evolve) from
+/// events, so replaying a room's events onto [`RoomState::new`] gives the same value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomState {
+    /// The room.
+    pub room_id: RoomId,
+    /// Absent, open or closed.
+    pub status: RoomStatus,
+    /// The owner, once created.
+    pub owner: Option<UserId>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// Name, notice, images.
+    pub profile: RoomProfile,
+    /// Chat, lock, seats, region.
+    pub settings: RoomSettings,
+    /// Users present, by id.
+    pub members: BTreeMap<UserId, Member>,
+    /// Appointed admins, present or not.
+    pub admins: BTreeSet<UserId>,
+    /// Banned users and until when. An entry in the past no longer bans; it is dropped when the
+    /// user next joins.
+    pub bans: BTreeMap<UserId, Timestamp>,
+    /// Users muted on the public screen and until when.
+    pub chat_mutes: BTreeMap<UserId, Timestamp>,
+    /// The mic seats, by index.
+    pub seats: Vec<Seat>,
+    /// Popularity: grows with the heat of gifts.
+    pub heat: i64,
+    /// Coins given per user, today and this week.
+    pub contribution: Contribution,
+    /// The room rocket.
+    pub rocket: Rocket,
+    /// The session id the next seat taker gets.
+    pub next_seat_session: SeatSessionId,
+    /// Events applied so far; the `seq` of the newest event.
+    pub version: u64,
+}
+
+impl RoomState {
+    /// The state of a room before its creation.
+    pub fn new(room_id: RoomId) -> Self {
+        RoomState {
+            room_id,
+            status: RoomStatus::Absent,
+            owner: None,
+            created_at: Timestamp(0),
+            profile: RoomProfile::default(),
+            settings: RoomSettings::default(),
+            members: BTreeMap::new(),
+            admins: BTreeSet::new(),
+            bans: BTreeMap::new(),
+            chat_mutes: BTreeMap::new(),
+            seats: Vec::new(),
+            heat: 0,
+            contribution: Contribution::default(),
+            rocket: Rocket::default(),
+            next_seat_session: SeatSessionId(1),
+            version: 0,
+        }
+    }
+
+    /// The role `user` has in this room, whether present or not.
+    pub fn role_of(&self, user: &UserId) -> Role {
+        if self.owner.as_ref() == Some(user) {
+            Role::Owner
+        } else if self.admins.contains(user) {
+            Role::Admin
+        } else {
+            Role::Member
+        }
+    }
+
+    /// Whether `user` is banned at `now`.
+    pub fn ban_of(&self, user: &UserId, now: Timestamp) -> Option<Timestamp> {
+        self.bans.get(user).copied().filter(|until| *until > now)
+    }
+
+    /// Whether `user` is muted on the public screen at `now`, and until when.
+    pub fn chat_mute_of(&self, user: &UserId, now: Timestamp) -> Option<Timestamp> {
+        self.chat_mutes
+            .get(user)
+            .copied()
+            .filter(|until| *until > now)
+    }
+
+    /// The seat `user` sits on, if any.
+    pub fn seat_of(&self, user: &UserId) -> Option<SeatIndex> {
+        self.seats.iter().enumerate().find_map(|(i, seat)| {
+            let occupant = seat.occupant.as_ref()?;
+            // Seat counts are at most 20, so the index always fits.
+            (occupant.user == *user).then_some(SeatIndex(i as u8))
+        })
+    }
+
+    /// The seat at `index`, if the room has it.
+    pub fn seat(&self, index: SeatIndex) -> Option<&Seat> {
+        self.seats.get(usize::from(index.0))
+    }
+
+    /// Coins `user` gave today (`DayKey`) per the stored day, or zero if the stored day is older.
+    pub fn day_contribution(&self, user: &UserId, day: DayKey) -> Coins {
+        if self.contribution.day_key == day {
+            self.contribution.day.get(user).copied().unwrap_or_default()
+        } else {
+            Coins::ZERO
+        }
+    }
+
+    /// Coins `user` gave in `week`, or zero if the stored week is another one.
+    pub fn week_contribution(&self, user: &UserId, week: WeekKey) -> Coins {
+        if self.contribution.week_key == week {
+            self.contribution
+                .week
+                .get(user)
+                .copied()
+                .unwrap_or_default()
+        } else {
+            Coins::ZERO
+        }
+    }
+
+    /// Checks the invariants that hold after every command: one seat per user, every occupant
+    /// is a member, no member is banned at `now`, roles match the owner and admin set, no
+    /// negative heat, fuel or contribution. Returns the first violation found.
+    pub fn check_invariants(&self, now: Timestamp) -> Result<(), String> {
+        let mut seated = BTreeSet::new();
+        for (i, seat) in self.seats.iter().enumerate() {
+            if let Some(occupant) = &seat.occupant {
+                if !seated.insert(&occupant.user) {
+                    return Err(format!("{:?} sits on two seats", occupant.user));
+                }
+                if !self.members.contains_key(&occupant.user) {
+                    return Err(format!(
+                        "seat {i} holder {:?} is not a member",
+                        occupant.user
+                    ));
+                }
+                if seat.locked {
+                    return Err(format!("locked seat {i} is occupied"));
+                }
+            }
+        }
+        if self.status == RoomStatus::Open
+            && self.seats.len() != usize::from(self.settings.seat_count)
+        {
+            return Err("seat list does not match the seat count".into());
+        }
+        for (user, member) in &self.members {
+            if self.ban_of(user, now).is_some() {
+                return Err(format!("{user:?} is a member and banned"));
+            }
+            if member.role != self.role_of(user) {
+                return Err(format!("{user:?} has a stale role"));
+            }
+        }
+        if self.status == RoomStatus::Closed && !self.members.is_empty() {
+            return Err("a closed room has members".into());
+        }
+        if self.heat < 0 || self.rocket.fuel < 0 {
+            return Err("negative heat or fuel".into());
+        }
+        let contributions = self
+            .contribution
+            .day
+            .values()
+            .chain(self.contribution.week.values());
+        if contributions.into_iter().any(|c| c.is_negative()) {
+            return Err("negative contribution".into());
+        }
+        Ok(())
+    }
+}
