@@ -1,0 +1,838 @@
+//! The Room Cell runtime: one tokio task per active room, the only writer of that room.
+//!
+//! A cell drains up to `max_batch` queued commands, decides and evolves each in memory, commits
+//! them all in ONE storage transaction conditional on its epoch and version (group commit),
+//! then answers every caller and hands display events to the messenger. A rejected command
+//! costs no write. A failed epoch check or a lost lease stops the cell; its queued commands
+//! fail with the retryable [`Error::NotOwner`].
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use room_domain::{
+    Actor, Coins, Command, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope, GiftOrder,
+    MicChange, RoomId, RoomRules, RoomState, RoomStatus, SagaOutcome, Snapshot, decide, evolve,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::ports::{
+    CellStoreRef, ClockRef, CommandRecord, CommitBatch, CreditKind, DisplayMessage, IdGenRef,
+    LeaseRef, MessengerRef, Payout, RoomSummary, SnapshotStoreRef, StoredEvent, Timer,
+};
+use crate::{Error, Result};
+
+/// Tuning of the Room Cell runtime.
+#[derive(Debug, Clone)]
+pub struct CellConfig {
+    /// This node's id, recorded as the owner on activation.
+    pub node_id: String,
+    /// Queued requests per room; a full mailbox answers [`Error::Overloaded`] at once.
+    pub mailbox: usize,
+    /// Most commands per group commit (1 turns group commit off).
+    pub max_batch: usize,
+    /// A snapshot is written after this many events (and on orderly deactivation).
+    pub snapshot_every: u64,
+    /// A cell with no request for this long deactivates.
+    pub idle_after: Duration,
+    /// How often a cell renews its room lease.
+    pub lease_renew_every: Duration,
+    /// Command ids remembered per cell for idempotent answers without a storage read.
+    pub recent_commands: usize,
+    /// The room rules.
+    pub rules: Arc<RoomRules>,
+}
+
+impl Default for CellConfig {
+    fn default() -> Self {
+        CellConfig {
+            node_id: "local".into(),
+            mailbox: 1024,
+            max_batch: 256,
+            snapshot_every: 1000,
+            idle_after: Duration::from_secs(300),
+            lease_renew_every: Duration::from_secs(3),
+            recent_commands: 4096,
+            rules: Arc::new(RoomRules::default()),
+        }
+    }
+}
+
+/// What the runtime needs from outside.
+#[derive(Clone)]
+pub struct CellDeps {
+    /// The command log.
+    pub store: CellStoreRef,
+    /// Snapshots.
+    pub snapshots: SnapshotStoreRef,
+    /// Room ownership.
+    pub lease: LeaseRef,
+    /// Display events.
+    pub messenger: MessengerRef,
+    /// Time.
+    pub clock: ClockRef,
+    /// Random values.
+    pub ids: IdGenRef,
+}
+
+/// The answer to an applied command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandReply {
+    /// The room's version after the command (or its current version for a no-op).
+    pub version: u64,
+    /// The events the command produced; empty for a no-op.
+    pub events: Vec<StoredEvent>,
+}
+
+type Query = Box<dyn FnOnce(&RoomState) + Send>;
+
+enum Request {
+    Command(Box<CommandRequest>),
+    Query(Query),
+}
+
+struct CommandRequest {
+    command: Command,
+    actor: Actor,
+    order: Option<GiftOrder>,
+    reply: oneshot::Sender<Result<Arc<CommandReply>>>,
+}
+
+struct CellEntry {
+    id: u64,
+    tx: mpsc::Sender<Request>,
+}
+
+struct Inner {
+    deps: CellDeps,
+    config: CellConfig,
+    cells: Mutex<HashMap<RoomId, CellEntry>>,
+    next_cell_id: AtomicU64,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+}
+
+/// The registry of active Room Cells on this node. Cheap to clone.
+#[derive(Clone)]
+pub struct CellRuntime {
+    inner: Arc<Inner>,
+}
+
+impl CellRuntime {
+    /// A runtime whose cells stop when `cancel` is cancelled.
+    pub fn new(deps: CellDeps, config: CellConfig, cancel: CancellationToken) -> Self {
+        CellRuntime {
+            inner: Arc::new(Inner {
+                deps,
+                config,
+                cells: Mutex::new(HashMap::new()),
+                next_cell_id: AtomicU64::new(1),
+                tracker: TaskTracker::new(),
+                cancel,
+            }),
+        }
+    }
+
+    /// The rules cells decide with.
+    pub fn rules(&self) -> &Arc<RoomRules> {
+        &self.inner.config.rules
+    }
+
+    /// Applies `command` to its room as `actor`, activating the room's cell if needed.
+    /// `order` is the gift order an `ApplyGift` applies: the commit records it APPLIED (or
+    /// COMPLETED) in the same transaction.
+    pub async fn execute(
+        &self,
+        room_id: &RoomId,
+        command: Command,
+        actor: Actor,
+        order: Option<GiftOrder>,
+    ) -> Result<Arc<CommandReply>> {
+        let (reply, answer) = oneshot::channel();
+        self.send(
+            room_id,
+            Request::Command(Box::new(CommandRequest {
+                command,
+                actor,
+                order,
+                reply,
+            })),
+        )?;
+        // A cell that stops without answering lost the room: the caller may retry.
+        answer
+            .await
+            .unwrap_or_else(|_| Err(Error::NotOwner(room_id.to_string())))
+    }
+
+    /// Runs `read` on the room's current state inside its cell and returns the result.
+    pub async fn query<T, F>(&self, room_id: &RoomId, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let query: Query = Box::new(move |state| {
+            let _ = reply.send(read(state));
+        });
+        self.send(room_id, Request::Query(query))?;
+        answer
+            .await
+            .map_err(|_| Error::NotOwner(room_id.to_string()))
+    }
+
+    /// Rooms with an active cell on this node.
+    pub fn active_rooms(&self) -> usize {
+        self.inner.lock_cells().len()
+    }
+
+    /// Stops intake and waits until every cell has drained its queue, written its snapshot and
+    /// released its lease.
+    pub async fn shutdown(&self) {
+        self.inner.cancel.cancel();
+        self.inner.tracker.close();
+        self.inner.tracker.wait().await;
+    }
+
+    fn send(&self, room_id: &RoomId, mut request: Request) -> Result<()> {
+        // The second attempt covers a cell that was deactivating when we found it.
+        for _ in 0..2 {
+            if self.inner.cancel.is_cancelled() {
+                return Err(Error::Cancelled);
+            }
+            let (id, tx) = self.sender_for(room_id);
+            match tx.try_send(request) {
+                Ok(()) => return Ok(()),
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    metrics::counter!("room_cell_overloaded_total").increment(1);
+                    return Err(Error::Overloaded(room_id.to_string()));
+                }
+                Err(mpsc::error::TrySendError::Closed(returned)) => {
+                    self.inner.forget(room_id, id);
+                    request = returned;
+                }
+            }
+        }
+        Err(Error::NotOwner(room_id.to_string()))
+    }
+
+    fn sender_for(&self, room_id: &RoomId) -> (u64, mpsc::Sender<Request>) {
+        let mut cells = self.inner.lock_cells();
+        if let Some(entry) = cells.get(room_id) {
+            return (entry.id, entry.tx.clone());
+        }
+        let id = self.inner.next_cell_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel(self.inner.config.mailbox);
+        cells.insert(room_id.clone(), CellEntry { id, tx: tx.clone() });
+        metrics::gauge!("room_cells_active").set(cells.len() as f64);
+        let inner = self.inner.clone();
+        let room = room_id.clone();
+        self.inner
+            .tracker
+            .spawn(async move { run_cell(inner, room, id, rx).await });
+        (id, tx)
+    }
+}
+
+impl Inner {
+    fn lock_cells(&self) -> std::sync::MutexGuard<'_, HashMap<RoomId, CellEntry>> {
+        self.cells.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Removes the registry entry of cell `id` (not of a newer cell of the same room).
+    fn forget(&self, room_id: &RoomId, id: u64) {
+        let mut cells = self.lock_cells();
+        if cells.get(room_id).is_some_and(|entry| entry.id == id) {
+            cells.remove(room_id);
+        }
+        metrics::gauge!("room_cells_active").set(cells.len() as f64);
+    }
+}
+
+/// Why a cell's loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// Idle, shutdown or a closed mailbox: drain, snapshot, release.
+    Orderly,
+    /// The room is no longer ours: answer NotOwner, write nothing.
+    Fenced,
+}
+
+async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, mut rx: mpsc::Receiver<Request>) {
+    let mut cell = match Cell::activate(&inner, &room_id).await {
+        Ok(cell) => cell,
+        Err(error) => {
+            tracing::warn!(room_id = %room_id, error = %error, "room activation failed");
+            inner.forget(&room_id, id);
+            rx.close();
+            let retryable = if error.is_retryable() {
+                error
+            } else {
+                Error::Unavailable(error.to_string())
+            };
+            while let Some(request) = rx.recv().await {
+                fail(request, &retryable, &room_id);
+            }
+            return;
+        }
+    };
+    let config = &inner.config;
+    let mut renew = tokio::time::interval(config.lease_renew_every);
+    renew.tick().await;
+    let mut stop = Stop::Orderly;
+    loop {
+        tokio::select! {
+            biased;
+            _ = inner.cancel.cancelled() => break,
+            _ = renew.tick() => {
+                if !matches!(inner.deps.lease.renew(&room_id).await, Ok(true)) {
+                    tracing::warn!(room_id = %room_id, "lost the room lease; stopping the cell");
+                    stop = Stop::Fenced;
+                    break;
+                }
+            }
+            received = tokio::time::timeout(config.idle_after, rx.recv()) => {
+                let Ok(Some(first)) = received else { break };
+                let batch = take_batch(first, &mut rx, config.max_batch);
+                if cell.process(batch).await == Some(Stop::Fenced) {
+                    stop = Stop::Fenced;
+                    break;
+                }
+            }
+        }
+    }
+    // No new requests from here on; answer what is queued before leaving.
+    inner.forget(&room_id, id);
+    rx.close();
+    while stop == Stop::Orderly {
+        let Some(first) = rx.recv().await else { break };
+        let batch = take_batch(first, &mut rx, config.max_batch);
+        if cell.process(batch).await == Some(Stop::Fenced) {
+            stop = Stop::Fenced;
+        }
+    }
+    while let Some(request) = rx.recv().await {
+        fail(request, &Error::NotOwner(room_id.to_string()), &room_id);
+    }
+    if stop == Stop::Orderly {
+        cell.write_snapshot().await;
+        if let Err(error) = inner.deps.lease.release(&room_id).await {
+            tracing::warn!(room_id = %room_id, error = %error, "lease release failed");
+        }
+    }
+}
+
+fn take_batch(first: Request, rx: &mut mpsc::Receiver<Request>, max: usize) -> Vec<Request> {
+    let mut batch = Vec::with_capacity(max.min(64));
+    batch.push(first);
+    while batch.len() < max {
+        match rx.try_recv() {
+            Ok(request) => batch.push(request),
+            Err(_) => break,
+        }
+    }
+    batch
+}
+
+fn fail(request: Request, error: &Error, room_id: &RoomId) {
+    if let Request::Command(command) = request {
+        let error = match error {
+            Error::NotOwner(_) => Error::NotOwner(room_id.to_string()),
+            Error::Cancelled => Error::Cancelled,
+            other => Error::Unavailable(other.to_string()),
+        };
+        let _ = command.reply.send(Err(error));
+    }
+    // A dropped query answers NotOwner through its closed channel.
+}
+
+struct Cell {
+    inner: Arc<Inner>,
+    room_id: RoomId,
+    epoch: u64,
+    state: RoomState,
+    snapshot_version: u64,
+    recent: HashMap<CommandId, Arc<CommandReply>>,
+    recent_order: VecDeque<CommandId>,
+}
+
+impl Cell {
+    async fn activate(inner: &Arc<Inner>, room_id: &RoomId) -> Result<Cell> {
+        let deps = &inner.deps;
+        if !deps.lease.acquire(room_id).await? {
+            return Err(Error::NotOwner(room_id.to_string()));
+        }
+        let activation = deps.store.activate(room_id, &inner.config.node_id).await?;
+        let (state, snapshot_version) = load_state(inner, room_id).await?;
+        if state.version != activation.version {
+            return Err(Error::corrupt(format!(
+                "room {room_id}: replay reached version {}, the log says {}",
+                state.version, activation.version
+            )));
+        }
+        tracing::debug!(room_id = %room_id, epoch = activation.epoch, version = state.version, "room activated");
+        metrics::counter!("room_cell_activations_total").increment(1);
+        Ok(Cell {
+            inner: inner.clone(),
+            room_id: room_id.clone(),
+            epoch: activation.epoch,
+            state,
+            snapshot_version,
+            recent: HashMap::new(),
+            recent_order: VecDeque::new(),
+        })
+    }
+
+    /// Decides, evolves and commits one batch, then answers. Returns `Some(Stop::Fenced)` when
+    /// the room is no longer ours.
+    async fn process(&mut self, batch: Vec<Request>) -> Option<Stop> {
+        let mut commands = Vec::with_capacity(batch.len());
+        let mut queries = Vec::new();
+        for request in batch {
+            match request {
+                Request::Command(command) => commands.push(*command),
+                Request::Query(query) => queries.push(query),
+            }
+        }
+        let stop = if commands.is_empty() {
+            None
+        } else {
+            self.process_commands(commands).await
+        };
+        if stop.is_none() {
+            for query in queries {
+                query(&self.state);
+            }
+        }
+        stop
+    }
+
+    async fn process_commands(&mut self, commands: Vec<CommandRequest>) -> Option<Stop> {
+        let started = Instant::now();
+        let mut plan = self.plan(&commands);
+        if plan.batch.events.is_empty() {
+            self.answer(commands, plan.outcomes);
+            return None;
+        }
+        let committed = self.inner.deps.store.commit(&plan.batch).await;
+        metrics::histogram!("room_cell_commit_seconds").record(started.elapsed().as_secs_f64());
+        metrics::histogram!("room_cell_batch_commands").record(commands.len() as f64);
+        match committed {
+            Ok(()) => {
+                self.remember(&commands, &plan.outcomes);
+                let display = std::mem::take(&mut plan.display);
+                self.answer(commands, plan.outcomes);
+                if !display.is_empty() {
+                    self.inner
+                        .deps
+                        .messenger
+                        .publish(&self.room_id, display)
+                        .await;
+                }
+                if self.state.version - self.snapshot_version >= self.inner.config.snapshot_every {
+                    self.write_snapshot().await;
+                }
+                None
+            }
+            Err(Error::NotOwner(_)) | Err(Error::Conflict(_)) => {
+                tracing::warn!(room_id = %self.room_id, epoch = self.epoch, "commit fenced; stopping the cell");
+                metrics::counter!("room_cell_fenced_total").increment(1);
+                for command in commands {
+                    let _ = command
+                        .reply
+                        .send(Err(Error::NotOwner(self.room_id.to_string())));
+                }
+                Some(Stop::Fenced)
+            }
+            Err(Error::AlreadyExists(_)) => self.resolve_duplicates(commands).await,
+            Err(error) => {
+                // The outcome is unknown: the transaction may have committed. Callers retry
+                // under the same command ids; the state is rebuilt from what storage holds.
+                tracing::warn!(room_id = %self.room_id, error = %error, "commit failed");
+                metrics::counter!("room_cell_commit_errors_total").increment(1);
+                for command in commands {
+                    let _ = command
+                        .reply
+                        .send(Err(Error::Unavailable(error.to_string())));
+                }
+                self.reload().await
+            }
+        }
+    }
+
+    /// Some command of the batch is already in the log (a retry after a restart): answer those
+    /// from the log and run the rest again on the reloaded state.
+    async fn resolve_duplicates(&mut self, commands: Vec<CommandRequest>) -> Option<Stop> {
+        if let Some(stop) = self.reload().await {
+            for command in commands {
+                let _ = command
+                    .reply
+                    .send(Err(Error::Unavailable("room reload failed".into())));
+            }
+            return Some(stop);
+        }
+        let mut fresh = Vec::with_capacity(commands.len());
+        for command in commands {
+            let id = &command.command.command_id;
+            match self.stored_reply(id).await {
+                Ok(Some(reply)) => {
+                    let _ = command.reply.send(Ok(reply));
+                }
+                Ok(None) => fresh.push(command),
+                Err(error) => {
+                    let _ = command.reply.send(Err(error));
+                }
+            }
+        }
+        if fresh.is_empty() {
+            return None;
+        }
+        // One level only: the stored duplicates are gone from `fresh`, so this cannot loop.
+        Box::pin(self.process_commands(fresh)).await
+    }
+
+    async fn stored_reply(&self, id: &CommandId) -> Result<Option<Arc<CommandReply>>> {
+        let store = &self.inner.deps.store;
+        let Some(record) = store.get_command(&self.room_id, id).await? else {
+            return Ok(None);
+        };
+        let count = u32::try_from(record.last_seq + 1 - record.first_seq).unwrap_or(u32::MAX);
+        let events = store
+            .list_events(&self.room_id, record.first_seq - 1, count)
+            .await?;
+        Ok(Some(Arc::new(CommandReply {
+            version: record.last_seq,
+            events,
+        })))
+    }
+
+    /// Rebuilds the state from storage after a commit of unknown outcome.
+    async fn reload(&mut self) -> Option<Stop> {
+        match load_state(&self.inner, &self.room_id).await {
+            Ok((state, snapshot_version)) => {
+                self.state = state;
+                self.snapshot_version = snapshot_version;
+                self.recent.clear();
+                self.recent_order.clear();
+                None
+            }
+            Err(error) => {
+                tracing::error!(room_id = %self.room_id, error = %error, "room reload failed; stopping the cell");
+                Some(Stop::Fenced)
+            }
+        }
+    }
+
+    /// Decides and evolves every command in memory and builds the commit.
+    fn plan(&mut self, commands: &[CommandRequest]) -> Plan {
+        let deps = &self.inner.deps;
+        let rules = &*self.inner.config.rules;
+        let now = deps.clock.now();
+        let room_id = &self.room_id;
+        let mut batch = CommitBatch {
+            room_id: room_id.clone(),
+            epoch: self.epoch,
+            expected_version: self.state.version,
+            commands: Vec::new(),
+            events: Vec::new(),
+            outbox: Vec::new(),
+            orders: Vec::new(),
+            timers: Vec::new(),
+            payouts: Vec::new(),
+            summary: None,
+        };
+        let mut display = Vec::new();
+        let mut outcomes: Vec<Outcome> = Vec::with_capacity(commands.len());
+        let mut in_batch: HashMap<&CommandId, usize> = HashMap::new();
+        for (index, request) in commands.iter().enumerate() {
+            let id = &request.command.command_id;
+            if let Some(reply) = self.recent.get(id) {
+                outcomes.push(Outcome::Done(Ok(reply.clone())));
+                continue;
+            }
+            if let Some(first) = in_batch.get(id) {
+                outcomes.push(Outcome::SameAs(*first));
+                continue;
+            }
+            in_batch.insert(id, index);
+            let ctx = Ctx {
+                now,
+                actor: &request.actor,
+                random: deps.ids.random(),
+                rules,
+            };
+            let events = match decide(&self.state, &request.command, &ctx) {
+                Ok(events) => events,
+                Err(rejection) => {
+                    outcomes.push(Outcome::Done(Err(Error::Rejected(rejection))));
+                    continue;
+                }
+            };
+            if events.is_empty() {
+                outcomes.push(Outcome::Done(Ok(Arc::new(CommandReply {
+                    version: self.state.version,
+                    events: Vec::new(),
+                }))));
+                continue;
+            }
+            let first_seq = self.state.version + 1;
+            let mut lucky_reward = Coins::ZERO;
+            let mut stored = Vec::with_capacity(events.len());
+            for event in events {
+                evolve(&mut self.state, &event);
+                let seq = self.state.version;
+                let delivery = event.delivery();
+                if delivery.durable || delivery.im.is_some() {
+                    let envelope = EventEnvelope::new(room_id.clone(), seq, now, &event);
+                    if let Some(priority) = delivery.im {
+                        display.push(DisplayMessage {
+                            envelope: envelope.clone(),
+                            priority,
+                            coalesce_key: delivery.coalesce_key,
+                        });
+                    }
+                    if delivery.durable {
+                        batch.outbox.push(envelope);
+                    }
+                }
+                self.follow_up(&event, &mut batch);
+                if let Event::RoomGiftSent(gift) = &event {
+                    lucky_reward = gift.lucky.map(|l| l.reward).unwrap_or_default();
+                }
+                stored.push(StoredEvent {
+                    seq,
+                    occurred_at: now,
+                    event,
+                });
+            }
+            if let Some(order) = &request.order {
+                let mut order = order.clone();
+                match order.record(SagaOutcome::Applied { lucky_reward }) {
+                    Ok(()) => batch.orders.push(order),
+                    Err(error) => {
+                        tracing::error!(room_id = %room_id, error = %error, "gift order out of step")
+                    }
+                }
+            }
+            batch.commands.push(CommandRecord {
+                command_id: id.clone(),
+                command: request.command.clone(),
+                actor: request.actor.clone(),
+                applied_at: now,
+                first_seq,
+                last_seq: self.state.version,
+            });
+            batch.events.extend(stored.iter().cloned());
+            outcomes.push(Outcome::Done(Ok(Arc::new(CommandReply {
+                version: self.state.version,
+                events: stored,
+            }))));
+        }
+        if !batch.events.is_empty() {
+            batch.summary = summary_of(&self.state);
+            dedup_timers(&mut batch.timers);
+        }
+        Plan {
+            batch,
+            display,
+            outcomes,
+        }
+    }
+
+    /// Timers and payouts an event calls for.
+    fn follow_up(&self, event: &Event, batch: &mut CommitBatch) {
+        let room = &self.room_id;
+        match event {
+            Event::RoomMicChanged {
+                seat,
+                change:
+                    MicChange::Up {
+                        session,
+                        publish_deadline,
+                        ..
+                    },
+            } => batch.timers.push(Timer {
+                timer_id: format!("{room}:mic:{seat}"),
+                room_id: room.clone(),
+                due_at: *publish_deadline,
+                command: CommandKind::MicPublishTimeout {
+                    seat: *seat,
+                    session: *session,
+                },
+            }),
+            Event::RoomRocketIgnited {
+                rocket_id,
+                level,
+                launch_at,
+                ..
+            } => batch.timers.push(Timer {
+                timer_id: format!("{room}:rocket-launch"),
+                room_id: room.clone(),
+                due_at: *launch_at,
+                command: CommandKind::LaunchRocket {
+                    rocket_id: *rocket_id,
+                    level: *level,
+                    scheduled_at: *launch_at,
+                },
+            }),
+            Event::RoomRocketFuelChanged { .. } => {
+                let offset = self.inner.config.rules.day_utc_offset_secs;
+                let tomorrow = DayKey(self.state.rocket.day_key.0 + 1);
+                batch.timers.push(Timer {
+                    timer_id: format!("{room}:rocket-reset"),
+                    room_id: room.clone(),
+                    due_at: tomorrow.start(offset),
+                    command: CommandKind::ResetRocket,
+                });
+            }
+            Event::RoomRocketLaunched {
+                rocket_id, rewards, ..
+            } => {
+                for reward in rewards {
+                    batch.payouts.push(Payout {
+                        op_id: format!("{room}:rocket:{}:{}", rocket_id.0, reward.user),
+                        kind: CreditKind::RocketReward,
+                        user: reward.user.clone(),
+                        amount: reward.coins,
+                        room_id: room.clone(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn answer(&self, commands: Vec<CommandRequest>, outcomes: Vec<Outcome>) {
+        let mut results: Vec<Option<Result<Arc<CommandReply>>>> =
+            Vec::with_capacity(outcomes.len());
+        for outcome in &outcomes {
+            let result = match outcome {
+                Outcome::Done(result) => clone_result(result),
+                Outcome::SameAs(first) => results[*first]
+                    .as_ref()
+                    .map(clone_result)
+                    .unwrap_or_else(|| Err(Error::Unavailable("lost answer".into()))),
+            };
+            results.push(Some(result));
+        }
+        for (command, result) in commands.into_iter().zip(results) {
+            if let Some(result) = result {
+                let _ = command.reply.send(result);
+            }
+        }
+    }
+
+    fn remember(&mut self, commands: &[CommandRequest], outcomes: &[Outcome]) {
+        let cap = self.inner.config.recent_commands;
+        for (command, outcome) in commands.iter().zip(outcomes) {
+            let Outcome::Done(Ok(reply)) = outcome else {
+                continue;
+            };
+            if reply.events.is_empty() || self.recent.contains_key(&command.command.command_id) {
+                continue;
+            }
+            let id = command.command.command_id.clone();
+            self.recent.insert(id.clone(), reply.clone());
+            self.recent_order.push_back(id);
+            while self.recent_order.len() > cap {
+                if let Some(old) = self.recent_order.pop_front() {
+                    self.recent.remove(&old);
+                }
+            }
+        }
+    }
+
+    async fn write_snapshot(&mut self) {
+        if self.state.version == self.snapshot_version || self.state.status == RoomStatus::Absent {
+            return;
+        }
+        let snapshot = Snapshot::new(self.state.clone());
+        match self.inner.deps.snapshots.put(&snapshot).await {
+            Ok(()) => {
+                self.snapshot_version = self.state.version;
+                metrics::counter!("room_snapshots_written_total").increment(1);
+            }
+            Err(error) => {
+                tracing::warn!(room_id = %self.room_id, error = %error, "snapshot write failed")
+            }
+        }
+    }
+}
+
+struct Plan {
+    batch: CommitBatch,
+    display: Vec<DisplayMessage>,
+    outcomes: Vec<Outcome>,
+}
+
+enum Outcome {
+    Done(Result<Arc<CommandReply>>),
+    /// A repeat, within the batch, of the command at this index.
+    SameAs(usize),
+}
+
+fn clone_result(result: &Result<Arc<CommandReply>>) -> Result<Arc<CommandReply>> {
+    match result {
+        Ok(reply) => Ok(reply.clone()),
+        Err(Error::Rejected(rejection)) => Err(Error::Rejected(rejection.clone())),
+        Err(other) => Err(Error::Unavailable(other.to_string())),
+    }
+}
+
+/// Keeps the last timer of each id.
+fn dedup_timers(timers: &mut Vec<Timer>) {
+    if timers.len() < 2 {
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut kept: Vec<Timer> = timers
+        .drain(..)
+        .rev()
+        .filter(|t| seen.insert(t.timer_id.clone()))
+        .collect();
+    kept.reverse();
+    *timers = kept;
+}
+
+fn summary_of(state: &RoomState) -> Option<RoomSummary> {
+    Some(RoomSummary {
+        room_id: state.room_id.clone(),
+        owner: state.owner.clone()?,
+        name: state.profile.name.clone(),
+        open: state.status == RoomStatus::Open,
+        heat: state.heat,
+        online: u32::try_from(state.members.len()).unwrap_or(u32::MAX),
+        locked: state.settings.lock.is_some(),
+        version: state.version,
+    })
+}
+
+/// The newest snapshot plus every event after it. Returns the state and the snapshot's version.
+async fn load_state(inner: &Inner, room_id: &RoomId) -> Result<(RoomState, u64)> {
+    let deps = &inner.deps;
+    let mut state = match deps.snapshots.get_latest(room_id).await? {
+        Some(snapshot) => snapshot.into_state().map_err(Error::corrupt)?,
+        None => RoomState::new(room_id.clone()),
+    };
+    let snapshot_version = state.version;
+    const PAGE: u32 = 1000;
+    loop {
+        let events = deps.store.list_events(room_id, state.version, PAGE).await?;
+        let done = events.len() < PAGE as usize;
+        for stored in &events {
+            if stored.seq != state.version + 1 {
+                return Err(Error::corrupt(format!(
+                    "room {room_id}: event {} follows version {}",
+                    stored.seq, state.version
+                )));
+            }
+            evolve(&mut state, &stored.event);
+        }
+        if done {
+            break;
+        }
+    }
+    Ok((state, snapshot_version))
+}

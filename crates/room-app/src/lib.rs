@@ -1,0 +1,16 @@
+//! The application layer of the room service: the ports (traits every adapter implements),
+//! the Room Cell runtime (one task per active room, group commit), and the use cases that the
+//! API and the workers call.
+//!
+//! Binaries build adapters, hand them to [`RoomService`] through [`Ports`], and call its
+//! methods. With feature `testkit`, [`testkit`] has in-memory fakes of every port and the
+//! conformance suites every adapter must pass.
+
+mod cell;
+mod error;
+pub mod ports;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
+
+pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply};
+pub use error::{Error, Result};

@@ -1,0 +1,428 @@
+//! The ports: every way the application reaches outside itself. Adapters implement them; use
+//! cases and the Room Cell runtime hold them as `Arc<dyn Port>`.
+//!
+//! Verbs are fixed: `get_*` returns `Ok(None)` for absence, `create` fails with
+//! [`Error::AlreadyExists`](crate::Error::AlreadyExists), `create_or_get` is idempotent, lists
+//! are `list_*`. Every adapter passes the conformance suite of its port in
+//! [`testkit`](crate::testkit) (feature `testkit`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use room_domain::{
+    Actor, Coins, Command, CommandId, CommandKind, Event, EventEnvelope, GiftId, GiftOrder,
+    OrderId, OrderStatus, RoomId, Snapshot, Timestamp, UserId,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::Result;
+
+/// An event as stored in a room's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Position in the room's history, from 1, without gaps.
+    pub seq: u64,
+    /// When the command that caused it was applied.
+    pub occurred_at: Timestamp,
+    /// The event (unredacted: the log is internal).
+    pub event: Event,
+}
+
+/// A command as stored in a room's log, with the range of events it produced. A command with
+/// no events (a no-op) or a rejection is not stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRecord {
+    /// The command's id; unique within the room.
+    pub command_id: CommandId,
+    /// The command.
+    pub command: Command,
+    /// Who issued it.
+    pub actor: Actor,
+    /// When it was applied.
+    pub applied_at: Timestamp,
+    /// The seq of its first event.
+    pub first_seq: u64,
+    /// The seq of its last event.
+    pub last_seq: u64,
+}
+
+/// A durable fact waiting in the outbox for the publisher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxMessage {
+    /// Assigned by the store, rising in commit order.
+    pub id: i64,
+    /// The envelope to publish (already redacted).
+    pub envelope: EventEnvelope,
+}
+
+/// A durable timer: at `due_at`, `command` is sent to the room as the system.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timer {
+    /// Deterministic id (`"{room}:launch:{rocket}"`), so re-arming replaces.
+    pub timer_id: String,
+    /// The room.
+    pub room_id: RoomId,
+    /// When it fires.
+    pub due_at: Timestamp,
+    /// What it sends.
+    pub command: CommandKind,
+}
+
+/// A credit owed by a commit (a rocket reward), paid by the payout worker with
+/// [`Wallet::credit`] under `op_id`, then deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payout {
+    /// The wallet operation id: unique per reward.
+    pub op_id: String,
+    /// Why.
+    pub kind: CreditKind,
+    /// Who gets it.
+    pub user: UserId,
+    /// How much.
+    pub amount: Coins,
+    /// The room that owes it.
+    pub room_id: RoomId,
+}
+
+/// Credits owed by commits.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Payouts: Send + Sync {
+    /// Owed credits, oldest first, at most `limit`.
+    async fn list_pending(&self, limit: u32) -> Result<Vec<Payout>>;
+    /// Forgets a paid credit.
+    async fn delete(&self, op_id: &str) -> Result<()>;
+}
+
+/// What the room directory shows of a room; written in every commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomSummary {
+    /// The room.
+    pub room_id: RoomId,
+    /// Its owner.
+    pub owner: UserId,
+    /// Its name.
+    pub name: String,
+    /// Whether it is open.
+    pub open: bool,
+    /// Its heat.
+    pub heat: i64,
+    /// Members present.
+    pub online: u32,
+    /// Whether it is locked.
+    pub locked: bool,
+    /// Its version.
+    pub version: u64,
+}
+
+/// Everything one group commit writes, in ONE transaction, only if the room's epoch is still
+/// `epoch` and its version still `expected_version`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitBatch {
+    /// The room.
+    pub room_id: RoomId,
+    /// The epoch this node activated the room with.
+    pub epoch: u64,
+    /// The room's version before the batch.
+    pub expected_version: u64,
+    /// The accepted commands.
+    pub commands: Vec<CommandRecord>,
+    /// Their events, seq `expected_version + 1` onwards.
+    pub events: Vec<StoredEvent>,
+    /// Envelopes of the durable events, for the outbox.
+    pub outbox: Vec<EventEnvelope>,
+    /// Gift orders the batch applied (now APPLIED or COMPLETED).
+    pub orders: Vec<GiftOrder>,
+    /// Timers to arm (replacing any with the same id).
+    pub timers: Vec<Timer>,
+    /// Credits the batch owes (rocket rewards), for the payout worker.
+    pub payouts: Vec<Payout>,
+    /// The room as the directory shows it after the batch.
+    pub summary: Option<RoomSummary>,
+}
+
+/// The room's position when this node activated it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Activation {
+    /// The new epoch: every commit of this activation must carry it.
+    pub epoch: u64,
+    /// The newest committed version.
+    pub version: u64,
+}
+
+/// The command log: activation with an epoch bump, conditional group commits, replay.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait CellStore: Send + Sync {
+    /// Bumps the room's epoch (creating its row if new), records `node` as owner, and returns
+    /// the new epoch and the committed version. Every earlier activation is fenced from now on.
+    async fn activate(&self, room_id: &RoomId, node: &str) -> Result<Activation>;
+
+    /// Writes the batch in one transaction if the room's epoch and version are as the batch
+    /// says: [`Error::NotOwner`](crate::Error::NotOwner) if the epoch moved,
+    /// [`Error::Conflict`](crate::Error::Conflict) if the version moved,
+    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) if a command id is already stored.
+    /// Nothing is written on any error.
+    async fn commit(&self, batch: &CommitBatch) -> Result<()>;
+
+    /// Events with `seq > after`, in order, at most `limit`.
+    async fn list_events(
+        &self,
+        room_id: &RoomId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>>;
+
+    /// A stored command by id.
+    async fn get_command(
+        &self,
+        room_id: &RoomId,
+        command_id: &CommandId,
+    ) -> Result<Option<CommandRecord>>;
+}
+
+/// Snapshots of room state.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SnapshotStore: Send + Sync {
+    /// Stores a snapshot; an older one may be discarded. A snapshot older than the stored one is
+    /// ignored.
+    async fn put(&self, snapshot: &Snapshot) -> Result<()>;
+    /// The newest snapshot of the room.
+    async fn get_latest(&self, room_id: &RoomId) -> Result<Option<Snapshot>>;
+}
+
+/// The outbox the commit fills and the publisher drains.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Outbox: Send + Sync {
+    /// Undelivered messages in commit order (per room, seq order), at most `limit`.
+    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>>;
+    /// Marks messages delivered. Unknown ids are ignored.
+    async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()>;
+    /// Deletes at most `limit` messages delivered before `before`; returns how many.
+    async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64>;
+}
+
+/// Gift orders, the saga's memory.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait GiftOrders: Send + Sync {
+    /// Stores a new order, or returns the stored one with this id. The flag says whether this
+    /// call created it.
+    async fn create_or_get(&self, order: &GiftOrder) -> Result<(GiftOrder, bool)>;
+    /// An order by id.
+    async fn get(&self, order_id: &OrderId) -> Result<Option<GiftOrder>>;
+    /// Replaces the order if its stored status is still `expected`, else
+    /// [`Error::Conflict`](crate::Error::Conflict).
+    async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()>;
+    /// Unfinished orders (not COMPLETED, FAILED or COMPENSATED) created before `before`,
+    /// oldest first, at most `limit`.
+    async fn list_unfinished(&self, before: Timestamp, limit: u32) -> Result<Vec<GiftOrder>>;
+}
+
+/// What the wallet knows of a debit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebitStatus {
+    /// The debit happened.
+    Debited,
+    /// No debit happened, and none will: the operation id is void.
+    Void,
+}
+
+/// Why coins move into an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CreditKind {
+    /// A platform admin's top-up (coins enter the system).
+    Admin,
+    /// A refund of a gift the room refused.
+    Refund,
+    /// A lucky-gift reward.
+    LuckyReward,
+    /// A rocket-launch reward.
+    RocketReward,
+}
+
+/// Coin balances. Every operation is idempotent by its operation id: repeating it returns the
+/// first answer and moves no more coins.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Wallet: Send + Sync {
+    /// Takes `amount` from `user`; returns the balance after.
+    /// [`Error::InsufficientFunds`](crate::Error::InsufficientFunds) if too low (nothing moves);
+    /// [`Error::Conflict`](crate::Error::Conflict) if `op_id` was voided or used differently.
+    async fn debit(&self, op_id: &str, user: &UserId, amount: Coins) -> Result<Coins>;
+    /// Gives `amount` to `user`; returns the balance after.
+    async fn credit(
+        &self,
+        op_id: &str,
+        kind: CreditKind,
+        user: &UserId,
+        amount: Coins,
+    ) -> Result<Coins>;
+    /// Settles a debit of unknown outcome, atomically: [`DebitStatus::Debited`] if it
+    /// happened, else voids `op_id` so a late debit with it fails, and returns
+    /// [`DebitStatus::Void`].
+    async fn settle_debit(&self, op_id: &str) -> Result<DebitStatus>;
+    /// The user's balance (zero for an unknown user).
+    async fn balance(&self, user: &UserId) -> Result<Coins>;
+}
+
+/// One entry of the gift catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogGift {
+    /// The gift.
+    pub gift_id: GiftId,
+    /// Display name.
+    pub name: String,
+    /// Coins per unit.
+    pub price: Coins,
+    /// Heat per unit and recipient.
+    pub heat: i64,
+    /// Rocket fuel per unit and recipient.
+    pub fuel: i64,
+    /// Whether it is a lucky gift.
+    pub lucky: bool,
+    /// Whether it can be sent.
+    pub enabled: bool,
+}
+
+/// The gift catalog.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait GiftCatalog: Send + Sync {
+    /// A gift by id.
+    async fn get(&self, gift_id: &GiftId) -> Result<Option<CatalogGift>>;
+    /// Every gift, by id.
+    async fn list(&self) -> Result<Vec<CatalogGift>>;
+    /// Creates or replaces a gift.
+    async fn put(&self, gift: &CatalogGift) -> Result<()>;
+}
+
+/// Durable timers, armed in commits.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Timers: Send + Sync {
+    /// Timers due at or before `now`, earliest first, at most `limit`.
+    async fn list_due(&self, now: Timestamp, limit: u32) -> Result<Vec<Timer>>;
+    /// Removes a fired timer, if its `due_at` is still the one given (a re-armed timer stays).
+    async fn delete(&self, timer_id: &str, due_at: Timestamp) -> Result<()>;
+}
+
+/// The room directory: short ids and the list of open rooms by heat.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait RoomDirectory: Send + Sync {
+    /// Reserves `short_id` for `room_id`: `Ok(false)` if another room has it.
+    async fn reserve_short_id(&self, room_id: &RoomId, short_id: u32) -> Result<bool>;
+    /// The short id of a room.
+    async fn get_short_id(&self, room_id: &RoomId) -> Result<Option<u32>>;
+    /// The room with this short id.
+    async fn get_by_short_id(&self, short_id: u32) -> Result<Option<RoomId>>;
+    /// The summary of a room.
+    async fn get_summary(&self, room_id: &RoomId) -> Result<Option<RoomSummary>>;
+    /// Open rooms, hottest first (ties by room id), after `cursor` (heat, room id), at most
+    /// `limit`.
+    async fn list_open_by_heat(
+        &self,
+        cursor: Option<(i64, RoomId)>,
+        limit: u32,
+    ) -> Result<Vec<RoomSummary>>;
+}
+
+/// Room ownership among nodes. Embedded mode always owns.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Lease: Send + Sync {
+    /// Takes the room if free (or already ours).
+    async fn acquire(&self, room_id: &RoomId) -> Result<bool>;
+    /// Extends our hold; `false` if we lost it.
+    async fn renew(&self, room_id: &RoomId) -> Result<bool>;
+    /// Gives the room up if we hold it.
+    async fn release(&self, room_id: &RoomId) -> Result<()>;
+}
+
+/// A display event on its way to the room's IM group (or the SSE stream in embedded mode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayMessage {
+    /// The envelope (redacted).
+    pub envelope: EventEnvelope,
+    /// Its priority.
+    pub priority: room_domain::ImPriority,
+    /// Coalescing key, if display may keep only the newest.
+    pub coalesce_key: Option<&'static str>,
+}
+
+/// Sends display events. Best effort: never blocks or fails a command.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Messenger: Send + Sync {
+    /// Hands over the display events of one commit of one room, in seq order.
+    async fn publish(&self, room_id: &RoomId, messages: Vec<DisplayMessage>);
+}
+
+/// Who is where, by heartbeat.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Presence: Send + Sync {
+    /// Records that `user` is in `room_id` at `now`; returns the room they were in before, if
+    /// another.
+    async fn heartbeat(
+        &self,
+        room_id: &RoomId,
+        user: &UserId,
+        now: Timestamp,
+    ) -> Result<Option<RoomId>>;
+    /// Forgets `user` in `room_id` (a later heartbeat in another room is kept).
+    async fn remove(&self, room_id: &RoomId, user: &UserId) -> Result<()>;
+    /// The room `user` is in.
+    async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>>;
+    /// Users whose last heartbeat is before `before`, at most `limit`.
+    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<(RoomId, UserId)>>;
+}
+
+/// The time.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Clock: Send + Sync {
+    /// Now.
+    fn now(&self) -> Timestamp;
+}
+
+/// Ids and random values.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait IdGen: Send + Sync {
+    /// A new unique id (for commands that have no client-chosen id).
+    fn next_id(&self) -> String;
+    /// A uniformly random value.
+    fn random(&self) -> u64;
+}
+
+/// Shared handle to a [`CellStore`].
+pub type CellStoreRef = Arc<dyn CellStore>;
+/// Shared handle to a [`SnapshotStore`].
+pub type SnapshotStoreRef = Arc<dyn SnapshotStore>;
+/// Shared handle to an [`Outbox`].
+pub type OutboxRef = Arc<dyn Outbox>;
+/// Shared handle to [`GiftOrders`].
+pub type GiftOrdersRef = Arc<dyn GiftOrders>;
+/// Shared handle to a [`Wallet`].
+pub type WalletRef = Arc<dyn Wallet>;
+/// Shared handle to a [`GiftCatalog`].
+pub type GiftCatalogRef = Arc<dyn GiftCatalog>;
+/// Shared handle to [`Timers`].
+pub type TimersRef = Arc<dyn Timers>;
+/// Shared handle to a [`RoomDirectory`].
+pub type RoomDirectoryRef = Arc<dyn RoomDirectory>;
+/// Shared handle to [`Payouts`].
+pub type PayoutsRef = Arc<dyn Payouts>;
+/// Shared handle to a [`Lease`].
+pub type LeaseRef = Arc<dyn Lease>;
+/// Shared handle to a [`Messenger`].
+pub type MessengerRef = Arc<dyn Messenger>;
+/// Shared handle to [`Presence`].
+pub type PresenceRef = Arc<dyn Presence>;
+/// Shared handle to a [`Clock`].
+pub type ClockRef = Arc<dyn Clock>;
+/// Shared handle to an [`IdGen`].
+pub type IdGenRef = Arc<dyn IdGen>;

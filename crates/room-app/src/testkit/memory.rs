@@ -1,0 +1,501 @@
+//! [`InMemoryStore`]: every storage port in one mutex, so a commit is atomic across "tables"
+//! the way one SQL transaction is.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use room_domain::{
+    Coins, CommandId, GiftId, GiftOrder, OrderId, OrderStatus, RoomId, Snapshot, Timestamp, UserId,
+};
+
+use crate::ports::{
+    Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
+    GiftCatalog, GiftOrders, Outbox, OutboxMessage, Payout, Payouts, RoomDirectory, RoomSummary,
+    SnapshotStore, StoredEvent, Timer, Timers, Wallet,
+};
+use crate::{Error, Result};
+
+#[derive(Default)]
+struct Cell {
+    epoch: u64,
+    version: u64,
+    events: Vec<StoredEvent>,
+    commands: HashMap<CommandId, CommandRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LedgerEntry {
+    Debit { user: UserId, amount: Coins },
+    Credit { user: UserId, amount: Coins },
+    Void,
+}
+
+#[derive(Default)]
+struct Tables {
+    cells: HashMap<RoomId, Cell>,
+    snapshots: HashMap<RoomId, Snapshot>,
+    outbox: BTreeMap<i64, (OutboxMessage, Option<Timestamp>)>,
+    next_outbox_id: i64,
+    orders: HashMap<OrderId, GiftOrder>,
+    balances: HashMap<UserId, Coins>,
+    ledger: HashMap<(String, &'static str), LedgerEntry>,
+    catalog: BTreeMap<GiftId, CatalogGift>,
+    timers: HashMap<String, Timer>,
+    payouts: BTreeMap<String, Payout>,
+    short_ids: HashMap<u32, RoomId>,
+    room_short: HashMap<RoomId, u32>,
+    summaries: HashMap<RoomId, RoomSummary>,
+}
+
+/// Every storage port in memory. Cheap to clone: clones share the data.
+#[derive(Clone, Default)]
+pub struct InMemoryStore {
+    tables: Arc<Mutex<Tables>>,
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Tables> {
+        // A panic while holding the lock poisons it; the data is still consistent because every
+        // method validates before it mutates.
+        self.tables.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn credit_key(kind: CreditKind) -> &'static str {
+    match kind {
+        CreditKind::Admin => "credit_admin",
+        CreditKind::Refund => "refund",
+        CreditKind::LuckyReward => "lucky_reward",
+        CreditKind::RocketReward => "rocket_reward",
+    }
+}
+
+#[async_trait]
+impl CellStore for InMemoryStore {
+    async fn activate(&self, room_id: &RoomId, _node: &str) -> Result<Activation> {
+        let mut t = self.lock();
+        let cell = t.cells.entry(room_id.clone()).or_default();
+        cell.epoch += 1;
+        Ok(Activation {
+            epoch: cell.epoch,
+            version: cell.version,
+        })
+    }
+
+    async fn commit(&self, batch: &CommitBatch) -> Result<()> {
+        let mut t = self.lock();
+        let t = &mut *t;
+        let cell = t.cells.entry(batch.room_id.clone()).or_default();
+        if cell.epoch != batch.epoch {
+            return Err(Error::NotOwner(batch.room_id.to_string()));
+        }
+        if cell.version != batch.expected_version {
+            return Err(Error::Conflict(format!(
+                "room {} is at version {}, not {}",
+                batch.room_id, cell.version, batch.expected_version
+            )));
+        }
+        for (i, command) in batch.commands.iter().enumerate() {
+            let repeated_in_batch = batch.commands[..i]
+                .iter()
+                .any(|c| c.command_id == command.command_id);
+            if repeated_in_batch || cell.commands.contains_key(&command.command_id) {
+                return Err(Error::AlreadyExists(format!(
+                    "command {}",
+                    command.command_id
+                )));
+            }
+        }
+        for (i, event) in batch.events.iter().enumerate() {
+            if event.seq != batch.expected_version + 1 + i as u64 {
+                return Err(Error::Invalid(format!(
+                    "event seq {} out of order",
+                    event.seq
+                )));
+            }
+        }
+        for order in &batch.orders {
+            if !t.orders.contains_key(&order.order_id) {
+                return Err(Error::NotFound(format!("order {}", order.order_id)));
+            }
+        }
+        // Validated: apply everything.
+        for command in &batch.commands {
+            cell.commands
+                .insert(command.command_id.clone(), command.clone());
+        }
+        cell.events.extend(batch.events.iter().cloned());
+        cell.version = batch.expected_version + batch.events.len() as u64;
+        for envelope in &batch.outbox {
+            t.next_outbox_id += 1;
+            let id = t.next_outbox_id;
+            let message = OutboxMessage {
+                id,
+                envelope: envelope.clone(),
+            };
+            t.outbox.insert(id, (message, None));
+        }
+        for order in &batch.orders {
+            t.orders.insert(order.order_id.clone(), order.clone());
+        }
+        for timer in &batch.timers {
+            t.timers.insert(timer.timer_id.clone(), timer.clone());
+        }
+        for payout in &batch.payouts {
+            t.payouts.insert(payout.op_id.clone(), payout.clone());
+        }
+        if let Some(summary) = &batch.summary {
+            t.summaries.insert(summary.room_id.clone(), summary.clone());
+        }
+        Ok(())
+    }
+
+    async fn list_events(
+        &self,
+        room_id: &RoomId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>> {
+        let t = self.lock();
+        Ok(t.cells
+            .get(room_id)
+            .map(|cell| {
+                cell.events
+                    .iter()
+                    .filter(|e| e.seq > after)
+                    .take(limit as usize)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn get_command(
+        &self,
+        room_id: &RoomId,
+        command_id: &CommandId,
+    ) -> Result<Option<CommandRecord>> {
+        let t = self.lock();
+        Ok(t.cells
+            .get(room_id)
+            .and_then(|cell| cell.commands.get(command_id).cloned()))
+    }
+}
+
+#[async_trait]
+impl SnapshotStore for InMemoryStore {
+    async fn put(&self, snapshot: &Snapshot) -> Result<()> {
+        let mut t = self.lock();
+        let room = snapshot.state.room_id.clone();
+        let newer = t
+            .snapshots
+            .get(&room)
+            .is_none_or(|old| old.state.version <= snapshot.state.version);
+        if newer {
+            t.snapshots.insert(room, snapshot.clone());
+        }
+        Ok(())
+    }
+
+    async fn get_latest(&self, room_id: &RoomId) -> Result<Option<Snapshot>> {
+        Ok(self.lock().snapshots.get(room_id).cloned())
+    }
+}
+
+#[async_trait]
+impl Outbox for InMemoryStore {
+    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
+        let t = self.lock();
+        Ok(t.outbox
+            .values()
+            .filter(|(_, delivered)| delivered.is_none())
+            .take(limit as usize)
+            .map(|(m, _)| m.clone())
+            .collect())
+    }
+
+    async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()> {
+        let mut t = self.lock();
+        for id in ids {
+            if let Some((_, delivered)) = t.outbox.get_mut(id) {
+                delivered.get_or_insert(at);
+            }
+        }
+        Ok(())
+    }
+
+    async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        let mut t = self.lock();
+        let doomed: Vec<i64> = t
+            .outbox
+            .iter()
+            .filter(|(_, (_, delivered))| delivered.is_some_and(|at| at < before))
+            .map(|(id, _)| *id)
+            .take(limit as usize)
+            .collect();
+        for id in &doomed {
+            t.outbox.remove(id);
+        }
+        Ok(doomed.len() as u64)
+    }
+}
+
+#[async_trait]
+impl GiftOrders for InMemoryStore {
+    async fn create_or_get(&self, order: &GiftOrder) -> Result<(GiftOrder, bool)> {
+        let mut t = self.lock();
+        if let Some(existing) = t.orders.get(&order.order_id) {
+            return Ok((existing.clone(), false));
+        }
+        t.orders.insert(order.order_id.clone(), order.clone());
+        Ok((order.clone(), true))
+    }
+
+    async fn get(&self, order_id: &OrderId) -> Result<Option<GiftOrder>> {
+        Ok(self.lock().orders.get(order_id).cloned())
+    }
+
+    async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()> {
+        let mut t = self.lock();
+        let stored = t
+            .orders
+            .get_mut(&order.order_id)
+            .ok_or_else(|| Error::NotFound(format!("order {}", order.order_id)))?;
+        if stored.status != expected {
+            return Err(Error::Conflict(format!(
+                "order {} is {}, not {}",
+                order.order_id,
+                stored.status.as_str(),
+                expected.as_str()
+            )));
+        }
+        *stored = order.clone();
+        Ok(())
+    }
+
+    async fn list_unfinished(&self, before: Timestamp, limit: u32) -> Result<Vec<GiftOrder>> {
+        let t = self.lock();
+        let mut orders: Vec<GiftOrder> = t
+            .orders
+            .values()
+            .filter(|o| !o.status.is_terminal() && o.created_at < before)
+            .cloned()
+            .collect();
+        orders.sort_by(|a, b| (a.created_at, &a.order_id).cmp(&(b.created_at, &b.order_id)));
+        orders.truncate(limit as usize);
+        Ok(orders)
+    }
+}
+
+#[async_trait]
+impl Wallet for InMemoryStore {
+    async fn debit(&self, op_id: &str, user: &UserId, amount: Coins) -> Result<Coins> {
+        let mut t = self.lock();
+        let key = (op_id.to_owned(), "debit");
+        match t.ledger.get(&key) {
+            Some(LedgerEntry::Debit { user: u, amount: a }) if u == user && *a == amount => {
+                return Ok(t.balances.get(user).copied().unwrap_or_default());
+            }
+            Some(_) => {
+                return Err(Error::Conflict(format!(
+                    "debit {op_id} was voided or used for another amount"
+                )));
+            }
+            None => {}
+        }
+        if amount.is_negative() {
+            return Err(Error::Invalid(format!("negative debit {amount}")));
+        }
+        let balance = t.balances.get(user).copied().unwrap_or_default();
+        let after = balance
+            .checked_sub(amount)
+            .filter(|after| !after.is_negative())
+            .ok_or(Error::InsufficientFunds { balance })?;
+        t.balances.insert(user.clone(), after);
+        t.ledger.insert(
+            key,
+            LedgerEntry::Debit {
+                user: user.clone(),
+                amount,
+            },
+        );
+        Ok(after)
+    }
+
+    async fn credit(
+        &self,
+        op_id: &str,
+        kind: CreditKind,
+        user: &UserId,
+        amount: Coins,
+    ) -> Result<Coins> {
+        let mut t = self.lock();
+        let key = (op_id.to_owned(), credit_key(kind));
+        match t.ledger.get(&key) {
+            Some(LedgerEntry::Credit { user: u, amount: a }) if u == user && *a == amount => {
+                return Ok(t.balances.get(user).copied().unwrap_or_default());
+            }
+            Some(_) => {
+                return Err(Error::Conflict(format!(
+                    "credit {op_id} was used for another amount or user"
+                )));
+            }
+            None => {}
+        }
+        if amount.is_negative() {
+            return Err(Error::Invalid(format!("negative credit {amount}")));
+        }
+        let balance = t.balances.get(user).copied().unwrap_or_default();
+        let after = balance
+            .checked_add(amount)
+            .ok_or_else(|| Error::Invalid("balance overflow".into()))?;
+        t.balances.insert(user.clone(), after);
+        t.ledger.insert(
+            key,
+            LedgerEntry::Credit {
+                user: user.clone(),
+                amount,
+            },
+        );
+        Ok(after)
+    }
+
+    async fn settle_debit(&self, op_id: &str) -> Result<DebitStatus> {
+        let mut t = self.lock();
+        let key = (op_id.to_owned(), "debit");
+        Ok(match t.ledger.get(&key) {
+            Some(LedgerEntry::Debit { .. }) => DebitStatus::Debited,
+            Some(_) => DebitStatus::Void,
+            None => {
+                t.ledger.insert(key, LedgerEntry::Void);
+                DebitStatus::Void
+            }
+        })
+    }
+
+    async fn balance(&self, user: &UserId) -> Result<Coins> {
+        Ok(self.lock().balances.get(user).copied().unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl GiftCatalog for InMemoryStore {
+    async fn get(&self, gift_id: &GiftId) -> Result<Option<CatalogGift>> {
+        Ok(self.lock().catalog.get(gift_id).cloned())
+    }
+
+    async fn list(&self) -> Result<Vec<CatalogGift>> {
+        Ok(self.lock().catalog.values().cloned().collect())
+    }
+
+    async fn put(&self, gift: &CatalogGift) -> Result<()> {
+        self.lock()
+            .catalog
+            .insert(gift.gift_id.clone(), gift.clone());
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Timers for InMemoryStore {
+    async fn list_due(&self, now: Timestamp, limit: u32) -> Result<Vec<Timer>> {
+        let t = self.lock();
+        let mut due: Vec<Timer> = t
+            .timers
+            .values()
+            .filter(|timer| timer.due_at <= now)
+            .cloned()
+            .collect();
+        due.sort_by(|a, b| (a.due_at, &a.timer_id).cmp(&(b.due_at, &b.timer_id)));
+        due.truncate(limit as usize);
+        Ok(due)
+    }
+
+    async fn delete(&self, timer_id: &str, due_at: Timestamp) -> Result<()> {
+        let mut t = self.lock();
+        if t.timers
+            .get(timer_id)
+            .is_some_and(|timer| timer.due_at == due_at)
+        {
+            t.timers.remove(timer_id);
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Payouts for InMemoryStore {
+    async fn list_pending(&self, limit: u32) -> Result<Vec<Payout>> {
+        Ok(self
+            .lock()
+            .payouts
+            .values()
+            .take(limit as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn delete(&self, op_id: &str) -> Result<()> {
+        self.lock().payouts.remove(op_id);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl RoomDirectory for InMemoryStore {
+    async fn reserve_short_id(&self, room_id: &RoomId, short_id: u32) -> Result<bool> {
+        let mut t = self.lock();
+        match t.short_ids.get(&short_id) {
+            Some(owner) => Ok(owner == room_id),
+            None => {
+                if t.room_short.contains_key(room_id) {
+                    return Ok(false);
+                }
+                t.short_ids.insert(short_id, room_id.clone());
+                t.room_short.insert(room_id.clone(), short_id);
+                Ok(true)
+            }
+        }
+    }
+
+    async fn get_short_id(&self, room_id: &RoomId) -> Result<Option<u32>> {
+        Ok(self.lock().room_short.get(room_id).copied())
+    }
+
+    async fn get_by_short_id(&self, short_id: u32) -> Result<Option<RoomId>> {
+        Ok(self.lock().short_ids.get(&short_id).cloned())
+    }
+
+    async fn get_summary(&self, room_id: &RoomId) -> Result<Option<RoomSummary>> {
+        Ok(self.lock().summaries.get(room_id).cloned())
+    }
+
+    async fn list_open_by_heat(
+        &self,
+        cursor: Option<(i64, RoomId)>,
+        limit: u32,
+    ) -> Result<Vec<RoomSummary>> {
+        let t = self.lock();
+        let mut rooms: Vec<RoomSummary> = t
+            .summaries
+            .values()
+            .filter(|s| s.open)
+            .filter(|s| match &cursor {
+                // Hottest first, ties by room id ascending: "after" the cursor means cooler,
+                // or as hot with a greater id.
+                Some((heat, id)) => s.heat < *heat || (s.heat == *heat && s.room_id > *id),
+                None => true,
+            })
+            .cloned()
+            .collect();
+        rooms.sort_by(|a, b| b.heat.cmp(&a.heat).then_with(|| a.room_id.cmp(&b.room_id)));
+        rooms.truncate(limit as usize);
+        Ok(rooms)
+    }
+}
