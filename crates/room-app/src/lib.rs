@@ -8,9 +8,18 @@
 
 mod cell;
 mod error;
+mod gifts;
+mod local;
 pub mod ports;
+mod service;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
 pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply};
 pub use error::{Error, Result};
+pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
+pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
+pub use service::{
+    BannedUser, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch, RoomService, RoomView,
+    SeatView, ServicePorts,
+};

@@ -1,0 +1,381 @@
+//! The gift saga orchestrator (DESIGN §5): debit the wallet, apply the gift in the room, refund
+//! on a definite rejection, credit a lucky reward; and the recovery that settles orders a crash
+//! left unfinished.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use room_domain::{
+    Actor, ApplyGift, Coins, Command, CommandKind, Event, GiftId, GiftOrder, GiftSnapshot,
+    LuckyOutcome, OrderId, OrderStatus, Rejection, RoomId, RoomStatus, SagaOutcome, SagaStep,
+    Timestamp, UserId,
+};
+use serde::Serialize;
+
+use crate::cell::CellRuntime;
+use crate::ports::{
+    ClockRef, CreditKind, DebitStatus, GiftCatalogRef, GiftOrdersRef, IdGenRef, WalletRef,
+};
+use crate::{Error, Result};
+
+/// A client's request to send a gift.
+#[derive(Debug, Clone)]
+pub struct SendGift {
+    /// The room.
+    pub room_id: RoomId,
+    /// Who pays.
+    pub sender: UserId,
+    /// The client's idempotency key.
+    pub order_id: OrderId,
+    /// The catalog gift.
+    pub gift_id: GiftId,
+    /// Units per recipient.
+    pub count: u32,
+    /// Who receives.
+    pub recipients: Vec<UserId>,
+}
+
+/// The answer to a gift request; the same for every repeat of one order id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GiftReceipt {
+    /// The order.
+    pub order_id: OrderId,
+    /// Where it ended (or stands, if still unfinished).
+    pub status: OrderStatus,
+    /// The sender's balance after the order, lucky reward included.
+    pub coin_balance_after: Coins,
+    /// The lucky draw, for lucky gifts that were applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lucky: Option<LuckyOutcome>,
+    /// Why the room refused it, for FAILED and COMPENSATED orders.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejection: Option<Rejection>,
+}
+
+/// Runs gift orders through the saga.
+pub struct GiftSaga {
+    runtime: CellRuntime,
+    orders: GiftOrdersRef,
+    wallet: WalletRef,
+    catalog: GiftCatalogRef,
+    clock: ClockRef,
+    ids: IdGenRef,
+    /// Per-user locks serializing lucky gifts of one sender.
+    lucky_locks: Mutex<HashMap<UserId, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl GiftSaga {
+    /// A saga over these ports.
+    pub fn new(
+        runtime: CellRuntime,
+        orders: GiftOrdersRef,
+        wallet: WalletRef,
+        catalog: GiftCatalogRef,
+        clock: ClockRef,
+        ids: IdGenRef,
+    ) -> Self {
+        GiftSaga {
+            runtime,
+            orders,
+            wallet,
+            catalog,
+            clock,
+            ids,
+            lucky_locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Sends a gift: creates the order (or finds it, for a repeat), drives it as far as it
+    /// goes, and answers with its state. A retryable error leaves the order for a retry or for
+    /// recovery; it never loses or doubles a coin.
+    #[tracing::instrument(skip_all, fields(room_id = %request.room_id, order_id = %request.order_id), err)]
+    pub async fn send(&self, request: SendGift) -> Result<GiftReceipt> {
+        let order = match self.orders.get(&request.order_id).await? {
+            Some(existing) => {
+                same_request(&existing, &request)?;
+                existing
+            }
+            None => self.place(&request).await?,
+        };
+        let _guard = self.lucky_guard(&order).await;
+        let order = self.drive(order).await?;
+        self.receipt(&order).await
+    }
+
+    /// Validates the request against the rules, the catalog and the room, then stores a
+    /// PENDING order. A request the pre-check refuses is answered with the rejection and stores
+    /// nothing: no coin moved, and a repeat is refused the same way.
+    async fn place(&self, request: &SendGift) -> Result<GiftOrder> {
+        let gift = self
+            .catalog
+            .get(&request.gift_id)
+            .await?
+            .filter(|gift| gift.enabled)
+            .ok_or_else(|| Error::NotFound(format!("gift {}", request.gift_id)))?;
+        let apply = ApplyGift {
+            order_id: request.order_id.clone(),
+            sender: request.sender.clone(),
+            recipients: request.recipients.clone(),
+            gift: GiftSnapshot {
+                gift_id: gift.gift_id.clone(),
+                price: gift.price,
+                heat: gift.heat,
+                fuel: gift.fuel,
+                lucky: gift.lucky,
+            },
+            count: request.count,
+            lucky_draw: self.ids.random(),
+        };
+        let now = self.clock.now();
+        if let Some(rejection) = self.pre_check(request, &apply).await? {
+            return Err(Error::Rejected(rejection));
+        }
+        let order = GiftOrder::new(request.room_id.clone(), &apply, now)
+            .ok_or(Error::Rejected(Rejection::AmountOverflow))?;
+        let (stored, created) = self.orders.create_or_get(&order).await?;
+        if !created {
+            same_request(&stored, request)?;
+        }
+        metrics::counter!("room_gift_orders_total").increment(u64::from(created));
+        Ok(stored)
+    }
+
+    /// The checks that need no money to move: gift count and recipients within the rules, and
+    /// the room open. Membership is the room's to check when it applies the gift.
+    async fn pre_check(&self, request: &SendGift, apply: &ApplyGift) -> Result<Option<Rejection>> {
+        let rules = self.runtime.rules();
+        if !(1..=rules.max_gift_count).contains(&request.count) {
+            return Ok(Some(Rejection::InvalidGiftCount {
+                count: request.count,
+                max: rules.max_gift_count,
+            }));
+        }
+        let recipients = request.recipients.len();
+        if recipients == 0 || recipients > rules.max_recipients as usize {
+            return Ok(Some(Rejection::InvalidRecipientCount {
+                count: u32::try_from(recipients).unwrap_or(u32::MAX),
+                max: rules.max_recipients,
+            }));
+        }
+        for (i, user) in request.recipients.iter().enumerate() {
+            if request.recipients[..i].contains(user) {
+                return Ok(Some(Rejection::DuplicateRecipient { user: user.clone() }));
+            }
+        }
+        if apply.total_value().is_none() {
+            return Ok(Some(Rejection::AmountOverflow));
+        }
+        let status = self.runtime.query(&request.room_id, |s| s.status).await?;
+        Ok(match status {
+            RoomStatus::Open => None,
+            RoomStatus::Absent => Some(Rejection::RoomNotFound),
+            RoomStatus::Closed => Some(Rejection::RoomClosed),
+        })
+    }
+
+    async fn lucky_guard(&self, order: &GiftOrder) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        if !order.gift.lucky || order.status.is_terminal() {
+            return None;
+        }
+        let lock = {
+            let mut locks = self.lucky_locks.lock().unwrap_or_else(|e| e.into_inner());
+            // Forget locks nobody holds or waits for, so the map stays small.
+            if locks.len() > 1024 {
+                locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+            }
+            locks.entry(order.sender.clone()).or_default().clone()
+        };
+        Some(lock.lock_owned().await)
+    }
+
+    /// Takes steps until the order is finished or a step's outcome is unknown.
+    async fn drive(&self, mut order: GiftOrder) -> Result<GiftOrder> {
+        loop {
+            let step = order.next_step();
+            if step == SagaStep::Done {
+                return Ok(order);
+            }
+            let before = order.status;
+            let outcome = self.take_step(&order, step).await?;
+            let applied = matches!(outcome, SagaOutcome::Applied { .. });
+            order.record(outcome).map_err(|e| {
+                tracing::error!(error = %e, "gift order contradicts the wallet or the room");
+                Error::corrupt(e)
+            })?;
+            if applied {
+                // The cell's commit already stored the applied order in the same transaction.
+                continue;
+            }
+            match self.orders.update(&order, before).await {
+                Ok(()) => {}
+                Err(Error::Conflict(_)) => {
+                    // A concurrent request for the same order moved it on: continue from the
+                    // stored state (every step is idempotent).
+                    order = self
+                        .orders
+                        .get(&order.order_id)
+                        .await?
+                        .ok_or_else(|| Error::corrupt("gift order vanished"))?;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    async fn take_step(&self, order: &GiftOrder, step: SagaStep) -> Result<SagaOutcome> {
+        let op = order.order_id.as_str();
+        match step {
+            SagaStep::Debit { amount } => {
+                match self.wallet.debit(op, &order.sender, amount).await {
+                    Ok(balance_after) => Ok(SagaOutcome::Debited { balance_after }),
+                    Err(Error::InsufficientFunds { balance }) => {
+                        Ok(SagaOutcome::InsufficientFunds { balance })
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+            SagaStep::Apply => {
+                let command = Command::new(
+                    order.order_id.clone().into(),
+                    CommandKind::ApplyGift(order.apply_command()),
+                );
+                match self
+                    .runtime
+                    .execute(&order.room_id, command, Actor::System, Some(order.clone()))
+                    .await
+                {
+                    Ok(reply) => {
+                        let lucky_reward = reply
+                            .events
+                            .iter()
+                            .find_map(|stored| match &stored.event {
+                                Event::RoomGiftSent(gift) => Some(gift.lucky.map(|l| l.reward)),
+                                _ => None,
+                            })
+                            .flatten()
+                            .unwrap_or_default();
+                        Ok(SagaOutcome::Applied { lucky_reward })
+                    }
+                    Err(Error::Rejected(rejection)) => Ok(SagaOutcome::Rejected(rejection)),
+                    // Timeouts, lost ownership, overload: the gift may or may not be applied.
+                    // The order stays DEBITED and is retried; never compensated on this.
+                    Err(error) => Err(error),
+                }
+            }
+            SagaStep::Refund { amount } => {
+                let balance_after = self
+                    .wallet
+                    .credit(op, CreditKind::Refund, &order.sender, amount)
+                    .await?;
+                metrics::counter!("room_gift_refunds_total").increment(1);
+                Ok(SagaOutcome::Refunded { balance_after })
+            }
+            SagaStep::CreditLuckyReward { amount } => {
+                let balance_after = self
+                    .wallet
+                    .credit(op, CreditKind::LuckyReward, &order.sender, amount)
+                    .await?;
+                Ok(SagaOutcome::RewardCredited { balance_after })
+            }
+            SagaStep::Done => Err(Error::corrupt("no step to take")),
+        }
+    }
+
+    async fn receipt(&self, order: &GiftOrder) -> Result<GiftReceipt> {
+        let coin_balance_after = match order.balance_after {
+            Some(balance) => balance,
+            None => self.wallet.balance(&order.sender).await?,
+        };
+        let lucky = (order.gift.lucky
+            && matches!(order.status, OrderStatus::Applied | OrderStatus::Completed))
+        .then(|| LuckyOutcome {
+            multiplier: u32::try_from(order.lucky_reward.0 / order.total.0.max(1))
+                .unwrap_or(u32::MAX),
+            reward: order.lucky_reward,
+        });
+        let rejection = order
+            .rejection
+            .clone()
+            .or_else(|| match &order.fail_reason {
+                Some(room_domain::FailReason::Rejected { rejection }) => Some(rejection.clone()),
+                _ => None,
+            });
+        Ok(GiftReceipt {
+            order_id: order.order_id.clone(),
+            status: order.status,
+            coin_balance_after,
+            lucky,
+            rejection,
+        })
+    }
+
+    /// Settles orders unfinished since before `before`: a PENDING order is applied if the
+    /// wallet debited it and FAILED if not (its operation id is voided so a late debit cannot
+    /// land); a DEBITED one is applied or, on a definite rejection, refunded; an APPLIED one
+    /// gets its reward. Returns how many orders reached a final state.
+    pub async fn recover(&self, before: Timestamp, limit: u32) -> Result<RecoveryReport> {
+        let mut report = RecoveryReport::default();
+        for mut order in self.orders.list_unfinished(before, limit).await? {
+            report.examined += 1;
+            if order.status == OrderStatus::Pending {
+                let outcome = match self.wallet.settle_debit(order.order_id.as_str()).await? {
+                    DebitStatus::Debited => SagaOutcome::Debited {
+                        balance_after: self.wallet.balance(&order.sender).await?,
+                    },
+                    DebitStatus::Void => SagaOutcome::NotDebited,
+                };
+                order.record(outcome).map_err(Error::corrupt)?;
+                match self.orders.update(&order, OrderStatus::Pending).await {
+                    Ok(()) => {}
+                    Err(Error::Conflict(_)) => continue,
+                    Err(error) => return Err(error),
+                }
+            }
+            let _guard = self.lucky_guard(&order).await;
+            match self.drive(order).await {
+                Ok(order) if order.status.is_terminal() => report.settled += 1,
+                Ok(_) => {}
+                Err(error) if error.is_retryable() => {
+                    tracing::info!(error = %error, "gift recovery will retry");
+                    report.deferred += 1;
+                }
+                Err(error) => {
+                    tracing::error!(error = %error, "gift recovery failed");
+                    report.failed += 1;
+                }
+            }
+        }
+        metrics::counter!("room_gift_recovered_total").increment(report.settled);
+        Ok(report)
+    }
+}
+
+/// What one recovery pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Orders looked at.
+    pub examined: u64,
+    /// Orders brought to a final state.
+    pub settled: u64,
+    /// Orders left for the next pass (a retryable error).
+    pub deferred: u64,
+    /// Orders that need a person (contradicting records).
+    pub failed: u64,
+}
+
+/// A repeated order id must name the same gift request.
+fn same_request(order: &GiftOrder, request: &SendGift) -> Result<()> {
+    let same = order.room_id == request.room_id
+        && order.sender == request.sender
+        && order.gift.gift_id == request.gift_id
+        && order.count == request.count
+        && order.recipients == request.recipients;
+    if same {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "order id {} was already used for another gift",
+            request.order_id
+        )))
+    }
+}

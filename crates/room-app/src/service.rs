@@ -1,0 +1,690 @@
+//! [`RoomService`]: the use cases the API and the workers call. Each one turns a request into
+//! commands for the room's cell, or reads the cell's state or the directory.
+
+use std::sync::Arc;
+
+use room_domain::{
+    Actor, Coins, Command, CommandId, CommandKind, DayKey, PasswordHash, Rejection, RocketStatus,
+    RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserActor, UserId,
+};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::cell::{CellRuntime, CommandReply};
+use crate::gifts::{GiftReceipt, GiftSaga, SendGift};
+use crate::ports::{
+    CatalogGift, ClockRef, CreditKind, GiftCatalogRef, IdGenRef, PresenceRef, RoomDirectoryRef,
+    RoomSummary, WalletRef,
+};
+use crate::{Error, Result};
+
+/// The ports the use cases need besides the runtime's.
+#[derive(Clone)]
+pub struct ServicePorts {
+    /// Gift orders.
+    pub orders: crate::ports::GiftOrdersRef,
+    /// Balances.
+    pub wallet: WalletRef,
+    /// The gift catalog.
+    pub catalog: GiftCatalogRef,
+    /// Short ids and the room list.
+    pub directory: RoomDirectoryRef,
+    /// Heartbeats.
+    pub presence: PresenceRef,
+    /// Time.
+    pub clock: ClockRef,
+    /// Ids and random values.
+    pub ids: IdGenRef,
+}
+
+/// The room service's use cases.
+pub struct RoomService {
+    runtime: CellRuntime,
+    ports: ServicePorts,
+    gifts: GiftSaga,
+}
+
+/// A room as clients see it. Never carries the password or its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RoomView {
+    /// The room.
+    pub room_id: RoomId,
+    /// Its short numeric id.
+    pub short_id: Option<u32>,
+    /// `open` or `closed`.
+    pub status: RoomStatus,
+    /// The owner.
+    pub owner: Option<UserId>,
+    /// Name.
+    pub name: String,
+    /// Notice board.
+    pub notice: String,
+    /// Cover image.
+    pub cover_url: Option<String>,
+    /// Background image.
+    pub background_url: Option<String>,
+    /// Whether public chat is on.
+    pub chat_enabled: bool,
+    /// Whether joining needs a password.
+    pub locked: bool,
+    /// Region code.
+    pub region: String,
+    /// The mic seats.
+    pub seats: Vec<SeatView>,
+    /// Members present.
+    pub online_count: u32,
+    /// Appointed admins.
+    pub admins: Vec<UserId>,
+    /// Popularity.
+    pub heat: i64,
+    /// The rocket.
+    pub rocket: RocketView,
+    /// The room's version.
+    pub version: u64,
+}
+
+/// One seat as clients see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeatView {
+    /// Its index.
+    pub index: SeatIndex,
+    /// Its holder.
+    pub user: Option<UserId>,
+    /// Whether it is locked.
+    pub locked: bool,
+    /// Whether it is muted.
+    pub muted: bool,
+    /// Whether the holder's audio is confirmed by the RTC vendor.
+    pub publishing: bool,
+}
+
+/// The rocket as clients see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RocketView {
+    /// Level, from 1.
+    pub level: u32,
+    /// Fuel gathered.
+    pub fuel: i64,
+    /// Fuel the level needs.
+    pub threshold: i64,
+    /// `idle`, `ignited` or `launched`.
+    pub status: &'static str,
+    /// When an ignited rocket launches.
+    pub launch_at: Option<Timestamp>,
+}
+
+/// A member as the online list shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OnlineUser {
+    /// Who.
+    pub user_id: UserId,
+    /// Their role.
+    pub role: room_domain::Role,
+    /// Their VIP level.
+    pub vip_level: u8,
+    /// When they joined.
+    pub joined_at: Timestamp,
+}
+
+/// A ban as moderators see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BannedUser {
+    /// Who.
+    pub user_id: UserId,
+    /// Until when.
+    pub until: Timestamp,
+}
+
+/// One line of a contribution rank.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RankEntry {
+    /// Who.
+    pub user_id: UserId,
+    /// Coins given in the period.
+    pub coins: Coins,
+}
+
+/// The period of a contribution rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankPeriod {
+    /// Today (in the rules' zone).
+    Day,
+    /// This week, Monday to Sunday.
+    Week,
+}
+
+/// What a profile update may change; absent fields stay.
+#[derive(Debug, Clone, Default)]
+pub struct RoomPatch {
+    /// New name.
+    pub name: Option<String>,
+    /// New notice.
+    pub notice: Option<String>,
+    /// New cover URL (empty removes).
+    pub cover_url: Option<String>,
+    /// New background URL (empty removes).
+    pub background_url: Option<String>,
+    /// Chat on or off.
+    pub chat_enabled: Option<bool>,
+    /// `Some(Some(p))` locks with password `p`, `Some(None)` unlocks.
+    pub password: Option<Option<String>>,
+}
+
+impl RoomService {
+    /// The use cases over a runtime and ports.
+    pub fn new(runtime: CellRuntime, ports: ServicePorts) -> Self {
+        let gifts = GiftSaga::new(
+            runtime.clone(),
+            ports.orders.clone(),
+            ports.wallet.clone(),
+            ports.catalog.clone(),
+            ports.clock.clone(),
+            ports.ids.clone(),
+        );
+        RoomService {
+            runtime,
+            ports,
+            gifts,
+        }
+    }
+
+    /// The runtime (for shutdown and metrics).
+    pub fn runtime(&self) -> &CellRuntime {
+        &self.runtime
+    }
+
+    /// The gift saga (for recovery).
+    pub fn gifts(&self) -> &GiftSaga {
+        &self.gifts
+    }
+
+    /// The ports.
+    pub fn ports(&self) -> &ServicePorts {
+        &self.ports
+    }
+
+    async fn run(
+        &self,
+        room_id: &RoomId,
+        actor: Actor,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        let command_id = CommandId::new(self.ports.ids.next_id()).map_err(Error::corrupt)?;
+        self.runtime
+            .execute(room_id, Command::new(command_id, kind), actor, None)
+            .await
+    }
+
+    /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn create_room(
+        &self,
+        actor: &UserActor,
+        name: String,
+        seat_count: Option<u8>,
+        region: String,
+    ) -> Result<RoomView> {
+        let room_id =
+            RoomId::new(format!("r{}", self.ports.ids.next_id())).map_err(Error::corrupt)?;
+        let mut reserved = false;
+        for _ in 0..16 {
+            // 6 to 8 digits: 100000 ..= 99999999.
+            let short_id = 100_000 + (self.ports.ids.random() % 99_900_000) as u32;
+            if self
+                .ports
+                .directory
+                .reserve_short_id(&room_id, short_id)
+                .await?
+            {
+                reserved = true;
+                break;
+            }
+        }
+        if !reserved {
+            return Err(Error::Unavailable("no free short id found".into()));
+        }
+        self.run(
+            &room_id,
+            Actor::User(actor.clone()),
+            CommandKind::CreateRoom {
+                name,
+                seat_count,
+                region,
+            },
+        )
+        .await?;
+        self.get_room(&room_id).await
+    }
+
+    /// The room as clients see it.
+    pub async fn get_room(&self, room_id: &RoomId) -> Result<RoomView> {
+        let rules = self.runtime.rules().clone();
+        let view = self
+            .runtime
+            .query(room_id, move |state| view_of(state, &rules))
+            .await?
+            .ok_or(Error::Rejected(Rejection::RoomNotFound))?;
+        let short_id = self.ports.directory.get_short_id(room_id).await?;
+        Ok(RoomView { short_id, ..view })
+    }
+
+    /// The room with this short id.
+    pub async fn get_room_by_short_id(&self, short_id: u32) -> Result<RoomView> {
+        let room_id = self
+            .ports
+            .directory
+            .get_by_short_id(short_id)
+            .await?
+            .ok_or(Error::Rejected(Rejection::RoomNotFound))?;
+        self.get_room(&room_id).await
+    }
+
+    /// Open rooms, hottest first.
+    pub async fn list_rooms(
+        &self,
+        cursor: Option<(i64, RoomId)>,
+        limit: u32,
+    ) -> Result<Vec<RoomSummary>> {
+        self.ports.directory.list_open_by_heat(cursor, limit).await
+    }
+
+    /// Applies a profile patch as several commands, in order; stops at the first refusal.
+    pub async fn update_room(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        patch: RoomPatch,
+    ) -> Result<RoomView> {
+        let actor = Actor::User(actor.clone());
+        if patch.name.is_some() || patch.notice.is_some() || patch.cover_url.is_some() {
+            self.run(
+                room_id,
+                actor.clone(),
+                CommandKind::UpdateProfile {
+                    name: patch.name,
+                    notice: patch.notice,
+                    cover_url: patch.cover_url,
+                },
+            )
+            .await?;
+        }
+        if let Some(background) = patch.background_url {
+            let background_url = Some(background).filter(|url| !url.trim().is_empty());
+            self.run(
+                room_id,
+                actor.clone(),
+                CommandKind::ChangeBackground { background_url },
+            )
+            .await?;
+        }
+        if let Some(enabled) = patch.chat_enabled {
+            self.run(
+                room_id,
+                actor.clone(),
+                CommandKind::SetChatEnabled { enabled },
+            )
+            .await?;
+        }
+        if let Some(password) = patch.password {
+            let password_hash = password.map(|p| hash_password(&p, self.ports.ids.random()));
+            self.run(room_id, actor, CommandKind::SetLock { password_hash })
+                .await?;
+        }
+        self.get_room(room_id).await
+    }
+
+    /// Closes the room.
+    pub async fn close_room(&self, actor: &UserActor, room_id: &RoomId) -> Result<()> {
+        self.run(room_id, Actor::User(actor.clone()), CommandKind::CloseRoom)
+            .await
+            .map(drop)
+    }
+
+    /// Joins a room, leaving the room the user was in before. The password, for a locked room,
+    /// is checked against the stored hash here; the domain gets the verdict.
+    #[tracing::instrument(skip_all, fields(room_id = %room_id), err)]
+    pub async fn join(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        password: Option<String>,
+    ) -> Result<RoomView> {
+        let user = &actor.user_id;
+        let lock = self
+            .runtime
+            .query(room_id, |state| state.settings.lock.clone())
+            .await?;
+        let password_verified = match (&lock, &password) {
+            (Some(hash), Some(password)) => verify_password(password, hash),
+            _ => false,
+        };
+        if let Some(previous) = self.ports.presence.get_current_room(user).await?
+            && previous != *room_id
+        {
+            self.leave_quietly(&previous, actor).await?;
+        }
+        self.run(
+            room_id,
+            Actor::User(actor.clone()),
+            CommandKind::Join { password_verified },
+        )
+        .await?;
+        let now = self.ports.clock.now();
+        if let Some(previous) = self.ports.presence.heartbeat(room_id, user, now).await?
+            && previous != *room_id
+        {
+            // A concurrent join elsewhere slipped in between: leave that room too.
+            self.leave_quietly(&previous, actor).await?;
+        }
+        self.get_room(room_id).await
+    }
+
+    async fn leave_quietly(&self, room_id: &RoomId, actor: &UserActor) -> Result<()> {
+        match self
+            .run(room_id, Actor::User(actor.clone()), CommandKind::Leave)
+            .await
+        {
+            Ok(_) | Err(Error::Rejected(_)) => {}
+            Err(error) => return Err(error),
+        }
+        self.ports.presence.remove(room_id, &actor.user_id).await
+    }
+
+    /// Leaves a room.
+    pub async fn leave(&self, actor: &UserActor, room_id: &RoomId) -> Result<()> {
+        self.run(room_id, Actor::User(actor.clone()), CommandKind::Leave)
+            .await?;
+        self.ports.presence.remove(room_id, &actor.user_id).await
+    }
+
+    /// Records that a member is still there.
+    pub async fn heartbeat(&self, actor: &UserActor, room_id: &RoomId) -> Result<()> {
+        let user = actor.user_id.clone();
+        let present = self
+            .runtime
+            .query(room_id, move |state| state.members.contains_key(&user))
+            .await?;
+        if !present {
+            return Err(Error::Rejected(Rejection::NotAMember {
+                user: actor.user_id.clone(),
+            }));
+        }
+        let now = self.ports.clock.now();
+        self.ports
+            .presence
+            .heartbeat(room_id, &actor.user_id, now)
+            .await
+            .map(drop)
+    }
+
+    /// Members present, by user id, after `cursor`.
+    pub async fn online_users(
+        &self,
+        room_id: &RoomId,
+        cursor: Option<UserId>,
+        limit: u32,
+    ) -> Result<Vec<OnlineUser>> {
+        self.read_open(room_id, move |state| {
+            let range = match &cursor {
+                Some(after) => state.members.range::<UserId, _>((
+                    std::ops::Bound::Excluded(after),
+                    std::ops::Bound::Unbounded,
+                )),
+                None => state.members.range::<UserId, _>(..),
+            };
+            range
+                .take(limit as usize)
+                .map(|(user, member)| OnlineUser {
+                    user_id: user.clone(),
+                    role: member.role,
+                    vip_level: member.vip_level,
+                    joined_at: member.joined_at,
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// Runs a seat or moderation command as the actor.
+    pub async fn command(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.run(room_id, Actor::User(actor.clone()), kind).await
+    }
+
+    /// Runs a command as the system (timers, RTC callbacks, presence).
+    pub async fn system_command(
+        &self,
+        room_id: &RoomId,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.run(room_id, Actor::System, kind).await
+    }
+
+    /// Bans in force; moderators only.
+    pub async fn banned_users(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+    ) -> Result<Vec<BannedUser>> {
+        let now = self.ports.clock.now();
+        let actor = actor.clone();
+        self.read_open(room_id, move |state| {
+            let moderator = actor.platform_admin
+                || state.owner.as_ref() == Some(&actor.user_id)
+                || state.admins.contains(&actor.user_id);
+            if !moderator {
+                return Err(Error::Rejected(Rejection::Forbidden));
+            }
+            Ok(state
+                .bans
+                .iter()
+                .filter(|(_, until)| **until > now)
+                .map(|(user, until)| BannedUser {
+                    user_id: user.clone(),
+                    until: *until,
+                })
+                .collect())
+        })
+        .await?
+    }
+
+    /// The top givers of the day or week.
+    pub async fn contribution_rank(
+        &self,
+        room_id: &RoomId,
+        period: RankPeriod,
+        limit: u32,
+    ) -> Result<Vec<RankEntry>> {
+        let today = self
+            .ports
+            .clock
+            .now()
+            .day_key(self.runtime.rules().day_utc_offset_secs);
+        self.read_open(room_id, move |state| {
+            rank_of(state, period, today, limit as usize)
+        })
+        .await
+    }
+
+    /// Sends a gift through the saga.
+    pub async fn send_gift(&self, request: SendGift) -> Result<GiftReceipt> {
+        self.gifts.send(request).await
+    }
+
+    /// The catalog.
+    pub async fn list_gifts(&self) -> Result<Vec<CatalogGift>> {
+        self.ports.catalog.list().await
+    }
+
+    /// Creates or replaces a catalog entry.
+    pub async fn put_gift(&self, gift: CatalogGift) -> Result<()> {
+        if gift.price.is_negative() || gift.heat < 0 || gift.fuel < 0 {
+            return Err(Error::Rejected(Rejection::InvalidGift));
+        }
+        self.ports.catalog.put(&gift).await
+    }
+
+    /// A user's balance.
+    pub async fn balance(&self, user: &UserId) -> Result<Coins> {
+        self.ports.wallet.balance(user).await
+    }
+
+    /// Credits coins to a user (platform admins), idempotent by `op_id`.
+    pub async fn admin_credit(&self, op_id: &str, user: &UserId, amount: Coins) -> Result<Coins> {
+        if amount <= Coins::ZERO {
+            return Err(Error::Invalid("amount must be positive".into()));
+        }
+        self.ports
+            .wallet
+            .credit(&format!("admin:{op_id}"), CreditKind::Admin, user, amount)
+            .await
+    }
+
+    /// The room the user is in.
+    pub async fn current_room(&self, user: &UserId) -> Result<Option<RoomId>> {
+        self.ports.presence.get_current_room(user).await
+    }
+
+    async fn read_open<T, F>(&self, room_id: &RoomId, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        self.runtime
+            .query(room_id, move |state| {
+                (state.status != RoomStatus::Absent).then(|| read(state))
+            })
+            .await?
+            .ok_or(Error::Rejected(Rejection::RoomNotFound))
+    }
+}
+
+fn view_of(state: &RoomState, rules: &room_domain::RoomRules) -> Option<RoomView> {
+    if state.status == RoomStatus::Absent {
+        return None;
+    }
+    let rocket = &state.rocket;
+    let (status, launch_at) = match rocket.status {
+        RocketStatus::Idle => ("idle", None),
+        RocketStatus::Ignited { launch_at, .. } => ("ignited", Some(launch_at)),
+        RocketStatus::Launched { .. } => ("launched", None),
+    };
+    Some(RoomView {
+        room_id: state.room_id.clone(),
+        short_id: None,
+        status: state.status,
+        owner: state.owner.clone(),
+        name: state.profile.name.clone(),
+        notice: state.profile.notice.clone(),
+        cover_url: state.profile.cover_url.clone(),
+        background_url: state.profile.background_url.clone(),
+        chat_enabled: state.settings.chat_enabled,
+        locked: state.settings.lock.is_some(),
+        region: state.settings.region.clone(),
+        seats: state
+            .seats
+            .iter()
+            .enumerate()
+            .map(|(i, seat)| SeatView {
+                index: SeatIndex(u8::try_from(i).unwrap_or(u8::MAX)),
+                user: seat.occupant.as_ref().map(|o| o.user.clone()),
+                locked: seat.locked,
+                muted: seat.muted,
+                publishing: seat
+                    .occupant
+                    .as_ref()
+                    .is_some_and(|o| o.publish_deadline.is_none()),
+            })
+            .collect(),
+        online_count: u32::try_from(state.members.len()).unwrap_or(u32::MAX),
+        admins: state.admins.iter().cloned().collect(),
+        heat: state.heat,
+        rocket: RocketView {
+            level: rocket.level,
+            fuel: rocket.fuel,
+            threshold: rules.rocket_level(rocket.level).map_or(0, |l| l.fuel),
+            status,
+            launch_at,
+        },
+        version: state.version,
+    })
+}
+
+fn rank_of(state: &RoomState, period: RankPeriod, today: DayKey, limit: usize) -> Vec<RankEntry> {
+    let contribution = &state.contribution;
+    let scores = match period {
+        RankPeriod::Day if contribution.day_key == today => &contribution.day,
+        RankPeriod::Week if contribution.week_key == today.week() => &contribution.week,
+        _ => return Vec::new(),
+    };
+    let mut entries: Vec<RankEntry> = scores
+        .iter()
+        .filter(|(_, coins)| **coins > Coins::ZERO)
+        .map(|(user, coins)| RankEntry {
+            user_id: user.clone(),
+            coins: *coins,
+        })
+        .collect();
+    entries.sort_by(|a, b| {
+        b.coins
+            .cmp(&a.coins)
+            .then_with(|| a.user_id.cmp(&b.user_id))
+    });
+    entries.truncate(limit);
+    entries
+}
+
+/// `sha256$<salt>$<hex digest of salt:password>`. Room passwords are short PINs shared with a
+/// room's audience, not account secrets; the salt keeps equal PINs from having equal hashes.
+fn hash_password(password: &str, salt: u64) -> PasswordHash {
+    let salt = format!("{salt:016x}");
+    PasswordHash(format!("sha256${salt}${}", digest(&salt, password)))
+}
+
+fn verify_password(password: &str, hash: &PasswordHash) -> bool {
+    let mut parts = hash.0.splitn(3, '$');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("sha256"), Some(salt), Some(expected)) => {
+            // Compare all bytes so timing does not reveal a matching prefix.
+            let actual = digest(salt, password);
+            actual.len() == expected.len()
+                && actual
+                    .bytes()
+                    .zip(expected.bytes())
+                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                    == 0
+        }
+        _ => false,
+    }
+}
+
+fn digest(salt: &str, password: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(salt.as_bytes());
+    hasher.update(b":");
+    hasher.update(password.as_bytes());
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_verify_only_with_the_right_text() {
+        let hash = hash_password("1234", 42);
+        assert!(!hash.0.contains("1234"));
+        assert!(verify_password("1234", &hash));
+        assert!(!verify_password("12345", &hash));
+        assert!(!verify_password("1234", &PasswordHash("garbage".into())));
+        assert_ne!(hash, hash_password("1234", 43));
+    }
+}
