@@ -14,6 +14,7 @@ pub mod ports;
 mod service;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod workers;
 
 pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply};
 pub use error::{Error, Result};

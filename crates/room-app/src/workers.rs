@@ -1,0 +1,123 @@
+//! Background work: firing durable timers into their rooms, evicting members whose heartbeat
+//! stopped, paying out rocket rewards, and recovering unfinished gift orders. Each pass is a
+//! function returning what it did; [`run_every`] loops one until cancelled.
+
+use std::future::Future;
+use std::time::Duration;
+
+use room_domain::{CommandKind, Rejection};
+use tokio_util::sync::CancellationToken;
+
+use crate::ports::{PayoutsRef, TimersRef};
+use crate::service::RoomService;
+use crate::{Error, Result};
+
+/// Fires every timer due now into its room's cell, at most `limit` per pass. A timer whose
+/// command the room refuses (stale: another seat session, a re-armed rocket) is dropped; one
+/// that hit a retryable error stays for the next pass. Returns how many fired.
+pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u32) -> Result<u64> {
+    let now = service.ports().clock.now();
+    let mut fired = 0;
+    for timer in timers.list_due(now, limit).await? {
+        match service
+            .system_command(&timer.room_id, timer.command.clone())
+            .await
+        {
+            Ok(_) | Err(Error::Rejected(_)) => {
+                timers.delete(&timer.timer_id, timer.due_at).await?;
+                fired += 1;
+            }
+            Err(error) if error.is_retryable() => {
+                tracing::debug!(timer = %timer.timer_id, error = %error, "timer deferred");
+            }
+            Err(error) => {
+                tracing::error!(timer = %timer.timer_id, error = %error, "timer failed; dropping it");
+                timers.delete(&timer.timer_id, timer.due_at).await?;
+            }
+        }
+    }
+    metrics::counter!("room_timers_fired_total").increment(fired);
+    Ok(fired)
+}
+
+/// Evicts members whose last heartbeat is older than `timeout`. Returns how many left.
+pub async fn evict_stale_members(
+    service: &RoomService,
+    timeout: Duration,
+    limit: u32,
+) -> Result<u64> {
+    let ports = service.ports();
+    let now = ports.clock.now();
+    let cutoff =
+        room_domain::Timestamp(now.0 - i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
+    let mut evicted = 0;
+    for (room_id, user) in ports.presence.list_stale(cutoff, limit).await? {
+        match service
+            .system_command(&room_id, CommandKind::Evict { user: user.clone() })
+            .await
+        {
+            Ok(_) | Err(Error::Rejected(Rejection::RoomNotFound | Rejection::RoomClosed)) => {
+                ports.presence.remove(&room_id, &user).await?;
+                evicted += 1;
+            }
+            Err(error) => {
+                tracing::debug!(room_id = %room_id, error = %error, "eviction deferred");
+            }
+        }
+    }
+    metrics::counter!("room_presence_evicted_total").increment(evicted);
+    Ok(evicted)
+}
+
+/// Credits owed rewards (idempotent by their operation ids) and forgets them once paid.
+pub async fn pay_out(service: &RoomService, payouts: &PayoutsRef, limit: u32) -> Result<u64> {
+    let wallet = &service.ports().wallet;
+    let mut paid = 0;
+    for payout in payouts.list_pending(limit).await? {
+        wallet
+            .credit(&payout.op_id, payout.kind, &payout.user, payout.amount)
+            .await?;
+        payouts.delete(&payout.op_id).await?;
+        paid += 1;
+    }
+    metrics::counter!("room_payouts_total").increment(paid);
+    Ok(paid)
+}
+
+/// Settles gift orders unfinished for longer than `older_than`.
+pub async fn recover_gifts(service: &RoomService, older_than: Duration, limit: u32) -> Result<u64> {
+    let now = service.ports().clock.now();
+    let before =
+        room_domain::Timestamp(now.0 - i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+    let report = service.gifts().recover(before, limit).await?;
+    Ok(report.settled)
+}
+
+/// Runs `pass` every `period` until `cancel` fires; logs failures and counts them under
+/// `room_worker_errors_total{worker}`.
+pub async fn run_every<F, Fut>(
+    name: &'static str,
+    period: Duration,
+    cancel: CancellationToken,
+    mut pass: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<u64>>,
+{
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        match pass().await {
+            Ok(n) if n > 0 => tracing::debug!(worker = name, done = n, "worker pass"),
+            Ok(_) => {}
+            Err(error) => {
+                metrics::counter!("room_worker_errors_total", "worker" => name).increment(1);
+                tracing::warn!(worker = name, error = %error, "worker pass failed");
+            }
+        }
+    }
+}
