@@ -282,6 +282,8 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, mut rx: mpsc::Rec
     let mut renew = tokio::time::interval(config.lease_renew_every);
     renew.tick().await;
     let mut stop = Stop::Orderly;
+    // The idle deadline moves only when a request arrives: lease renewals do not count.
+    let mut idle_deadline = tokio::time::Instant::now() + config.idle_after;
     loop {
         tokio::select! {
             biased;
@@ -293,13 +295,15 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, mut rx: mpsc::Rec
                     break;
                 }
             }
-            received = tokio::time::timeout(config.idle_after, rx.recv()) => {
-                let Ok(Some(first)) = received else { break };
+            _ = tokio::time::sleep_until(idle_deadline) => break,
+            received = rx.recv() => {
+                let Some(first) = received else { break };
                 let batch = take_batch(first, &mut rx, config.max_batch);
                 if cell.process(batch).await == Some(Stop::Fenced) {
                     stop = Stop::Fenced;
                     break;
                 }
+                idle_deadline = tokio::time::Instant::now() + config.idle_after;
             }
         }
     }
