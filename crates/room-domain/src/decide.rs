@@ -256,7 +256,9 @@ pub fn decide(
                 }
                 true
             };
-            if target.muted == *muted {
+            // A moderator muting a seat its holder muted must still bind the holder.
+            let binds_holder = by_moderator && *muted && !target.muted_by_moderator;
+            if target.muted == *muted && !binds_holder {
                 return Ok(Vec::new());
             }
             Ok(vec![Event::RoomMicChanged {
