@@ -26,8 +26,17 @@ struct Cell {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum LedgerEntry {
-    Debit { user: UserId, amount: Coins },
-    Credit { user: UserId, amount: Coins },
+    // `balance_after` is the first answer, which a repeat of the operation returns.
+    Debit {
+        user: UserId,
+        amount: Coins,
+        balance_after: Coins,
+    },
+    Credit {
+        user: UserId,
+        amount: Coins,
+        balance_after: Coins,
+    },
     Void,
 }
 
@@ -42,7 +51,9 @@ struct Tables {
     ledger: HashMap<(String, &'static str), LedgerEntry>,
     catalog: BTreeMap<GiftId, CatalogGift>,
     timers: HashMap<String, Timer>,
-    payouts: BTreeMap<String, Payout>,
+    // By op id: (insertion number, payout), so that listing can go oldest first.
+    payouts: HashMap<String, (u64, Payout)>,
+    next_payout: u64,
     short_ids: HashMap<u32, RoomId>,
     room_short: HashMap<RoomId, u32>,
     summaries: HashMap<RoomId, RoomSummary>,
@@ -148,7 +159,12 @@ impl CellStore for InMemoryStore {
             t.timers.insert(timer.timer_id.clone(), timer.clone());
         }
         for payout in &batch.payouts {
-            t.payouts.insert(payout.op_id.clone(), payout.clone());
+            t.next_payout += 1;
+            let seq = t.next_payout;
+            t.payouts
+                .entry(payout.op_id.clone())
+                .and_modify(|(_, stored)| *stored = payout.clone())
+                .or_insert((seq, payout.clone()));
         }
         if let Some(summary) = &batch.summary {
             t.summaries.insert(summary.room_id.clone(), summary.clone());
@@ -299,8 +315,12 @@ impl Wallet for InMemoryStore {
         let mut t = self.lock();
         let key = (op_id.to_owned(), "debit");
         match t.ledger.get(&key) {
-            Some(LedgerEntry::Debit { user: u, amount: a }) if u == user && *a == amount => {
-                return Ok(t.balances.get(user).copied().unwrap_or_default());
+            Some(LedgerEntry::Debit {
+                user: u,
+                amount: a,
+                balance_after,
+            }) if u == user && *a == amount => {
+                return Ok(*balance_after);
             }
             Some(_) => {
                 return Err(Error::Conflict(format!(
@@ -323,6 +343,7 @@ impl Wallet for InMemoryStore {
             LedgerEntry::Debit {
                 user: user.clone(),
                 amount,
+                balance_after: after,
             },
         );
         Ok(after)
@@ -338,8 +359,12 @@ impl Wallet for InMemoryStore {
         let mut t = self.lock();
         let key = (op_id.to_owned(), credit_key(kind));
         match t.ledger.get(&key) {
-            Some(LedgerEntry::Credit { user: u, amount: a }) if u == user && *a == amount => {
-                return Ok(t.balances.get(user).copied().unwrap_or_default());
+            Some(LedgerEntry::Credit {
+                user: u,
+                amount: a,
+                balance_after,
+            }) if u == user && *a == amount => {
+                return Ok(*balance_after);
             }
             Some(_) => {
                 return Err(Error::Conflict(format!(
@@ -361,6 +386,7 @@ impl Wallet for InMemoryStore {
             LedgerEntry::Credit {
                 user: user.clone(),
                 amount,
+                balance_after: after,
             },
         );
         Ok(after)
@@ -432,12 +458,13 @@ impl Timers for InMemoryStore {
 #[async_trait]
 impl Payouts for InMemoryStore {
     async fn list_pending(&self, limit: u32) -> Result<Vec<Payout>> {
-        Ok(self
-            .lock()
-            .payouts
-            .values()
+        let t = self.lock();
+        let mut owed: Vec<&(u64, Payout)> = t.payouts.values().collect();
+        owed.sort_by_key(|(seq, _)| *seq);
+        Ok(owed
+            .into_iter()
             .take(limit as usize)
-            .cloned()
+            .map(|(_, payout)| payout.clone())
             .collect())
     }
 

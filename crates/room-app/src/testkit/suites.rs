@@ -1,0 +1,28 @@
+//! The conformance suites: one per storage port. Each takes a factory of fresh, empty
+//! instances, runs every check of its port against its own instance, and panics with a
+//! message naming the check that failed.
+//!
+//! A port whose rows are written only by [`CellStore::commit`](crate::ports::CellStore::commit)
+//! (outbox, timers, payouts, directory summaries) is tested through commits, so its suite also
+//! needs [`CellStore`](crate::ports::CellStore).
+
+mod cell_store;
+mod fixtures;
+mod gift_catalog;
+mod gift_orders;
+mod outbox;
+mod payouts;
+mod room_directory;
+mod snapshot_store;
+mod timers;
+mod wallet;
+
+pub use cell_store::cell_store_suite;
+pub use gift_catalog::gift_catalog_suite;
+pub use gift_orders::gift_orders_suite;
+pub use outbox::outbox_suite;
+pub use payouts::payouts_suite;
+pub use room_directory::room_directory_suite;
+pub use snapshot_store::snapshot_store_suite;
+pub use timers::timers_suite;
+pub use wallet::wallet_suite;

@@ -1,0 +1,178 @@
+//! The conformance suite of [`GiftOrders`]: idempotent creation, updates conditional on the
+//! stored status, and the recovery worker's list of unfinished orders.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use room_domain::{GiftOrder, OrderStatus};
+
+use super::fixtures::{at, expect_err, ok, order, order_id, order_in, room, same};
+use crate::Error;
+use crate::ports::GiftOrders;
+
+/// Runs every [`GiftOrders`] check, each against a fresh store from `fresh`.
+pub async fn gift_orders_suite<S, F, Fut>(fresh: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<S>>,
+    S: GiftOrders + 'static,
+{
+    create_or_get_is_idempotent(fresh().await).await;
+    every_field_round_trips(fresh().await).await;
+    update_is_conditional_on_status(fresh().await).await;
+    list_unfinished_filters_and_orders(fresh().await).await;
+}
+
+async fn create_or_get_is_idempotent<S: GiftOrders>(store: Arc<S>) {
+    let a = room("room-a");
+    same(
+        ok(GiftOrders::get(&*store, &order_id("o-1")).await, "get"),
+        None,
+        "an unknown order is absent",
+    );
+    let first = order("o-1", &a, at(0));
+    same(
+        ok(store.create_or_get(&first).await, "create_or_get"),
+        (first.clone(), true),
+        "the first call creates",
+    );
+    let mut other_body = order("o-1", &room("room-b"), at(50));
+    other_body.count = 9;
+    same(
+        ok(store.create_or_get(&other_body).await, "create_or_get"),
+        (first.clone(), false),
+        "a repeated id returns the stored order and false",
+    );
+    same(
+        ok(GiftOrders::get(&*store, &order_id("o-1")).await, "get"),
+        Some(first),
+        "the stored order is unchanged",
+    );
+}
+
+async fn every_field_round_trips<S: GiftOrders>(store: Arc<S>) {
+    let a = room("room-a");
+    for (i, status) in [
+        OrderStatus::Pending,
+        OrderStatus::Debited,
+        OrderStatus::Applied,
+        OrderStatus::Completed,
+        OrderStatus::Failed,
+        OrderStatus::Compensated,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let o = order_in(&order(&format!("o-{i}"), &a, at(i as i64)), status);
+        ok(store.create_or_get(&o).await, "create_or_get");
+        same(
+            ok(GiftOrders::get(&*store, &o.order_id).await, "get"),
+            Some(o),
+            "an order reads back with every field",
+        );
+    }
+}
+
+async fn update_is_conditional_on_status<S: GiftOrders>(store: Arc<S>) {
+    let a = room("room-a");
+    let pending = order("o-1", &a, at(0));
+    ok(store.create_or_get(&pending).await, "create_or_get");
+    let debited = order_in(&pending, OrderStatus::Debited);
+    ok(
+        store.update(&debited, OrderStatus::Pending).await,
+        "update from the expected status",
+    );
+    same(
+        ok(GiftOrders::get(&*store, &pending.order_id).await, "get"),
+        Some(debited.clone()),
+        "the update replaced the order",
+    );
+    let failed = order_in(&pending, OrderStatus::Failed);
+    expect_err!(
+        store.update(&failed, OrderStatus::Pending).await,
+        Error::Conflict(_),
+        "an update expecting a status the order left"
+    );
+    same(
+        ok(GiftOrders::get(&*store, &pending.order_id).await, "get"),
+        Some(debited),
+        "a conflicting update changes nothing",
+    );
+    expect_err!(
+        store
+            .update(&order("o-none", &a, at(0)), OrderStatus::Pending)
+            .await,
+        Error::NotFound(_),
+        "an update of an order that does not exist"
+    );
+    same(
+        ok(GiftOrders::get(&*store, &order_id("o-none")).await, "get"),
+        None,
+        "a failed update does not create the order",
+    );
+}
+
+async fn list_unfinished_filters_and_orders<S: GiftOrders>(store: Arc<S>) {
+    let a = room("room-a");
+    let make = |id: &str, ms: i64, status: OrderStatus| -> GiftOrder {
+        order_in(&order(id, &a, at(ms)), status)
+    };
+    let orders = [
+        make("o-late", 900, OrderStatus::Pending),
+        make("o-done", 100, OrderStatus::Completed),
+        make("o-failed", 110, OrderStatus::Failed),
+        make("o-comp", 120, OrderStatus::Compensated),
+        make("o-applied", 300, OrderStatus::Applied),
+        make("o-b", 200, OrderStatus::Pending),
+        make("o-a", 200, OrderStatus::Debited),
+        make("o-first", 50, OrderStatus::Pending),
+        make("o-edge", 500, OrderStatus::Pending),
+    ];
+    for o in &orders {
+        ok(store.create_or_get(o).await, "create_or_get");
+    }
+    let listed = ok(store.list_unfinished(at(500), 100).await, "list_unfinished");
+    let names: Vec<&str> = listed.iter().map(|o| o.order_id.as_str()).collect();
+    same(
+        names,
+        vec!["o-first", "o-a", "o-b", "o-applied"],
+        "unfinished orders created before the cut-off, oldest first (ties by id)",
+    );
+    same(
+        listed[0].clone(),
+        orders[7].clone(),
+        "listed orders are whole",
+    );
+    let limited = ok(store.list_unfinished(at(500), 2).await, "list_unfinished");
+    same(
+        limited
+            .iter()
+            .map(|o| o.order_id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["o-first", "o-a"],
+        "limit keeps the oldest",
+    );
+    same(
+        ok(store.list_unfinished(at(50), 100).await, "list_unfinished"),
+        Vec::new(),
+        "nothing created before the oldest order",
+    );
+    // An order that moves to a terminal status leaves the list.
+    let done = order_in(&orders[7], OrderStatus::Completed);
+    ok(store.update(&done, OrderStatus::Pending).await, "update");
+    let names: Vec<String> = ok(
+        store.list_unfinished(at(10_000), 100).await,
+        "list_unfinished",
+    )
+    .iter()
+    .map(|o| o.order_id.to_string())
+    .collect();
+    same(
+        names,
+        vec!["o-a", "o-b", "o-applied", "o-edge", "o-late"]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>(),
+        "a finished order is no longer listed",
+    );
+}

@@ -1,0 +1,65 @@
+//! The conformance suite of [`Payouts`]: commits record owed credits, the payout worker lists
+//! them oldest first and deletes the paid ones.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::fixtures::{batch, ok, payout, room, same};
+use crate::ports::{CellStore, Payouts};
+
+/// Runs every [`Payouts`] check, each against a fresh store from `fresh`. Payouts are
+/// recorded only by [`CellStore::commit`], so the store must implement both.
+pub async fn payouts_suite<S, F, Fut>(fresh: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<S>>,
+    S: Payouts + CellStore + 'static,
+{
+    list_and_delete(fresh().await).await;
+}
+
+async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
+    same(
+        ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
+        Vec::new(),
+        "nothing owed at first",
+    );
+    let a = room("room-a");
+    let b = room("room-b");
+    let in_a = ok(store.activate(&a, "node-1").await, "activate");
+    let in_b = ok(store.activate(&b, "node-1").await, "activate");
+    // Op ids deliberately sort against the order of the commits.
+    let first = vec![
+        payout("rocket:a:9:zed", &a, 40),
+        payout("rocket:a:9:amy", &a, 60),
+    ];
+    let second = vec![payout("rocket:b:1:kim", &b, 100)];
+    let mut batch_a = batch(&a, in_a, 0, &[("c1", 1)]);
+    batch_a.payouts = first.clone();
+    let mut batch_b = batch(&b, in_b, 0, &[("c1", 1)]);
+    batch_b.payouts = second.clone();
+    ok(store.commit(&batch_a).await, "commit");
+    ok(store.commit(&batch_b).await, "commit");
+
+    let all: Vec<_> = first.iter().chain(&second).cloned().collect();
+    same(
+        ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
+        all.clone(),
+        "owed credits, oldest first",
+    );
+    same(
+        ok(Payouts::list_pending(&*store, 2).await, "list_pending"),
+        all[..2].to_vec(),
+        "limit keeps the oldest",
+    );
+    ok(Payouts::delete(&*store, "rocket:a:9:zed").await, "delete");
+    ok(
+        Payouts::delete(&*store, "never-owed").await,
+        "deleting an unknown payout is not an error",
+    );
+    same(
+        ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
+        all[1..].to_vec(),
+        "a paid credit is forgotten",
+    );
+}

@@ -1,0 +1,55 @@
+//! Runs every conformance suite of the testkit against [`InMemoryStore`].
+#![cfg(feature = "testkit")]
+
+use std::sync::Arc;
+
+use room_app::testkit::{self, InMemoryStore};
+
+async fn fresh() -> Arc<InMemoryStore> {
+    Arc::new(InMemoryStore::new())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cell_store() {
+    testkit::cell_store_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn snapshot_store() {
+    testkit::snapshot_store_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn outbox() {
+    testkit::outbox_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gift_orders() {
+    testkit::gift_orders_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wallet() {
+    testkit::wallet_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gift_catalog() {
+    testkit::gift_catalog_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn timers() {
+    testkit::timers_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn payouts() {
+    testkit::payouts_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn room_directory() {
+    testkit::room_directory_suite(fresh).await;
+}
