@@ -263,7 +263,7 @@ impl GiftOrder {
                 self.status = S::Debited;
                 self.balance_after = Some(balance_after);
             }
-            (S::Debited | S::Applied | S::Completed, O::Debited { .. }) => {}
+            (S::Debited | S::Applied | S::Completed | S::Compensated, O::Debited { .. }) => {}
             (S::Pending, O::InsufficientFunds { balance }) => {
                 self.fail(FailReason::InsufficientFunds { balance }, Some(balance));
             }
@@ -271,7 +271,7 @@ impl GiftOrder {
             (S::Pending, O::Rejected(rejection)) => {
                 self.fail(FailReason::Rejected { rejection }, None);
             }
-            (S::Failed, O::InsufficientFunds { .. } | O::NotDebited) => {}
+            (S::Failed, O::InsufficientFunds { .. } | O::NotDebited | O::Rejected(_)) => {}
             (S::Debited, O::Applied { lucky_reward }) if self.rejection.is_none() => {
                 self.lucky_reward = lucky_reward;
                 self.status = if lucky_reward > Coins::ZERO {
