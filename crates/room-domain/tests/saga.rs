@@ -1,0 +1,474 @@
+//! The gift saga: every transition of a `GiftOrder`, what `next_step` asks for in each status,
+//! and the outcomes it must refuse.
+
+use room_domain::{
+    Actor, ApplyGift, Coins, Command, CommandKind, Ctx, FailReason, GiftId, GiftOrder,
+    GiftSnapshot, InvalidTransition, OrderId, OrderStatus, Rejection, RoomId, RoomRules, RoomState,
+    SagaOutcome, SagaStep, Timestamp, UserId, decide, evolve,
+};
+
+const CREATED_AT: Timestamp = Timestamp(1_764_158_400_000);
+/// 10 coins × 3 units × 2 recipients.
+const TOTAL: Coins = Coins(60);
+const LUCKY_REWARD: Coins = Coins(120);
+
+fn id(name: &str) -> UserId {
+    UserId::new(name).expect("a valid user id")
+}
+
+fn room_id() -> RoomId {
+    RoomId::new("room-1").expect("a valid room id")
+}
+
+fn apply() -> ApplyGift {
+    ApplyGift {
+        order_id: OrderId::new("order-7").expect("a valid order id"),
+        sender: id("alice"),
+        recipients: vec![id("bob"), id("carol")],
+        gift: GiftSnapshot {
+            gift_id: GiftId::new("rose").expect("a valid gift id"),
+            price: Coins(10),
+            heat: 10,
+            fuel: 10,
+            lucky: true,
+        },
+        count: 3,
+        lucky_draw: 42,
+    }
+}
+
+fn new_order() -> GiftOrder {
+    GiftOrder::new(room_id(), &apply(), CREATED_AT).expect("the total fits")
+}
+
+fn debited() -> SagaOutcome {
+    SagaOutcome::Debited {
+        balance_after: Coins(940),
+    }
+}
+
+fn applied(lucky_reward: Coins) -> SagaOutcome {
+    SagaOutcome::Applied { lucky_reward }
+}
+
+fn rejected() -> SagaOutcome {
+    SagaOutcome::Rejected(Rejection::RoomClosed)
+}
+
+fn refunded() -> SagaOutcome {
+    SagaOutcome::Refunded {
+        balance_after: Coins(1_000),
+    }
+}
+
+fn credited() -> SagaOutcome {
+    SagaOutcome::RewardCredited {
+        balance_after: Coins(1_060),
+    }
+}
+
+fn insufficient() -> SagaOutcome {
+    SagaOutcome::InsufficientFunds { balance: Coins(5) }
+}
+
+/// The places an order can stand, each reached by the outcomes that lead there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Pending,
+    Debited,
+    /// Debited, and the room refused: a refund is due.
+    RefundDue,
+    /// Applied with a lucky reward still to credit.
+    Applied,
+    /// Applied without a lucky reward.
+    Completed,
+    /// Applied and its lucky reward credited.
+    CompletedLucky,
+    FailedInsufficientFunds,
+    FailedNotDebited,
+    FailedRejected,
+    Compensated,
+}
+
+const STAGES: [Stage; 10] = [
+    Stage::Pending,
+    Stage::Debited,
+    Stage::RefundDue,
+    Stage::Applied,
+    Stage::Completed,
+    Stage::CompletedLucky,
+    Stage::FailedInsufficientFunds,
+    Stage::FailedNotDebited,
+    Stage::FailedRejected,
+    Stage::Compensated,
+];
+
+#[track_caller]
+fn at(stage: Stage) -> GiftOrder {
+    let path = match stage {
+        Stage::Pending => vec![],
+        Stage::Debited => vec![debited()],
+        Stage::RefundDue => vec![debited(), rejected()],
+        Stage::Applied => vec![debited(), applied(LUCKY_REWARD)],
+        Stage::Completed => vec![debited(), applied(Coins::ZERO)],
+        Stage::CompletedLucky => vec![debited(), applied(LUCKY_REWARD), credited()],
+        Stage::FailedInsufficientFunds => vec![insufficient()],
+        Stage::FailedNotDebited => vec![SagaOutcome::NotDebited],
+        Stage::FailedRejected => vec![rejected()],
+        Stage::Compensated => vec![debited(), rejected(), refunded()],
+    };
+    let mut order = new_order();
+    for outcome in path {
+        if let Err(error) = order.record(outcome) {
+            panic!("cannot reach {stage:?}: {error}");
+        }
+    }
+    order
+}
+
+#[test]
+fn a_new_order_is_pending_and_costs_price_times_count_times_recipients() {
+    let order = new_order();
+    assert_eq!(order.status, OrderStatus::Pending);
+    assert_eq!(order.total, TOTAL);
+    assert_eq!(order.room_id, room_id());
+    assert_eq!(order.created_at, CREATED_AT);
+    assert_eq!(order.lucky_reward, Coins::ZERO);
+    assert_eq!(
+        (order.rejection.as_ref(), order.fail_reason.as_ref()),
+        (None, None)
+    );
+    assert_eq!(order.balance_after, None);
+    // The room gets back exactly the order that was placed, draw input included.
+    assert_eq!(order.apply_command(), apply());
+
+    let mut too_big = apply();
+    too_big.gift.price = Coins(i64::MAX / 2);
+    assert_eq!(GiftOrder::new(room_id(), &too_big, CREATED_AT), None);
+}
+
+#[test]
+fn an_ordinary_gift_goes_pending_debited_completed() {
+    let mut order = new_order();
+    assert_eq!(order.next_step(), SagaStep::Debit { amount: TOTAL });
+
+    order.record(debited()).expect("debit recorded");
+    assert_eq!(order.status, OrderStatus::Debited);
+    assert_eq!(order.balance_after, Some(Coins(940)));
+    assert_eq!(order.next_step(), SagaStep::Apply);
+
+    order.record(applied(Coins::ZERO)).expect("apply recorded");
+    assert_eq!(order.status, OrderStatus::Completed);
+    assert!(order.status.is_terminal());
+    assert_eq!(order.next_step(), SagaStep::Done);
+    // The balance the sender sees is the one after the debit.
+    assert_eq!(order.balance_after, Some(Coins(940)));
+    assert_eq!(order.lucky_reward, Coins::ZERO);
+}
+
+#[test]
+fn a_lucky_reward_goes_through_applied_and_is_credited() {
+    let mut order = new_order();
+    order.record(debited()).expect("debit recorded");
+    order.record(applied(LUCKY_REWARD)).expect("apply recorded");
+    assert_eq!(order.status, OrderStatus::Applied);
+    assert!(!order.status.is_terminal());
+    assert_eq!(order.lucky_reward, LUCKY_REWARD);
+    assert_eq!(
+        order.next_step(),
+        SagaStep::CreditLuckyReward {
+            amount: LUCKY_REWARD
+        }
+    );
+
+    order.record(credited()).expect("credit recorded");
+    assert_eq!(order.status, OrderStatus::Completed);
+    assert_eq!(order.next_step(), SagaStep::Done);
+    // The final balance includes the reward.
+    assert_eq!(order.balance_after, Some(Coins(1_060)));
+}
+
+#[test]
+fn insufficient_funds_fail_the_order_with_nothing_to_undo() {
+    let mut order = new_order();
+    order.record(insufficient()).expect("recorded");
+    assert_eq!(order.status, OrderStatus::Failed);
+    assert_eq!(
+        order.fail_reason,
+        Some(FailReason::InsufficientFunds { balance: Coins(5) })
+    );
+    assert_eq!(order.balance_after, Some(Coins(5)));
+    assert_eq!(order.next_step(), SagaStep::Done);
+}
+
+#[test]
+fn a_debit_that_never_happened_fails_the_order() {
+    let mut order = new_order();
+    order.record(SagaOutcome::NotDebited).expect("recorded");
+    assert_eq!(order.status, OrderStatus::Failed);
+    assert_eq!(order.fail_reason, Some(FailReason::NotDebited));
+    assert_eq!(order.balance_after, None);
+    assert_eq!(order.next_step(), SagaStep::Done);
+}
+
+#[test]
+fn a_rejection_before_the_debit_fails_the_order() {
+    let mut order = new_order();
+    order.record(rejected()).expect("recorded");
+    assert_eq!(order.status, OrderStatus::Failed);
+    assert_eq!(
+        order.fail_reason,
+        Some(FailReason::Rejected {
+            rejection: Rejection::RoomClosed
+        })
+    );
+    assert_eq!(order.next_step(), SagaStep::Done);
+}
+
+#[test]
+fn a_rejection_after_the_debit_is_refunded_and_compensated() {
+    let mut order = new_order();
+    order.record(debited()).expect("debit recorded");
+    order.record(rejected()).expect("rejection recorded");
+    // The refund is still to do: the order is not finished.
+    assert_eq!(order.status, OrderStatus::Debited);
+    assert_eq!(order.rejection, Some(Rejection::RoomClosed));
+    assert_eq!(order.next_step(), SagaStep::Refund { amount: TOTAL });
+
+    order.record(refunded()).expect("refund recorded");
+    assert_eq!(order.status, OrderStatus::Compensated);
+    assert!(order.status.is_terminal());
+    assert_eq!(order.balance_after, Some(Coins(1_000)));
+    assert_eq!(order.rejection, Some(Rejection::RoomClosed));
+    assert_eq!(order.fail_reason, None);
+    assert_eq!(order.next_step(), SagaStep::Done);
+}
+
+#[test]
+fn the_rooms_own_rejection_drives_the_refund() {
+    // A room that closed after the order was placed.
+    let rules = RoomRules::default();
+    let owner = Actor::user(id("owner"));
+    let mut room = RoomState::new(room_id());
+    let mut run = |kind: CommandKind, actor: &Actor| {
+        let ctx = Ctx {
+            now: CREATED_AT,
+            actor,
+            random: 0,
+            rules: &rules,
+        };
+        let command = Command::new(new_order().order_id.into(), kind);
+        let result = decide(&room, &command, &ctx);
+        for event in result.iter().flatten() {
+            evolve(&mut room, event);
+        }
+        result
+    };
+    run(
+        CommandKind::CreateRoom {
+            name: "Night talk".into(),
+            seat_count: None,
+            region: String::new(),
+        },
+        &owner,
+    )
+    .expect("created");
+    run(CommandKind::CloseRoom, &owner).expect("closed");
+
+    let mut order = new_order();
+    order.record(debited()).expect("debit recorded");
+    let rejection = run(
+        CommandKind::ApplyGift(order.apply_command()),
+        &Actor::System,
+    )
+    .expect_err("a closed room refuses gifts");
+    order
+        .record(SagaOutcome::Rejected(rejection))
+        .expect("rejection recorded");
+    assert_eq!(order.next_step(), SagaStep::Refund { amount: TOTAL });
+}
+
+#[test]
+fn next_step_for_every_status() {
+    let expected = |stage| match stage {
+        Stage::Pending => SagaStep::Debit { amount: TOTAL },
+        Stage::Debited => SagaStep::Apply,
+        Stage::RefundDue => SagaStep::Refund { amount: TOTAL },
+        Stage::Applied => SagaStep::CreditLuckyReward {
+            amount: LUCKY_REWARD,
+        },
+        Stage::Completed
+        | Stage::CompletedLucky
+        | Stage::FailedInsufficientFunds
+        | Stage::FailedNotDebited
+        | Stage::FailedRejected
+        | Stage::Compensated => SagaStep::Done,
+    };
+    for stage in STAGES {
+        let order = at(stage);
+        assert_eq!(order.next_step(), expected(stage), "{stage:?}");
+        assert_eq!(
+            order.status.is_terminal(),
+            order.next_step() == SagaStep::Done,
+            "{stage:?}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_outcome_changes_nothing_from_any_status() {
+    for stage in STAGES {
+        let mut order = at(stage);
+        let before = order.clone();
+        order
+            .record(SagaOutcome::Unknown)
+            .expect("an unknown outcome is never an error");
+        assert_eq!(order, before, "{stage:?}");
+        assert_eq!(order.next_step(), before.next_step(), "{stage:?}");
+    }
+}
+
+#[test]
+fn timeouts_and_ownership_conflicts_never_end_an_order() {
+    // However many times a step times out, the order keeps asking for the same step: only a
+    // definite answer ends it.
+    let mut order = new_order();
+    for _ in 0..5 {
+        order.record(SagaOutcome::Unknown).expect("recorded");
+        assert_eq!(order.status, OrderStatus::Pending);
+        assert_eq!(order.next_step(), SagaStep::Debit { amount: TOTAL });
+    }
+    order.record(debited()).expect("debit recorded");
+    for _ in 0..5 {
+        order.record(SagaOutcome::Unknown).expect("recorded");
+        assert_eq!(order.status, OrderStatus::Debited);
+        assert_eq!(order.next_step(), SagaStep::Apply);
+    }
+    order.record(rejected()).expect("rejection recorded");
+    for _ in 0..5 {
+        order.record(SagaOutcome::Unknown).expect("recorded");
+        assert_eq!(order.next_step(), SagaStep::Refund { amount: TOTAL });
+    }
+    order.record(refunded()).expect("refund recorded");
+    assert_eq!(order.status, OrderStatus::Compensated);
+}
+
+#[test]
+fn repeated_outcomes_are_harmless() {
+    let repeats = [
+        (Stage::Debited, debited()),
+        (Stage::RefundDue, debited()),
+        (Stage::RefundDue, rejected()),
+        (Stage::Applied, debited()),
+        (Stage::Applied, applied(LUCKY_REWARD)),
+        (Stage::Completed, debited()),
+        (Stage::Completed, applied(Coins::ZERO)),
+        (Stage::CompletedLucky, debited()),
+        (Stage::CompletedLucky, applied(LUCKY_REWARD)),
+        (Stage::CompletedLucky, credited()),
+        (Stage::FailedInsufficientFunds, insufficient()),
+        (Stage::FailedInsufficientFunds, SagaOutcome::NotDebited),
+        (Stage::FailedNotDebited, SagaOutcome::NotDebited),
+        (Stage::FailedNotDebited, insufficient()),
+        (Stage::FailedRejected, rejected()),
+        (Stage::Compensated, debited()),
+        (Stage::Compensated, rejected()),
+        (Stage::Compensated, refunded()),
+    ];
+    let mut refused = Vec::new();
+    for (stage, outcome) in repeats {
+        let mut order = at(stage);
+        let before = order.clone();
+        let shown = format!("{outcome:?}");
+        if let Err(error) = order.record(outcome) {
+            refused.push(format!("{shown} repeated at {stage:?}: {error}"));
+        }
+        assert_eq!(order, before, "{shown} repeated at {stage:?}");
+    }
+    assert!(refused.is_empty(), "{refused:#?}");
+}
+
+#[test]
+fn contradicting_outcomes_are_invalid_and_change_nothing() {
+    let contradictions = [
+        // Debited after the order failed: FAILED promised nothing was debited.
+        (Stage::FailedInsufficientFunds, debited(), "debited"),
+        (Stage::FailedNotDebited, debited(), "debited"),
+        (Stage::FailedRejected, debited(), "debited"),
+        // Refunded without a rejection.
+        (Stage::Pending, refunded(), "refunded"),
+        (Stage::Debited, refunded(), "refunded"),
+        (Stage::Applied, refunded(), "refunded"),
+        (Stage::Completed, refunded(), "refunded"),
+        // Applied after the room refused, or before any debit.
+        (Stage::RefundDue, applied(Coins::ZERO), "applied"),
+        (Stage::Compensated, applied(Coins::ZERO), "applied"),
+        (Stage::Pending, applied(Coins::ZERO), "applied"),
+        (
+            Stage::FailedInsufficientFunds,
+            applied(Coins::ZERO),
+            "applied",
+        ),
+        // Applied again with another reward than the one recorded.
+        (Stage::Applied, applied(Coins(1)), "applied"),
+        (Stage::Completed, applied(LUCKY_REWARD), "applied"),
+        // Rejected after the room applied it.
+        (Stage::Applied, rejected(), "rejected"),
+        (Stage::Completed, rejected(), "rejected"),
+        // The wallet denies a debit it confirmed.
+        (Stage::Debited, insufficient(), "insufficient_funds"),
+        (Stage::Debited, SagaOutcome::NotDebited, "not_debited"),
+        (Stage::Completed, SagaOutcome::NotDebited, "not_debited"),
+        (Stage::Compensated, insufficient(), "insufficient_funds"),
+        // A reward credited that was never due.
+        (Stage::Pending, credited(), "reward_credited"),
+        (Stage::Debited, credited(), "reward_credited"),
+        (Stage::Completed, credited(), "reward_credited"),
+        (Stage::Compensated, credited(), "reward_credited"),
+    ];
+    for (stage, outcome, name) in contradictions {
+        let mut order = at(stage);
+        let before = order.clone();
+        let shown = format!("{outcome:?}");
+        let error = order
+            .record(outcome)
+            .expect_err(&format!("{shown} at {stage:?} must be refused"));
+        assert_eq!(
+            error,
+            InvalidTransition {
+                order_id: before.order_id.clone(),
+                from: before.status,
+                outcome: name,
+            },
+            "{shown} at {stage:?}"
+        );
+        assert!(error.to_string().contains("order-7"));
+        assert_eq!(order, before, "{shown} at {stage:?} changed the order");
+    }
+}
+
+#[test]
+fn only_a_definite_answer_ends_a_pending_order() {
+    let endings = [
+        (insufficient(), OrderStatus::Failed),
+        (SagaOutcome::NotDebited, OrderStatus::Failed),
+        (rejected(), OrderStatus::Failed),
+        (debited(), OrderStatus::Debited),
+        (SagaOutcome::Unknown, OrderStatus::Pending),
+    ];
+    for (outcome, status) in endings {
+        let mut order = new_order();
+        order.record(outcome).expect("recorded");
+        assert_eq!(order.status, status);
+        assert_ne!(order.status, OrderStatus::Compensated);
+    }
+}
+
+#[test]
+fn statuses_are_stored_as_their_names() {
+    for stage in STAGES {
+        let status = at(stage).status;
+        let json = serde_json::to_value(status).expect("serializes");
+        assert_eq!(json, status.as_str(), "{stage:?}");
+    }
+}
