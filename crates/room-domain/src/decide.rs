@@ -342,7 +342,9 @@ pub fn decide(
             events.push(Event::RoomUserKicked {
                 user: user.clone(),
                 by,
-                ban_until: ban_seconds.map(|secs| ctx.now.plus_secs(secs)),
+                ban_until: ban_seconds
+                    .filter(|secs| *secs > 0)
+                    .map(|secs| ctx.now.plus_secs(secs)),
             });
             Ok(events)
         }
@@ -575,7 +577,9 @@ fn apply_gift(
         });
     }
     // A gift on a new day finds the rocket as the reset leaves it.
-    let (level, fuel, status, next_rocket_id) = if state.rocket.day_key != today {
+    // A clock that stepped back (a room moving between nodes) must not reset the rocket to an
+    // earlier day: only a later day resets it.
+    let (level, fuel, status, next_rocket_id) = if state.rocket.day_key < today {
         events.push(Event::RoomRocketReset { day_key: today });
         (1, 0, RocketStatus::Idle, state.rocket.next_rocket_id)
     } else {
