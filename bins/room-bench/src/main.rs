@@ -1,0 +1,470 @@
+//! Load benchmark of `room-api` over loopback HTTP.
+//!
+//! Starts a release `room-api` as a child process on a fresh SQLite database (durable:
+//! WAL with `synchronous=FULL`), prepares users, coins and rooms through the public API, then
+//! measures:
+//! - hot room: 1 room, 64 concurrent senders in a closed loop, gifts per second, with group
+//!   commit on and off (a second server with `ROOM__CELL__MAX_BATCH=1`);
+//! - spread: 100 rooms, 64 concurrent senders, gifts per second;
+//! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
+//! - memory: the server's resident memory per idle active room and per member.
+//!
+//! Usage: `cargo build --release -p room-api -p room-bench && target/release/room-bench
+//! [--server target/release/room-api] [--seconds 10] [--rate 1500]`.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+const SECRET: &str = "room-bench-secret-with-enough-length-for-hs256";
+const SENDERS: usize = 64;
+
+struct Options {
+    server: PathBuf,
+    seconds: u64,
+    rate: u64,
+}
+
+fn options() -> Result<Options> {
+    let mut options = Options {
+        server: PathBuf::from("target/release/room-api"),
+        seconds: 10,
+        rate: 1500,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args
+            .next()
+            .with_context(|| format!("{arg} needs a value"))?;
+        match arg.as_str() {
+            "--server" => options.server = value.into(),
+            "--seconds" => options.seconds = value.parse()?,
+            "--rate" => options.rate = value.parse()?,
+            other => bail!("unknown option {other}"),
+        }
+    }
+    Ok(options)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let options = options()?;
+    if !options.server.exists() {
+        bail!(
+            "{} not found: build it with `cargo build --release -p room-api`",
+            options.server.display()
+        );
+    }
+    let duration = Duration::from_secs(options.seconds);
+    report("machine", &machine());
+
+    let hot = {
+        let server = Server::start(&options.server, &[]).await?;
+        let setup = server.setup(1, SENDERS).await?;
+        let rate = closed_loop(&server, &setup, duration).await?;
+        report("hot room, group commit on (gifts/s)", &format!("{rate:.0}"));
+        server.stop().await?;
+        rate
+    };
+    let hot_single = {
+        let server = Server::start(&options.server, &[("ROOM__CELL__MAX_BATCH", "1")]).await?;
+        let setup = server.setup(1, SENDERS).await?;
+        let rate = closed_loop(&server, &setup, duration).await?;
+        report(
+            "hot room, group commit off (gifts/s)",
+            &format!("{rate:.0}"),
+        );
+        server.stop().await?;
+        rate
+    };
+    report(
+        "group commit speed-up",
+        &format!("{:.1}x", hot / hot_single.max(1.0)),
+    );
+    {
+        let server = Server::start(&options.server, &[]).await?;
+        let setup = server.setup(100, 100).await?;
+        let rate = closed_loop(&server, &setup, duration).await?;
+        report("spread, 100 rooms (gifts/s)", &format!("{rate:.0}"));
+        let latency = open_loop(&server, &setup, options.rate, duration).await?;
+        report(&format!("open loop at {} gifts/s", options.rate), &latency);
+        server.stop().await?;
+    }
+    {
+        let server = Server::start(&options.server, &[]).await?;
+        let (per_room, per_member) = memory(&server).await?;
+        report(
+            "memory per idle active room",
+            &format!("{per_room:.0} bytes"),
+        );
+        report("memory per member", &format!("{per_member:.0} bytes"));
+        server.stop().await?;
+    }
+    Ok(())
+}
+
+fn report(what: &str, value: &str) {
+    eprintln!("{what:<45} {value}");
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cpu}, {cores} cores")
+}
+
+/// A running `room-api` child process on its own port and database.
+struct Server {
+    child: Child,
+    client: ClientView,
+    _dir: TempDir,
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Users, rooms and who sends where.
+struct Setup {
+    /// (room id, sender token, recipient user id), one per room.
+    rooms: Vec<(String, String, String)>,
+}
+
+impl Server {
+    async fn start(binary: &PathBuf, env: &[(&str, &str)]) -> Result<Server> {
+        let port = free_port()?;
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+        let dir = std::env::temp_dir().join(format!("room-bench-{port}-{nanos}"));
+        std::fs::create_dir_all(&dir)?;
+        let mut command = Command::new(binary);
+        command
+            .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
+            .env(
+                "ROOM__STORAGE__URL",
+                format!("sqlite://{}", dir.join("room.db").display()),
+            )
+            .env("ROOM__AUTH__JWT_SECRET", SECRET)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = command.spawn().context("starting room-api")?;
+        let server = Server {
+            child,
+            client: ClientView {
+                base: format!("http://127.0.0.1:{port}"),
+                http: reqwest::Client::builder()
+                    .pool_max_idle_per_host(256)
+                    .build()?,
+            },
+            _dir: TempDir(dir),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = format!("{}/readyz", server.client.base);
+            if let Ok(response) = server.client.http.get(ready).send().await
+                && response.status().is_success()
+            {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                bail!("room-api did not become ready");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn stop(mut self) -> Result<()> {
+        if let Some(pid) = self.child.id() {
+            // SIGTERM: the orderly shutdown path.
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
+        Ok(())
+    }
+
+    fn rss_bytes(&self) -> Result<u64> {
+        let pid = self.child.id().context("server exited")?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let kb: u64 = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .context("no VmRSS")?
+            .parse()?;
+        Ok(kb * 1024)
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Value,
+    ) -> Result<Value> {
+        let response = self
+            .client
+            .http
+            .request(method, format!("{}{path}", self.client.base))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await?;
+        let status = response.status();
+        let value: Value = response.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("{path}: {status} {value}");
+        }
+        Ok(value)
+    }
+
+    /// `rooms` rooms, each with its own sender (rich) and recipient, both members.
+    async fn setup(&self, rooms: usize, senders: usize) -> Result<Setup> {
+        let admin = token("bench-admin", true)?;
+        let mut out = Vec::new();
+        for r in 0..rooms {
+            let owner = token(&format!("owner-{r}"), false)?;
+            let room = self
+                .call(
+                    reqwest::Method::POST,
+                    "/v1/rooms",
+                    &owner,
+                    json!({"name": format!("bench {r}")}),
+                )
+                .await?;
+            let room_id = room["room_id"].as_str().context("room_id")?.to_owned();
+            let recipient = format!("recipient-{r}");
+            let recipient_token = token(&recipient, false)?;
+            self.call(
+                reqwest::Method::POST,
+                &format!("/v1/rooms/{room_id}/join"),
+                &recipient_token,
+                json!({}),
+            )
+            .await?;
+            out.push((room_id, String::new(), recipient));
+        }
+        // Senders: one per room in the spread case, all in room 0 in the hot case.
+        let mut rooms_out = Vec::new();
+        for s in 0..senders {
+            let (room_id, _, recipient) = out[s % out.len()].clone();
+            let user = format!("sender-{s}");
+            let sender = token(&user, false)?;
+            self.call(
+                reqwest::Method::POST,
+                &format!("/v1/admin/wallets/{user}/credit"),
+                &admin,
+                json!({"op_id": format!("bench-{user}"), "amount": 1_000_000_000_000i64}),
+            )
+            .await?;
+            self.call(
+                reqwest::Method::POST,
+                &format!("/v1/rooms/{room_id}/join"),
+                &sender,
+                json!({}),
+            )
+            .await?;
+            rooms_out.push((room_id, sender, recipient));
+        }
+        Ok(Setup { rooms: rooms_out })
+    }
+}
+
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn token(user: &str, admin: bool) -> Result<String> {
+    let exp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() + 3600;
+    let mut claims = json!({"sub": user, "exp": exp});
+    if admin {
+        claims["roles"] = json!(["admin"]);
+    }
+    Ok(jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes())?,
+    )?)
+}
+
+static ORDERS: AtomicU64 = AtomicU64::new(0);
+
+fn next_order() -> u64 {
+    ORDERS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// 64 workers, each sending back to back for `duration`; returns completed gifts per second.
+async fn closed_loop(server: &Server, setup: &Setup, duration: Duration) -> Result<f64> {
+    // Warm up: activate every room and open connections.
+    for sender in &setup.rooms {
+        server.client.gift(sender, next_order()).await?;
+    }
+    let done = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut workers = Vec::new();
+    for w in 0..SENDERS {
+        let sender = setup.rooms[w % setup.rooms.len()].clone();
+        let done = done.clone();
+        let errors = errors.clone();
+        let client = server.client.clone();
+        workers.push(tokio::spawn(async move {
+            while Instant::now() < deadline {
+                match client.gift(&sender, next_order()).await {
+                    Ok(()) => done.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => errors.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await?;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let errors = errors.load(Ordering::Relaxed);
+    if errors > 0 {
+        report("  errors during the run", &errors.to_string());
+    }
+    Ok(done.load(Ordering::Relaxed) as f64 / elapsed)
+}
+
+/// Offers `rate` gifts per second regardless of answers; returns the latency distribution.
+async fn open_loop(
+    server: &Server,
+    setup: &Setup,
+    rate: u64,
+    duration: Duration,
+) -> Result<String> {
+    let interval = Duration::from_secs_f64(1.0 / rate as f64);
+    let total = rate * duration.as_secs();
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(total as usize);
+    for i in 0..total {
+        let due = started + interval.mul_f64(i as f64);
+        tokio::time::sleep_until(due.into()).await;
+        let sender = setup.rooms[i as usize % setup.rooms.len()].clone();
+        let client = server.client.clone();
+        tasks.push(tokio::spawn(async move {
+            // Latency counts from when the request was due, so a stalled sender shows up.
+            let result = client.gift(&sender, next_order()).await;
+            (due.elapsed(), result.is_ok())
+        }));
+    }
+    let mut latencies = Vec::with_capacity(tasks.len());
+    let mut failed = 0;
+    for task in tasks {
+        let (latency, ok) = task.await?;
+        if ok {
+            latencies.push(latency);
+        } else {
+            failed += 1;
+        }
+    }
+    latencies.sort();
+    let pick = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * q) as usize)
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    Ok(format!(
+        "p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms, {} ok, {failed} failed",
+        pick(0.5),
+        pick(0.99),
+        pick(1.0),
+        latencies.len()
+    ))
+}
+
+/// Resident memory per idle active room (1,000 rooms) and per member (10 rooms × 1,000).
+async fn memory(server: &Server) -> Result<(f64, f64)> {
+    const ROOMS: usize = 1000;
+    const MEMBERS: usize = 10_000;
+    let before = server.rss_bytes()?;
+    let mut room_ids = Vec::new();
+    for r in 0..ROOMS {
+        let owner = token(&format!("mem-owner-{r}"), false)?;
+        let room = server
+            .call(
+                reqwest::Method::POST,
+                "/v1/rooms",
+                &owner,
+                json!({"name": format!("m{r}")}),
+            )
+            .await?;
+        room_ids.push(room["room_id"].as_str().context("room_id")?.to_owned());
+    }
+    let after_rooms = server.rss_bytes()?;
+    for m in 0..MEMBERS {
+        let room_id = &room_ids[m % 10];
+        let user = token(&format!("mem-user-{m}"), false)?;
+        server
+            .call(
+                reqwest::Method::POST,
+                &format!("/v1/rooms/{room_id}/join"),
+                &user,
+                json!({}),
+            )
+            .await?;
+    }
+    let after_members = server.rss_bytes()?;
+    Ok((
+        after_rooms.saturating_sub(before) as f64 / ROOMS as f64,
+        after_members.saturating_sub(after_rooms) as f64 / MEMBERS as f64,
+    ))
+}
+
+/// The HTTP side of a server: cheap to clone into worker tasks (one shared connection pool).
+#[derive(Clone)]
+struct ClientView {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl ClientView {
+    async fn gift(&self, sender: &(String, String, String), order: u64) -> Result<()> {
+        let (room_id, token, recipient) = sender;
+        let response = self
+            .http
+            .post(format!("{}/v1/rooms/{room_id}/gifts", self.base))
+            .bearer_auth(token)
+            .json(&json!({
+                "order_id": format!("o-{order}"),
+                "gift_id": "rose",
+                "count": 1,
+                "recipients": [recipient],
+            }))
+            .send()
+            .await?;
+        let status = response.status();
+        let value: Value = response.json().await.unwrap_or(Value::Null);
+        if !status.is_success() || value["status"] != "COMPLETED" {
+            bail!("gift failed: {status} {value}");
+        }
+        Ok(())
+    }
+}
