@@ -538,9 +538,13 @@ fn apply_gift(
         None
     };
     let today = ctx.now.day_key(rules.day_utc_offset_secs);
-    let week = today.week();
+    // Like the rocket below, the ranks never go back to an earlier day: a gift stamped by a
+    // clock that stepped back counts toward the newest day the room has seen instead of
+    // wiping that day's totals.
+    let rank_day = today.max(state.contribution.day_key);
+    let week = rank_day.week();
     let day_total = state
-        .day_contribution(&gift.sender, today)
+        .day_contribution(&gift.sender, rank_day)
         .checked_add(total_value)
         .ok_or(Rejection::AmountOverflow)?;
     let week_total = state
@@ -570,7 +574,7 @@ fn apply_gift(
     if total_value != Coins::ZERO {
         events.push(Event::RoomRankChanged {
             user: gift.sender.clone(),
-            day_key: today,
+            day_key: rank_day,
             week_key: week,
             day_total,
             week_total,
