@@ -1,0 +1,300 @@
+//! [`App`]: the embedded single-node service — storage, the Room Cell runtime, the use cases,
+//! the background passes and the HTTP router — wired from [`Settings`], with a graceful stop.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use room_app::ports::{ClockRef, IdGenRef};
+use room_app::{
+    BroadcastMessenger, CellDeps, CellRuntime, LocalLease, LocalPresence, RandomIds, RoomService,
+    ServicePorts, SystemClock, workers,
+};
+use room_domain::Timestamp;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::auth::{Authenticator, AuthenticatorRef};
+use crate::catalog::CatalogFile;
+use crate::config::Settings;
+use crate::routes;
+use crate::state::{AppState, KnownRooms};
+use crate::storage::Storage;
+
+/// Rooms remembered as existing by the API before it starts over (see [`KnownRooms`]).
+const KNOWN_ROOMS: usize = 100_000;
+
+/// The process-wide Prometheus recorder: a process has one global recorder, so every [`App`]
+/// of a process (tests build several) shares it.
+fn prometheus() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new().build_recorder();
+            let handle = recorder.handle();
+            if metrics::set_global_recorder(recorder).is_err() {
+                tracing::warn!("a metrics recorder was already installed; /metrics stays empty");
+            }
+            handle
+        })
+        .clone()
+}
+
+/// The embedded service.
+pub struct App {
+    settings: Settings,
+    state: AppState,
+    router: Router,
+    storage: Storage,
+    /// Cancelled when the service stops: HTTP intake, SSE streams and background passes
+    /// end. The cells have their own token, cancelled by [`CellRuntime::shutdown`] once intake
+    /// has stopped, so that requests in flight still reach their rooms.
+    root: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl App {
+    /// Builds the service from settings: opens storage, loads and checks the catalog and
+    /// rules, writes the catalog, and wires the runtime. Starts nothing yet.
+    pub async fn build(settings: Settings) -> anyhow::Result<App> {
+        let storage = Storage::open(&settings.storage.url)
+            .await
+            .with_context(|| format!("cannot open storage {:?}", settings.storage.url))?;
+        Self::build_with_storage(settings, storage).await
+    }
+
+    /// Like [`App::build`], over storage built by the caller.
+    pub async fn build_with_storage(settings: Settings, storage: Storage) -> anyhow::Result<App> {
+        let catalog = CatalogFile::load(&settings.catalog.path)?;
+        catalog.upsert(&storage.catalog).await?;
+
+        if settings.auth.uses_dev_secret() {
+            tracing::warn!(
+                "!!! ROOM__AUTH__JWT_SECRET is not set: using the PUBLIC development secret. \
+                 Anyone can mint tokens for any user, admins included. Never run this in \
+                 production. !!!"
+            );
+        }
+        if settings.rtc.callback_key.is_none() {
+            tracing::warn!("ROOM__RTC__CALLBACK_KEY is not set: every TRTC callback is refused");
+        }
+        let auth: AuthenticatorRef = Arc::new(Authenticator::new(&settings.auth.jwt_secret)?);
+
+        let messenger = Arc::new(BroadcastMessenger::new(settings.sse.buffer.max(1)));
+        let clock: ClockRef = Arc::new(SystemClock);
+        let ids: IdGenRef = Arc::new(RandomIds::new());
+        let runtime = CellRuntime::new(
+            CellDeps {
+                store: storage.cells.clone(),
+                snapshots: storage.snapshots.clone(),
+                lease: Arc::new(LocalLease),
+                messenger: messenger.clone(),
+                clock: clock.clone(),
+                ids: ids.clone(),
+            },
+            settings.cell_config(catalog.rules),
+            CancellationToken::new(),
+        );
+        let service = Arc::new(RoomService::new(
+            runtime,
+            ServicePorts {
+                orders: storage.orders.clone(),
+                wallet: storage.wallet.clone(),
+                catalog: storage.catalog.clone(),
+                directory: storage.directory.clone(),
+                presence: Arc::new(LocalPresence::new()),
+                clock,
+                ids,
+            },
+        ));
+
+        let root = CancellationToken::new();
+        let state = AppState {
+            service,
+            auth,
+            messenger,
+            rtc_key: settings.rtc.callback_key.clone().map(Arc::new),
+            rtc_sdk_app_id: settings.rtc.sdk_app_id,
+            metrics: prometheus(),
+            ready: Arc::new(AtomicBool::new(false)),
+            shutdown: root.clone(),
+            sse_keep_alive: Duration::from_secs(settings.sse.keep_alive_secs.max(1)),
+            known_rooms: Arc::new(KnownRooms::new(KNOWN_ROOMS)),
+        };
+        let router = routes::router(
+            state.clone(),
+            Duration::from_secs(settings.http.request_timeout_secs.max(1)),
+        );
+        Ok(App {
+            settings,
+            state,
+            router,
+            storage,
+            root,
+            tasks: TaskTracker::new(),
+        })
+    }
+
+    /// The HTTP application.
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    /// The use cases.
+    pub fn service(&self) -> &Arc<RoomService> {
+        &self.state.service
+    }
+
+    /// The storage ports.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// The token authority (to mint tokens in tests and for `room-api token`).
+    pub fn authenticator(&self) -> &AuthenticatorRef {
+        &self.state.auth
+    }
+
+    /// The settings the service was built with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Cancelled when the service begins to stop.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.root.clone()
+    }
+
+    /// Settles every gift order a previous run left unfinished, then starts the background
+    /// passes and marks the service ready. Called by [`App::serve`]; tests that drive the
+    /// router directly call it themselves.
+    pub async fn start(&self) -> anyhow::Result<()> {
+        self.recover_gifts_at_start().await?;
+        self.spawn_workers();
+        self.state.ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Recovery at start-up: nothing else runs yet, so every unfinished order, however young,
+    /// is left over from before and is settled now (page by page).
+    async fn recover_gifts_at_start(&self) -> anyhow::Result<()> {
+        let limit = self.settings.workers.batch_limit.max(1);
+        let before = Timestamp(i64::MAX);
+        let mut settled = 0;
+        loop {
+            let report = self
+                .state
+                .service
+                .gifts()
+                .recover(before, limit)
+                .await
+                .context("gift recovery at start-up failed")?;
+            settled += report.settled;
+            // Stop when a page was not full, or when it settled nothing (the rest waits for
+            // the periodic pass: a retryable error or a record that needs a person).
+            if report.examined < u64::from(limit) || report.settled == 0 {
+                break;
+            }
+        }
+        if settled > 0 {
+            tracing::info!(settled, "settled gift orders left by the previous run");
+        }
+        Ok(())
+    }
+
+    fn spawn_workers(&self) {
+        let workers = &self.settings.workers;
+        let limit = workers.batch_limit.max(1);
+        let service = &self.state.service;
+        let every = |secs: u64| Duration::from_secs(secs.max(1));
+
+        let (s, timers) = (service.clone(), self.storage.timers.clone());
+        self.tasks.spawn(workers::run_every(
+            "timers",
+            Duration::from_millis(workers.timers_every_ms.max(10)),
+            self.root.child_token(),
+            move || {
+                let (s, timers) = (s.clone(), timers.clone());
+                async move { workers::fire_due_timers(&s, &timers, limit).await }
+            },
+        ));
+
+        let s = service.clone();
+        let timeout = Duration::from_secs(self.settings.presence.timeout_secs.max(1));
+        self.tasks.spawn(workers::run_every(
+            "presence",
+            every(workers.presence_every_secs),
+            self.root.child_token(),
+            move || {
+                let s = s.clone();
+                async move { workers::evict_stale_members(&s, timeout, limit).await }
+            },
+        ));
+
+        let (s, payouts) = (service.clone(), self.storage.payouts.clone());
+        self.tasks.spawn(workers::run_every(
+            "payouts",
+            every(workers.payouts_every_secs),
+            self.root.child_token(),
+            move || {
+                let (s, payouts) = (s.clone(), payouts.clone());
+                async move { workers::pay_out(&s, &payouts, limit).await }
+            },
+        ));
+
+        let s = service.clone();
+        let older_than = Duration::from_secs(workers.recovery_older_than_secs);
+        self.tasks.spawn(workers::run_every(
+            "gift_recovery",
+            every(workers.recovery_every_secs),
+            self.root.child_token(),
+            move || {
+                let s = s.clone();
+                async move { workers::recover_gifts(&s, older_than, limit).await }
+            },
+        ));
+    }
+
+    /// Starts the service on `listener` and serves until `signal` completes, then stops
+    /// gracefully: no new connections, requests in flight finish, SSE streams and background
+    /// passes end, every cell drains its queue and writes its snapshot.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        self.start().await?;
+        let address = listener.local_addr().ok();
+        tracing::info!(address = ?address, "room-api listening");
+        let root = self.root.clone();
+        let stop = async move {
+            tokio::select! {
+                () = signal => {}
+                () = root.cancelled() => {}
+            }
+            tracing::info!("stopping: no new requests");
+            root.cancel();
+        };
+        let served = axum::serve(listener, self.router.clone())
+            .with_graceful_shutdown(stop)
+            .await
+            .context("the HTTP server failed");
+        self.stop().await;
+        served
+    }
+
+    /// Stops background passes and drains every cell. Idempotent.
+    pub async fn stop(&self) {
+        self.state.ready.store(false, Ordering::Release);
+        self.root.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.state.service.runtime().shutdown().await;
+        tracing::info!("stopped");
+    }
+}

@@ -1,0 +1,152 @@
+//! The gift catalog and room rules file (`configs/gifts.toml`): parsed and checked at start-up;
+//! the rules go to the runtime, the gifts into the catalog store.
+
+use std::path::Path;
+
+use anyhow::Context;
+use figment::Figment;
+use figment::providers::{Format, Toml};
+use room_app::ports::{CatalogGift, GiftCatalogRef};
+use room_domain::{Coins, GiftId, RoomRules};
+use serde::Deserialize;
+
+/// The catalog file built into the binary, used when the configured file does not exist.
+pub const EMBEDDED_CATALOG: &str = include_str!("../../../configs/gifts.toml");
+
+/// The parsed catalog file.
+#[derive(Debug, Clone)]
+pub struct CatalogFile {
+    /// The gifts to write into the catalog.
+    pub gifts: Vec<CatalogGift>,
+    /// The room rules, already validated.
+    pub rules: RoomRules,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    gifts: Vec<RawGift>,
+    #[serde(default)]
+    rules: RoomRules,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGift {
+    gift_id: String,
+    name: String,
+    price: i64,
+    #[serde(default)]
+    heat: i64,
+    #[serde(default)]
+    fuel: i64,
+    #[serde(default)]
+    lucky: bool,
+    #[serde(default = "enabled_by_default")]
+    enabled: bool,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+impl CatalogFile {
+    /// Parses and checks a catalog file's text.
+    pub fn parse(text: &str) -> anyhow::Result<CatalogFile> {
+        let raw: RawFile = Figment::from(Toml::string(text))
+            .extract()
+            .context("the catalog file is not valid")?;
+        raw.rules
+            .validate()
+            .context("the room rules of the catalog file are not valid")?;
+        let mut gifts = Vec::with_capacity(raw.gifts.len());
+        for gift in raw.gifts {
+            let gift_id = GiftId::new(&gift.gift_id)
+                .with_context(|| format!("gift id {:?} is not valid", gift.gift_id))?;
+            anyhow::ensure!(
+                gift.price >= 0 && gift.heat >= 0 && gift.fuel >= 0,
+                "gift {gift_id}: price, heat and fuel must not be negative"
+            );
+            anyhow::ensure!(
+                !gift.name.trim().is_empty(),
+                "gift {gift_id}: the name must not be empty"
+            );
+            anyhow::ensure!(
+                gifts.iter().all(|g: &CatalogGift| g.gift_id != gift_id),
+                "gift {gift_id} is listed twice"
+            );
+            gifts.push(CatalogGift {
+                gift_id,
+                name: gift.name,
+                price: Coins(gift.price),
+                heat: gift.heat,
+                fuel: gift.fuel,
+                lucky: gift.lucky,
+                enabled: gift.enabled,
+            });
+        }
+        Ok(CatalogFile {
+            gifts,
+            rules: raw.rules,
+        })
+    }
+
+    /// Reads `path`, or the embedded copy when `path` does not exist.
+    pub fn load(path: &Path) -> anyhow::Result<CatalogFile> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                tracing::info!(path = %path.display(), "loading the gift catalog and room rules");
+                Self::parse(&text).with_context(|| format!("in {}", path.display()))
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                tracing::info!(path = %path.display(), "no catalog file; using the built-in catalog and rules");
+                Self::parse(EMBEDDED_CATALOG).context("in the built-in catalog")
+            }
+            Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    /// Writes every gift of the file into the catalog.
+    pub async fn upsert(&self, catalog: &GiftCatalogRef) -> anyhow::Result<()> {
+        for gift in &self.gifts {
+            catalog
+                .put(gift)
+                .await
+                .with_context(|| format!("cannot store gift {}", gift.gift_id))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_catalog_is_valid_and_has_the_three_kinds_of_gift() {
+        let file = CatalogFile::parse(EMBEDDED_CATALOG).unwrap();
+        assert_eq!(file.rules, RoomRules::default());
+        assert!(file.gifts.iter().any(|g| g.lucky));
+        let prices: Vec<i64> = file.gifts.iter().map(|g| g.price.0).collect();
+        assert!(prices.iter().any(|p| *p <= 20));
+        assert!(prices.iter().any(|p| *p >= 1000));
+    }
+
+    #[test]
+    fn bad_rules_stop_the_start() {
+        let text = "[rules]\nmax_recipients = 50\n";
+        let error = CatalogFile::parse(text).unwrap_err();
+        assert!(format!("{error:#}").contains("max_recipients"), "{error:#}");
+        let text = "[rules.lucky]\nexpected_return_bp = 9000\nentries = [{ multiplier = 1, weight = 1 }]\n";
+        assert!(CatalogFile::parse(text).is_err());
+    }
+
+    #[test]
+    fn bad_gifts_stop_the_start() {
+        let negative = "[[gifts]]\ngift_id = \"g\"\nname = \"G\"\nprice = -1\n";
+        assert!(CatalogFile::parse(negative).is_err());
+        let twice = "[[gifts]]\ngift_id = \"g\"\nname = \"G\"\nprice = 1\n[[gifts]]\ngift_id = \"g\"\nname = \"G\"\nprice = 2\n";
+        assert!(CatalogFile::parse(twice).is_err());
+    }
+}

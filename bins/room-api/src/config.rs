@@ -1,0 +1,315 @@
+//! [`Settings`]: the service's configuration, loaded in layers — built-in defaults, then the
+//! optional TOML file `configs/room.toml`, then environment variables `ROOM__SECTION__KEY`
+//! (`ROOM__HTTP__ADDR=0.0.0.0:8080` sets `http.addr`).
+//!
+//! Secrets are [`SecretString`]s: `Debug` prints `[REDACTED]`, so logging the settings is safe.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// The configuration file read when it exists (relative to the working directory).
+pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
+
+/// The JWT secret used when none is configured. Anyone can mint tokens with it: the service
+/// logs a loud warning when it runs with this value.
+pub const DEV_JWT_SECRET: &str = "room-service-development-secret-do-not-use-in-production";
+
+/// Everything the service reads from its configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// The HTTP listener.
+    pub http: HttpSettings,
+    /// Where rooms, orders and balances are stored.
+    pub storage: StorageSettings,
+    /// Bearer tokens.
+    pub auth: AuthSettings,
+    /// The TRTC webhook.
+    pub rtc: RtcSettings,
+    /// The Room Cell runtime.
+    pub cell: CellSettings,
+    /// Heartbeats.
+    pub presence: PresenceSettings,
+    /// Background passes.
+    pub workers: WorkerSettings,
+    /// The gift catalog and room rules file.
+    pub catalog: CatalogSettings,
+    /// The Server-Sent Events stream.
+    pub sse: SseSettings,
+}
+
+/// `[http]`: the listener and request limits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpSettings {
+    /// Address to listen on (`ROOM__HTTP__ADDR`).
+    pub addr: SocketAddr,
+    /// A request that has not produced its response after this many seconds is answered with
+    /// a retryable `TIMEOUT` error.
+    pub request_timeout_secs: u64,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            request_timeout_secs: 10,
+        }
+    }
+}
+
+/// `[storage]`: the backend.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSettings {
+    /// `sqlite://path/to/file.db` (created if missing) or `memory://` (nothing survives a
+    /// restart; for tests) (`ROOM__STORAGE__URL`).
+    pub url: String,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        StorageSettings {
+            url: "sqlite://data/room.db".into(),
+        }
+    }
+}
+
+/// `[auth]`: bearer tokens (JWT, HS256).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// The HMAC secret of the tokens (`ROOM__AUTH__JWT_SECRET`).
+    pub jwt_secret: SecretString,
+    /// Lifetime of tokens minted by `room-api token`, in seconds.
+    pub token_ttl_secs: u64,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        AuthSettings {
+            jwt_secret: SecretString::from(DEV_JWT_SECRET),
+            token_ttl_secs: 24 * 3600,
+        }
+    }
+}
+
+impl AuthSettings {
+    /// Whether the secret is the public development default.
+    pub fn uses_dev_secret(&self) -> bool {
+        self.jwt_secret.expose_secret() == DEV_JWT_SECRET
+    }
+}
+
+/// `[rtc]`: the TRTC room and media callbacks.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RtcSettings {
+    /// The callback key configured in the TRTC console (`ROOM__RTC__CALLBACK_KEY`). Unset:
+    /// every callback is refused with 401.
+    pub callback_key: Option<SecretString>,
+    /// When set, callbacks must carry this `SdkAppId` header (`ROOM__RTC__SDK_APP_ID`).
+    pub sdk_app_id: Option<u64>,
+}
+
+/// `[cell]`: tuning of the Room Cell runtime.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CellSettings {
+    /// This node's id, recorded as the owner of the rooms it activates.
+    pub node_id: String,
+    /// Queued requests per room; beyond that a request is answered 429 at once.
+    pub mailbox: usize,
+    /// Most commands per group commit (1 turns group commit off).
+    pub max_batch: usize,
+    /// A snapshot is written after this many events (and when a room deactivates).
+    pub snapshot_every: u64,
+    /// A room with no request for this many seconds deactivates.
+    pub idle_secs: u64,
+    /// Command ids each active room remembers for idempotent answers without a storage read.
+    pub recent_commands: usize,
+}
+
+impl Default for CellSettings {
+    fn default() -> Self {
+        let defaults = room_app::CellConfig::default();
+        CellSettings {
+            node_id: defaults.node_id,
+            mailbox: defaults.mailbox,
+            max_batch: defaults.max_batch,
+            snapshot_every: defaults.snapshot_every,
+            idle_secs: defaults.idle_after.as_secs(),
+            recent_commands: defaults.recent_commands,
+        }
+    }
+}
+
+/// `[presence]`: heartbeats.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PresenceSettings {
+    /// A member whose last heartbeat (or join) is older than this many seconds is evicted.
+    pub timeout_secs: u64,
+}
+
+impl Default for PresenceSettings {
+    fn default() -> Self {
+        PresenceSettings { timeout_secs: 90 }
+    }
+}
+
+/// `[workers]`: the background passes of the embedded mode.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSettings {
+    /// How often due timers (rocket launch, mic publish timeout) are fired, in milliseconds.
+    pub timers_every_ms: u64,
+    /// How often members without a recent heartbeat are looked for, in seconds.
+    pub presence_every_secs: u64,
+    /// How often owed rocket rewards are paid, in seconds.
+    pub payouts_every_secs: u64,
+    /// How often unfinished gift orders are recovered, in seconds.
+    pub recovery_every_secs: u64,
+    /// The periodic recovery settles orders unfinished for longer than this many seconds
+    /// (recovery at start-up settles every unfinished order).
+    pub recovery_older_than_secs: u64,
+    /// Most items one pass handles.
+    pub batch_limit: u32,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            timers_every_ms: 500,
+            presence_every_secs: 10,
+            payouts_every_secs: 2,
+            recovery_every_secs: 30,
+            recovery_older_than_secs: 60,
+            batch_limit: 200,
+        }
+    }
+}
+
+/// `[catalog]`: the gift catalog and room rules file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CatalogSettings {
+    /// The file with the `[[gifts]]` catalog and the `[rules]`; when it does not exist, the
+    /// copy built into the binary is used.
+    pub path: PathBuf,
+}
+
+impl Default for CatalogSettings {
+    fn default() -> Self {
+        CatalogSettings {
+            path: PathBuf::from("configs/gifts.toml"),
+        }
+    }
+}
+
+/// `[sse]`: the room event stream.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SseSettings {
+    /// Events buffered per watcher; a watcher that falls further behind skips ahead and gets
+    /// a `lagged` event.
+    pub buffer: usize,
+    /// Seconds between keep-alive comments on an idle stream.
+    pub keep_alive_secs: u64,
+}
+
+impl Default for SseSettings {
+    fn default() -> Self {
+        SseSettings {
+            buffer: 256,
+            keep_alive_secs: 15,
+        }
+    }
+}
+
+impl Settings {
+    /// Loads the settings: defaults, then `file` if it exists, then the `ROOM__*` environment.
+    pub fn load(file: &Path) -> Result<Settings, Box<figment::Error>> {
+        Figment::new()
+            .merge(Toml::file(file))
+            .merge(Env::prefixed("ROOM__").split("__"))
+            .extract()
+            .map_err(Box::new)
+    }
+
+    /// Loads the settings from [`DEFAULT_CONFIG_FILE`] and the environment.
+    pub fn load_default() -> Result<Settings, Box<figment::Error>> {
+        Self::load(Path::new(DEFAULT_CONFIG_FILE))
+    }
+
+    /// The runtime's configuration.
+    pub fn cell_config(&self, rules: room_domain::RoomRules) -> room_app::CellConfig {
+        room_app::CellConfig {
+            node_id: self.cell.node_id.clone(),
+            mailbox: self.cell.mailbox.max(1),
+            max_batch: self.cell.max_batch.max(1),
+            snapshot_every: self.cell.snapshot_every.max(1),
+            idle_after: Duration::from_secs(self.cell.idle_secs.max(1)),
+            recent_commands: self.cell.recent_commands,
+            rules: std::sync::Arc::new(rules),
+            ..room_app::CellConfig::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_contract() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            let settings = Settings::load(Path::new("absent.toml")).unwrap();
+            assert_eq!(settings.http.addr.to_string(), "127.0.0.1:8080");
+            assert_eq!(settings.storage.url, "sqlite://data/room.db");
+            assert!(settings.auth.uses_dev_secret());
+            assert!(settings.rtc.callback_key.is_none());
+            assert_eq!(settings.presence.timeout_secs, 90);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn the_file_then_the_environment_override_defaults() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.create_file(
+                "room.toml",
+                "[http]\naddr = \"0.0.0.0:9000\"\n[cell]\nmax_batch = 7\n",
+            )?;
+            jail.set_env("ROOM__HTTP__ADDR", "127.0.0.1:9001");
+            jail.set_env("ROOM__AUTH__JWT_SECRET", "s3cret-value");
+            jail.set_env("ROOM__RTC__CALLBACK_KEY", "rtc-key");
+            let settings = Settings::load(Path::new("room.toml")).unwrap();
+            assert_eq!(settings.http.addr.to_string(), "127.0.0.1:9001");
+            assert_eq!(settings.cell.max_batch, 7);
+            assert_eq!(settings.auth.jwt_secret.expose_secret(), "s3cret-value");
+            let debug = format!("{settings:?}");
+            assert!(!debug.contains("s3cret-value"), "{debug}");
+            assert!(!debug.contains("rtc-key"), "{debug}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.create_file("room.toml", "[http]\nadress = \"0.0.0.0:9000\"\n")?;
+            assert!(Settings::load(Path::new("room.toml")).is_err());
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,144 @@
+//! Extractors that answer bad input with [`ApiError`]s in the API's error shape instead of
+//! axum's plain-text rejections, and the validation of ids taken from paths and bodies.
+
+use axum::Json;
+use axum::extract::rejection::{BytesRejection, JsonRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::body::Bytes;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// A JSON body; rejections become `MALFORMED_JSON`, `INVALID_BODY`, `PAYLOAD_TOO_LARGE` or
+/// `UNSUPPORTED_MEDIA_TYPE`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        Json::<T>::from_request(req, state)
+            .await
+            .map(|Json(value)| ApiJson(value))
+            .map_err(json_rejection)
+    }
+}
+
+/// A JSON body that may be left out entirely (then `T::default()`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OptionalJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for OptionalJson<T>
+where
+    T: DeserializeOwned + Default,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let json_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(is_json_content_type);
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(bytes_rejection)?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(T::default()));
+        }
+        if json_type != Some(true) {
+            return Err(ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+        }
+        Json::<T>::from_bytes(&bytes)
+            .map(|Json(value)| OptionalJson(value))
+            .map_err(json_rejection)
+    }
+}
+
+fn is_json_content_type(value: &str) -> bool {
+    let mime = value.split(';').next().unwrap_or("").trim();
+    mime.eq_ignore_ascii_case("application/json")
+        || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+/// Path parameters; a parameter of the wrong type becomes `INVALID_PATH`.
+#[derive(Debug, Clone, Copy)]
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(value)| ApiPath(value))
+            .map_err(|rejection| ApiError::bad_request("INVALID_PATH", rejection.body_text()))
+    }
+}
+
+/// Query parameters; a bad one becomes `INVALID_QUERY`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(value)| ApiQuery(value))
+            .map_err(|rejection| ApiError::bad_request("INVALID_QUERY", rejection.body_text()))
+    }
+}
+
+/// Maps axum's JSON rejections to API errors.
+pub fn json_rejection(rejection: JsonRejection) -> ApiError {
+    match rejection {
+        JsonRejection::JsonSyntaxError(error) => {
+            ApiError::bad_request("MALFORMED_JSON", error.body_text())
+        }
+        JsonRejection::JsonDataError(error) => {
+            ApiError::bad_request("INVALID_BODY", error.body_text())
+        }
+        JsonRejection::MissingJsonContentType(_) => {
+            ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+        }
+        JsonRejection::BytesRejection(error) => bytes_rejection(error),
+        other => ApiError::bad_request("INVALID_BODY", other.body_text()),
+    }
+}
+
+/// Maps a failure to read the body (too large, broken connection) to an API error.
+pub fn bytes_rejection(rejection: BytesRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE)
+    } else {
+        ApiError::bad_request("INVALID_BODY", rejection.body_text())
+    }
+}
+
+/// Validates an id from a path or body: 1 to 64 characters, no whitespace or control
+/// characters. A bad one becomes `INVALID_ID`.
+pub fn parse_id<T>(field: &str, value: &str) -> Result<T, ApiError>
+where
+    T: TryFrom<String, Error = room_domain::IdError>,
+{
+    T::try_from(value.to_owned())
+        .map_err(|error| ApiError::bad_request("INVALID_ID", format!("{field}: {error}")))
+}

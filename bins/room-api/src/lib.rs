@@ -1,0 +1,36 @@
+//! The room service's HTTP API (axum) and its embedded single-node mode: one process with
+//! SQLite storage, an in-process lease and a built-in event stream (Server-Sent Events in
+//! place of Tencent IM).
+//!
+//! [`App::build`] wires storage, the Room Cell runtime and the use cases of `room-app` from
+//! [`Settings`]; [`App::router`] is the JSON API of every route (tests drive it with
+//! `tower::ServiceExt::oneshot`); [`App::serve`] serves it with a graceful stop. Errors are
+//! [`ApiError`]s: `{"error":{"code","message","retryable"}}` with a fitting status.
+
+mod app;
+mod auth;
+mod catalog;
+mod config;
+mod dto;
+mod error;
+mod extract;
+mod routes;
+mod rtc;
+mod state;
+mod storage;
+
+pub use app::App;
+pub use auth::{ADMIN_ROLE, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin};
+pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
+pub use config::{
+    AuthSettings, CatalogSettings, CellSettings, DEFAULT_CONFIG_FILE, DEV_JWT_SECRET,
+    HttpSettings, PresenceSettings, RtcSettings, Settings, SseSettings, StorageSettings,
+    WorkerSettings,
+};
+pub use error::{ApiError, ErrorBody, ErrorResponse};
+pub use routes::{MAX_BODY_BYTES, openapi};
+pub use rtc::sign as rtc_sign;
+pub use storage::Storage;
+
+/// The crate's result type for start-up and tooling.
+pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;

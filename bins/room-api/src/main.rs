@@ -1,0 +1,106 @@
+//! `room-api`: serves the room service (`room-api` or `room-api serve`) or prints a token for
+//! the configured secret (`room-api token --user ID [--admin]`).
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use room_api::{App, Authenticator, Settings};
+use room_domain::UserId;
+
+#[derive(Parser)]
+#[command(name = "room-api", version, about = "The voice-chat room service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API (the default).
+    Serve,
+    /// Print a bearer token for a user, signed with the configured secret.
+    Token {
+        /// The user id (`sub`).
+        #[arg(long)]
+        user: String,
+        /// Make the user a platform admin (`roles: ["admin"]`).
+        #[arg(long)]
+        admin: bool,
+        /// Lifetime in seconds (default: `auth.token_ttl_secs`).
+        #[arg(long)]
+        ttl_secs: Option<u64>,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let settings = Settings::load_default().context("cannot load the configuration")?;
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Token {
+            user,
+            admin,
+            ttl_secs,
+        } => {
+            let user = UserId::new(&user).context("bad --user")?;
+            let ttl = Duration::from_secs(ttl_secs.unwrap_or(settings.auth.token_ttl_secs));
+            let token = Authenticator::new(&settings.auth.jwt_secret)?.mint(&user, admin, ttl)?;
+            #[allow(clippy::print_stdout)] // The token is the command's output.
+            {
+                println!("{token}");
+            }
+            Ok(())
+        }
+        Command::Serve => serve(settings),
+    }
+}
+
+fn serve(settings: Settings) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,tower_http=warn".into()),
+        )
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        tracing::info!(settings = ?settings, "starting");
+        let addr = settings.http.addr;
+        let app = App::build(settings).await?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        app.serve(listener, stop_signal()).await
+    })
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn stop_signal() {
+    let interrupt = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(error = %error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => tracing::info!("SIGINT received"),
+        () = terminate => tracing::info!("SIGTERM received"),
+    }
+}

@@ -1,0 +1,195 @@
+//! The router: every route of the API, its OpenAPI document, and the layers around them
+//! (trace, metrics, panic catching, request timeout, body limit, error shape).
+
+mod admin;
+mod callbacks;
+mod events;
+mod gifts;
+mod ops;
+mod rooms;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::{ApiError, ErrorResponse};
+use crate::state::AppState;
+
+/// The largest request body: 64 KiB.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "room-service",
+        description = "The JSON API of the voice-chat room service. Ids are strings of 1 to 64 \
+            characters; times are milliseconds since the Unix epoch; coins are integers. Every \
+            error is `{\"error\":{\"code\",\"message\",\"retryable\"}}`.",
+    ),
+    modifiers(&BearerAuth),
+    components(schemas(ErrorResponse)),
+    tags(
+        (name = "rooms", description = "Rooms, membership and the event stream"),
+        (name = "seats", description = "Mic seats"),
+        (name = "moderation", description = "Owner and admin actions"),
+        (name = "gifts", description = "Paid gifts and the catalog"),
+        (name = "me", description = "The caller"),
+        (name = "admin", description = "Platform admins"),
+        (name = "rtc", description = "TRTC webhooks"),
+        (name = "ops", description = "Health and metrics"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                Http::builder()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "HS256; `sub` = user id, `exp` required, platform admins carry \
+                         `roles: [\"admin\"]`",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The routes and their OpenAPI document.
+fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(rooms::create_room, rooms::list_rooms))
+        .routes(routes!(rooms::get_room, rooms::patch_room))
+        .routes(routes!(rooms::get_room_by_short_id))
+        .routes(routes!(rooms::close_room))
+        .routes(routes!(rooms::join_room))
+        .routes(routes!(rooms::leave_room))
+        .routes(routes!(rooms::heartbeat))
+        .routes(routes!(rooms::online_users))
+        .routes(routes!(rooms::take_seat))
+        .routes(routes!(rooms::leave_seat))
+        .routes(routes!(rooms::lock_seat))
+        .routes(routes!(rooms::mute_seat))
+        .routes(routes!(rooms::remove_from_seat))
+        .routes(routes!(rooms::kick))
+        .routes(routes!(rooms::unban))
+        .routes(routes!(rooms::chat_mute))
+        .routes(routes!(rooms::banned_users))
+        .routes(routes!(rooms::put_admin, rooms::delete_admin))
+        .routes(routes!(rooms::contribution_rank))
+        .routes(routes!(events::room_events))
+        .routes(routes!(gifts::send_gift))
+        .routes(routes!(gifts::list_gifts))
+        .routes(routes!(gifts::my_wallet))
+        .routes(routes!(gifts::my_current_room))
+        .routes(routes!(admin::credit_wallet))
+        .routes(routes!(admin::put_gift))
+        .routes(routes!(callbacks::rtc_callback))
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+}
+
+/// The OpenAPI document of the API.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api_routes().into_openapi()
+}
+
+/// The whole application: routes, `/openapi.json`, and the layers.
+pub fn router(state: AppState, request_timeout: Duration) -> Router {
+    let (routes, document) = api_routes().split_for_parts();
+    let document = Arc::new(document);
+    routes
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || {
+                let document = document.clone();
+                async move { Json(document.as_ref().clone()) }
+            }),
+        )
+        .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
+        .method_not_allowed_fallback(|| async {
+            ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
+        })
+        .with_state(state)
+        // Layers run bottom-up on the way in: the last added is the outermost.
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // A timed-out request may still be applied (a gift stays idempotent by its order id):
+        // answered as retryable, see `normalize_errors`.
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            request_timeout,
+        ))
+        .layer(CatchPanicLayer::new())
+        .layer(middleware::map_response(normalize_errors))
+        .layer(middleware::from_fn(record_metrics))
+        .layer(TraceLayer::new_for_http())
+}
+
+/// Gives every error answer the API's shape: responses made outside the handlers (the body
+/// limit's 413, the timeout's bare 503, a caught panic's 500, axum's own rejections) carry no
+/// JSON body; they get one here.
+async fn normalize_errors(response: Response) -> Response {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if is_json {
+        return response;
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        // Handlers answer 503 with JSON; a bare 503 is the timeout layer's.
+        return ApiError::from_status(StatusCode::GATEWAY_TIMEOUT)
+            .with_status(StatusCode::SERVICE_UNAVAILABLE)
+            .into_response();
+    }
+    if status.is_server_error() {
+        tracing::error!(status = %status, "internal error answered");
+    }
+    ApiError::from_status(status).into_response()
+}
+
+/// `http_requests_total` and `http_request_duration_seconds`, labelled by method, route
+/// template and status (bounded sets: never an id).
+async fn record_metrics(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().as_str().to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "method" => method, "route" => route)
+        .record(started.elapsed().as_secs_f64());
+    response.into_response()
+}

@@ -1,0 +1,103 @@
+//! Platform admin routes: wallet credits and the gift catalog.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use room_app::ports::CatalogGift;
+use room_domain::{Coins, CommandId, GiftId, UserId};
+
+use crate::auth::PlatformAdmin;
+use crate::dto::{CreditRequest, CreditResponse, GiftCatalogEntry, PutGiftRequest};
+use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::extract::{ApiJson, ApiPath, parse_id};
+use crate::state::AppState;
+
+/// The longest gift name.
+const MAX_GIFT_NAME_CHARS: usize = 64;
+
+/// Credits coins to a user's wallet. Idempotent by `op_id`: a repeat credits nothing more and
+/// answers the balance of the first credit.
+#[utoipa::path(
+    post, path = "/v1/admin/wallets/{user_id}/credit", tag = "admin",
+    params(("user_id" = String, Path, description = "Whose wallet")),
+    request_body = CreditRequest,
+    responses(
+        (status = 200, description = "Credited", body = CreditResponse),
+        (status = 400, description = "Bad id or amount", body = ErrorResponse),
+        (status = 403, description = "Not a platform admin", body = ErrorResponse),
+        (status = 409, description = "op_id already used for another credit", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn credit_wallet(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    ApiPath(user_id): ApiPath<String>,
+    ApiJson(request): ApiJson<CreditRequest>,
+) -> ApiResult<Json<CreditResponse>> {
+    let user: UserId = parse_id("user_id", &user_id)?;
+    // Operation ids follow the rules of every other id (1 to 64 characters, no whitespace).
+    let op_id: CommandId = parse_id("op_id", &request.op_id)?;
+    if request.amount <= 0 {
+        return Err(ApiError::bad_request(
+            "INVALID_AMOUNT",
+            "amount must be a positive number of coins",
+        ));
+    }
+    let balance = state
+        .service
+        .admin_credit(op_id.as_str(), &user, Coins(request.amount))
+        .await
+        .map_err(|error| match error {
+            room_app::Error::Conflict(_) | room_app::Error::AlreadyExists(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                "OP_ID_REUSED",
+                "op_id was already used for another credit",
+            ),
+            other => other.into(),
+        })?;
+    Ok(Json(CreditResponse {
+        user_id: user.to_string(),
+        op_id: op_id.to_string(),
+        balance: balance.0,
+    }))
+}
+
+/// Creates or replaces a catalog gift.
+#[utoipa::path(
+    put, path = "/v1/admin/gifts/{gift_id}", tag = "admin",
+    params(("gift_id" = String, Path, description = "The gift id")),
+    request_body = PutGiftRequest,
+    responses(
+        (status = 200, description = "Stored", body = GiftCatalogEntry),
+        (status = 400, description = "Bad id, name or negative numbers", body = ErrorResponse),
+        (status = 403, description = "Not a platform admin", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_gift(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    ApiPath(gift_id): ApiPath<String>,
+    ApiJson(request): ApiJson<PutGiftRequest>,
+) -> ApiResult<Json<GiftCatalogEntry>> {
+    let gift_id: GiftId = parse_id("gift_id", &gift_id)?;
+    let name_chars = request.name.trim().chars().count();
+    if name_chars == 0 || request.name.chars().count() > MAX_GIFT_NAME_CHARS {
+        return Err(ApiError::bad_request(
+            "INVALID_GIFT",
+            format!("a gift name has 1 to {MAX_GIFT_NAME_CHARS} characters"),
+        ));
+    }
+    let gift = CatalogGift {
+        gift_id,
+        name: request.name,
+        price: Coins(request.price),
+        heat: request.heat,
+        fuel: request.fuel,
+        lucky: request.lucky,
+        enabled: request.enabled,
+    };
+    state.service.put_gift(gift.clone()).await?;
+    Ok(Json(gift.into()))
+}

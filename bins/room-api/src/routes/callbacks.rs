@@ -1,0 +1,132 @@
+//! `POST /v1/rtc/callbacks`: TRTC's room and media callbacks (see [`crate::rtc`]).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
+use room_domain::{CommandKind, RoomId, UserId};
+use secrecy::ExposeSecret;
+
+use crate::dto::RtcAck;
+use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::extract::bytes_rejection;
+use crate::rtc::{self, Callback, EVENT_AUDIO_PUBLISH_STARTED, EVENT_USER_LEFT, RtcRoomId};
+use crate::state::AppState;
+
+/// Handles a TRTC callback. 203 (audio publish started) confirms the seat holder's mic; 104
+/// (user left the RTC room) frees their seat; other events are acknowledged and ignored. A
+/// definite refusal of the room (the user holds no seat any more, the room closed) is
+/// acknowledged too, so TRTC stops retrying; only a retryable failure answers 503.
+#[utoipa::path(
+    post, path = "/v1/rtc/callbacks", tag = "rtc",
+    request_body(content = String, description = "TRTC's JSON callback, signed in the `Sign` header", content_type = "application/json"),
+    params(
+        ("Sign" = String, Header, description = "base64(HMAC-SHA256(callback key, raw body))"),
+        ("SdkAppId" = Option<String>, Header, description = "The TRTC application"),
+    ),
+    responses(
+        (status = 200, description = "Handled or ignored", body = RtcAck),
+        (status = 400, description = "Not a TRTC callback body", body = ErrorResponse),
+        (status = 401, description = "Missing or bad signature", body = ErrorResponse),
+        (status = 503, description = "Retry later", body = ErrorResponse),
+    )
+)]
+pub async fn rtc_callback(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Json<RtcAck>> {
+    let body = body.map_err(bytes_rejection)?;
+    let key = state.rtc_key.as_ref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "BAD_SIGNATURE",
+            "RTC callbacks are not configured",
+        )
+    })?;
+    let signature = headers
+        .get("sign")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if !rtc::verify(key.expose_secret().as_bytes(), &body, signature) {
+        metrics::counter!("room_rtc_callbacks_total", "outcome" => "bad_signature").increment(1);
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "BAD_SIGNATURE",
+            "the Sign header does not match the body",
+        ));
+    }
+    if let Some(expected) = state.rtc_sdk_app_id {
+        let app_id = headers
+            .get("sdkappid")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok());
+        if app_id != Some(expected) {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "BAD_SIGNATURE",
+                "the SdkAppId header does not name this application",
+            ));
+        }
+    }
+    let callback: Callback = serde_json::from_slice(&body).map_err(|error| {
+        ApiError::bad_request("INVALID_BODY", format!("not a TRTC callback: {error}"))
+    })?;
+    let outcome = handle(&state, &callback).await?;
+    metrics::counter!("room_rtc_callbacks_total", "outcome" => outcome).increment(1);
+    Ok(Json(RtcAck { code: 0 }))
+}
+
+async fn handle(state: &AppState, callback: &Callback) -> ApiResult<&'static str> {
+    tracing::debug!(
+        group = callback.event_group_id,
+        event = callback.event_type,
+        sent_at_ms = ?callback.callback_ts,
+        "RTC callback"
+    );
+    let make: fn(UserId) -> CommandKind = match callback.event_type {
+        EVENT_AUDIO_PUBLISH_STARTED => |user| CommandKind::ConfirmMicPublish { user },
+        EVENT_USER_LEFT => |user| CommandKind::RtcUserLeft { user },
+        _ => return Ok("ignored"),
+    };
+    let info = &callback.event_info;
+    let (Some(room), Some(user)) = (&info.room_id, &info.user_id) else {
+        return Ok("ignored");
+    };
+    let Ok(user) = UserId::new(user) else {
+        return Ok("ignored");
+    };
+    let Some(room_id) = resolve_room(state, room).await? else {
+        return Ok("unknown_room");
+    };
+    match state.service.system_command(&room_id, make(user)).await {
+        Ok(_) => Ok("applied"),
+        // A definite answer: retrying cannot change it.
+        Err(room_app::Error::Rejected(_)) => Ok("refused"),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The room a TRTC room id names: a string is the room id, a number the short id.
+async fn resolve_room(state: &AppState, room: &RtcRoomId) -> ApiResult<Option<RoomId>> {
+    let directory = &state.service.ports().directory;
+    match room {
+        RtcRoomId::Text(text) => {
+            if let Ok(room_id) = RoomId::new(text)
+                && directory.get_summary(&room_id).await?.is_some()
+            {
+                return Ok(Some(room_id));
+            }
+            // Some clients pass the numeric id as a string.
+            match text.parse::<u32>() {
+                Ok(short_id) => Ok(directory.get_by_short_id(short_id).await?),
+                Err(_) => Ok(None),
+            }
+        }
+        RtcRoomId::Number(number) => match u32::try_from(*number) {
+            Ok(short_id) => Ok(directory.get_by_short_id(short_id).await?),
+            Err(_) => Ok(None),
+        },
+    }
+}

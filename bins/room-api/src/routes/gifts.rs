@@ -1,0 +1,219 @@
+//! Gifts, the catalog, and the caller's wallet and room.
+//!
+//! # How a gift is answered
+//!
+//! The answer depends only on how the order ended, so every repeat of one `order_id` gets the
+//! same status code and body:
+//!
+//! - `COMPLETED`: 200 with `{order_id, status, coin_balance_after, lucky?}`.
+//! - `FAILED` (nothing was debited): an error answer, `{"error":{...},"order":{...}}` —
+//!   422 `INSUFFICIENT_COINS` when the balance was too low, 409 `ORDER_FAILED` when recovery
+//!   voided an order whose debit never happened.
+//! - `COMPENSATED` (debited, then refused by the room, then refunded): the room's refusal as
+//!   the error (e.g. 422 `NOT_A_MEMBER` for a recipient who left), with the order; its
+//!   `coin_balance_after` includes the refund.
+//! - A request refused before an order exists (unknown gift, bad count, closed room) is a plain
+//!   error and leaves no order behind.
+//! - An outcome not known yet (the room is busy or moving): 429/503 with `retryable: true`;
+//!   retry with the same `order_id`.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use room_app::{GiftReceipt, SendGift};
+use room_domain::{FailReason, OrderId, OrderStatus, UserId};
+
+use crate::auth::Auth;
+use crate::dto::{
+    CurrentRoomResponse, GiftCatalogResponse, GiftErrorResponse, GiftResponse, SendGiftRequest,
+    WalletResponse,
+};
+use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::extract::{ApiJson, ApiPath, parse_id};
+use crate::state::AppState;
+
+/// Sends a gift from the caller to members of the room. Idempotent by `order_id`.
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/gifts", tag = "gifts",
+    params(("room_id" = String, Path, description = "The room id")),
+    request_body = SendGiftRequest,
+    responses(
+        (status = 200, description = "Sent (COMPLETED)", body = GiftResponse),
+        (status = 400, description = "Bad input: ids, count outside 1..=9999, 1 to 20 distinct recipients", body = ErrorResponse),
+        (status = 404, description = "No such room or gift", body = ErrorResponse),
+        (status = 409, description = "order_id used for another gift, or a void order", body = GiftErrorResponse),
+        (status = 422, description = "FAILED (INSUFFICIENT_COINS) or COMPENSATED (the room refused it; refunded)", body = GiftErrorResponse),
+        (status = 429, description = "The room is busy; retry with the same order_id", body = ErrorResponse),
+        (status = 503, description = "Outcome not known yet; retry with the same order_id", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn send_gift(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+    ApiJson(request): ApiJson<SendGiftRequest>,
+) -> ApiResult<Response> {
+    let rules = state.service.runtime().rules().clone();
+    let count = u32::try_from(request.count)
+        .ok()
+        .filter(|count| (1..=rules.max_gift_count).contains(count))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "INVALID_GIFT_COUNT",
+                format!(
+                    "gift count {} is outside 1..={}",
+                    request.count, rules.max_gift_count
+                ),
+            )
+        })?;
+    let recipients = request.recipients.len();
+    if recipients == 0 || recipients > rules.max_recipients as usize {
+        return Err(ApiError::bad_request(
+            "INVALID_RECIPIENT_COUNT",
+            format!(
+                "{recipients} recipients is outside 1..={}",
+                rules.max_recipients
+            ),
+        ));
+    }
+    let order_id: OrderId = parse_id("order_id", &request.order_id)?;
+    let gift_id = parse_id("gift_id", &request.gift_id)?;
+    let recipients = request
+        .recipients
+        .iter()
+        .map(|user| parse_id::<UserId>("recipients", user))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let room_id = state.existing_room(&room_id).await?;
+    let result = state
+        .service
+        .send_gift(SendGift {
+            room_id,
+            sender: actor.user_id,
+            order_id: order_id.clone(),
+            gift_id,
+            count,
+            recipients,
+        })
+        .await;
+    let receipt = match result {
+        Ok(receipt) => receipt,
+        Err(room_app::Error::NotFound(what)) => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "GIFT_NOT_FOUND",
+                format!("no such gift to send: {what}"),
+            ));
+        }
+        Err(room_app::Error::Invalid(message)) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "ORDER_ID_REUSED",
+                message,
+            ));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    gift_answer(&state, &receipt).await
+}
+
+async fn gift_answer(state: &AppState, receipt: &GiftReceipt) -> ApiResult<Response> {
+    let order = GiftResponse::from(receipt);
+    let error = match (receipt.status, &receipt.rejection) {
+        (OrderStatus::Completed | OrderStatus::Applied, _) => {
+            return Ok((StatusCode::OK, Json(order)).into_response());
+        }
+        (OrderStatus::Compensated | OrderStatus::Failed, Some(rejection)) => {
+            ApiError::from_rejection(rejection)
+        }
+        (OrderStatus::Failed, None) => failure_reason(state, receipt).await?,
+        // The saga returns an unfinished order only with an error; answer like that error
+        // would be answered, so the client retries.
+        (OrderStatus::Pending | OrderStatus::Debited | OrderStatus::Compensated, _) => {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "GIFT_PENDING",
+                "the gift is not settled yet; retry with the same order_id",
+            )
+            .retryable()
+        }
+    };
+    let body = GiftErrorResponse {
+        error: error.body().error,
+        order,
+    };
+    Ok((error.status, Json(body)).into_response())
+}
+
+/// Why a FAILED order failed: the receipt does not say, the stored order does.
+async fn failure_reason(state: &AppState, receipt: &GiftReceipt) -> ApiResult<ApiError> {
+    let order = state
+        .service
+        .ports()
+        .orders
+        .get(&receipt.order_id)
+        .await?;
+    Ok(match order.and_then(|order| order.fail_reason) {
+        Some(FailReason::InsufficientFunds { balance }) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "INSUFFICIENT_COINS",
+            format!("not enough coins (balance {balance})"),
+        ),
+        Some(FailReason::Rejected { rejection }) => ApiError::from_rejection(&rejection),
+        Some(FailReason::NotDebited) | None => ApiError::new(
+            StatusCode::CONFLICT,
+            "ORDER_FAILED",
+            "the order was never debited and is void; send the gift again with a new order_id",
+        ),
+    })
+}
+
+/// The gift catalog.
+#[utoipa::path(
+    get, path = "/v1/gifts", tag = "gifts",
+    responses((status = 200, description = "Every gift", body = GiftCatalogResponse)),
+    security(("bearer" = []))
+)]
+pub async fn list_gifts(
+    State(state): State<AppState>,
+    Auth(_): Auth,
+) -> ApiResult<Json<GiftCatalogResponse>> {
+    let gifts = state.service.list_gifts().await?;
+    Ok(Json(GiftCatalogResponse {
+        gifts: gifts.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// The caller's coin balance.
+#[utoipa::path(
+    get, path = "/v1/me/wallet", tag = "me",
+    responses((status = 200, description = "The balance", body = WalletResponse)),
+    security(("bearer" = []))
+)]
+pub async fn my_wallet(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+) -> ApiResult<Json<WalletResponse>> {
+    let balance = state.service.balance(&actor.user_id).await?;
+    Ok(Json(WalletResponse {
+        user_id: actor.user_id.to_string(),
+        balance: balance.0,
+    }))
+}
+
+/// The room the caller is in.
+#[utoipa::path(
+    get, path = "/v1/me/current-room", tag = "me",
+    responses((status = 200, description = "The room, if any", body = CurrentRoomResponse)),
+    security(("bearer" = []))
+)]
+pub async fn my_current_room(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+) -> ApiResult<Json<CurrentRoomResponse>> {
+    let room = state.service.current_room(&actor.user_id).await?;
+    Ok(Json(CurrentRoomResponse {
+        room_id: room.map(|r| r.to_string()),
+    }))
+}

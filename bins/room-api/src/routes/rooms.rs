@@ -1,0 +1,695 @@
+//! Rooms: create, read, list, update, close, join, leave, heartbeat, seats and moderation.
+
+// utoipa's `params(PageQuery)` expands to fully qualified paths.
+#![allow(unused_qualifications)]
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use room_app::{RankPeriod, RoomPatch};
+use room_domain::{CommandKind, RoomId, SeatIndex, UserId};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::auth::Auth;
+use crate::dto::{
+    BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, JoinRequest, KickRequest,
+    LockSeatRequest, MuteSeatRequest, OnlineUsersResponse, PatchRoomRequest, RankResponse,
+    RoomListResponse, RoomResponse, UnbanRequest,
+};
+use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson, parse_id};
+use crate::state::AppState;
+
+/// The most items one page may ask for.
+pub const MAX_PAGE: u32 = 100;
+const DEFAULT_PAGE: u32 = 20;
+/// The longest room password.
+const MAX_PASSWORD_CHARS: usize = 64;
+
+/// `limit` and `cursor` of a list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Items per page, 1 to 100 (default 20).
+    limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// `period` and `limit` of a rank.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RankQuery {
+    /// `day` (default) or `week`.
+    period: Option<PeriodParam>,
+    /// Entries, 1 to 100 (default 20).
+    limit: Option<u32>,
+}
+
+/// A rank period.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PeriodParam {
+    /// Today.
+    Day,
+    /// This week.
+    Week,
+}
+
+fn page_limit(limit: Option<u32>) -> ApiResult<u32> {
+    match limit {
+        None => Ok(DEFAULT_PAGE),
+        Some(limit) if (1..=MAX_PAGE).contains(&limit) => Ok(limit),
+        Some(limit) => Err(ApiError::bad_request(
+            "INVALID_LIMIT",
+            format!("limit {limit} is outside 1..={MAX_PAGE}"),
+        )),
+    }
+}
+
+fn seat_index(raw: &str) -> ApiResult<SeatIndex> {
+    raw.parse::<u8>().map(SeatIndex).map_err(|_| {
+        ApiError::bad_request(
+            "INVALID_SEAT",
+            format!("seat {raw:?} is not a seat number (0 to 255)"),
+        )
+    })
+}
+
+async fn room_response(state: &AppState, room_id: &RoomId) -> ApiResult<Json<RoomResponse>> {
+    let view = state.service.get_room(room_id).await?;
+    Ok(Json(view.into()))
+}
+
+/// Creates a room owned by the caller.
+#[utoipa::path(
+    post, path = "/v1/rooms", tag = "rooms",
+    request_body = CreateRoomRequest,
+    responses(
+        (status = 201, description = "The new room", body = RoomResponse),
+        (status = 400, description = "Bad input", body = ErrorResponse),
+        (status = 401, description = "Missing or bad token", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn create_room(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiJson(request): ApiJson<CreateRoomRequest>,
+) -> ApiResult<impl IntoResponse> {
+    let seat_count = match request.seat_count {
+        None => None,
+        Some(count) => Some(u8::try_from(count).map_err(|_| {
+            ApiError::bad_request(
+                "INVALID_SEAT_COUNT",
+                format!("seat count {count} is outside 1..=20"),
+            )
+        })?),
+    };
+    let view = state
+        .service
+        .create_room(
+            &actor,
+            request.name,
+            seat_count,
+            request.region.unwrap_or_default(),
+        )
+        .await?;
+    state.known_rooms.insert(view.room_id.clone());
+    Ok((StatusCode::CREATED, Json(RoomResponse::from(view))))
+}
+
+/// Open rooms, hottest first.
+#[utoipa::path(
+    get, path = "/v1/rooms", tag = "rooms",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "A page of rooms", body = RoomListResponse),
+        (status = 400, description = "Bad limit or cursor", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_rooms(
+    State(state): State<AppState>,
+    Auth(_): Auth,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> ApiResult<Json<RoomListResponse>> {
+    let limit = page_limit(query.limit)?;
+    let cursor = match query.cursor.as_deref() {
+        None | Some("") => None,
+        Some(cursor) => Some(parse_room_cursor(cursor)?),
+    };
+    let rooms = state.service.list_rooms(cursor, limit).await?;
+    let next_cursor = (rooms.len() == limit as usize)
+        .then(|| rooms.last().map(|r| format!("{}.{}", r.heat, r.room_id)))
+        .flatten();
+    Ok(Json(RoomListResponse {
+        rooms: rooms.into_iter().map(Into::into).collect(),
+        next_cursor,
+    }))
+}
+
+/// `"{heat}.{room_id}"`: heat is an integer, so the first dot ends it.
+fn parse_room_cursor(cursor: &str) -> ApiResult<(i64, RoomId)> {
+    let bad = || ApiError::bad_request("INVALID_CURSOR", "the cursor is not one this API gave");
+    let (heat, room) = cursor.split_once('.').ok_or_else(bad)?;
+    let heat = heat.parse::<i64>().map_err(|_| bad())?;
+    let room = RoomId::new(room).map_err(|_| bad())?;
+    Ok((heat, room))
+}
+
+/// A room's snapshot: profile, settings, seats, online count, heat, rocket, version.
+#[utoipa::path(
+    get, path = "/v1/rooms/{room_id}", tag = "rooms",
+    params(("room_id" = String, Path, description = "The room id")),
+    responses(
+        (status = 200, description = "The room", body = RoomResponse),
+        (status = 404, description = "No such room", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_room(
+    State(state): State<AppState>,
+    Auth(_): Auth,
+    ApiPath(room_id): ApiPath<String>,
+) -> ApiResult<Json<RoomResponse>> {
+    let room_id = state.existing_room(&room_id).await?;
+    room_response(&state, &room_id).await
+}
+
+/// The room with a short numeric id.
+#[utoipa::path(
+    get, path = "/v1/rooms/by-short-id/{short_id}", tag = "rooms",
+    params(("short_id" = u32, Path, description = "6 to 8 digits")),
+    responses(
+        (status = 200, description = "The room", body = RoomResponse),
+        (status = 400, description = "Not a short id", body = ErrorResponse),
+        (status = 404, description = "No such room", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_room_by_short_id(
+    State(state): State<AppState>,
+    Auth(_): Auth,
+    ApiPath(short_id): ApiPath<String>,
+) -> ApiResult<Json<RoomResponse>> {
+    let short_id = short_id
+        .parse::<u32>()
+        .ok()
+        .filter(|id| (100_000..=99_999_999).contains(id))
+        .ok_or_else(|| ApiError::bad_request("INVALID_ID", "a short id has 6 to 8 digits"))?;
+    let view = state.service.get_room_by_short_id(short_id).await?;
+    Ok(Json(view.into()))
+}
+
+/// Changes the profile and settings (owner, admins). `password: null` unlocks.
+#[utoipa::path(
+    patch, path = "/v1/rooms/{room_id}", tag = "rooms",
+    params(("room_id" = String, Path, description = "The room id")),
+    request_body = PatchRoomRequest,
+    responses(
+        (status = 200, description = "The room after the change", body = RoomResponse),
+        (status = 400, description = "Bad input", body = ErrorResponse),
+        (status = 403, description = "Not the owner or an admin", body = ErrorResponse),
+        (status = 404, description = "No such room", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn patch_room(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+    ApiJson(request): ApiJson<PatchRoomRequest>,
+) -> ApiResult<Json<RoomResponse>> {
+    let room_id = state.existing_room(&room_id).await?;
+    if let Some(Some(password)) = &request.password {
+        let chars = password.chars().count();
+        if chars == 0 || chars > MAX_PASSWORD_CHARS {
+            return Err(ApiError::bad_request(
+                "INVALID_PASSWORD",
+                format!("a room password has 1 to {MAX_PASSWORD_CHARS} characters"),
+            ));
+        }
+    }
+    let patch = RoomPatch {
+        name: request.name,
+        notice: request.notice,
+        cover_url: request.cover_url,
+        background_url: request.background_url,
+        chat_enabled: request.chat_enabled,
+        password: request.password,
+    };
+    let view = state.service.update_room(&actor, &room_id, patch).await?;
+    Ok(Json(view.into()))
+}
+
+/// Closes the room for good (owner, platform admins).
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/close", tag = "rooms",
+    params(("room_id" = String, Path, description = "The room id")),
+    responses(
+        (status = 204, description = "Closed"),
+        (status = 403, description = "Not the owner or a platform admin", body = ErrorResponse),
+        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 422, description = "Already closed", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn close_room(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    let room_id = state.existing_room(&room_id).await?;
+    state.service.close_room(&actor, &room_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Joins the room (leaving the room the caller was in) and returns its snapshot.
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/join", tag = "rooms",
+    params(("room_id" = String, Path, description = "The room id")),
+    request_body(content = JoinRequest, description = "Optional: the password of a locked room"),
+    responses(
+        (status = 200, description = "The room", body = RoomResponse),
+        (status = 403, description = "Banned or wrong password", body = ErrorResponse),
+        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 422, description = "Closed or full", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn join_room(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+    OptionalJson(request): OptionalJson<JoinRequest>,
+) -> ApiResult<Json<RoomResponse>> {
+    let room_id = state.existing_room(&room_id).await?;
+    if request
+        .password
+        .as_ref()
+        .is_some_and(|p| p.chars().count() > MAX_PASSWORD_CHARS)
+    {
+        return Err(ApiError::bad_request(
+            "INVALID_PASSWORD",
+            format!("a room password has 1 to {MAX_PASSWORD_CHARS} characters"),
+        ));
+    }
+    let view = state
+        .service
+        .join(&actor, &room_id, request.password)
+        .await?;
+    Ok(Json(view.into()))
+}
+
+/// Leaves the room.
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/leave", tag = "rooms",
+    params(("room_id" = String, Path, description = "The room id")),
+    responses(
+        (status = 204, description = "Left"),
+        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 422, description = "Not a member", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn leave_room(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    let room_id = state.existing_room(&room_id).await?;
+    state.service.leave(&actor, &room_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Tells the room the caller is still there; members without a heartbeat for 90 s are
+/// evicted.
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/heartbeat", tag = "rooms",
+    params(("room_id" = String, Path, description = "The room id")),
+    responses(
+        (status = 204, description = "Recorded"),
+        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 422, description = "Not a member", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn heartbeat(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    let room_id = state.existing_room(&room_id).await?;
+    state.service.heartbeat(&actor, &room_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Members present, by user id.
+#[utoipa::path(
+    get, path = "/v1/rooms/{room_id}/online-users", tag = "rooms",
+    params(("room_id" = String, Path, description = "The room id"), PageQuery),
+    responses(
+        (status = 200, description = "A page of members", body = OnlineUsersResponse),
+        (status = 404, description = "No such room", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn online_users(
+    State(state): State<AppState>,
+    Auth(_): Auth,
+    ApiPath(room_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> ApiResult<Json<OnlineUsersResponse>> {
+    let room_id = state.existing_room(&room_id).await?;
+    let limit = page_limit(query.limit)?;
+    let cursor = match query.cursor.as_deref() {
+        None | Some("") => None,
+        Some(cursor) => Some(UserId::new(cursor).map_err(|_| {
+            ApiError::bad_request("INVALID_CURSOR", "the cursor is not one this API gave")
+        })?),
+    };
+    let users = state
+        .service
+        .online_users(&room_id, cursor, limit)
+        .await?;
+    let next_cursor = (users.len() == limit as usize)
+        .then(|| users.last().map(|u| u.user_id.to_string()))
+        .flatten();
+    Ok(Json(OnlineUsersResponse {
+        users: users.into_iter().map(Into::into).collect(),
+        next_cursor,
+    }))
+}
+
+async fn seat_command(
+    state: &AppState,
+    actor: &room_domain::UserActor,
+    room_id: &str,
+    seat: &str,
+    kind: impl FnOnce(SeatIndex) -> CommandKind,
+) -> ApiResult<Json<RoomResponse>> {
+    let room_id = state.existing_room(room_id).await?;
+    let seat = seat_index(seat)?;
+    state.service.command(actor, &room_id, kind(seat)).await?;
+    room_response(state, &room_id).await
+}
+
+/// Takes a seat (moving from another seat if the caller sits on one).
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/seats/{seat}/take", tag = "seats",
+    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    responses(
+        (status = 200, description = "The room after the change", body = RoomResponse),
+        (status = 400, description = "No such seat", body = ErrorResponse),
+        (status = 409, description = "Seat occupied", body = ErrorResponse),
+        (status = 422, description = "Seat locked, or not a member", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn take_seat(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath((room_id, seat)): ApiPath<(String, String)>,
+) -> ApiResult<Json<RoomResponse>> {
+    seat_command(&state, &actor, &room_id, &seat, |seat| {
+        CommandKind::TakeSeat { seat }
+    })
+    .await
+}
+
+/// Leaves a seat.
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/seats/{seat}/leave", tag = "seats",
+    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    responses(
+        (status = 200, description = "The room after the change", body = RoomResponse),
+        (status = 422, description = "Not on the seat", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn leave_seat(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath((room_id, seat)): ApiPath<(String, String)>,
+) -> ApiResult<Json<RoomResponse>> {
+    seat_command(&state, &actor, &room_id, &seat, |seat| {
+        CommandKind::LeaveSeat { seat }
+    })
+    .await
+}
+
+/// Locks (freeing it) or unlocks a seat (owner, admins).
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/seats/{seat}/lock", tag = "seats",
+    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    request_body = LockSeatRequest,
+    responses(
+        (status = 200, description = "The room after the change", body = RoomResponse),
+        (status = 403, description = "Not the owner or an admin", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn lock_seat(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath((room_id, seat)): ApiPath<(String, String)>,
+    ApiJson(request): ApiJson<LockSeatRequest>,
+) -> ApiResult<Json<RoomResponse>> {
+    seat_command(&state, &actor, &room_id, &seat, |seat| {
+        CommandKind::LockSeat {
+            seat,
+            locked: request.locked,
+        }
+    })
+    .await
+}
+
+/// Mutes or unmutes a seat (owner, admins, or its holder).
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/seats/{seat}/mute", tag = "seats",
+    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    request_body = MuteSeatRequest,
+    responses(
+        (status = 200, description = "The room after the change", body = RoomResponse),
+        (status = 403, description = "Not allowed", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn mute_seat(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath((room_id, seat)): ApiPath<(String, String)>,
+    ApiJson(request): ApiJson<MuteSeatRequest>,
+) -> ApiResult<Json<RoomResponse>> {
+    seat_command(&state, &actor, &room_id, &seat, |seat| {
+        CommandKind::MuteSeat {
+            seat,
+            muted: request.muted,
+        }
+    })
+    .await
+}
+
+/// Takes the holder off a seat (owner, admins).
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/seats/{seat}/remove", tag = "seats",
+    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    responses(
+        (status = 200, description = "The room after the change", body = RoomResponse),
+        (status = 403, description = "Not allowed", body = ErrorResponse),
+        (status = 422, description = "Seat empty", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn remove_from_seat(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath((room_id, seat)): ApiPath<(String, String)>,
+) -> ApiResult<Json<RoomResponse>> {
+    seat_command(&state, &actor, &room_id, &seat, |seat| {
+        CommandKind::RemoveFromSeat { seat }
+    })
+    .await
+}
+
+async fn moderate(
+    state: &AppState,
+    actor: &room_domain::UserActor,
+    room_id: &str,
+    kind: CommandKind,
+) -> ApiResult<StatusCode> {
+    let room_id = state.existing_room(room_id).await?;
+    state.service.command(actor, &room_id, kind).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a member, optionally banning them (owner, admins).
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/kick", tag = "moderation",
+    params(("room_id" = String, Path, description = "The room id")),
+    request_body = KickRequest,
+    responses(
+        (status = 204, description = "Kicked"),
+        (status = 403, description = "Not allowed", body = ErrorResponse),
+        (status = 422, description = "Not a member", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn kick(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+    ApiJson(request): ApiJson<KickRequest>,
+) -> ApiResult<StatusCode> {
+    let user = parse_id("user_id", &request.user_id)?;
+    let kind = CommandKind::Kick {
+        user,
+        ban_seconds: request.ban_seconds,
+    };
+    moderate(&state, &actor, &room_id, kind).await
+}
+
+/// Lifts a ban (owner, admins).
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/unban", tag = "moderation",
+    params(("room_id" = String, Path, description = "The room id")),
+    request_body = UnbanRequest,
+    responses(
+        (status = 204, description = "Unbanned"),
+        (status = 403, description = "Not allowed", body = ErrorResponse),
+        (status = 422, description = "Not banned", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn unban(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+    ApiJson(request): ApiJson<UnbanRequest>,
+) -> ApiResult<StatusCode> {
+    let user = parse_id("user_id", &request.user_id)?;
+    moderate(&state, &actor, &room_id, CommandKind::Unban { user }).await
+}
+
+/// Mutes a member on the public screen for `seconds`; 0 unmutes (owner, admins).
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/mute", tag = "moderation",
+    params(("room_id" = String, Path, description = "The room id")),
+    request_body = ChatMuteRequest,
+    responses(
+        (status = 204, description = "Muted or unmuted"),
+        (status = 403, description = "Not allowed", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn chat_mute(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+    ApiJson(request): ApiJson<ChatMuteRequest>,
+) -> ApiResult<StatusCode> {
+    let user = parse_id("user_id", &request.user_id)?;
+    let kind = CommandKind::ChatMute {
+        user,
+        seconds: request.seconds,
+    };
+    moderate(&state, &actor, &room_id, kind).await
+}
+
+/// Bans in force (owner, admins).
+#[utoipa::path(
+    get, path = "/v1/rooms/{room_id}/banned-users", tag = "moderation",
+    params(("room_id" = String, Path, description = "The room id")),
+    responses(
+        (status = 200, description = "Bans in force", body = BannedUsersResponse),
+        (status = 403, description = "Not the owner or an admin", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn banned_users(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath(room_id): ApiPath<String>,
+) -> ApiResult<Json<BannedUsersResponse>> {
+    let room_id = state.existing_room(&room_id).await?;
+    let users = state.service.banned_users(&actor, &room_id).await?;
+    Ok(Json(BannedUsersResponse {
+        users: users.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Appoints an admin (owner).
+#[utoipa::path(
+    put, path = "/v1/rooms/{room_id}/admins/{user_id}", tag = "moderation",
+    params(("room_id" = String, Path, description = "The room id"), ("user_id" = String, Path, description = "Who")),
+    responses(
+        (status = 204, description = "Appointed"),
+        (status = 403, description = "Not the owner", body = ErrorResponse),
+        (status = 422, description = "Too many admins, or not a member", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_admin(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath((room_id, user_id)): ApiPath<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let user = parse_id("user_id", &user_id)?;
+    let kind = CommandKind::SetAdmin { user, admin: true };
+    moderate(&state, &actor, &room_id, kind).await
+}
+
+/// Dismisses an admin (owner).
+#[utoipa::path(
+    delete, path = "/v1/rooms/{room_id}/admins/{user_id}", tag = "moderation",
+    params(("room_id" = String, Path, description = "The room id"), ("user_id" = String, Path, description = "Who")),
+    responses(
+        (status = 204, description = "Dismissed"),
+        (status = 403, description = "Not the owner", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_admin(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    ApiPath((room_id, user_id)): ApiPath<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let user = parse_id("user_id", &user_id)?;
+    let kind = CommandKind::SetAdmin { user, admin: false };
+    moderate(&state, &actor, &room_id, kind).await
+}
+
+/// The top givers of the day or the week.
+#[utoipa::path(
+    get, path = "/v1/rooms/{room_id}/contribution-rank", tag = "rooms",
+    params(("room_id" = String, Path, description = "The room id"), RankQuery),
+    responses(
+        (status = 200, description = "The rank", body = RankResponse),
+        (status = 404, description = "No such room", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn contribution_rank(
+    State(state): State<AppState>,
+    Auth(_): Auth,
+    ApiPath(room_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<RankQuery>,
+) -> ApiResult<Json<RankResponse>> {
+    let room_id = state.existing_room(&room_id).await?;
+    let limit = page_limit(query.limit)?;
+    let (period, name) = match query.period.unwrap_or(PeriodParam::Day) {
+        PeriodParam::Day => (RankPeriod::Day, "day"),
+        PeriodParam::Week => (RankPeriod::Week, "week"),
+    };
+    let entries = state
+        .service
+        .contribution_rank(&room_id, period, limit)
+        .await?;
+    Ok(Json(RankResponse {
+        period: name.to_owned(),
+        entries: entries.into_iter().map(Into::into).collect(),
+    }))
+}

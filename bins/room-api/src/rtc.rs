@@ -1,0 +1,110 @@
+//! TRTC room and media callbacks: signature check and the events the service acts on.
+//!
+//! TRTC posts JSON with the headers `Sign` = base64(HMAC-SHA256(callback key, raw body)) and
+//! `SdkAppId`. The service acts on 203 (audio publish started: confirms the seat holder's mic)
+//! and 104 (user left the RTC room: frees their seat); every other event is acknowledged and
+//! ignored. TRTC retries until it gets HTTP 200, so handling is idempotent.
+//!
+//! Clients enter the TRTC room with the room's id as TRTC's string room id, or with its short
+//! numeric id as TRTC's numeric room id; both resolve to the room.
+
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use sha2::Sha256;
+
+/// Audio publish started.
+pub const EVENT_AUDIO_PUBLISH_STARTED: u32 = 203;
+/// A user left the RTC room.
+pub const EVENT_USER_LEFT: u32 = 104;
+
+/// `base64(HMAC-SHA256(key, body))`, as TRTC computes `Sign`.
+pub fn sign(key: &[u8], body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    mac.update(body);
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
+/// Whether `signature` (the `Sign` header) is right for `body`; compared in constant time.
+pub fn verify(key: &[u8], body: &[u8], signature: &str) -> bool {
+    let Ok(expected) = base64::engine::general_purpose::STANDARD.decode(signature.trim()) else {
+        return false;
+    };
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
+        return false;
+    };
+    mac.update(body);
+    mac.verify_slice(&expected).is_ok()
+}
+
+/// A callback body (the fields the service reads; others are ignored).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Callback {
+    /// 1 = room events, 2 = media events.
+    #[serde(default)]
+    pub event_group_id: u32,
+    /// The event.
+    pub event_type: u32,
+    /// When TRTC sent it, in milliseconds.
+    #[serde(default)]
+    pub callback_ts: Option<i64>,
+    /// The event's details.
+    #[serde(default)]
+    pub event_info: EventInfo,
+}
+
+/// `EventInfo` of a callback.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct EventInfo {
+    /// TRTC's room id: a number or a string.
+    #[serde(default)]
+    pub room_id: Option<RtcRoomId>,
+    /// The user.
+    #[serde(default)]
+    pub user_id: Option<String>,
+}
+
+/// TRTC's room id, numeric or string.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum RtcRoomId {
+    /// A numeric room id: the room's short id.
+    Number(u64),
+    /// A string room id: the room id.
+    Text(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_verify_only_with_the_key_and_the_exact_body() {
+        let body = br#"{"EventGroupId":2,"EventType":203}"#;
+        let signature = sign(b"key", body);
+        assert!(verify(b"key", body, &signature));
+        assert!(!verify(b"other", body, &signature));
+        assert!(!verify(b"key", b"{}", &signature));
+        assert!(!verify(b"key", body, "not base64!"));
+        assert!(!verify(b"key", body, ""));
+    }
+
+    #[test]
+    fn room_ids_may_be_numbers_or_strings() {
+        let callback: Callback = serde_json::from_str(
+            r#"{"EventGroupId":2,"EventType":203,"CallbackTs":1,"EventInfo":{"RoomId":123456,"UserId":"bob","Role":20}}"#,
+        )
+        .unwrap();
+        assert_eq!(callback.event_info.room_id, Some(RtcRoomId::Number(123456)));
+        let callback: Callback = serde_json::from_str(
+            r#"{"EventGroupId":1,"EventType":104,"EventInfo":{"RoomId":"r1","UserId":"bob"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            callback.event_info.room_id,
+            Some(RtcRoomId::Text("r1".into()))
+        );
+    }
+}
