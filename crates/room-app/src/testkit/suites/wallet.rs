@@ -126,6 +126,20 @@ async fn repeats_return_the_first_answer_and_move_nothing<S: Wallet>(store: Arc<
         1069,
         "repeats move no coins",
     );
+    ok(store.debit("d-3", &alice, Coins(1069)).await, "debit");
+    same(
+        ok(
+            store.debit("d-1", &alice, Coins(30)).await,
+            "repeated debit",
+        ),
+        Coins(70),
+        "a debit repeated after the balance fell below its amount returns the first answer",
+    );
+    same(
+        balance(&*store, &alice).await,
+        0,
+        "the late repeat moved nothing",
+    );
 }
 
 async fn insufficient_funds_moves_nothing<S: Wallet>(store: Arc<S>) {

@@ -1,0 +1,73 @@
+//! [`Outbox`]: durable facts written by commits, read in id (commit) order by the publisher,
+//! marked delivered, and deleted by the retention job in bounded batches.
+
+use async_trait::async_trait;
+use room_app::ports::{Outbox, OutboxMessage};
+use room_domain::Timestamp;
+
+use crate::codec::{col, db, json_col, to_json};
+use crate::{Result, SqliteStore};
+
+#[async_trait]
+impl Outbox for SqliteStore {
+    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
+        let rows = sqlx::query(
+            "SELECT id, envelope FROM room_outbox WHERE delivered_at IS NULL ORDER BY id LIMIT ?1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                Ok(OutboxMessage {
+                    id: col(row, "id")?,
+                    envelope: json_col(row, "envelope")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        // One statement for any number of ids: they travel as one JSON array.
+        let ids = to_json(ids)?;
+        self.write(move |conn| {
+            Box::pin(async move {
+                sqlx::query(
+                    "UPDATE room_outbox SET delivered_at = ?1
+                     WHERE delivered_at IS NULL AND id IN (SELECT value FROM json_each(?2))",
+                )
+                .bind(at.as_millis())
+                .bind(ids)
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        self.write(move |conn| {
+            Box::pin(async move {
+                let deleted = sqlx::query(
+                    "DELETE FROM room_outbox WHERE id IN (
+                         SELECT id FROM room_outbox
+                         WHERE delivered_at IS NOT NULL AND delivered_at < ?1
+                         ORDER BY delivered_at LIMIT ?2)",
+                )
+                .bind(before.as_millis())
+                .bind(i64::from(limit))
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+                Ok(deleted.rows_affected())
+            })
+        })
+        .await
+    }
+}

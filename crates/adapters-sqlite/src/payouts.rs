@@ -1,0 +1,112 @@
+//! [`Payouts`]: credits owed by commits, oldest first, until the payout worker deletes them.
+
+use async_trait::async_trait;
+use room_app::Error;
+use room_app::ports::{CreditKind, Payout, Payouts};
+use room_domain::Coins;
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+
+use crate::codec::{col, db, id_col};
+use crate::{Result, SqliteStore};
+
+fn kind_name(kind: CreditKind) -> &'static str {
+    match kind {
+        CreditKind::Admin => "admin",
+        CreditKind::Refund => "refund",
+        CreditKind::LuckyReward => "lucky_reward",
+        CreditKind::RocketReward => "rocket_reward",
+    }
+}
+
+fn kind_from(name: &str) -> Result<CreditKind> {
+    Ok(match name {
+        "admin" => CreditKind::Admin,
+        "refund" => CreditKind::Refund,
+        "lucky_reward" => CreditKind::LuckyReward,
+        "rocket_reward" => CreditKind::RocketReward,
+        other => return Err(Error::corrupt(format!("stored payout kind {other:?}"))),
+    })
+}
+
+/// A payout encoded for its table.
+pub(crate) struct PayoutRow {
+    op_id: String,
+    kind: &'static str,
+    user: String,
+    amount: i64,
+    room_id: String,
+}
+
+impl PayoutRow {
+    pub(crate) fn new(payout: &Payout) -> Self {
+        PayoutRow {
+            op_id: payout.op_id.clone(),
+            kind: kind_name(payout.kind),
+            user: payout.user.to_string(),
+            amount: payout.amount.0,
+            room_id: payout.room_id.to_string(),
+        }
+    }
+}
+
+/// Records owed credits; one already owed under the same op id keeps its place in the queue.
+/// Runs inside a commit.
+pub(crate) async fn record(conn: &mut SqliteConnection, payouts: &[PayoutRow]) -> Result<()> {
+    for chunk in payouts.chunks(200) {
+        let mut upsert = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO room_payouts (op_id, kind, user_id, amount, room_id) ",
+        );
+        upsert.push_values(chunk, |mut row, payout| {
+            row.push_bind(payout.op_id.clone())
+                .push_bind(payout.kind)
+                .push_bind(payout.user.clone())
+                .push_bind(payout.amount)
+                .push_bind(payout.room_id.clone());
+        });
+        upsert.push(
+            " ON CONFLICT (op_id) DO UPDATE SET kind = excluded.kind, user_id = excluded.user_id, \
+             amount = excluded.amount, room_id = excluded.room_id",
+        );
+        upsert.build().execute(&mut *conn).await.map_err(db)?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Payouts for SqliteStore {
+    async fn list_pending(&self, limit: u32) -> Result<Vec<Payout>> {
+        let rows = sqlx::query(
+            "SELECT op_id, kind, user_id, amount, room_id FROM room_payouts ORDER BY id LIMIT ?1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                Ok(Payout {
+                    op_id: col(row, "op_id")?,
+                    kind: kind_from(&col::<String>(row, "kind")?)?,
+                    user: id_col(row, "user_id")?,
+                    amount: Coins(col(row, "amount")?),
+                    room_id: id_col(row, "room_id")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete(&self, op_id: &str) -> Result<()> {
+        let op_id = op_id.to_owned();
+        self.write(move |conn| {
+            Box::pin(async move {
+                sqlx::query("DELETE FROM room_payouts WHERE op_id = ?1")
+                    .bind(op_id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db)?;
+                Ok(())
+            })
+        })
+        .await
+    }
+}

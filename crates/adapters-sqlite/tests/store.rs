@@ -1,0 +1,502 @@
+//! What the conformance suites cannot see: the file on disk, reopening, corrupt rows, and the
+//! single writer under load from many tasks.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use adapters_sqlite::{Error, SqliteSettings, SqliteStore};
+use room_app::ports::{
+    Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, GiftCatalog,
+    GiftOrders, Outbox, Payout, Payouts, RoomDirectory, RoomSummary, SnapshotStore, StoredEvent,
+    Timer, Timers, Wallet,
+};
+use room_domain::{
+    Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Event, EventEnvelope, GiftId,
+    GiftOrder, GiftSnapshot, OrderId, OrderStatus, RocketId, RoomId, RoomState, Snapshot,
+    Timestamp, UserId,
+};
+use sqlx::{ConnectOptions, Connection};
+use tempfile::TempDir;
+
+const T0: Timestamp = Timestamp(1_764_460_800_000);
+
+fn room(id: &str) -> RoomId {
+    RoomId::new(id).unwrap()
+}
+
+fn user(id: &str) -> UserId {
+    UserId::new(id).unwrap()
+}
+
+fn url(path: &Path) -> String {
+    format!("sqlite://{}", path.display())
+}
+
+async fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(&SqliteSettings::new(url(path)))
+        .await
+        .expect("the store opens")
+}
+
+/// A batch of `commands` (one heat event each) on top of `version`, with an outbox row per
+/// event and the room's summary.
+fn batch(room_id: &RoomId, activation: Activation, version: u64, commands: &[&str]) -> CommitBatch {
+    let mut b = CommitBatch {
+        room_id: room_id.clone(),
+        epoch: activation.epoch,
+        expected_version: version,
+        commands: Vec::new(),
+        events: Vec::new(),
+        outbox: Vec::new(),
+        orders: Vec::new(),
+        timers: Vec::new(),
+        payouts: Vec::new(),
+        summary: None,
+    };
+    for (i, id) in commands.iter().enumerate() {
+        let seq = version + 1 + i as u64;
+        let event = Event::RoomHeatChanged {
+            heat: seq as i64,
+            delta: 1,
+        };
+        let command_id = CommandId::new(id).unwrap();
+        b.commands.push(CommandRecord {
+            command_id: command_id.clone(),
+            command: Command::new(command_id, CommandKind::SetChatEnabled { enabled: true }),
+            actor: Actor::System,
+            applied_at: T0,
+            first_seq: seq,
+            last_seq: seq,
+        });
+        b.outbox
+            .push(EventEnvelope::new(room_id.clone(), seq, T0, &event));
+        b.events.push(StoredEvent {
+            seq,
+            occurred_at: T0,
+            event,
+        });
+    }
+    b.summary = Some(RoomSummary {
+        room_id: room_id.clone(),
+        owner: user("owner"),
+        name: "Night talk".into(),
+        open: true,
+        heat: (version + commands.len() as u64) as i64,
+        online: 2,
+        locked: false,
+        version: version + commands.len() as u64,
+    });
+    b
+}
+
+fn order(id: &str, room_id: &RoomId) -> GiftOrder {
+    let apply = ApplyGift {
+        order_id: OrderId::new(id).unwrap(),
+        sender: user("alice"),
+        recipients: vec![user("bob")],
+        gift: GiftSnapshot {
+            gift_id: GiftId::new("rose").unwrap(),
+            price: Coins(10),
+            heat: 10,
+            fuel: 10,
+            lucky: false,
+        },
+        count: 2,
+        lucky_draw: 5,
+    };
+    GiftOrder::new(room_id.clone(), &apply, T0).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_survives_closing_and_reopening() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let a = room("room-a");
+    let store = open(&path).await;
+
+    let activation = store.activate(&a, "node-1").await.unwrap();
+    let pending = order("o-1", &a);
+    store.create_or_get(&pending).await.unwrap();
+    let mut applied = pending.clone();
+    applied.status = OrderStatus::Completed;
+    let mut b = batch(&a, activation, 0, &["c1", "c2"]);
+    b.orders = vec![applied.clone()];
+    let timer = Timer {
+        timer_id: "room-a:launch:1".into(),
+        room_id: a.clone(),
+        due_at: T0.plus_secs(10),
+        command: CommandKind::LaunchRocket {
+            rocket_id: RocketId(1),
+            level: 1,
+            scheduled_at: T0.plus_secs(10),
+        },
+    };
+    b.timers = vec![timer.clone()];
+    let payout = Payout {
+        op_id: "rocket:room-a:1:bob".into(),
+        kind: CreditKind::RocketReward,
+        user: user("bob"),
+        amount: Coins(77),
+        room_id: a.clone(),
+    };
+    b.payouts = vec![payout.clone()];
+    store.commit(&b).await.unwrap();
+    let mut state = RoomState::new(a.clone());
+    state.version = 2;
+    let snapshot = Snapshot::new(state);
+    SnapshotStore::put(&store, &snapshot).await.unwrap();
+    store
+        .credit("top-1", CreditKind::Admin, &user("alice"), Coins(500))
+        .await
+        .unwrap();
+    store.debit("o-1", &user("alice"), Coins(20)).await.unwrap();
+    let gift = CatalogGift {
+        gift_id: GiftId::new("rose").unwrap(),
+        name: "Rose".into(),
+        price: Coins(10),
+        heat: 10,
+        fuel: 10,
+        lucky: false,
+        enabled: true,
+    };
+    GiftCatalog::put(&store, &gift).await.unwrap();
+    assert!(store.reserve_short_id(&a, 4242).await.unwrap());
+    store.close().await;
+    expect_unavailable(store.debit("late", &user("alice"), Coins(1)).await);
+
+    let store = open(&path).await;
+    assert_eq!(store.list_events(&a, 0, 100).await.unwrap(), b.events);
+    assert_eq!(
+        store
+            .get_command(&a, &b.commands[1].command_id)
+            .await
+            .unwrap(),
+        Some(b.commands[1].clone())
+    );
+    let outbox = Outbox::list_pending(&store, 100).await.unwrap();
+    assert_eq!(
+        outbox.into_iter().map(|m| m.envelope).collect::<Vec<_>>(),
+        b.outbox
+    );
+    assert_eq!(
+        GiftOrders::get(&store, &pending.order_id).await.unwrap(),
+        Some(applied)
+    );
+    assert_eq!(
+        store.list_due(T0.plus_secs(60), 10).await.unwrap(),
+        vec![timer]
+    );
+    assert_eq!(
+        Payouts::list_pending(&store, 10).await.unwrap(),
+        vec![payout]
+    );
+    assert_eq!(store.get_summary(&a).await.unwrap(), b.summary);
+    assert_eq!(store.get_latest(&a).await.unwrap(), Some(snapshot));
+    assert_eq!(store.balance(&user("alice")).await.unwrap(), Coins(480));
+    assert_eq!(
+        store.debit("o-1", &user("alice"), Coins(20)).await.unwrap(),
+        Coins(480),
+        "the ledger remembers the debit across a restart"
+    );
+    assert_eq!(
+        GiftCatalog::get(&store, &gift.gift_id).await.unwrap(),
+        Some(gift)
+    );
+    assert_eq!(store.get_by_short_id(4242).await.unwrap(), Some(a.clone()));
+
+    let again = store.activate(&a, "node-2").await.unwrap();
+    assert!(
+        again.epoch > activation.epoch,
+        "the epoch survives a restart"
+    );
+    assert_eq!(again.version, 2, "the version survives a restart");
+    assert!(
+        matches!(
+            store.commit(&batch(&a, activation, 2, &["c3"])).await,
+            Err(Error::NotOwner(_))
+        ),
+        "the fence survives a restart"
+    );
+    store.close().await;
+}
+
+fn expect_unavailable<T: std::fmt::Debug>(result: Result<T, Error>) {
+    assert!(
+        matches!(result, Err(Error::Unavailable(_))),
+        "expected Unavailable, got {result:?}"
+    );
+}
+
+#[tokio::test]
+async fn opening_creates_the_file_and_its_directories_in_wal_mode() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("data").join("nested").join("room.db");
+    let store = open(&path).await;
+    assert!(path.exists(), "the database file is created");
+    store.close().await;
+
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .connect()
+        .await
+        .unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+    conn.close().await.unwrap();
+
+    // Opening an existing database applies no migration twice.
+    open(&path).await.close().await;
+}
+
+#[tokio::test]
+async fn in_memory_and_malformed_urls_are_refused() {
+    for bad in [
+        "sqlite::memory:",
+        "sqlite://room.db?mode=memory",
+        "postgres://x/y",
+    ] {
+        let result = SqliteStore::open(&SqliteSettings::new(bad)).await;
+        assert!(
+            matches!(result, Err(Error::Invalid(_))),
+            "{bad}: expected Invalid, got {result:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bad_stored_json_is_corrupt() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let store = open(&path).await;
+    let a = room("room-a");
+    store.create_or_get(&order("o-1", &a)).await.unwrap();
+    store.close().await;
+
+    // A manual edit breaks the stored order.
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::query("UPDATE gift_orders SET body = '{\"order_id\": 7'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    let got = GiftOrders::get(&store, &OrderId::new("o-1").unwrap()).await;
+    assert!(matches!(got, Err(Error::Corrupt(_))), "got {got:?}");
+    let listed = store.list_unfinished(T0.plus_secs(1), 10).await;
+    assert!(matches!(listed, Err(Error::Corrupt(_))), "got {listed:?}");
+    let repeated = store.create_or_get(&order("o-1", &a)).await;
+    assert!(
+        matches!(repeated, Err(Error::Corrupt(_))),
+        "got {repeated:?}"
+    );
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_commits_and_debits_all_succeed_or_fail_cleanly() {
+    let dir = TempDir::new().unwrap();
+    let store = Arc::new(open(&dir.path().join("room.db")).await);
+    let submitted = Arc::new(AtomicU64::new(0));
+    let before = store.write_stats();
+
+    const ROOMS: usize = 6;
+    const WRITERS_PER_ROOM: usize = 5;
+    const USERS: usize = 8;
+    let mut activations = Vec::new();
+    for r in 0..ROOMS {
+        let id = room(&format!("room-{r}"));
+        activations.push((id.clone(), store.activate(&id, "node-1").await.unwrap()));
+        submitted.fetch_add(1, Ordering::Relaxed);
+    }
+    for u in 0..USERS {
+        store
+            .credit(
+                &format!("seed-{u}"),
+                CreditKind::Admin,
+                &user(&format!("u{u}")),
+                Coins(40),
+            )
+            .await
+            .unwrap();
+        submitted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    let mut tasks = tokio::task::JoinSet::new();
+    // Several writers race on each room's version; each retries on Conflict until its
+    // command is in.
+    for (id, activation) in &activations {
+        for w in 0..WRITERS_PER_ROOM {
+            let (store, id, activation) = (store.clone(), id.clone(), *activation);
+            let submitted = submitted.clone();
+            tasks.spawn(async move {
+                loop {
+                    let version = store.list_events(&id, 0, 1000).await?.len() as u64;
+                    let command = format!("w{w}");
+                    submitted.fetch_add(1, Ordering::Relaxed);
+                    match store
+                        .commit(&batch(&id, activation, version, &[&command]))
+                        .await
+                    {
+                        Ok(()) => return Ok::<i64, Error>(0),
+                        Err(Error::Conflict(_)) => continue,
+                        Err(other) => return Err(other),
+                    }
+                }
+            });
+        }
+    }
+    // Debits of 1 to 5 coins, far more than the users have.
+    for i in 0..240usize {
+        let store = store.clone();
+        let submitted = submitted.clone();
+        tasks.spawn(async move {
+            let amount = (i % 5 + 1) as i64;
+            submitted.fetch_add(1, Ordering::Relaxed);
+            match store
+                .debit(
+                    &format!("d-{i}"),
+                    &user(&format!("u{}", i % USERS)),
+                    Coins(amount),
+                )
+                .await
+            {
+                Ok(after) => {
+                    assert!(!after.is_negative());
+                    Ok(amount)
+                }
+                Err(Error::InsufficientFunds { .. }) => Ok(0),
+                Err(other) => Err(other),
+            }
+        });
+    }
+    let mut debited = 0;
+    while let Some(joined) = tasks.join_next().await {
+        match joined.expect("a task panicked") {
+            Ok(amount) => debited += amount,
+            Err(error) => panic!("a concurrent write failed uncleanly: {error:?}"),
+        }
+    }
+
+    let mut total = 0;
+    for u in 0..USERS {
+        let balance = store.balance(&user(&format!("u{u}"))).await.unwrap().0;
+        assert!(balance >= 0, "u{u} went negative");
+        total += balance;
+    }
+    assert_eq!(total, 40 * USERS as i64 - debited, "coins are conserved");
+    for (id, _) in &activations {
+        let events = store.list_events(id, 0, 1000).await.unwrap();
+        assert_eq!(
+            events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            (1..=WRITERS_PER_ROOM as u64).collect::<Vec<_>>(),
+            "every writer's command is in {id}, without gaps"
+        );
+        for w in 0..WRITERS_PER_ROOM {
+            let command = CommandId::new(format!("w{w}")).unwrap();
+            assert!(store.get_command(id, &command).await.unwrap().is_some());
+        }
+    }
+    let stats = store.write_stats();
+    assert_eq!(stats.failed_transactions, before.failed_transactions);
+    assert_eq!(
+        stats.jobs - before.jobs,
+        submitted.load(Ordering::Relaxed),
+        "every write ran as a job of a committed transaction"
+    );
+    store.close().await;
+}
+
+/// On a current-thread runtime, tasks spawned together all queue their jobs before the
+/// writer task runs again, so they share one transaction; each failing job rolls back alone.
+#[tokio::test(flavor = "current_thread")]
+async fn failing_jobs_in_one_transaction_roll_back_alone() {
+    let dir = TempDir::new().unwrap();
+    let store = Arc::new(open(&dir.path().join("room.db")).await);
+    let a = room("room-a");
+    let alice = user("alice");
+    store
+        .credit("top-1", CreditKind::Admin, &alice, Coins(100))
+        .await
+        .unwrap();
+    let activation = store.activate(&a, "node-1").await.unwrap();
+    let before = store.write_stats();
+
+    let debit = {
+        let (store, alice) = (store.clone(), alice.clone());
+        tokio::spawn(async move { store.debit("ok-1", &alice, Coins(30)).await })
+    };
+    let too_much = {
+        let (store, alice) = (store.clone(), alice.clone());
+        tokio::spawn(async move { store.debit("too-much", &alice, Coins(1000)).await })
+    };
+    // Writes its cell version, commands, events and outbox rows, then fails on the order.
+    let mut ghost = batch(&a, activation, 0, &["c-ghost"]);
+    ghost.orders = vec![order("ghost", &a)];
+    let failing_commit = {
+        let store = store.clone();
+        tokio::spawn(async move { store.commit(&ghost).await })
+    };
+    let good = batch(&a, activation, 0, &["c-good"]);
+    let good_commit = {
+        let (store, good) = (store.clone(), good.clone());
+        tokio::spawn(async move { store.commit(&good).await })
+    };
+    let credit = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .credit("gift-1", CreditKind::Refund, &user("bob"), Coins(5))
+                .await
+        })
+    };
+
+    assert_eq!(debit.await.unwrap().unwrap(), Coins(70));
+    let refused = too_much.await.unwrap();
+    assert!(
+        matches!(
+            refused,
+            Err(Error::InsufficientFunds { balance: Coins(70) })
+        ),
+        "got {refused:?}"
+    );
+    let failed = failing_commit.await.unwrap();
+    assert!(matches!(failed, Err(Error::NotFound(_))), "got {failed:?}");
+    good_commit
+        .await
+        .unwrap()
+        .expect("the failed commit's version bump was rolled back");
+    assert_eq!(credit.await.unwrap().unwrap(), Coins(5));
+
+    let stats = store.write_stats();
+    assert_eq!(stats.jobs - before.jobs, 5);
+    assert_eq!(
+        stats.transactions - before.transactions,
+        1,
+        "the five jobs shared one transaction"
+    );
+    assert_eq!(store.list_events(&a, 0, 10).await.unwrap(), good.events);
+    assert_eq!(
+        store
+            .get_command(&a, &CommandId::new("c-ghost").unwrap())
+            .await
+            .unwrap(),
+        None
+    );
+    let outbox = Outbox::list_pending(&*store, 10).await.unwrap();
+    assert_eq!(
+        outbox.into_iter().map(|m| m.envelope).collect::<Vec<_>>(),
+        good.outbox
+    );
+    assert_eq!(store.balance(&alice).await.unwrap(), Coins(70));
+    assert_eq!(store.balance(&user("bob")).await.unwrap(), Coins(5));
+    store.close().await;
+}
