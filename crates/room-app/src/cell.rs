@@ -416,6 +416,8 @@ impl Cell {
     async fn process_commands(&mut self, commands: Vec<CommandRequest>) -> Option<Stop> {
         let started = Instant::now();
         let mut plan = self.plan(&commands);
+        self.answer_repeats_from_log(&commands, &mut plan.outcomes)
+            .await;
         if plan.batch.events.is_empty() {
             self.answer(commands, plan.outcomes);
             return None;
@@ -462,6 +464,28 @@ impl Cell {
                         .send(Err(Error::Unavailable(error.to_string())));
                 }
                 self.reload().await
+            }
+        }
+    }
+
+    /// A command that changes nothing now (a no-op or a rejection) may repeat one that changed
+    /// something before this cell could remember it (an earlier activation, a reload): answer
+    /// it from the log, as the first time. A command with events needs no lookup: the commit
+    /// refuses a stored id.
+    async fn answer_repeats_from_log(&self, commands: &[CommandRequest], outcomes: &mut [Outcome]) {
+        for (request, outcome) in commands.iter().zip(outcomes.iter_mut()) {
+            let unchanged = match outcome {
+                Outcome::Done(Ok(reply)) => reply.events.is_empty(),
+                Outcome::Done(Err(Error::Rejected(_))) => true,
+                _ => false,
+            };
+            if !unchanged {
+                continue;
+            }
+            match self.stored_reply(&request.command.command_id).await {
+                Ok(Some(reply)) => *outcome = Outcome::Done(Ok(reply)),
+                Ok(None) => {}
+                Err(error) => *outcome = Outcome::Done(Err(error)),
             }
         }
     }
