@@ -323,6 +323,7 @@ pub fn decide(
             require_moderator(standing)?;
             may_moderate(state, ctx, standing, user)?;
             let member = state.members.get(user);
+            let ban_seconds = ban_seconds.filter(|secs| *secs > 0);
             if member.is_none() && ban_seconds.is_none() {
                 return Err(Rejection::NotAMember { user: user.clone() });
             }
@@ -342,9 +343,7 @@ pub fn decide(
             events.push(Event::RoomUserKicked {
                 user: user.clone(),
                 by,
-                ban_until: ban_seconds
-                    .filter(|secs| *secs > 0)
-                    .map(|secs| ctx.now.plus_secs(secs)),
+                ban_until: ban_seconds.map(|secs| ctx.now.plus_secs(secs)),
             });
             Ok(events)
         }
@@ -655,8 +654,11 @@ fn launch_rocket(
 /// `pool` exactly (or nothing is given when no one is present).
 fn draw_rewards(state: &RoomState, pool: Coins, winners: u32, random: u64) -> Vec<RocketReward> {
     let mut candidates: Vec<&UserId> = state.members.keys().collect();
-    let k = (winners as usize).min(candidates.len());
-    if k == 0 || pool <= Coins::ZERO {
+    // Never more winners than coins: nobody wins zero.
+    let k = (winners as usize)
+        .min(candidates.len())
+        .min(usize::try_from(pool.0).unwrap_or(0));
+    if k == 0 {
         return Vec::new();
     }
     let mut rng = SplitMix64(random);
