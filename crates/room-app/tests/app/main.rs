@@ -1,0 +1,9 @@
+//! Integration tests of room-app: the gift saga's interactions with its ports (mockall), its
+//! effects on balances and orders (in-memory store), and the Room Cell runtime: group commit,
+//! idempotency, overload, fencing, snapshots, timers and payouts.
+
+mod runtime;
+mod saga_interactions;
+mod saga_state;
+mod support;
+mod workers;

@@ -1,0 +1,382 @@
+//! The gift saga over the in-memory store, checked by the state it leaves: balances, orders and
+//! the room's log. Coins are conserved throughout: the sum of all balances plus the gift
+//! income equals the coins ever credited by admins.
+
+use std::sync::Arc;
+
+use room_app::ports::{Clock, GiftOrders, Payouts, PayoutsRef, TimersRef, Wallet};
+use room_app::{Error, workers};
+use room_domain::{
+    Actor, ApplyGift, Coins, Command, CommandKind, Event, GiftOrder, GiftSnapshot, OrderStatus,
+    RoomId, SagaOutcome, Timestamp,
+};
+
+use crate::support::{Fault, LUCKY_MULTIPLIER, World, catalog, gift, gifts_in, oid, user};
+
+/// Coins that left the balances through gifts, worked out from the rooms' logs and the orders
+/// alone (never from the wallet): the value of every applied gift, less the lucky rewards
+/// credited and the rocket rewards paid.
+async fn gift_income(world: &World, rooms: &[&RoomId]) -> i64 {
+    let owed = Payouts::list_pending(&*world.store, 100).await.unwrap();
+    assert!(owed.is_empty(), "pay every reward before counting");
+    let mut income = 0;
+    for room in rooms {
+        for stored in world.log(room).await {
+            match &stored.event {
+                Event::RoomGiftSent(sent) => {
+                    income += sent.total_value.0;
+                    let order = GiftOrders::get(&*world.store, &sent.order_id)
+                        .await
+                        .unwrap()
+                        .expect("an applied gift has its order");
+                    if let Some(lucky) = sent.lucky
+                        && order.status == OrderStatus::Completed
+                    {
+                        income -= lucky.reward.0;
+                    }
+                }
+                Event::RoomRocketLaunched { rewards, .. } => {
+                    income -= rewards.iter().map(|r| r.coins.0).sum::<i64>();
+                }
+                _ => {}
+            }
+        }
+    }
+    income
+}
+
+const PEOPLE: [&str; 5] = ["alice", "bob", "carol", "dave", "erin"];
+
+async fn assert_conserved(world: &World, rooms: &[&RoomId], credited: i64, step: &str) {
+    let balances = world.total_balance(&PEOPLE).await;
+    let income = gift_income(world, rooms).await;
+    assert_eq!(
+        balances + income,
+        credited,
+        "{step}: balances {balances} + income {income} != credited {credited}"
+    );
+}
+
+#[tokio::test]
+async fn a_day_of_gifts_conserves_coins() {
+    let world = World::new().await;
+    world.fund("alice", 1_000).await;
+    world.fund("bob", 500).await;
+    world.fund("erin", 50).await;
+    let credited = 1_550;
+    let room = world
+        .open_room("r1", "alice", &["bob", "carol", "erin"])
+        .await;
+    let rooms = [&room];
+    assert_conserved(&world, &rooms, credited, "start").await;
+    let saga = world.saga();
+
+    let receipt = saga
+        .send(gift(&room, "alice", "o-1", "rose", 3, &["bob", "carol"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.status, OrderStatus::Completed);
+    assert_eq!(receipt.coin_balance_after, Coins(940));
+    assert_eq!(world.balance("alice").await, Coins(940));
+    assert_conserved(&world, &rooms, credited, "ordinary gift").await;
+
+    // Dave is not in the room: debited, refused, refunded.
+    let receipt = saga
+        .send(gift(&room, "alice", "o-2", "rose", 1, &["dave"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.status, OrderStatus::Compensated);
+    assert_eq!(receipt.coin_balance_after, Coins(940));
+    assert_conserved(&world, &rooms, credited, "refused gift").await;
+
+    let receipt = saga
+        .send(gift(&room, "erin", "o-3", "rose", 10, &["alice"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.status, OrderStatus::Failed);
+    assert_eq!(receipt.coin_balance_after, Coins(50));
+    assert_conserved(&world, &rooms, credited, "gift beyond the balance").await;
+
+    let reward = 20 * i64::from(LUCKY_MULTIPLIER);
+    let receipt = saga
+        .send(gift(&room, "alice", "o-4", "clover", 2, &["bob"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.status, OrderStatus::Completed);
+    assert_eq!(receipt.coin_balance_after, Coins(940 - 20 + reward));
+    assert_eq!(world.balance("alice").await, receipt.coin_balance_after);
+    assert_conserved(&world, &rooms, credited, "lucky gift").await;
+
+    // Bob's booster fills the rocket; it launches a minute later and rewards the room.
+    let receipt = saga
+        .send(gift(&room, "bob", "o-5", "booster", 1, &["alice"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.coin_balance_after, Coins(450));
+    assert_conserved(&world, &rooms, credited, "booster").await;
+    world.clock.advance_secs(60);
+    let timers: TimersRef = world.store.clone();
+    assert_eq!(
+        workers::fire_due_timers(&world.service, &timers, 10)
+            .await
+            .unwrap(),
+        1
+    );
+    let payouts: PayoutsRef = world.store.clone();
+    assert_eq!(
+        workers::pay_out(&world.service, &payouts, 10)
+            .await
+            .unwrap(),
+        4,
+        "every member present wins"
+    );
+    assert_conserved(&world, &rooms, credited, "rocket launch").await;
+    assert_eq!(
+        world.total_balance(&PEOPLE).await,
+        1_550 - 60 - 20 + reward - 50 + 1_000
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_sends_of_one_order_debit_once() {
+    for (gift_id, reward) in [("rose", 0), ("clover", 20 * i64::from(LUCKY_MULTIPLIER))] {
+        let world = Arc::new(World::new().await);
+        world.fund("alice", 1_000).await;
+        let room = world.open_room("r1", "alice", &["bob", "carol"]).await;
+        let request = gift(&room, "alice", "o-1", gift_id, 1, &["bob", "carol"]);
+
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..50 {
+            let world = world.clone();
+            let request = request.clone();
+            tasks.spawn(async move { world.saga().send(request).await });
+        }
+        let receipts: Vec<_> = tasks
+            .join_all()
+            .await
+            .into_iter()
+            .map(|r| r.expect("every send succeeds"))
+            .collect();
+
+        let expected = Coins(1_000 - 20 + reward);
+        assert_eq!(receipts[0].status, OrderStatus::Completed, "{gift_id}");
+        assert_eq!(receipts[0].coin_balance_after, expected, "{gift_id}");
+        assert!(
+            receipts.iter().all(|r| *r == receipts[0]),
+            "{gift_id}: receipts differ: {receipts:#?}"
+        );
+        assert_eq!(world.balance("alice").await, expected, "{gift_id}");
+        assert_eq!(gifts_in(&world.log(&room).await).len(), 1, "{gift_id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_lucky_orders_of_one_sender_conserve_coins() {
+    let world = Arc::new(World::new().await);
+    world.fund("alice", 1_000).await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let world = world.clone();
+        let request = gift(&room, "alice", &format!("o-{i}"), "clover", 1, &["bob"]);
+        tasks.spawn(async move { world.saga().send(request).await });
+    }
+    for receipt in tasks.join_all().await {
+        assert_eq!(receipt.unwrap().status, OrderStatus::Completed);
+    }
+    let gain = 20 * 10 * (i64::from(LUCKY_MULTIPLIER) - 1);
+    assert_eq!(world.balance("alice").await, Coins(1_000 + gain));
+    assert_conserved(&world, &[&room], 1_000, "lucky orders").await;
+}
+
+#[tokio::test]
+async fn a_commit_whose_acknowledgement_is_lost_is_neither_repeated_nor_refunded() {
+    let world = World::new().await;
+    world.fund("alice", 1_000).await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let request = gift(&room, "alice", "o-1", "clover", 1, &["bob"]);
+
+    world.probe.fail_next_commit(Fault::UnavailableAfterWrite);
+    let error = world.saga().send(request.clone()).await.unwrap_err();
+    assert!(matches!(error, Error::Unavailable(_)), "{error:?}");
+    // The commit stored the gift and its order together.
+    let order = GiftOrders::get(&*world.store, &oid("o-1"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(order.status, OrderStatus::Applied);
+    assert_eq!(world.balance("alice").await, Coins(990));
+
+    let reward = 10 * i64::from(LUCKY_MULTIPLIER);
+    let receipt = world.saga().send(request).await.unwrap();
+    assert_eq!(receipt.status, OrderStatus::Completed);
+    assert_eq!(receipt.coin_balance_after, Coins(990 + reward));
+    assert_eq!(world.balance("alice").await, Coins(990 + reward));
+    assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
+    assert_conserved(&world, &[&room], 1_000, "after the retry").await;
+}
+
+#[tokio::test]
+async fn an_order_id_reused_for_another_gift_moves_no_coins() {
+    let world = World::new().await;
+    world.fund("alice", 1_000).await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    world
+        .saga()
+        .send(gift(&room, "alice", "o-1", "rose", 1, &["bob"]))
+        .await
+        .unwrap();
+    let error = world
+        .saga()
+        .send(gift(&room, "alice", "o-1", "rose", 5, &["bob"]))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Invalid(_)), "{error:?}");
+    assert_eq!(world.balance("alice").await, Coins(990));
+    assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
+}
+
+/// Stores a PENDING order as the saga would have before a crash.
+async fn pending_order(world: &World, request: &room_app::SendGift) -> GiftOrder {
+    let priced = catalog()
+        .into_iter()
+        .find(|g| g.gift_id == request.gift_id)
+        .unwrap();
+    let apply = ApplyGift {
+        order_id: request.order_id.clone(),
+        sender: request.sender.clone(),
+        recipients: request.recipients.clone(),
+        gift: GiftSnapshot {
+            gift_id: priced.gift_id,
+            price: priced.price,
+            heat: priced.heat,
+            fuel: priced.fuel,
+            lucky: priced.lucky,
+        },
+        count: request.count,
+        lucky_draw: 7,
+    };
+    let order = GiftOrder::new(request.room_id.clone(), &apply, world.clock.now()).unwrap();
+    let (stored, created) = GiftOrders::create_or_get(&*world.store, &order)
+        .await
+        .unwrap();
+    assert!(created);
+    stored
+}
+
+async fn debit(world: &World, order: &GiftOrder) -> Coins {
+    Wallet::debit(
+        &*world.store,
+        order.order_id.as_str(),
+        &order.sender,
+        order.total,
+    )
+    .await
+    .unwrap()
+}
+
+/// Stores a DEBITED order: created, debited, recorded, and then the process died.
+async fn debited_order(world: &World, request: &room_app::SendGift) -> GiftOrder {
+    let mut order = pending_order(world, request).await;
+    let balance_after = debit(world, &order).await;
+    order
+        .record(SagaOutcome::Debited { balance_after })
+        .unwrap();
+    GiftOrders::update(&*world.store, &order, OrderStatus::Pending)
+        .await
+        .unwrap();
+    order
+}
+
+async fn status(world: &World, order: &str) -> OrderStatus {
+    GiftOrders::get(&*world.store, &oid(order))
+        .await
+        .unwrap()
+        .unwrap()
+        .status
+}
+
+#[tokio::test]
+async fn recovery_settles_every_kind_of_unfinished_order() {
+    let world = World::new().await;
+    world.fund("alice", 1_000).await;
+    let room = world.open_room("r1", "alice", &["bob", "carol"]).await;
+
+    // PENDING, and the debit happened: apply it.
+    let p1 = pending_order(&world, &gift(&room, "alice", "p1", "rose", 1, &["bob"])).await;
+    debit(&world, &p1).await;
+    // PENDING, and the debit never happened: fail it, and void the debit.
+    pending_order(&world, &gift(&room, "alice", "p2", "rose", 1, &["bob"])).await;
+    // PENDING and debited, for a recipient who will have left: refund it.
+    let p3 = pending_order(&world, &gift(&room, "alice", "p3", "rose", 2, &["carol"])).await;
+    debit(&world, &p3).await;
+    // DEBITED, for a recipient who will have left: refund it.
+    debited_order(&world, &gift(&room, "alice", "d1", "rose", 3, &["carol"])).await;
+    // DEBITED, and the room accepts: apply it.
+    debited_order(&world, &gift(&room, "alice", "d2", "rose", 1, &["bob"])).await;
+    // APPLIED by the room, but the lucky reward was never credited: credit it.
+    let a1 = debited_order(&world, &gift(&room, "alice", "a1", "clover", 1, &["bob"])).await;
+    let apply = Command::new(
+        a1.order_id.clone().into(),
+        CommandKind::ApplyGift(a1.apply_command()),
+    );
+    world
+        .runtime()
+        .execute(&room, apply, Actor::System, Some(a1.clone()))
+        .await
+        .unwrap();
+    assert_eq!(status(&world, "a1").await, OrderStatus::Applied);
+    world
+        .exec(&room, user("carol"), CommandKind::Leave)
+        .await
+        .unwrap();
+    assert_eq!(
+        world.balance("alice").await,
+        Coins(1_000 - 10 - 20 - 30 - 10 - 10)
+    );
+
+    let later = Timestamp(world.clock.now().0 + 1);
+    let report = world.saga().recover(later, 100).await.unwrap();
+    assert_eq!(
+        (
+            report.examined,
+            report.settled,
+            report.deferred,
+            report.failed
+        ),
+        (6, 6, 0, 0)
+    );
+    for (order, expected) in [
+        ("p1", OrderStatus::Completed),
+        ("p2", OrderStatus::Failed),
+        ("p3", OrderStatus::Compensated),
+        ("d1", OrderStatus::Compensated),
+        ("d2", OrderStatus::Completed),
+        ("a1", OrderStatus::Completed),
+    ] {
+        assert_eq!(status(&world, order).await, expected, "{order}");
+    }
+    let reward = 10 * i64::from(LUCKY_MULTIPLIER);
+    let expected = Coins(1_000 - 10 - 10 - 10 + reward);
+    assert_eq!(world.balance("alice").await, expected);
+    let applied: Vec<String> = gifts_in(&world.log(&room).await)
+        .into_iter()
+        .map(|g| g.order_id.to_string())
+        .collect();
+    assert_eq!(applied, ["a1", "d2", "p1"]);
+    assert_conserved(&world, &[&room], 1_000, "after recovery").await;
+
+    // The voided debit cannot land late.
+    let late = Wallet::debit(
+        &*world.store,
+        "p2",
+        &crate::support::uid("alice"),
+        Coins(10),
+    )
+    .await;
+    assert!(matches!(late, Err(Error::Conflict(_))), "{late:?}");
+    assert_eq!(world.balance("alice").await, expected);
+    // Nothing is left to settle.
+    let report = world.saga().recover(later, 100).await.unwrap();
+    assert_eq!(report.examined, 0);
+}

@@ -1,0 +1,580 @@
+//! What every test here builds on: a deterministic clock and id generator, a cell store that
+//! counts, gates and fails commits on demand, and a [`World`] wiring the real runtime and
+//! service over [`InMemoryStore`], with any port swapped for a mock.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use room_app::ports::{
+    Activation, CatalogGift, CellStore, CellStoreRef, Clock, CommandRecord, CommitBatch,
+    CreditKind, GiftCatalog, GiftCatalogRef, GiftOrdersRef, IdGen, LeaseRef, StoredEvent, Wallet,
+    WalletRef,
+};
+use room_app::testkit::InMemoryStore;
+use room_app::{
+    BroadcastMessenger, CellConfig, CellDeps, CellRuntime, CommandReply, Error, GiftSaga,
+    LocalLease, LocalPresence, Result, RoomService, SendGift, ServicePorts,
+};
+use room_domain::{
+    Actor, Coins, Command, CommandId, CommandKind, Event, GiftId, LuckyEntry, LuckyTable, OrderId,
+    RocketLevel, RoomId, RoomRules, RoomState, Timestamp, UserId,
+};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// 2025-11-30T01:00:00Z: far from a day boundary, so no test crosses midnight by accident.
+pub const T0: Timestamp = Timestamp(1_764_460_800_000 + 3_600_000);
+
+pub fn uid(name: &str) -> UserId {
+    UserId::new(name).expect("valid user id")
+}
+
+pub fn rid(name: &str) -> RoomId {
+    RoomId::new(name).expect("valid room id")
+}
+
+pub fn oid(name: &str) -> OrderId {
+    OrderId::new(name).expect("valid order id")
+}
+
+pub fn cid(name: &str) -> CommandId {
+    CommandId::new(name).expect("valid command id")
+}
+
+pub fn user(name: &str) -> Actor {
+    Actor::user(uid(name))
+}
+
+/// A clock that moves only when told to.
+#[derive(Debug)]
+pub struct TestClock(AtomicI64);
+
+impl TestClock {
+    pub fn new() -> Self {
+        TestClock(AtomicI64::new(T0.0))
+    }
+
+    pub fn advance_secs(&self, secs: i64) {
+        self.0.fetch_add(secs * 1000, Ordering::SeqCst);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// Ids `id-1`, `id-2`, ... and a fixed sequence of well mixed random values.
+#[derive(Debug, Default)]
+pub struct TestIds {
+    ids: AtomicU64,
+    draws: AtomicU64,
+}
+
+impl IdGen for TestIds {
+    fn next_id(&self) -> String {
+        format!("id-{}", self.ids.fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    fn random(&self) -> u64 {
+        // SplitMix64 over a counter: deterministic, yet every value differs.
+        let n = self.draws.fetch_add(1, Ordering::SeqCst);
+        let mut z = n.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// The rules of these tests: every lucky draw wins [`LUCKY_MULTIPLIER`] times the order value,
+/// and a small rocket (100 fuel, 60 s countdown, 1000 coins for up to 5 winners).
+pub fn rules() -> RoomRules {
+    let rules = RoomRules {
+        rocket_levels: vec![
+            RocketLevel {
+                fuel: 100,
+                countdown_secs: 60,
+                reward_pool: Coins(1_000),
+                winners: 5,
+            },
+            RocketLevel {
+                fuel: 1_000,
+                countdown_secs: 60,
+                reward_pool: Coins(2_000),
+                winners: 5,
+            },
+        ],
+        lucky: LuckyTable {
+            entries: vec![LuckyEntry {
+                multiplier: LUCKY_MULTIPLIER,
+                weight: 1,
+            }],
+            expected_return_bp: LUCKY_MULTIPLIER * 10_000,
+        },
+        ..RoomRules::default()
+    };
+    rules.validate().expect("valid test rules");
+    rules
+}
+
+/// What every lucky gift of these tests wins, in multiples of its value.
+pub const LUCKY_MULTIPLIER: u32 = 3;
+
+pub fn config() -> CellConfig {
+    CellConfig {
+        node_id: "node-a".into(),
+        rules: Arc::new(rules()),
+        ..CellConfig::default()
+    }
+}
+
+/// The catalog of these tests.
+pub fn catalog() -> Vec<CatalogGift> {
+    let gift =
+        |id: &str, price: i64, heat: i64, fuel: i64, lucky: bool, enabled: bool| CatalogGift {
+            gift_id: GiftId::new(id).expect("valid gift id"),
+            name: id.to_owned(),
+            price: Coins(price),
+            heat,
+            fuel,
+            lucky,
+            enabled,
+        };
+    vec![
+        gift("rose", 10, 10, 0, false, true),
+        gift("clover", 10, 1, 0, true, true),
+        gift("booster", 50, 5, 100, false, true),
+        gift("gold-bar", i64::MAX / 2, 0, 0, false, true),
+        gift("retired", 10, 10, 0, false, false),
+    ]
+}
+
+/// How [`ProbeStore`] fails the next commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Fails with [`Error::Unavailable`] and writes nothing.
+    UnavailableBefore,
+    /// Writes the batch, then fails with [`Error::Unavailable`] (a lost acknowledgement).
+    UnavailableAfterWrite,
+}
+
+/// A [`CellStore`] that delegates to another and records what the runtime asks of it. Its
+/// commits can be held at a gate (until [`ProbeStore::open_gate`]) and failed on demand.
+pub struct ProbeStore {
+    inner: CellStoreRef,
+    commit_calls: AtomicUsize,
+    committed: Mutex<Vec<usize>>,
+    gate: Mutex<Option<Arc<Semaphore>>>,
+    faults: Mutex<VecDeque<Fault>>,
+    replays: Mutex<Vec<u64>>,
+}
+
+impl ProbeStore {
+    pub fn new(inner: CellStoreRef) -> Self {
+        ProbeStore {
+            inner,
+            commit_calls: AtomicUsize::new(0),
+            committed: Mutex::new(Vec::new()),
+            gate: Mutex::new(None),
+            faults: Mutex::new(VecDeque::new()),
+            replays: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Commits attempted so far (counted when they start, before the gate).
+    pub fn commit_calls(&self) -> usize {
+        self.commit_calls.load(Ordering::SeqCst)
+    }
+
+    /// Commands per commit that reached the store, in order.
+    pub fn committed_batches(&self) -> Vec<usize> {
+        self.committed.lock().unwrap().clone()
+    }
+
+    /// The `after` of every `list_events` call: where each replay started.
+    pub fn replays(&self) -> Vec<u64> {
+        self.replays.lock().unwrap().clone()
+    }
+
+    /// Holds every commit from now on until [`ProbeStore::open_gate`].
+    pub fn close_gate(&self) {
+        *self.gate.lock().unwrap() = Some(Arc::new(Semaphore::new(0)));
+    }
+
+    /// Lets held and future commits through.
+    pub fn open_gate(&self) {
+        if let Some(gate) = self.gate.lock().unwrap().take() {
+            gate.close();
+        }
+    }
+
+    /// Fails the next commit this way.
+    pub fn fail_next_commit(&self, fault: Fault) {
+        self.faults.lock().unwrap().push_back(fault);
+    }
+}
+
+#[async_trait]
+impl CellStore for ProbeStore {
+    async fn activate(&self, room_id: &RoomId, node: &str) -> Result<Activation> {
+        self.inner.activate(room_id, node).await
+    }
+
+    async fn commit(&self, batch: &CommitBatch) -> Result<()> {
+        self.commit_calls.fetch_add(1, Ordering::SeqCst);
+        let gate = self.gate.lock().unwrap().clone();
+        if let Some(gate) = gate {
+            // Closing the semaphore is what opens the gate.
+            let _ = gate.acquire().await;
+        }
+        let fault = self.faults.lock().unwrap().pop_front();
+        if fault == Some(Fault::UnavailableBefore) {
+            return Err(Error::Unavailable("injected: commit refused".into()));
+        }
+        self.inner.commit(batch).await?;
+        self.committed.lock().unwrap().push(batch.commands.len());
+        if fault == Some(Fault::UnavailableAfterWrite) {
+            return Err(Error::Unavailable("injected: acknowledgement lost".into()));
+        }
+        Ok(())
+    }
+
+    async fn list_events(
+        &self,
+        room_id: &RoomId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>> {
+        self.replays.lock().unwrap().push(after);
+        self.inner.list_events(room_id, after, limit).await
+    }
+
+    async fn get_command(
+        &self,
+        room_id: &RoomId,
+        command_id: &CommandId,
+    ) -> Result<Option<CommandRecord>> {
+        self.inner.get_command(room_id, command_id).await
+    }
+}
+
+/// The runtime and the service over [`InMemoryStore`] (through a [`ProbeStore`]), with a test
+/// clock and ids. The builder swaps in mocks.
+pub struct World {
+    pub store: Arc<InMemoryStore>,
+    pub probe: Arc<ProbeStore>,
+    pub clock: Arc<TestClock>,
+    pub ids: Arc<TestIds>,
+    pub service: Arc<RoomService>,
+}
+
+pub struct WorldBuilder {
+    store: Arc<InMemoryStore>,
+    config: CellConfig,
+    cell_store: Option<CellStoreRef>,
+    lease: Option<LeaseRef>,
+    wallet: Option<WalletRef>,
+    orders: Option<GiftOrdersRef>,
+    catalog: Option<GiftCatalogRef>,
+}
+
+impl WorldBuilder {
+    pub fn config(mut self, config: CellConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The cell store under the probe (the in-memory store by default).
+    pub fn cell_store(mut self, store: CellStoreRef) -> Self {
+        self.cell_store = Some(store);
+        self
+    }
+
+    pub fn lease(mut self, lease: LeaseRef) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    pub fn wallet(mut self, wallet: WalletRef) -> Self {
+        self.wallet = Some(wallet);
+        self
+    }
+
+    pub fn orders(mut self, orders: GiftOrdersRef) -> Self {
+        self.orders = Some(orders);
+        self
+    }
+
+    /// Shares another world's store (a second node over the same database).
+    pub fn store(mut self, store: Arc<InMemoryStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    pub fn catalog(mut self, catalog: GiftCatalogRef) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    pub async fn build(self) -> World {
+        let store = self.store;
+        for gift in catalog() {
+            GiftCatalog::put(&*store, &gift).await.expect("catalog put");
+        }
+        let clock = Arc::new(TestClock::new());
+        let ids = Arc::new(TestIds::default());
+        let probe = Arc::new(ProbeStore::new(
+            self.cell_store.unwrap_or_else(|| store.clone()),
+        ));
+        let deps = CellDeps {
+            store: probe.clone(),
+            snapshots: store.clone(),
+            lease: self.lease.unwrap_or_else(|| Arc::new(LocalLease)),
+            messenger: Arc::new(BroadcastMessenger::new(64)),
+            clock: clock.clone(),
+            ids: ids.clone(),
+        };
+        let runtime = CellRuntime::new(deps, self.config, CancellationToken::new());
+        let ports = ServicePorts {
+            orders: self.orders.unwrap_or_else(|| store.clone()),
+            wallet: self.wallet.unwrap_or_else(|| store.clone()),
+            catalog: self.catalog.unwrap_or_else(|| store.clone()),
+            directory: store.clone(),
+            presence: Arc::new(LocalPresence::new()),
+            clock: clock.clone(),
+            ids: ids.clone(),
+        };
+        World {
+            store,
+            probe,
+            clock,
+            ids,
+            service: Arc::new(RoomService::new(runtime, ports)),
+        }
+    }
+}
+
+impl World {
+    pub fn builder() -> WorldBuilder {
+        WorldBuilder {
+            store: Arc::new(InMemoryStore::new()),
+            config: config(),
+            cell_store: None,
+            lease: None,
+            wallet: None,
+            orders: None,
+            catalog: None,
+        }
+    }
+
+    /// A world with nothing swapped.
+    pub async fn new() -> World {
+        World::builder().build().await
+    }
+
+    pub fn runtime(&self) -> &CellRuntime {
+        self.service.runtime()
+    }
+
+    pub fn saga(&self) -> &GiftSaga {
+        self.service.gifts()
+    }
+
+    /// Runs a command under a fresh id.
+    pub async fn exec(
+        &self,
+        room: &RoomId,
+        actor: Actor,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        let id = cid(&self.ids.next_id());
+        self.exec_as(room, id, actor, kind).await
+    }
+
+    /// Runs a command under the given id.
+    pub async fn exec_as(
+        &self,
+        room: &RoomId,
+        id: CommandId,
+        actor: Actor,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.runtime()
+            .execute(room, Command::new(id, kind), actor, None)
+            .await
+    }
+
+    /// `execute` as a boxed future, for [`start_all`].
+    pub fn submit(
+        &self,
+        room: &RoomId,
+        id: &str,
+        actor: Actor,
+        kind: CommandKind,
+    ) -> Boxed<Result<Arc<CommandReply>>> {
+        let runtime = self.runtime().clone();
+        let room = room.clone();
+        let command = Command::new(cid(id), kind);
+        Box::pin(async move { runtime.execute(&room, command, actor, None).await })
+    }
+
+    /// Creates a room owned by `owner`; the owner and `members` join it.
+    pub async fn open_room(&self, room: &str, owner: &str, members: &[&str]) -> RoomId {
+        let room = rid(room);
+        let create = CommandKind::CreateRoom {
+            name: format!("room {room}"),
+            seat_count: None,
+            region: "sg".into(),
+        };
+        self.exec(&room, user(owner), create)
+            .await
+            .expect("room created");
+        for name in std::iter::once(&owner).chain(members) {
+            self.join(&room, name).await;
+        }
+        room
+    }
+
+    pub async fn join(&self, room: &RoomId, name: &str) {
+        let join = CommandKind::Join {
+            password_verified: false,
+        };
+        self.exec(room, user(name), join).await.expect("joined");
+    }
+
+    /// A copy of the room's state, read inside its cell.
+    pub async fn state(&self, room: &RoomId) -> RoomState {
+        self.runtime()
+            .query(room, |state| state.clone())
+            .await
+            .expect("room state")
+    }
+
+    /// The room's whole log, from storage.
+    pub async fn log(&self, room: &RoomId) -> Vec<StoredEvent> {
+        CellStore::list_events(&*self.store, room, 0, 10_000)
+            .await
+            .expect("room log")
+    }
+
+    /// Gives `user` coins as a platform admin would.
+    pub async fn fund(&self, name: &str, coins: i64) {
+        Wallet::credit(
+            &*self.store,
+            &format!("fund:{name}"),
+            CreditKind::Admin,
+            &uid(name),
+            Coins(coins),
+        )
+        .await
+        .expect("funded");
+    }
+
+    pub async fn balance(&self, name: &str) -> Coins {
+        Wallet::balance(&*self.store, &uid(name))
+            .await
+            .expect("balance")
+    }
+
+    pub async fn total_balance(&self, names: &[&str]) -> i64 {
+        let mut total = 0;
+        for name in names {
+            total += self.balance(name).await.0;
+        }
+        total
+    }
+}
+
+/// A gift request.
+pub fn gift(
+    room: &RoomId,
+    sender: &str,
+    order: &str,
+    gift: &str,
+    count: u32,
+    recipients: &[&str],
+) -> SendGift {
+    SendGift {
+        room_id: room.clone(),
+        sender: uid(sender),
+        order_id: oid(order),
+        gift_id: GiftId::new(gift).expect("valid gift id"),
+        count,
+        recipients: recipients.iter().map(|name| uid(name)).collect(),
+    }
+}
+
+/// The gifts the room applied, from its log.
+pub fn gifts_in(log: &[StoredEvent]) -> Vec<room_domain::GiftSent> {
+    log.iter()
+        .filter_map(|stored| match &stored.event {
+            Event::RoomGiftSent(gift) => Some(gift.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Waits until `check` holds, failing the test after 30 s (of tokio time: virtual when paused).
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+pub type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Futures polled once each, so that every `execute` among them has queued its request (or
+/// been refused) before anything else happens; [`Started::join`] awaits the rest.
+pub struct Started<T> {
+    slots: Vec<(Boxed<T>, Option<T>)>,
+}
+
+/// Polls each future once, in order.
+pub async fn start_all<T>(futures: Vec<Boxed<T>>) -> Started<T> {
+    let mut slots: Vec<(Boxed<T>, Option<T>)> =
+        futures.into_iter().map(|future| (future, None)).collect();
+    std::future::poll_fn(|cx| {
+        for (future, out) in &mut slots {
+            if let Poll::Ready(value) = future.as_mut().poll(cx) {
+                *out = Some(value);
+            }
+        }
+        Poll::Ready(())
+    })
+    .await;
+    Started { slots }
+}
+
+impl<T> Started<T> {
+    /// The answer of future `i` if its first poll already finished it.
+    pub fn ready(&self, i: usize) -> Option<&T> {
+        self.slots[i].1.as_ref()
+    }
+
+    pub async fn join(self) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.slots.len());
+        for (future, done) in self.slots {
+            out.push(match done {
+                Some(value) => value,
+                None => future.await,
+            });
+        }
+        out
+    }
+}

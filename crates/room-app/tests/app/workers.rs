@@ -1,0 +1,188 @@
+//! The background passes over a real runtime: durable timers armed by commits and fired by
+//! [`workers::fire_due_timers`], and rocket rewards paid once by [`workers::pay_out`].
+
+use std::sync::{Arc, Mutex};
+
+use room_app::ports::{
+    Clock, CreditKind, MockPayouts, Payout, Payouts, PayoutsRef, Timers, TimersRef,
+};
+use room_app::{Error, workers};
+use room_domain::{Coins, CommandKind, Event, SeatIndex, Timestamp};
+
+use crate::support::{T0, World, gift, rid, uid, user};
+
+fn timers(world: &World) -> TimersRef {
+    world.store.clone()
+}
+
+fn payouts(world: &World) -> PayoutsRef {
+    world.store.clone()
+}
+
+async fn seat_holder(world: &World, seat: usize) -> Option<String> {
+    let state = world.state(&rid("r1")).await;
+    state.seats[seat]
+        .occupant
+        .as_ref()
+        .map(|o| o.user.to_string())
+}
+
+#[tokio::test]
+async fn a_mic_take_arms_a_publish_timeout_that_frees_the_seat() {
+    let world = World::new().await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let reply = world
+        .exec(
+            &room,
+            user("bob"),
+            CommandKind::TakeSeat { seat: SeatIndex(2) },
+        )
+        .await
+        .unwrap();
+    let session = reply
+        .events
+        .iter()
+        .find_map(|stored| match &stored.event {
+            Event::RoomMicChanged {
+                change: room_domain::MicChange::Up { session, .. },
+                ..
+            } => Some(*session),
+            _ => None,
+        })
+        .expect("a mic-up event");
+
+    let deadline = Timestamp(T0.0 + 30_000);
+    let armed = Timers::list_due(&*world.store, deadline, 10).await.unwrap();
+    assert_eq!(armed.len(), 1, "{armed:?}");
+    assert_eq!(armed[0].due_at, deadline);
+    assert_eq!(
+        armed[0].command,
+        CommandKind::MicPublishTimeout {
+            seat: SeatIndex(2),
+            session
+        }
+    );
+
+    // Not yet due.
+    world.clock.advance_secs(29);
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
+    assert_eq!(fired.unwrap(), 0);
+    assert_eq!(seat_holder(&world, 2).await.as_deref(), Some("bob"));
+
+    world.clock.advance_secs(1);
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
+    assert_eq!(fired.unwrap(), 1);
+    assert_eq!(seat_holder(&world, 2).await, None);
+    let left = Timers::list_due(&*world.store, world.clock.now(), 10).await;
+    assert!(left.unwrap().is_empty(), "a fired timer is removed");
+}
+
+#[tokio::test]
+async fn a_publish_timeout_after_the_audio_started_is_stale_and_dropped() {
+    let world = World::new().await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let take = CommandKind::TakeSeat { seat: SeatIndex(2) };
+    world.exec(&room, user("bob"), take).await.unwrap();
+    world
+        .service
+        .system_command(&room, CommandKind::ConfirmMicPublish { user: uid("bob") })
+        .await
+        .unwrap();
+
+    world.clock.advance_secs(30);
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
+    assert_eq!(fired.unwrap(), 1);
+    assert_eq!(seat_holder(&world, 2).await.as_deref(), Some("bob"));
+    let left = Timers::list_due(&*world.store, world.clock.now(), 10).await;
+    assert!(left.unwrap().is_empty(), "a stale timer is dropped");
+}
+
+#[tokio::test]
+async fn a_rocket_launch_owes_rewards_that_are_paid_once() {
+    let world = World::new().await;
+    world.fund("bob", 100).await;
+    let room = world.open_room("r1", "alice", &["bob", "carol"]).await;
+    world
+        .saga()
+        .send(gift(&room, "bob", "o-1", "booster", 1, &["alice"]))
+        .await
+        .unwrap();
+    let people = ["alice", "bob", "carol"];
+    assert_eq!(world.total_balance(&people).await, 50);
+
+    world.clock.advance_secs(59);
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
+    assert_eq!(fired.unwrap(), 0, "the countdown is still running");
+    world.clock.advance_secs(1);
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
+    assert_eq!(fired.unwrap(), 1);
+
+    let owed = Payouts::list_pending(&*world.store, 10).await.unwrap();
+    assert_eq!(owed.len(), 3, "every member present wins: {owed:?}");
+    assert!(owed.iter().all(|p| p.kind == CreditKind::RocketReward));
+    assert_eq!(owed.iter().map(|p| p.amount.0).sum::<i64>(), 1_000);
+
+    let paid = workers::pay_out(&world.service, &payouts(&world), 10).await;
+    assert_eq!(paid.unwrap(), 3);
+    assert_eq!(world.total_balance(&people).await, 1_050);
+    let paid = workers::pay_out(&world.service, &payouts(&world), 10).await;
+    assert_eq!(paid.unwrap(), 0);
+    assert_eq!(world.total_balance(&people).await, 1_050);
+}
+
+#[tokio::test]
+async fn a_payout_whose_deletion_failed_is_not_paid_twice() {
+    let world = World::new().await;
+    let payout = Payout {
+        op_id: "r1:rocket:1:alice".into(),
+        kind: CreditKind::RocketReward,
+        user: uid("alice"),
+        amount: Coins(250),
+        room_id: rid("r1"),
+    };
+    // (deleted, delete attempts)
+    let state = Arc::new(Mutex::new((false, 0)));
+    let mut mock = MockPayouts::new();
+    let listed = state.clone();
+    mock.expect_list_pending().returning(move |_| {
+        let deleted = listed.lock().unwrap().0;
+        Ok(if deleted {
+            vec![]
+        } else {
+            vec![payout.clone()]
+        })
+    });
+    let deletes = state.clone();
+    mock.expect_delete().returning(move |_| {
+        let mut state = deletes.lock().unwrap();
+        state.1 += 1;
+        if state.1 == 1 {
+            return Err(Error::Unavailable("database timeout".into()));
+        }
+        state.0 = true;
+        Ok(())
+    });
+    let payouts: PayoutsRef = Arc::new(mock);
+
+    // Credited, but the pass died before it could forget the payout.
+    assert!(
+        workers::pay_out(&world.service, &payouts, 10)
+            .await
+            .is_err()
+    );
+    assert_eq!(world.balance("alice").await, Coins(250));
+    // The next pass credits again under the same operation id: no coin moves.
+    assert_eq!(
+        workers::pay_out(&world.service, &payouts, 10)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(world.balance("alice").await, Coins(250));
+    assert_eq!(
+        workers::pay_out(&world.service, &payouts, 10)
+            .await
+            .unwrap(),
+        0
+    );
+}
