@@ -261,7 +261,7 @@ enum Stop {
 }
 
 async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, mut rx: mpsc::Receiver<Request>) {
-    let mut cell = match Cell::activate(&inner, &room_id).await {
+    let mut cell = match Cell::activate(&inner, &room_id, id).await {
         Ok(cell) => cell,
         Err(error) => {
             tracing::warn!(room_id = %room_id, error = %error, "room activation failed");
@@ -355,6 +355,8 @@ fn fail(request: Request, error: &Error, room_id: &RoomId) {
 struct Cell {
     inner: Arc<Inner>,
     room_id: RoomId,
+    /// This cell's registry id.
+    id: u64,
     epoch: u64,
     state: RoomState,
     snapshot_version: u64,
@@ -363,7 +365,7 @@ struct Cell {
 }
 
 impl Cell {
-    async fn activate(inner: &Arc<Inner>, room_id: &RoomId) -> Result<Cell> {
+    async fn activate(inner: &Arc<Inner>, room_id: &RoomId, id: u64) -> Result<Cell> {
         let deps = &inner.deps;
         if !deps.lease.acquire(room_id).await? {
             return Err(Error::NotOwner(room_id.to_string()));
@@ -381,6 +383,7 @@ impl Cell {
         Ok(Cell {
             inner: inner.clone(),
             room_id: room_id.clone(),
+            id,
             epoch: activation.epoch,
             state,
             snapshot_version,
@@ -445,6 +448,9 @@ impl Cell {
             Err(Error::NotOwner(_)) | Err(Error::Conflict(_)) => {
                 tracing::warn!(room_id = %self.room_id, epoch = self.epoch, "commit fenced; stopping the cell");
                 metrics::counter!("room_cell_fenced_total").increment(1);
+                // Leave the registry before answering, so that a caller's retry activates a
+                // fresh cell instead of landing in this one's closing mailbox.
+                self.inner.forget(&self.room_id, self.id);
                 for command in commands {
                     let _ = command
                         .reply
