@@ -272,6 +272,27 @@ async fn a_commit_after_another_activation_is_fenced_and_the_cell_stops() {
     assert!(state.seats[1].occupant.is_none());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_right_after_a_fenced_commit_activates_a_fresh_cell() {
+    // The caller and the cell run on different threads: the retry must not find the fenced
+    // cell still registered. Several rounds, since a race may go either way once.
+    for round in 0..20 {
+        let world = World::new().await;
+        let room = world.open_room("r1", "alice", &["bob"]).await;
+        CellStore::activate(&*world.store, &room, "node-b")
+            .await
+            .unwrap();
+        let answer = world
+            .exec_as(&room, cid("seat-bob"), user("bob"), take_seat(0))
+            .await;
+        assert!(matches!(answer, Err(Error::NotOwner(_))), "{answer:?}");
+        let retry = world
+            .exec_as(&room, cid("seat-bob"), user("bob"), take_seat(0))
+            .await;
+        assert!(retry.is_ok(), "round {round}: {retry:?}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_lost_lease_stops_the_cell() {
     let acquired = Arc::new(AtomicUsize::new(0));
