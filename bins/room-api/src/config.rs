@@ -264,6 +264,8 @@ impl Settings {
 }
 
 #[cfg(test)]
+// figment's `Jail` closures must return its (large) error type.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
 
@@ -299,6 +301,21 @@ mod tests {
             let debug = format!("{settings:?}");
             assert!(!debug.contains("s3cret-value"), "{debug}");
             assert!(!debug.contains("rtc-key"), "{debug}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn the_shipped_file_documents_the_defaults() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            let shipped = Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../configs/room.toml"
+            ));
+            let from_file = Settings::load(shipped).unwrap();
+            let defaults = Settings::load(Path::new("absent.toml")).unwrap();
+            assert_eq!(format!("{from_file:?}"), format!("{defaults:?}"));
             Ok(())
         });
     }

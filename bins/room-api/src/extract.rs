@@ -2,11 +2,11 @@
 //! axum's plain-text rejections, and the validation of ids taken from paths and bodies.
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
-use axum::body::Bytes;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;

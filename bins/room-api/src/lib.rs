@@ -23,9 +23,8 @@ pub use app::App;
 pub use auth::{ADMIN_ROLE, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin};
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
 pub use config::{
-    AuthSettings, CatalogSettings, CellSettings, DEFAULT_CONFIG_FILE, DEV_JWT_SECRET,
-    HttpSettings, PresenceSettings, RtcSettings, Settings, SseSettings, StorageSettings,
-    WorkerSettings,
+    AuthSettings, CatalogSettings, CellSettings, DEFAULT_CONFIG_FILE, DEV_JWT_SECRET, HttpSettings,
+    PresenceSettings, RtcSettings, Settings, SseSettings, StorageSettings, WorkerSettings,
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
 pub use routes::{MAX_BODY_BYTES, openapi};

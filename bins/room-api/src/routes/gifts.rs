@@ -148,12 +148,7 @@ async fn gift_answer(state: &AppState, receipt: &GiftReceipt) -> ApiResult<Respo
 
 /// Why a FAILED order failed: the receipt does not say, the stored order does.
 async fn failure_reason(state: &AppState, receipt: &GiftReceipt) -> ApiResult<ApiError> {
-    let order = state
-        .service
-        .ports()
-        .orders
-        .get(&receipt.order_id)
-        .await?;
+    let order = state.service.ports().orders.get(&receipt.order_id).await?;
     Ok(match order.and_then(|order| order.fail_reason) {
         Some(FailReason::InsufficientFunds { balance }) => ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -65,7 +65,10 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     state.metrics.run_upkeep();
     metrics::gauge!("room_cells_active").set(state.service.runtime().active_rooms() as f64);
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         state.metrics.render(),
     )
 }

@@ -371,10 +371,7 @@ pub async fn online_users(
             ApiError::bad_request("INVALID_CURSOR", "the cursor is not one this API gave")
         })?),
     };
-    let users = state
-        .service
-        .online_users(&room_id, cursor, limit)
-        .await?;
+    let users = state.service.online_users(&room_id, cursor, limit).await?;
     let next_cursor = (users.len() == limit as usize)
         .then(|| users.last().map(|u| u.user_id.to_string()))
         .flatten();

@@ -1,0 +1,211 @@
+//! Gift answers: idempotency under concurrency, FAILED and COMPENSATED orders, lucky gifts.
+
+use std::sync::Arc;
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::support::{TestApp, error_code};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_requests_with_one_order_id_debit_once_and_agree() {
+    let t = Arc::new(TestApp::new().await);
+    let room_id = t.room_with_members(1000).await;
+    let version_before = t.room(&room_id).await["version"].as_u64().unwrap();
+
+    let mut requests = Vec::new();
+    for _ in 0..50 {
+        let (t, room_id) = (t.clone(), room_id.clone());
+        requests.push(tokio::spawn(async move {
+            t.gift(&room_id, "alice", "same-order", "rose", 2, &["bob"])
+                .await
+        }));
+    }
+    let mut answers = Vec::new();
+    for request in requests {
+        answers.push(request.await.unwrap());
+    }
+    let expected = (
+        StatusCode::OK,
+        json!({"order_id": "same-order", "status": "COMPLETED", "coin_balance_after": 980}),
+    );
+    for answer in &answers {
+        assert_eq!(answer, &expected);
+    }
+    assert_eq!(t.balance("alice").await, 980);
+    let room = t.room(&room_id).await;
+    assert_eq!(room["heat"], 20);
+    // One gift is one command: the version moved by the events of one gift only.
+    let (_, rank) = t
+        .get(
+            &format!("/v1/rooms/{room_id}/contribution-rank"),
+            &t.token("bob"),
+        )
+        .await;
+    assert_eq!(rank["entries"][0]["coins"], 20);
+    assert!(room["version"].as_u64().unwrap() > version_before);
+
+    // A later repeat still gets the same answer and moves nothing.
+    let again = t
+        .gift(&room_id, "alice", "same-order", "rose", 2, &["bob"])
+        .await;
+    assert_eq!(again, expected);
+    assert_eq!(t.room(&room_id).await["version"], room["version"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insufficient_coins_fail_the_order_and_change_nothing() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(100).await;
+    let before = t.room(&room_id).await;
+
+    for _ in 0..2 {
+        let (status, body) = t
+            .gift(&room_id, "alice", "too-dear", "sports-car", 1, &["bob"])
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(error_code(&body), "INSUFFICIENT_COINS");
+        assert_eq!(body["error"]["retryable"], false);
+        assert_eq!(
+            body["order"],
+            json!({"order_id": "too-dear", "status": "FAILED", "coin_balance_after": 100})
+        );
+    }
+    assert_eq!(t.balance("alice").await, 100);
+    assert_eq!(t.balance("bob").await, 0);
+    assert_eq!(t.room(&room_id).await, before);
+    let (_, rank) = t
+        .get(
+            &format!("/v1/rooms/{room_id}/contribution-rank"),
+            &t.token("bob"),
+        )
+        .await;
+    assert_eq!(rank["entries"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recipient_who_left_compensates_the_order_and_restores_the_balance() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(500).await;
+    let (status, _) = t
+        .call(
+            Method::POST,
+            &format!("/v1/rooms/{room_id}/leave"),
+            Some(&t.token("bob")),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let heat_before = t.room(&room_id).await["heat"].clone();
+
+    for _ in 0..2 {
+        let (status, body) = t
+            .gift(&room_id, "alice", "to-absent", "rose", 5, &["bob"])
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(error_code(&body), "NOT_A_MEMBER");
+        assert_eq!(
+            body["order"],
+            json!({"order_id": "to-absent", "status": "COMPENSATED", "coin_balance_after": 500})
+        );
+    }
+    assert_eq!(t.balance("alice").await, 500);
+    assert_eq!(t.room(&room_id).await["heat"], heat_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_id_names_one_gift() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(500).await;
+    let (status, _) = t
+        .gift(&room_id, "alice", "order-x", "rose", 1, &["bob"])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = t
+        .gift(&room_id, "alice", "order-x", "rose", 2, &["bob"])
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "ORDER_ID_REUSED");
+    assert_eq!(t.balance("alice").await, 490);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_before_any_debit_leave_no_order() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(500).await;
+
+    let (status, body) = t
+        .gift(&room_id, "alice", "o-unknown", "no-such-gift", 1, &["bob"])
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(error_code(&body), "GIFT_NOT_FOUND");
+
+    let (status, body) = t
+        .gift(&room_id, "alice", "o-dup", "rose", 1, &["bob", "bob"])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(error_code(&body), "DUPLICATE_RECIPIENT");
+
+    // A closed room refuses gifts.
+    let (status, _) = t
+        .call(
+            Method::POST,
+            &format!("/v1/rooms/{room_id}/close"),
+            Some(&t.token("alice")),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = t
+        .gift(&room_id, "alice", "o-closed", "rose", 1, &["bob"])
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(error_code(&body), "ROOM_CLOSED");
+    assert_eq!(t.balance("alice").await, 500);
+
+    // The same order id is free for a good request later (nothing was stored).
+    let room_id = t.room_with_members(0).await;
+    let (status, body) = t
+        .gift(&room_id, "alice", "o-dup", "rose", 1, &["bob"])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lucky_gifts_report_their_draw_in_the_balance() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(10_000).await;
+    let mut balance = 10_000;
+    for i in 0..20 {
+        let (status, body) = t
+            .gift(
+                &room_id,
+                "alice",
+                &format!("lucky-{i}"),
+                "lucky-clover",
+                1,
+                &["bob"],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["status"], "COMPLETED");
+        let lucky = &body["lucky"];
+        let reward = lucky["reward"].as_i64().unwrap();
+        assert_eq!(reward, 20 * lucky["multiplier"].as_i64().unwrap());
+        balance = balance - 20 + reward;
+        assert_eq!(body["coin_balance_after"], balance);
+    }
+    assert_eq!(t.balance("alice").await, balance);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_gifts_debit_price_times_count_times_recipients() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(1000).await;
+    t.join(&room_id, "carol").await;
+    let (status, body) = t
+        .gift(&room_id, "alice", "batch", "rose", 4, &["bob", "carol"])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["coin_balance_after"], 1000 - 10 * 4 * 2);
+}

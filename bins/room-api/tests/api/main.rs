@@ -1,0 +1,10 @@
+//! Integration tests of room-api: through the router (`tower::ServiceExt::oneshot`) and
+//! through a real socket (`reqwest` against a server on 127.0.0.1:0), on in-memory storage.
+
+mod bad_input;
+mod flow;
+mod gifts;
+mod rooms;
+mod rtc;
+mod socket;
+mod support;

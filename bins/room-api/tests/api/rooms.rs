@@ -1,0 +1,279 @@
+//! Room management and moderation through the API.
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::support::{TestApp, error_code};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_lock_rooms_with_a_password_that_is_never_shown() {
+    let t = TestApp::new().await;
+    let room_id = t.create_room("alice").await;
+    let alice = t.token("alice");
+    let path = format!("/v1/rooms/{room_id}");
+
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &path,
+            Some(&t.token("bob")),
+            Some(json!({"notice": "hi"})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "FORBIDDEN")
+    );
+
+    let (status, room) = t
+        .call(
+            Method::PATCH,
+            &path,
+            Some(&alice),
+            Some(json!({"notice": "welcome", "chat_enabled": false, "password": "1234"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["notice"], "welcome");
+    assert_eq!(room["chat_enabled"], false);
+    assert_eq!(room["locked"], true);
+    assert!(!room.to_string().contains("1234"));
+
+    let join = format!("{path}/join");
+    let (status, body) = t.post(&join, &t.token("bob"), json!({})).await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "WRONG_PASSWORD")
+    );
+    let (status, body) = t
+        .post(&join, &t.token("bob"), json!({"password": "0000"}))
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "WRONG_PASSWORD")
+    );
+    let (status, body) = t
+        .post(&join, &t.token("bob"), json!({"password": "1234"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // `password: null` unlocks; an absent password leaves the lock alone.
+    let (_, room) = t
+        .call(
+            Method::PATCH,
+            &path,
+            Some(&alice),
+            Some(json!({"name": "Renamed"})),
+        )
+        .await;
+    assert_eq!(
+        (room["name"].as_str(), room["locked"].as_bool()),
+        (Some("Renamed"), Some(true))
+    );
+    let (_, room) = t
+        .call(
+            Method::PATCH,
+            &path,
+            Some(&alice),
+            Some(json!({"password": null})),
+        )
+        .await;
+    assert_eq!(room["locked"], false);
+    let (status, _) = t.post(&join, &t.token("carol"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moderators_kick_ban_mute_and_appoint() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(0).await;
+    t.join(&room_id, "carol").await;
+    let alice = t.token("alice");
+    let base = format!("/v1/rooms/{room_id}");
+
+    // bob may not moderate; alice appoints him admin, then he may see bans.
+    let (status, body) = t
+        .get(&format!("{base}/banned-users"), &t.token("bob"))
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "FORBIDDEN")
+    );
+    let (status, _) = t
+        .call(
+            Method::PUT,
+            &format!("{base}/admins/bob"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(t.room(&room_id).await["admins"], json!(["bob"]));
+    let (status, body) = t
+        .get(&format!("{base}/banned-users"), &t.token("bob"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // carol takes seat 2; bob (admin) removes her, then locks it.
+    let carol = t.token("carol");
+    let (status, _) = t
+        .post(&format!("{base}/seats/2/take"), &carol, json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, room) = t
+        .post(
+            &format!("{base}/seats/2/remove"),
+            &t.token("bob"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert!(room["seats"][2]["user_id"].is_null());
+    let (_, room) = t
+        .post(
+            &format!("{base}/seats/2/lock"),
+            &t.token("bob"),
+            json!({"locked": true}),
+        )
+        .await;
+    assert_eq!(room["seats"][2]["locked"], true);
+    let (status, body) = t
+        .post(&format!("{base}/seats/2/take"), &carol, json!({}))
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "SEAT_LOCKED")
+    );
+
+    // A seat holder may mute their own seat.
+    let (_, room) = t
+        .post(&format!("{base}/seats/3/take"), &carol, json!({}))
+        .await;
+    assert_eq!(room["seats"][3]["user_id"], "carol");
+    let (status, room) = t
+        .post(
+            &format!("{base}/seats/3/mute"),
+            &carol,
+            json!({"muted": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["seats"][3]["muted"], true);
+
+    // Chat mute, kick with a ban, unban.
+    let (status, _) = t
+        .post(
+            &format!("{base}/mute"),
+            &alice,
+            json!({"user_id": "carol", "seconds": 60}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = t
+        .post(
+            &format!("{base}/kick"),
+            &alice,
+            json!({"user_id": "carol", "ban_seconds": 3600}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, bans) = t.get(&format!("{base}/banned-users"), &alice).await;
+    assert_eq!(bans["users"][0]["user_id"], "carol");
+    let (status, body) = t.post(&format!("{base}/join"), &carol, json!({})).await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "BANNED")
+    );
+    let (status, _) = t
+        .post(
+            &format!("{base}/unban"),
+            &alice,
+            json!({"user_id": "carol"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = t
+        .post(
+            &format!("{base}/unban"),
+            &alice,
+            json!({"user_id": "carol"}),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "NOT_BANNED")
+    );
+    let (status, _) = t.post(&format!("{base}/join"), &carol, json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The owner cannot be kicked by an admin.
+    let (status, body) = t
+        .post(
+            &format!("{base}/kick"),
+            &t.token("bob"),
+            json!({"user_id": "alice"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+
+    let (status, _) = t
+        .call(
+            Method::DELETE,
+            &format!("{base}/admins/bob"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(t.room(&room_id).await["admins"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joining_a_second_room_leaves_the_first() {
+    let t = TestApp::new().await;
+    let first = t.room_with_members(0).await;
+    let second = t.create_room("dave").await;
+    assert_eq!(t.room(&first).await["online_count"], 2);
+    t.join(&second, "bob").await;
+    assert_eq!(t.room(&first).await["online_count"], 1);
+    assert_eq!(t.room(&second).await["online_count"], 1);
+    let (_, current) = t.get("/v1/me/current-room", &t.token("bob")).await;
+    assert_eq!(current["room_id"], second.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_rooms_refuse_joins_and_leave_the_list() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(0).await;
+    let close = format!("/v1/rooms/{room_id}/close");
+    let (status, body) = t
+        .call(Method::POST, &close, Some(&t.token("bob")), None)
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "FORBIDDEN")
+    );
+    // Platform admins may close any room.
+    let (status, _) = t
+        .call(Method::POST, &close, Some(&t.admin_token()), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let room = t.room(&room_id).await;
+    assert_eq!(
+        (room["status"].as_str(), room["online_count"].as_u64()),
+        (Some("closed"), Some(0))
+    );
+    let (status, body) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/join"),
+            &t.token("carol"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "ROOM_CLOSED")
+    );
+    let (_, list) = t.get("/v1/rooms", &t.token("carol")).await;
+    assert_eq!(list["rooms"], json!([]));
+}

@@ -1,0 +1,335 @@
+//! Through a real socket: the walkthrough with the SSE stream, concurrent repeats of one
+//! order, graceful stop, and the binary itself (`token`, SIGTERM).
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use room_api::{App, AuthenticatorRef};
+use room_domain::UserId;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::settings;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+struct Server {
+    base: String,
+    http: reqwest::Client,
+    auth: AuthenticatorRef,
+    stop: CancellationToken,
+    serving: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let app = App::build(settings()).await.unwrap();
+        let auth = app.authenticator().clone();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let stop = CancellationToken::new();
+        let signal = stop.clone();
+        let serving = tokio::spawn(app.serve(listener, async move { signal.cancelled().await }));
+        let server = Server {
+            base,
+            http: reqwest::Client::new(),
+            auth,
+            stop,
+            serving,
+        };
+        wait_ready(&server.http, &server.base).await;
+        server
+    }
+
+    fn token(&self, user: &str, admin: bool) -> String {
+        self.auth
+            .mint(&UserId::new(user).unwrap(), admin, Duration::from_secs(600))
+            .unwrap()
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        user: &str,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        let response = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(self.token(user, user == "admin"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap()
+        };
+        (status, value)
+    }
+
+    async fn post(&self, path: &str, user: &str, body: Value) -> (StatusCode, Value) {
+        self.call(reqwest::Method::POST, path, user, body).await
+    }
+
+    async fn get(&self, path: &str, user: &str) -> (StatusCode, Value) {
+        self.call(reqwest::Method::GET, path, user, Value::Null)
+            .await
+    }
+}
+
+async fn wait_ready(http: &reqwest::Client, base: &str) {
+    let started = Instant::now();
+    loop {
+        if let Ok(response) = http.get(format!("{base}/readyz")).send().await
+            && response.status().is_success()
+        {
+            return;
+        }
+        assert!(
+            started.elapsed() < DEADLINE,
+            "the server did not become ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads the SSE stream until `needle` shows up; returns everything read.
+async fn read_until(response: &mut reqwest::Response, seen: &mut String, needle: &str) {
+    tokio::time::timeout(DEADLINE, async {
+        while !seen.contains(needle) {
+            let chunk = response
+                .chunk()
+                .await
+                .unwrap()
+                .expect("the stream ended early");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {needle:?} in the stream: {seen}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_walkthrough_over_http_with_the_event_stream() {
+    let server = Server::start().await;
+    let (status, body) = server
+        .post(
+            "/v1/admin/wallets/alice/credit",
+            "admin",
+            json!({"op_id": "t1", "amount": 1000}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, room) = server
+        .post("/v1/rooms", "alice", json!({"name": "Night talk"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{room}");
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    for user in ["alice", "bob"] {
+        let (status, _) = server
+            .post(&format!("/v1/rooms/{room_id}/join"), user, json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, _) = server
+        .post(
+            &format!("/v1/rooms/{room_id}/seats/0/take"),
+            "bob",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Outsiders may not watch.
+    let (status, body) = server
+        .get(&format!("/v1/rooms/{room_id}/events"), "mallory")
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("NOT_A_MEMBER"))
+    );
+
+    let mut events = server
+        .http
+        .get(format!("{}/v1/rooms/{room_id}/events", server.base))
+        .bearer_auth(server.token("bob", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), StatusCode::OK);
+    assert!(
+        events.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let mut seen = String::new();
+    read_until(&mut events, &mut seen, "event: subscribed").await;
+
+    let (status, receipt) = server
+        .post(
+            &format!("/v1/rooms/{room_id}/gifts"),
+            "alice",
+            json!({"order_id": "sse-1", "gift_id": "rose", "count": 2, "recipients": ["bob"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{receipt}");
+    assert_eq!(receipt["coin_balance_after"], 980);
+    let (_, wallet) = server.get("/v1/me/wallet", "alice").await;
+    assert_eq!(wallet["balance"], 980);
+
+    read_until(&mut events, &mut seen, "event: RoomGiftSent").await;
+    let data = seen
+        .split("event: RoomGiftSent")
+        .nth(1)
+        .and_then(|rest| rest.lines().find_map(|line| line.strip_prefix("data: ")))
+        .unwrap();
+    let envelope: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(envelope["type"], "RoomGiftSent");
+    assert_eq!(envelope["room_id"], room_id.as_str());
+    assert_eq!(envelope["payload"]["order_id"], "sse-1");
+    assert_eq!(envelope["payload"]["sender"], "alice");
+    assert_eq!(envelope["payload"]["total_value"], 20);
+    // The sender's balance is never broadcast.
+    assert!(!data.contains("980"), "{data}");
+
+    // A graceful stop ends the stream and the server.
+    server.stop.cancel();
+    tokio::time::timeout(DEADLINE, async {
+        while let Some(chunk) = events.chunk().await.unwrap_or(None) {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .expect("the event stream did not end on stop");
+    tokio::time::timeout(DEADLINE, server.serving)
+        .await
+        .expect("the server did not stop")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_repeats_over_http_debit_once() {
+    let server = Arc::new(Server::start().await);
+    server
+        .post(
+            "/v1/admin/wallets/alice/credit",
+            "admin",
+            json!({"op_id": "t1", "amount": 12_000}),
+        )
+        .await;
+    let (_, room) = server
+        .post("/v1/rooms", "alice", json!({"name": "Busy"}))
+        .await;
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    for user in ["alice", "bob"] {
+        server
+            .post(&format!("/v1/rooms/{room_id}/join"), user, json!({}))
+            .await;
+    }
+    let mut requests = Vec::new();
+    for _ in 0..50 {
+        let (server, room_id) = (server.clone(), room_id.clone());
+        requests.push(tokio::spawn(async move {
+            server
+                .post(
+                    &format!("/v1/rooms/{room_id}/gifts"),
+                    "alice",
+                    json!({"order_id": "once", "gift_id": "sports-car", "count": 1, "recipients": ["bob"]}),
+                )
+                .await
+        }));
+    }
+    let expected = json!({"order_id": "once", "status": "COMPLETED", "coin_balance_after": 7000});
+    for request in requests {
+        let (status, body) = request.await.unwrap();
+        assert_eq!((status, body), (StatusCode::OK, expected.clone()));
+    }
+    let (_, wallet) = server.get("/v1/me/wallet", "alice").await;
+    assert_eq!(wallet["balance"], 7000);
+    let (_, room) = server.get(&format!("/v1/rooms/{room_id}"), "bob").await;
+    assert_eq!(room["heat"], 5000);
+}
+
+fn binary() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_room-api"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("ROOM__AUTH__JWT_SECRET", "binary-test-secret")
+        .env("ROOM__STORAGE__URL", "memory://")
+        .env("RUST_LOG", "warn");
+    command
+}
+
+#[test]
+fn the_token_subcommand_prints_a_token_for_the_configured_secret() {
+    let output = binary()
+        .args(["token", "--user", "alice", "--admin"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let token = String::from_utf8(output.stdout).unwrap();
+    let auth =
+        room_api::Authenticator::new(&secrecy::SecretString::from("binary-test-secret")).unwrap();
+    let actor = auth.verify(token.trim()).unwrap();
+    assert_eq!(actor.user_id.as_str(), "alice");
+    assert!(actor.platform_admin);
+
+    let output = binary().args(["token", "--user", "bob"]).output().unwrap();
+    let token = String::from_utf8(output.stdout).unwrap();
+    assert!(!auth.verify(token.trim()).unwrap().platform_admin);
+
+    let output = binary()
+        .args(["token", "--user", "has space"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_stops_gracefully_on_sigterm() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = binary()
+        .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&reqwest::Client::new(), &base).await;
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("room-api did not stop on SIGTERM");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.success(), "exit status {status}");
+}

@@ -1,0 +1,209 @@
+//! A service on in-memory storage, tokens, and request helpers.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use room_api::{App, Settings};
+use room_domain::UserId;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+pub const RTC_KEY: &str = "rtc-test-key";
+
+/// Settings for a test service: memory storage, known secrets, the built-in catalog.
+pub fn settings() -> Settings {
+    let mut settings = Settings::default();
+    settings.storage.url = "memory://".into();
+    settings.auth.jwt_secret = SecretString::from("test-secret");
+    settings.rtc.callback_key = Some(SecretString::from(RTC_KEY));
+    settings.catalog.path = PathBuf::from("no-such-dir/gifts.toml");
+    settings.http.addr = "127.0.0.1:0".parse().unwrap();
+    settings
+}
+
+/// A started service driven through its router.
+pub struct TestApp {
+    pub app: App,
+    router: Router,
+}
+
+impl TestApp {
+    pub async fn new() -> TestApp {
+        Self::with_settings(settings()).await
+    }
+
+    pub async fn with_settings(settings: Settings) -> TestApp {
+        let app = App::build(settings).await.unwrap();
+        app.start().await.unwrap();
+        let router = app.router();
+        TestApp { app, router }
+    }
+
+    pub fn token(&self, user: &str) -> String {
+        self.app
+            .authenticator()
+            .mint(&UserId::new(user).unwrap(), false, Duration::from_secs(600))
+            .unwrap()
+    }
+
+    pub fn admin_token(&self) -> String {
+        self.app
+            .authenticator()
+            .mint(
+                &UserId::new("platform-admin").unwrap(),
+                true,
+                Duration::from_secs(600),
+            )
+            .unwrap()
+    }
+
+    /// Sends a request through the router.
+    pub async fn send(&self, request: Request<Body>) -> (StatusCode, HeaderMap, Bytes) {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = axum::body::to_bytes(response.into_body(), 16 * 1024 * 1024)
+            .await
+            .unwrap();
+        (status, headers, body)
+    }
+
+    /// A JSON request; answers the status and the JSON body (`Null` when empty).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = match body {
+            Some(body) => request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        }
+        .unwrap();
+        let (status, _, body) = self.send(request).await;
+        (status, parse(&body))
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    /// Credits `amount` coins to `user`.
+    pub async fn credit(&self, user: &str, amount: i64) {
+        let op_id = format!("test-credit-{user}-{amount}");
+        let (status, body) = self
+            .post(
+                &format!("/v1/admin/wallets/{user}/credit"),
+                &self.admin_token(),
+                json!({ "op_id": op_id, "amount": amount }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
+    pub async fn balance(&self, user: &str) -> i64 {
+        let (status, body) = self.get("/v1/me/wallet", &self.token(user)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["balance"].as_i64().unwrap()
+    }
+
+    /// Creates a room owned by `owner` and returns its id.
+    pub async fn create_room(&self, owner: &str) -> String {
+        let (status, body) = self
+            .post(
+                "/v1/rooms",
+                &self.token(owner),
+                json!({ "name": "Night talk" }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["room_id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn join(&self, room_id: &str, user: &str) {
+        let (status, body) = self
+            .call(
+                Method::POST,
+                &format!("/v1/rooms/{room_id}/join"),
+                Some(&self.token(user)),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
+    pub async fn room(&self, room_id: &str) -> Value {
+        let (status, body) = self
+            .get(&format!("/v1/rooms/{room_id}"), &self.token("reader"))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+
+    /// A room with owner `alice` and members `alice` and `bob`; alice has `coins`.
+    pub async fn room_with_members(&self, coins: i64) -> String {
+        let room_id = self.create_room("alice").await;
+        self.join(&room_id, "alice").await;
+        self.join(&room_id, "bob").await;
+        if coins > 0 {
+            self.credit("alice", coins).await;
+        }
+        room_id
+    }
+
+    pub async fn gift(
+        &self,
+        room_id: &str,
+        sender: &str,
+        order_id: &str,
+        gift_id: &str,
+        count: i64,
+        recipients: &[&str],
+    ) -> (StatusCode, Value) {
+        self.post(
+            &format!("/v1/rooms/{room_id}/gifts"),
+            &self.token(sender),
+            json!({
+                "order_id": order_id,
+                "gift_id": gift_id,
+                "count": count,
+                "recipients": recipients,
+            }),
+        )
+        .await
+    }
+}
+
+pub fn parse(body: &[u8]) -> Value {
+    if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(body)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(body)))
+    }
+}
+
+/// Asserts the error shape and returns the code.
+pub fn error_code(body: &Value) -> &str {
+    let error = &body["error"];
+    assert!(error["message"].is_string(), "no message in {body}");
+    assert!(error["retryable"].is_boolean(), "no retryable in {body}");
+    error["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no code in {body}"))
+}
