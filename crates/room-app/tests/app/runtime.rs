@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use room_app::ports::{CellStore, MockLease, SnapshotStore};
+use room_app::ports::{Activation, CellStore, MockCellStore, MockLease, SnapshotStore};
 use room_app::{CellConfig, Error};
 use room_domain::{CommandKind, Event, MicChange, Rejection, RoomId, SeatIndex};
 
@@ -568,4 +568,47 @@ async fn a_retry_after_a_lost_acknowledgement_gets_the_first_reply() {
     assert_eq!(reply.version, version + 1);
     assert_eq!(reply.events.len(), 1, "the first reply, not a no-op");
     assert_eq!(world.log(&room).await.len() as u64, version + 1);
+}
+
+#[tokio::test]
+async fn a_failed_activation_answers_retryably_and_the_next_command_tries_again() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counted = attempts.clone();
+    let mut store = MockCellStore::new();
+    store.expect_activate().returning(move |room, _| {
+        match counted.fetch_add(1, Ordering::SeqCst) {
+            0 => Err(Error::Unavailable("database down".into())),
+            1 => Err(Error::Corrupt(format!("{room}: unreadable row"))),
+            _ => Ok(Activation {
+                epoch: 1,
+                version: 0,
+            }),
+        }
+    });
+    store
+        .expect_list_events()
+        .returning(|_, _, _| Ok(Vec::new()));
+    store.expect_get_command().returning(|_, _| Ok(None));
+    store.expect_commit().times(1).returning(|_| Ok(()));
+    let world = World::builder().cell_store(Arc::new(store)).build().await;
+    let room = rid("r1");
+    let create = || CommandKind::CreateRoom {
+        name: "night talk".into(),
+        seat_count: None,
+        region: "sg".into(),
+    };
+
+    for _ in 0..2 {
+        let answer = world
+            .exec_as(&room, cid("create"), user("alice"), create())
+            .await;
+        // Even a non-retryable cause is answered as retryable: another activation may work.
+        assert!(matches!(&answer, Err(Error::Unavailable(_))), "{answer:?}");
+    }
+    let reply = world
+        .exec_as(&room, cid("create"), user("alice"), create())
+        .await
+        .unwrap();
+    assert_eq!(reply.version, 1);
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
 }

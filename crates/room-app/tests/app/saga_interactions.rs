@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use room_app::ports::{
     Activation, CreditKind, DebitStatus, GiftOrders, MockCellStore, MockGiftCatalog,
-    MockGiftOrders, MockWallet,
+    MockGiftOrders, MockLease, MockWallet,
 };
 use room_app::{Error, GiftReceipt};
 use room_domain::{
-    ApplyGift, Coins, CommandKind, GiftOrder, GiftSnapshot, OrderStatus, Rejection, Timestamp,
+    ApplyGift, Coins, CommandKind, GiftOrder, GiftSnapshot, OrderStatus, Rejection, SagaOutcome,
+    Timestamp,
 };
 
 use crate::support::{
@@ -502,4 +503,39 @@ async fn a_failed_refund_is_retried_and_refunds_once() {
     assert_eq!(receipt.status, OrderStatus::Compensated);
     assert_eq!(world.saga().send(request).await.unwrap(), receipt);
     assert_eq!(refunds.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn recovery_never_settles_an_order_of_a_room_another_node_owns() {
+    let mut lease = MockLease::new();
+    lease.expect_acquire().returning(|_| Ok(false));
+    let mut wallet = MockWallet::new();
+    wallet.expect_debit().never();
+    never_credits(&mut wallet);
+    let world = World::builder()
+        .lease(Arc::new(lease))
+        .wallet(Arc::new(wallet))
+        .build()
+        .await;
+    let mut order = order_for(&gift(&rid("r1"), "alice", "o-1", "rose", 1, &["bob"]));
+    GiftOrders::create_or_get(&*world.store, &order)
+        .await
+        .unwrap();
+    order
+        .record(SagaOutcome::Debited {
+            balance_after: Coins(90),
+        })
+        .unwrap();
+    GiftOrders::update(&*world.store, &order, OrderStatus::Pending)
+        .await
+        .unwrap();
+
+    let report = world.saga().recover(later(), 10).await.unwrap();
+    assert_eq!(
+        (report.examined, report.settled, report.deferred),
+        (1, 0, 1)
+    );
+    let stored = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    assert_eq!(stored.unwrap().status, OrderStatus::Debited);
+    assert_eq!(world.probe.commit_calls(), 0);
 }
