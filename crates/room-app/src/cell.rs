@@ -183,6 +183,11 @@ impl CellRuntime {
             .map_err(|_| Error::NotOwner(room_id.to_string()))
     }
 
+    /// Whether the room has an active cell on this node.
+    pub fn is_active(&self, room_id: &RoomId) -> bool {
+        self.inner.lock_cells().contains_key(room_id)
+    }
+
     /// Rooms with an active cell on this node.
     pub fn active_rooms(&self) -> usize {
         self.inner.lock_cells().len()

@@ -209,10 +209,36 @@ impl RoomService {
         actor: Actor,
         kind: CommandKind,
     ) -> Result<Arc<CommandReply>> {
+        if !matches!(kind, CommandKind::CreateRoom { .. }) {
+            self.ensure_known(room_id).await?;
+        }
         let command_id = CommandId::new(self.ports.ids.next_id()).map_err(Error::corrupt)?;
         self.runtime
             .execute(room_id, Command::new(command_id, kind), actor, None)
             .await
+    }
+
+    /// Refuses room ids that were never created, before they reach a cell: activating a cell
+    /// writes to storage, and clients must not be able to create rows with made-up ids. Every
+    /// created room reserved a short id first; an active cell proves it exists.
+    async fn ensure_known(&self, room_id: &RoomId) -> Result<()> {
+        if self.runtime.is_active(room_id)
+            || self.ports.directory.get_short_id(room_id).await?.is_some()
+        {
+            Ok(())
+        } else {
+            Err(Error::Rejected(Rejection::RoomNotFound))
+        }
+    }
+
+    /// Runs `read` in the room's cell, for known rooms only.
+    async fn query<T, F>(&self, room_id: &RoomId, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        self.ensure_known(room_id).await?;
+        self.runtime.query(room_id, read).await
     }
 
     /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
@@ -260,7 +286,6 @@ impl RoomService {
     pub async fn get_room(&self, room_id: &RoomId) -> Result<RoomView> {
         let rules = self.runtime.rules().clone();
         let view = self
-            .runtime
             .query(room_id, move |state| view_of(state, &rules))
             .await?
             .ok_or(Error::Rejected(Rejection::RoomNotFound))?;
@@ -351,7 +376,6 @@ impl RoomService {
     ) -> Result<RoomView> {
         let user = &actor.user_id;
         let lock = self
-            .runtime
             .query(room_id, |state| state.settings.lock.clone())
             .await?;
         let password_verified = match (&lock, &password) {
@@ -401,7 +425,6 @@ impl RoomService {
     pub async fn heartbeat(&self, actor: &UserActor, room_id: &RoomId) -> Result<()> {
         let user = actor.user_id.clone();
         let present = self
-            .runtime
             .query(room_id, move |state| state.members.contains_key(&user))
             .await?;
         if !present {
@@ -512,6 +535,7 @@ impl RoomService {
 
     /// Sends a gift through the saga.
     pub async fn send_gift(&self, request: SendGift) -> Result<GiftReceipt> {
+        self.ensure_known(&request.room_id).await?;
         self.gifts.send(request).await
     }
 
@@ -554,12 +578,11 @@ impl RoomService {
         T: Send + 'static,
         F: FnOnce(&RoomState) -> T + Send + 'static,
     {
-        self.runtime
-            .query(room_id, move |state| {
-                (state.status != RoomStatus::Absent).then(|| read(state))
-            })
-            .await?
-            .ok_or(Error::Rejected(Rejection::RoomNotFound))
+        self.query(room_id, move |state| {
+            (state.status != RoomStatus::Absent).then(|| read(state))
+        })
+        .await?
+        .ok_or(Error::Rejected(Rejection::RoomNotFound))
     }
 }
 

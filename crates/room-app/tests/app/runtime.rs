@@ -612,3 +612,36 @@ async fn a_failed_activation_answers_retryably_and_the_next_command_tries_again(
     assert_eq!(reply.version, 1);
     assert_eq!(attempts.load(Ordering::SeqCst), 3);
 }
+
+/// A made-up room id is refused before it reaches a cell: activating one would write an epoch
+/// row for any id a client sends.
+#[tokio::test]
+async fn unknown_room_ids_never_activate_a_cell() {
+    let world = World::new().await;
+    let service = &world.service;
+    let ghost = rid("ghost");
+    let stranger = room_domain::UserActor {
+        user_id: uid("stranger"),
+        vip_level: 0,
+        platform_admin: false,
+    };
+    let refused = |result: room_app::Result<_>| {
+        matches!(result, Err(Error::Rejected(Rejection::RoomNotFound)))
+    };
+    assert!(refused(service.get_room(&ghost).await.map(drop)));
+    assert!(refused(
+        service.join(&stranger, &ghost, None).await.map(drop)
+    ));
+    assert!(refused(service.heartbeat(&stranger, &ghost).await));
+    assert!(refused(
+        service
+            .command(&stranger, &ghost, take_seat(0))
+            .await
+            .map(drop)
+    ));
+    assert!(!world.service.runtime().is_active(&ghost));
+    let activation = CellStore::activate(&*world.store, &ghost, "probe")
+        .await
+        .expect("activate");
+    assert_eq!(activation.epoch, 1, "no earlier activation touched storage");
+}
