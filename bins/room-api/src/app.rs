@@ -62,9 +62,7 @@ impl App {
     /// Builds the service from settings: opens storage, loads and checks the catalog and
     /// rules, writes the catalog, and wires the runtime. Starts nothing yet.
     pub async fn build(settings: Settings) -> anyhow::Result<App> {
-        let storage = Storage::open(&settings.storage.url)
-            .await
-            .with_context(|| format!("cannot open storage {:?}", settings.storage.url))?;
+        let storage = Storage::open(&settings.storage).await?;
         Self::build_with_storage(settings, storage).await
     }
 
@@ -295,6 +293,7 @@ impl App {
         self.tasks.close();
         self.tasks.wait().await;
         self.state.service.runtime().shutdown().await;
+        self.storage.close().await;
         tracing::info!("stopped");
     }
 }

@@ -71,12 +71,34 @@ pub struct StorageSettings {
     /// `sqlite://path/to/file.db` (created if missing) or `memory://` (nothing survives a
     /// restart; for tests) (`ROOM__STORAGE__URL`).
     pub url: String,
+    /// SQLite: read-only connections beside the single writer.
+    pub max_read_connections: u32,
+    /// SQLite: the most write jobs committed in one transaction.
+    pub max_jobs_per_transaction: usize,
+    /// SQLite: how long to wait for a lock held by another process, in milliseconds.
+    pub busy_timeout_ms: u64,
 }
 
 impl Default for StorageSettings {
     fn default() -> Self {
+        let sqlite = adapters_sqlite::SqliteSettings::default();
         StorageSettings {
             url: "sqlite://data/room.db".into(),
+            max_read_connections: sqlite.max_read_connections,
+            max_jobs_per_transaction: sqlite.max_jobs_per_transaction,
+            busy_timeout_ms: sqlite.busy_timeout_ms,
+        }
+    }
+}
+
+impl StorageSettings {
+    /// The SQLite adapter's settings.
+    pub fn sqlite(&self) -> adapters_sqlite::SqliteSettings {
+        adapters_sqlite::SqliteSettings {
+            url: self.url.clone(),
+            max_read_connections: self.max_read_connections,
+            max_jobs_per_transaction: self.max_jobs_per_transaction,
+            busy_timeout_ms: self.busy_timeout_ms,
         }
     }
 }

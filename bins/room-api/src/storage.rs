@@ -2,12 +2,15 @@
 
 use std::sync::Arc;
 
-use anyhow::bail;
+use adapters_sqlite::SqliteStore;
+use anyhow::{Context, bail};
 use room_app::ports::{
     CellStore, CellStoreRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, Outbox,
     OutboxRef, Payouts, PayoutsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore,
     SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef,
 };
+
+use crate::config::StorageSettings;
 
 /// Handles to every storage port; usually all backed by one store.
 #[derive(Clone)]
@@ -30,6 +33,8 @@ pub struct Storage {
     pub payouts: PayoutsRef,
     /// Short ids and the room list.
     pub directory: RoomDirectoryRef,
+    /// The SQLite store behind the ports, to close on shutdown.
+    sqlite: Option<SqliteStore>,
 }
 
 impl Storage {
@@ -57,28 +62,35 @@ impl Storage {
             timers: store.clone(),
             payouts: store.clone(),
             directory: store,
+            sqlite: None,
         }
     }
 
-    /// Opens the storage a URL names:
-    /// - `memory://`: everything in memory, lost on exit (tests and demos);
-    /// - `sqlite://path`: the embedded SQLite database.
-    pub async fn open(url: &str) -> anyhow::Result<Storage> {
+    /// Opens the storage the settings' URL names:
+    /// - `sqlite://path`: the embedded SQLite database (created and migrated if needed);
+    /// - `memory://`: everything in memory, lost on exit (tests and demos).
+    pub async fn open(settings: &StorageSettings) -> anyhow::Result<Storage> {
+        let url = settings.url.as_str();
         if url == "memory://" || url == "memory:" {
             return Ok(Storage::from_store(Arc::new(
                 room_app::testkit::InMemoryStore::new(),
             )));
         }
         if url.starts_with("sqlite:") {
-            // Until the SQLite adapter lands, the embedded default keeps its data in memory.
-            tracing::warn!(
-                url,
-                "the SQLite backend is not available in this build; keeping data in memory"
-            );
-            return Ok(Storage::from_store(Arc::new(
-                room_app::testkit::InMemoryStore::new(),
-            )));
+            let store = SqliteStore::open(&settings.sqlite())
+                .await
+                .with_context(|| format!("cannot open the SQLite database {url:?}"))?;
+            let mut storage = Storage::from_store(Arc::new(store.clone()));
+            storage.sqlite = Some(store);
+            return Ok(storage);
         }
         bail!("unsupported storage URL {url:?}: use sqlite://path or memory://")
+    }
+
+    /// Finishes queued writes and closes the database. Call after the runtime has stopped.
+    pub async fn close(&self) {
+        if let Some(store) = &self.sqlite {
+            store.close().await;
+        }
     }
 }

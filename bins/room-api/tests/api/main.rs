@@ -1,5 +1,6 @@
 //! Integration tests of room-api: through the router (`tower::ServiceExt::oneshot`) and
-//! through a real socket (`reqwest` against a server on 127.0.0.1:0), on in-memory storage.
+//! through a real socket (`reqwest` against a server on 127.0.0.1:0), each service on its own
+//! SQLite file.
 
 mod bad_input;
 mod flow;

@@ -108,9 +108,7 @@ async fn other_events_and_unknown_rooms_are_acknowledged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_configured_key_every_callback_is_refused() {
-    let mut settings = crate::support::settings();
-    settings.rtc.callback_key = None;
-    let t = TestApp::with_settings(settings).await;
+    let t = TestApp::with(|settings| settings.rtc.callback_key = None).await;
     let body = json!({"EventType": 101});
     let (status, _, _) = t.send(signed(&body)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);

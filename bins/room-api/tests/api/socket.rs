@@ -9,6 +9,7 @@ use reqwest::StatusCode;
 use room_api::{App, AuthenticatorRef};
 use room_domain::UserId;
 use serde_json::{Value, json};
+use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -22,11 +23,13 @@ struct Server {
     auth: AuthenticatorRef,
     stop: CancellationToken,
     serving: JoinHandle<anyhow::Result<()>>,
+    _dir: TempDir,
 }
 
 impl Server {
     async fn start() -> Server {
-        let app = App::build(settings()).await.unwrap();
+        let dir = TempDir::new().unwrap();
+        let app = App::build(settings(&dir)).await.unwrap();
         let auth = app.authenticator().clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -39,6 +42,7 @@ impl Server {
             auth,
             stop,
             serving,
+            _dir: dir,
         };
         wait_ready(&server.http, &server.base).await;
         server
@@ -267,6 +271,7 @@ fn binary() -> Command {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("ROOM__AUTH__JWT_SECRET", "binary-test-secret")
         .env("ROOM__STORAGE__URL", "memory://")
+        .env("ROOM__CATALOG__PATH", "no-such-dir/gifts.toml")
         .env("RUST_LOG", "warn");
     command
 }
@@ -300,36 +305,107 @@ fn the_token_subcommand_prints_a_token_for_the_configured_secret() {
     assert!(!output.status.success());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_stops_gracefully_on_sigterm() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
-    let mut child = binary()
+        .port()
+}
+
+/// Starts the binary on `database` and waits until it is ready.
+async fn spawn_binary(database: &str) -> (std::process::Child, String) {
+    let port = free_port();
+    let child = binary()
         .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
+        .env("ROOM__STORAGE__URL", database)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
     wait_ready(&reqwest::Client::new(), &base).await;
+    (child, base)
+}
+
+/// Sends SIGTERM and waits for the exit status.
+async fn terminate(mut child: std::process::Child) -> std::process::ExitStatus {
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
     let started = Instant::now();
-    let status = loop {
+    loop {
         if let Some(status) = child.try_wait().unwrap() {
-            break status;
+            return status;
         }
         if started.elapsed() > DEADLINE {
             let _ = child.kill();
             panic!("room-api did not stop on SIGTERM");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_stops_gracefully_on_sigterm_and_keeps_its_data() {
+    let dir = TempDir::new().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("room.db").display());
+    let auth =
+        room_api::Authenticator::new(&secrecy::SecretString::from("binary-test-secret")).unwrap();
+    let token = |user: &str, admin: bool| {
+        auth.mint(&UserId::new(user).unwrap(), admin, Duration::from_secs(600))
+            .unwrap()
     };
+    let http = reqwest::Client::new();
+
+    let (child, base) = spawn_binary(&database).await;
+    let credit = http
+        .post(format!("{base}/v1/admin/wallets/alice/credit"))
+        .bearer_auth(token("ops", true))
+        .json(&json!({"op_id": "c1", "amount": 100}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(credit.status(), StatusCode::OK);
+    let room: Value = http
+        .post(format!("{base}/v1/rooms"))
+        .bearer_auth(token("alice", false))
+        .json(&json!({"name": "Kept"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    let status = terminate(child).await;
+    assert!(status.success(), "exit status {status}");
+
+    // A second run on the same file finds the balance and the room.
+    let (child, base) = spawn_binary(&database).await;
+    let wallet: Value = http
+        .get(format!("{base}/v1/me/wallet"))
+        .bearer_auth(token("alice", false))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(wallet["balance"], 100);
+    let room: Value = http
+        .get(format!("{base}/v1/rooms/{room_id}"))
+        .bearer_auth(token("bob", false))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(room["name"], "Kept");
+    assert_eq!(room["owner"], "alice");
+    let status = terminate(child).await;
     assert!(status.success(), "exit status {status}");
 }

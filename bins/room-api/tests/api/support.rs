@@ -1,4 +1,4 @@
-//! A service on in-memory storage, tokens, and request helpers.
+//! A service on a fresh SQLite file, tokens, and request helpers.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,14 +10,16 @@ use room_api::{App, Settings};
 use room_domain::UserId;
 use secrecy::SecretString;
 use serde_json::{Value, json};
+use tempfile::TempDir;
 use tower::ServiceExt;
 
 pub const RTC_KEY: &str = "rtc-test-key";
 
-/// Settings for a test service: memory storage, known secrets, the built-in catalog.
-pub fn settings() -> Settings {
+/// Settings for a test service: a fresh SQLite file in `dir`, known secrets, the built-in
+/// catalog.
+pub fn settings(dir: &TempDir) -> Settings {
     let mut settings = Settings::default();
-    settings.storage.url = "memory://".into();
+    settings.storage.url = format!("sqlite://{}", dir.path().join("room.db").display());
     settings.auth.jwt_secret = SecretString::from("test-secret");
     settings.rtc.callback_key = Some(SecretString::from(RTC_KEY));
     settings.catalog.path = PathBuf::from("no-such-dir/gifts.toml");
@@ -25,22 +27,31 @@ pub fn settings() -> Settings {
     settings
 }
 
-/// A started service driven through its router.
+/// A started service on its own SQLite file, driven through its router.
 pub struct TestApp {
     pub app: App,
     router: Router,
+    _dir: TempDir,
 }
 
 impl TestApp {
     pub async fn new() -> TestApp {
-        Self::with_settings(settings()).await
+        Self::with(|_| {}).await
     }
 
-    pub async fn with_settings(settings: Settings) -> TestApp {
+    /// A service whose settings `change` adjusts first.
+    pub async fn with(change: impl FnOnce(&mut Settings)) -> TestApp {
+        let dir = TempDir::new().unwrap();
+        let mut settings = settings(&dir);
+        change(&mut settings);
         let app = App::build(settings).await.unwrap();
         app.start().await.unwrap();
         let router = app.router();
-        TestApp { app, router }
+        TestApp {
+            app,
+            router,
+            _dir: dir,
+        }
     }
 
     pub fn token(&self, user: &str) -> String {
