@@ -23,11 +23,8 @@ use crate::auth::{Authenticator, AuthenticatorRef};
 use crate::catalog::CatalogFile;
 use crate::config::Settings;
 use crate::routes;
-use crate::state::{AppState, KnownRooms};
+use crate::state::AppState;
 use crate::storage::Storage;
-
-/// Rooms remembered as existing by the API before it starts over (see [`KnownRooms`]).
-const KNOWN_ROOMS: usize = 100_000;
 
 /// The process-wide Prometheus recorder: a process has one global recorder, so every [`App`]
 /// of a process (tests build several) shares it.
@@ -122,7 +119,6 @@ impl App {
             ready: Arc::new(AtomicBool::new(false)),
             shutdown: root.clone(),
             sse_keep_alive: Duration::from_secs(settings.sse.keep_alive_secs.max(1)),
-            known_rooms: Arc::new(KnownRooms::new(KNOWN_ROOMS)),
         };
         let router = routes::router(
             state.clone(),

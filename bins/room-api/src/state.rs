@@ -1,8 +1,7 @@
 //! [`AppState`]: what every handler can reach.
 
-use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::FromRef;
@@ -13,7 +12,7 @@ use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::AuthenticatorRef;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::parse_id;
 
 /// Shared state of the handlers. Cheap to clone.
@@ -38,8 +37,6 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Keep-alive period of SSE streams.
     pub sse_keep_alive: Duration,
-    /// Rooms known to exist.
-    pub known_rooms: Arc<KnownRooms>,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {
@@ -56,61 +53,24 @@ impl AppState {
 
     /// Validates a room id from a path and checks that the room exists (open or closed).
     ///
-    /// An unknown room is answered 404 here, before a request reaches the runtime: activating
-    /// a cell for a made-up id would write an ownership row for it.
+    /// The use cases refuse unknown rooms too; checking here as well covers the reads the
+    /// API makes on the runtime directly (the event stream), and answers a made-up id without
+    /// queueing anything. An active cell proves the room exists; otherwise every created room
+    /// has a short id.
     pub async fn existing_room(&self, raw: &str) -> ApiResult<RoomId> {
         let room_id: RoomId = parse_id("room_id", raw)?;
-        if self.known_rooms.contains(&room_id) {
-            return Ok(room_id);
-        }
-        let summary = self
-            .service
-            .ports()
-            .directory
-            .get_summary(&room_id)
-            .await
-            .map_err(ApiError::from)?;
-        if summary.is_none() {
+        if !self.room_exists(&room_id).await? {
             return Err(Rejection::RoomNotFound.into());
         }
-        self.known_rooms.insert(room_id.clone());
         Ok(room_id)
     }
-}
 
-/// A bounded set of room ids known to exist, sparing a directory read per request. Rooms are
-/// never deleted (a closed room still exists), so an entry never goes stale; when the set is
-/// full it starts over.
-#[derive(Debug)]
-pub struct KnownRooms {
-    rooms: Mutex<HashSet<RoomId>>,
-    capacity: usize,
-}
-
-impl KnownRooms {
-    /// A set holding at most `capacity` ids.
-    pub fn new(capacity: usize) -> Self {
-        KnownRooms {
-            rooms: Mutex::new(HashSet::new()),
-            capacity,
+    /// Whether a room was ever created (it may be closed).
+    pub async fn room_exists(&self, room_id: &RoomId) -> ApiResult<bool> {
+        if self.service.runtime().is_active(room_id) {
+            return Ok(true);
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RoomId>> {
-        self.rooms.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Whether the room is known.
-    pub fn contains(&self, room_id: &RoomId) -> bool {
-        self.lock().contains(room_id)
-    }
-
-    /// Remembers a room.
-    pub fn insert(&self, room_id: RoomId) {
-        let mut rooms = self.lock();
-        if rooms.len() >= self.capacity {
-            rooms.clear();
-        }
-        rooms.insert(room_id);
+        let short_id = self.service.ports().directory.get_short_id(room_id).await?;
+        Ok(short_id.is_some())
     }
 }

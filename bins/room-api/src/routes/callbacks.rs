@@ -114,7 +114,7 @@ async fn resolve_room(state: &AppState, room: &RtcRoomId) -> ApiResult<Option<Ro
     match room {
         RtcRoomId::Text(text) => {
             if let Ok(room_id) = RoomId::new(text)
-                && directory.get_summary(&room_id).await?.is_some()
+                && state.room_exists(&room_id).await?
             {
                 return Ok(Some(room_id));
             }

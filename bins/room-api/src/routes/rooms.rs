@@ -117,7 +117,6 @@ pub async fn create_room(
             request.region.unwrap_or_default(),
         )
         .await?;
-    state.known_rooms.insert(view.room_id.clone());
     Ok((StatusCode::CREATED, Json(RoomResponse::from(view))))
 }
 
