@@ -86,17 +86,27 @@ pub async fn send_gift(
         .map(|user| parse_id::<UserId>("recipients", user))
         .collect::<ApiResult<Vec<_>>>()?;
     let room_id = state.existing_room(&room_id).await?;
-    let result = state
-        .service
-        .send_gift(SendGift {
-            room_id,
-            sender: actor.user_id,
-            order_id: order_id.clone(),
-            gift_id,
-            count,
-            recipients,
-        })
-        .await;
+    let request = SendGift {
+        room_id,
+        sender: actor.user_id,
+        order_id,
+        gift_id,
+        count,
+        recipients,
+    };
+    // The saga runs in its own task: a client that hangs up, or the request timeout, must not
+    // cut it between two steps (recovery would settle the order, but only minutes later).
+    let service = state.service.clone();
+    let result = tokio::spawn(async move { service.send_gift(request).await })
+        .await
+        .map_err(|error| {
+            tracing::error!(error = %error, "the gift task failed");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                "internal error",
+            )
+        })?;
     let receipt = match result {
         Ok(receipt) => receipt,
         Err(room_app::Error::NotFound(what)) => {
