@@ -9,3 +9,4 @@ mod rooms;
 mod rtc;
 mod socket;
 mod support;
+mod workers;
