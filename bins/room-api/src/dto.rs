@@ -109,15 +109,16 @@ pub struct ChatMuteRequest {
 pub struct SendGiftRequest {
     /// The client's idempotency key (1 to 64 characters): a repeat with the same id gets the
     /// same answer and is debited once.
-    #[schema(example = "9f1c2e4a-order-1")]
+    #[schema(example = "9f1c2e4a-order-1", min_length = 1, max_length = 64)]
     pub order_id: String,
     /// The catalog gift.
-    #[schema(example = "rose")]
+    #[schema(example = "rose", min_length = 1, max_length = 64)]
     pub gift_id: String,
     /// Units per recipient, 1 to 9999.
-    #[schema(example = 3)]
+    #[schema(example = 3, minimum = 1, maximum = 9999)]
     pub count: i64,
     /// 1 to 20 distinct members of the room.
+    #[schema(min_items = 1, max_items = 20)]
     pub recipients: Vec<String>,
 }
 
@@ -498,8 +499,10 @@ pub struct CurrentRoomResponse {
 #[serde(deny_unknown_fields)]
 pub struct CreditRequest {
     /// Idempotency key (1 to 64 characters): a repeat credits once and gets the same balance.
+    #[schema(min_length = 1, max_length = 64)]
     pub op_id: String,
     /// Coins to add (positive).
+    #[schema(minimum = 1)]
     pub amount: i64,
 }
 
