@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::ports::{
     CellStoreRef, ClockRef, CommandRecord, CommitBatch, CreditKind, DisplayMessage, IdGenRef,
-    LeaseRef, MessengerRef, Payout, RoomSummary, SnapshotStoreRef, StoredEvent, Timer,
+    LeaseRef, MessengerRef, Payout, PresenceRef, RoomSummary, SnapshotStoreRef, StoredEvent, Timer,
 };
 use crate::{Error, Result};
 
@@ -109,6 +109,7 @@ struct CellEntry {
 struct Inner {
     deps: CellDeps,
     config: CellConfig,
+    presence: std::sync::OnceLock<PresenceRef>,
     cells: Mutex<HashMap<RoomId, CellEntry>>,
     next_cell_id: AtomicU64,
     tracker: TaskTracker,
@@ -128,12 +129,19 @@ impl CellRuntime {
             inner: Arc::new(Inner {
                 deps,
                 config,
+                presence: std::sync::OnceLock::new(),
                 cells: Mutex::new(HashMap::new()),
                 next_cell_id: AtomicU64::new(1),
                 tracker: TaskTracker::new(),
                 cancel,
             }),
         }
+    }
+
+    /// Has every room loaded from storage restore its members into `presence`, so that members
+    /// whose clients went away while the room was not loaded are evicted too. Set once.
+    pub fn restore_presence_into(&self, presence: PresenceRef) {
+        let _ = self.inner.presence.set(presence);
     }
 
     /// The rules cells decide with.
@@ -382,6 +390,12 @@ impl Cell {
                 "room {room_id}: replay reached version {}, the log says {}",
                 state.version, activation.version
             )));
+        }
+        if let Some(presence) = inner.presence.get() {
+            let now = deps.clock.now();
+            for user in state.members.keys() {
+                presence.restore(room_id, user, now).await?;
+            }
         }
         tracing::debug!(room_id = %room_id, epoch = activation.epoch, version = state.version, "room activated");
         metrics::counter!("room_cell_activations_total").increment(1);

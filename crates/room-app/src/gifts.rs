@@ -50,6 +50,9 @@ pub struct GiftReceipt {
     /// Why the room refused it, for FAILED and COMPENSATED orders.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejection: Option<Rejection>,
+    /// Why a FAILED order failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fail_reason: Option<room_domain::FailReason>,
 }
 
 /// Runs gift orders through the saga.
@@ -140,8 +143,9 @@ impl GiftSaga {
         Ok(stored)
     }
 
-    /// The checks that need no money to move: gift count and recipients within the rules, and
-    /// the room open. Membership is the room's to check when it applies the gift.
+    /// The checks that need no money to move: gift count and recipients within the rules, the
+    /// room open, the sender in it. The recipients' membership is the room's to check when it
+    /// applies the gift (they may leave meanwhile: then the order is refunded).
     async fn pre_check(&self, request: &SendGift, apply: &ApplyGift) -> Result<Option<Rejection>> {
         let rules = self.runtime.rules();
         if !(1..=rules.max_gift_count).contains(&request.count) {
@@ -165,8 +169,17 @@ impl GiftSaga {
         if apply.total_value().is_none() {
             return Ok(Some(Rejection::AmountOverflow));
         }
-        let status = self.runtime.query(&request.room_id, |s| s.status).await?;
+        let sender = request.sender.clone();
+        let (status, sender_present) = self
+            .runtime
+            .query(&request.room_id, move |s| {
+                (s.status, s.members.contains_key(&sender))
+            })
+            .await?;
         Ok(match status {
+            RoomStatus::Open if !sender_present => Some(Rejection::NotAMember {
+                user: request.sender.clone(),
+            }),
             RoomStatus::Open => None,
             RoomStatus::Absent => Some(Rejection::RoomNotFound),
             RoomStatus::Closed => Some(Rejection::RoomClosed),
@@ -306,6 +319,7 @@ impl GiftSaga {
             coin_balance_after,
             lucky,
             rejection,
+            fail_reason: order.fail_reason.clone(),
         })
     }
 

@@ -33,8 +33,9 @@ impl Lease for LocalLease {
     }
 }
 
-/// Heartbeats in memory. After a restart everyone counts as present until the eviction
-/// threshold passes without a heartbeat; the rooms' member lists come from storage.
+/// Heartbeats in memory. After a restart the table starts empty; a room loaded from storage
+/// restores its members ([`Presence::restore`]), who then count as present until the eviction
+/// threshold passes without a heartbeat.
 #[derive(Debug, Default)]
 pub struct LocalPresence {
     users: Mutex<HashMap<UserId, (RoomId, Timestamp)>>,
@@ -63,6 +64,13 @@ impl Presence for LocalPresence {
         Ok(previous
             .map(|(room, _)| room)
             .filter(|room| room != room_id))
+    }
+
+    async fn restore(&self, room_id: &RoomId, user: &UserId, now: Timestamp) -> Result<()> {
+        self.lock()
+            .entry(user.clone())
+            .or_insert_with(|| (room_id.clone(), now));
+        Ok(())
     }
 
     async fn remove(&self, room_id: &RoomId, user: &UserId) -> Result<()> {

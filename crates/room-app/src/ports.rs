@@ -374,6 +374,10 @@ pub trait Presence: Send + Sync {
         user: &UserId,
         now: Timestamp,
     ) -> Result<Option<RoomId>>;
+    /// Records `user` in `room_id` at `now` unless they are recorded anywhere already: a room
+    /// loaded from storage restores its members this way, so that members whose clients are
+    /// gone are evicted after the timeout like any other.
+    async fn restore(&self, room_id: &RoomId, user: &UserId, now: Timestamp) -> Result<()>;
     /// Forgets `user` in `room_id` (a later heartbeat in another room is kept).
     async fn remove(&self, room_id: &RoomId, user: &UserId) -> Result<()>;
     /// The room `user` is in.

@@ -173,6 +173,7 @@ pub struct RoomPatch {
 impl RoomService {
     /// The use cases over a runtime and ports.
     pub fn new(runtime: CellRuntime, ports: ServicePorts) -> Self {
+        runtime.restore_presence_into(ports.presence.clone());
         let gifts = GiftSaga::new(
             runtime.clone(),
             ports.orders.clone(),

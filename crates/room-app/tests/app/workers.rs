@@ -186,3 +186,36 @@ async fn a_payout_whose_deletion_failed_is_not_paid_twice() {
         0
     );
 }
+
+/// After a restart the presence table is empty; a room loaded from storage restores its
+/// members, so those whose clients are gone are evicted after the timeout like anyone else.
+#[tokio::test]
+async fn members_of_a_reloaded_room_are_evicted_without_heartbeats() {
+    let before = World::new().await;
+    let room = before.open_room("r1", "owner", &["alice"]).await;
+    room_app::ports::RoomDirectory::reserve_short_id(&*before.store, &room, 123_456)
+        .await
+        .expect("short id");
+
+    // A new process on the same storage: nothing in presence until the room loads.
+    let after = World::builder().store(before.store.clone()).build().await;
+    // Real ids are random; the test ids count from 1 again, so skip past the first world's.
+    for _ in 0..1000 {
+        room_app::ports::IdGen::next_id(&*after.ids);
+    }
+    let service = &after.service;
+    assert_eq!(service.current_room(&uid("alice")).await.unwrap(), None);
+    let view = service.get_room(&room).await.expect("room loads");
+    assert_eq!(view.online_count, 2);
+    assert_eq!(
+        service.current_room(&uid("alice")).await.unwrap(),
+        Some(room.clone())
+    );
+
+    after.clock.advance_secs(91);
+    let evicted = workers::evict_stale_members(service, std::time::Duration::from_secs(90), 100)
+        .await
+        .expect("eviction pass");
+    assert_eq!(evicted, 2);
+    assert_eq!(service.get_room(&room).await.unwrap().online_count, 0);
+}
