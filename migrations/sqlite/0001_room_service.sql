@@ -84,6 +84,18 @@ CREATE TABLE wallet_entries (
                                AND balance_after IS NOT NULL))
 ) STRICT, WITHOUT ROWID;
 
+-- Balances move only through entries: a done entry applies itself to its account (opening it
+-- if needed) in the statement that inserts it. The CHECK on the balance is the last guard
+-- against an overdraft.
+CREATE TRIGGER wallet_entries_apply AFTER INSERT ON wallet_entries WHEN NEW.state = 'done'
+BEGIN
+    INSERT INTO wallet_accounts (user_id, balance) VALUES (NEW.user_id, 0)
+    ON CONFLICT (user_id) DO NOTHING;
+    UPDATE wallet_accounts
+    SET balance = balance + CASE NEW.kind WHEN 'debit' THEN -NEW.amount ELSE NEW.amount END
+    WHERE user_id = NEW.user_id;
+END;
+
 CREATE TABLE gift_catalog (
     gift_id TEXT    NOT NULL PRIMARY KEY,
     name    TEXT    NOT NULL,
@@ -129,3 +141,85 @@ CREATE TABLE room_summaries (
     version INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX room_summaries_open_by_heat ON room_summaries (heat DESC, room_id) WHERE open = 1;
+
+-- A Room Cell commit as ONE statement: inserting a row into this view runs the trigger below,
+-- which checks the fence and writes every part of the batch. A statement that fails is rolled
+-- back whole, so a refused batch writes nothing; and one statement instead of one per table
+-- keeps the single writer's round trips to the driver down. The batch's parts arrive as JSON
+-- arrays whose domain values (command, actor, event, envelope, order body, timer command) are
+-- JSON text in JSON strings, stored byte for byte. Errors raised here start with
+-- `room_commit:`; the adapter translates them.
+CREATE VIEW room_commit AS SELECT
+    NULL AS room_id, NULL AS epoch, NULL AS expected_version, NULL AS commands, NULL AS events,
+    NULL AS outbox, NULL AS orders, NULL AS timers, NULL AS payouts, NULL AS summary;
+
+CREATE TRIGGER room_commit_apply INSTEAD OF INSERT ON room_commit
+BEGIN
+    SELECT RAISE(ABORT, 'room_commit: not owner')
+    WHERE NOT EXISTS (
+        SELECT 1 FROM room_cells WHERE room_id = NEW.room_id AND epoch = NEW.epoch);
+    SELECT RAISE(ABORT, 'room_commit: version moved')
+    WHERE NOT EXISTS (
+        SELECT 1 FROM room_cells WHERE room_id = NEW.room_id AND version = NEW.expected_version);
+
+    -- A command id stored before, or twice in the batch, breaks the primary key.
+    INSERT INTO room_commands
+        (room_id, command_id, command, actor, applied_at, first_seq, last_seq)
+    SELECT NEW.room_id, value ->> 'command_id', value ->> 'command', value ->> 'actor',
+           value ->> 'applied_at', value ->> 'first_seq', value ->> 'last_seq'
+    FROM json_each(NEW.commands) ORDER BY key;
+
+    SELECT RAISE(ABORT, 'room_commit: event seqs do not follow the version')
+    WHERE EXISTS (
+        SELECT 1 FROM json_each(NEW.events)
+        WHERE value ->> 'seq' IS NOT NEW.expected_version + 1 + key);
+    INSERT INTO room_events (room_id, seq, occurred_at, event)
+    SELECT NEW.room_id, value ->> 'seq', value ->> 'occurred_at', value ->> 'event'
+    FROM json_each(NEW.events) ORDER BY key;
+
+    -- Rows inserted in array order get rising ids: commit order.
+    INSERT INTO room_outbox (room_id, seq, envelope)
+    SELECT value ->> 'room_id', value ->> 'seq', value ->> 'envelope'
+    FROM json_each(NEW.outbox) ORDER BY key;
+
+    SELECT RAISE(ABORT, 'room_commit: unknown order')
+    WHERE EXISTS (
+        SELECT 1 FROM json_each(NEW.orders)
+        WHERE NOT EXISTS (SELECT 1 FROM gift_orders WHERE order_id = value ->> 'order_id'));
+    UPDATE gift_orders
+    SET room_id = o.room_id, sender = o.sender, status = o.status, created_at = o.created_at,
+        body = o.body
+    FROM (SELECT value ->> 'order_id' AS order_id, value ->> 'room_id' AS room_id,
+                 value ->> 'sender' AS sender, value ->> 'status' AS status,
+                 value ->> 'created_at' AS created_at, value ->> 'body' AS body
+          FROM json_each(NEW.orders)) AS o
+    WHERE gift_orders.order_id = o.order_id;
+
+    INSERT INTO room_timers (timer_id, room_id, due_at, command)
+    SELECT value ->> 'timer_id', value ->> 'room_id', value ->> 'due_at', value ->> 'command'
+    FROM json_each(NEW.timers) WHERE true
+    ON CONFLICT (timer_id) DO UPDATE
+    SET room_id = excluded.room_id, due_at = excluded.due_at, command = excluded.command;
+
+    -- A payout already owed keeps its place in the queue.
+    INSERT INTO room_payouts (op_id, kind, user_id, amount, room_id)
+    SELECT value ->> 'op_id', value ->> 'kind', value ->> 'user_id', value ->> 'amount',
+           value ->> 'room_id'
+    FROM json_each(NEW.payouts) WHERE true ORDER BY key
+    ON CONFLICT (op_id) DO UPDATE
+    SET kind = excluded.kind, user_id = excluded.user_id, amount = excluded.amount,
+        room_id = excluded.room_id;
+
+    INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked, version)
+    SELECT NEW.summary ->> 'room_id', NEW.summary ->> 'owner', NEW.summary ->> 'name',
+           NEW.summary ->> 'open', NEW.summary ->> 'heat', NEW.summary ->> 'online',
+           NEW.summary ->> 'locked', NEW.summary ->> 'version'
+    WHERE NEW.summary IS NOT NULL
+    ON CONFLICT (room_id) DO UPDATE
+    SET owner = excluded.owner, name = excluded.name, open = excluded.open,
+        heat = excluded.heat, online = excluded.online, locked = excluded.locked,
+        version = excluded.version;
+
+    UPDATE room_cells SET version = NEW.expected_version + json_array_length(NEW.events)
+    WHERE room_id = NEW.room_id;
+END;

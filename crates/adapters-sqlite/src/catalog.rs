@@ -47,7 +47,7 @@ impl GiftCatalog for SqliteStore {
 
     async fn put(&self, gift: &CatalogGift) -> Result<()> {
         let gift = gift.clone();
-        self.write(move |conn| {
+        self.write_statement(move |conn| {
             Box::pin(async move {
                 sqlx::query(
                     "INSERT INTO gift_catalog (gift_id, name, price, heat, fuel, lucky, enabled)

@@ -1,7 +1,6 @@
-//! [`CellStore`] and [`SnapshotStore`]: the room log, the epoch fence, the group commit that
-//! writes everything of a batch in one savepoint, and snapshots.
-
-use std::collections::HashSet;
+//! [`CellStore`] and [`SnapshotStore`]: the room log, the epoch fence, the commit that writes
+//! everything of a batch in one statement (the `room_commit` view of the migration), and
+//! snapshots.
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -9,7 +8,8 @@ use room_app::ports::{
     Activation, CellStore, CommandRecord, CommitBatch, SnapshotStore, StoredEvent,
 };
 use room_domain::{CommandId, RoomId, Snapshot};
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use serde::Serialize;
+use sqlx::SqliteConnection;
 
 use crate::codec::{col, db, id_col, json_col, to_i64, to_json, u64_col};
 use crate::directory::SummaryRow;
@@ -18,11 +18,9 @@ use crate::payouts::PayoutRow;
 use crate::timers::TimerRow;
 use crate::{Result, SqliteStore};
 
-/// Rows per multi-row INSERT: far below SQLite's limit of bound variables.
-const ROWS_PER_INSERT: usize = 200;
-
-struct CommandRow {
-    command_id: String,
+#[derive(Serialize)]
+struct CommandRow<'a> {
+    command_id: &'a str,
     command: String,
     actor: String,
     applied_at: i64,
@@ -30,108 +28,99 @@ struct CommandRow {
     last_seq: i64,
 }
 
+#[derive(Serialize)]
 struct EventRow {
     seq: i64,
     occurred_at: i64,
     event: String,
 }
 
-struct OutboxRow {
-    room_id: String,
+#[derive(Serialize)]
+struct OutboxRow<'a> {
+    room_id: &'a str,
     seq: i64,
     envelope: String,
 }
 
-/// A [`CommitBatch`] encoded for SQL by the caller's task, so that the writer only runs
-/// statements.
+/// A [`CommitBatch`] encoded for the `room_commit` view (see the migration): every part a JSON
+/// array, built in the caller's task so that the writer only runs the statement.
 struct PreparedCommit {
     room_id: String,
     epoch: i64,
     expected_version: i64,
-    new_version: i64,
-    /// A command id that appears twice in the batch.
-    repeated_command: Option<String>,
-    /// Events whose seqs do not follow `expected_version` without gaps.
-    seq_problem: Option<String>,
-    commands: Vec<CommandRow>,
-    events: Vec<EventRow>,
-    outbox: Vec<OutboxRow>,
-    orders: Vec<OrderRow>,
-    timers: Vec<TimerRow>,
-    payouts: Vec<PayoutRow>,
-    summary: Option<SummaryRow>,
+    commands: String,
+    events: String,
+    outbox: String,
+    orders: String,
+    timers: String,
+    payouts: String,
+    summary: Option<String>,
 }
 
 impl PreparedCommit {
     fn new(batch: &CommitBatch) -> Result<Self> {
-        let mut seen = HashSet::new();
-        let repeated_command = batch
+        let commands = batch
             .commands
             .iter()
-            .find(|c| !seen.insert(&c.command_id))
-            .map(|c| c.command_id.to_string());
-        let seq_problem = batch
+            .map(|c| {
+                Ok(CommandRow {
+                    command_id: c.command_id.as_str(),
+                    command: to_json(&c.command)?,
+                    actor: to_json(&c.actor)?,
+                    applied_at: c.applied_at.as_millis(),
+                    first_seq: to_i64(c.first_seq, "seq")?,
+                    last_seq: to_i64(c.last_seq, "seq")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let events = batch
             .events
             .iter()
-            .enumerate()
-            .find(|(i, e)| e.seq != batch.expected_version + 1 + *i as u64)
-            .map(|(_, e)| format!("event seq {} out of order", e.seq));
-        let new_version = batch.expected_version + batch.events.len() as u64;
+            .map(|e| {
+                Ok(EventRow {
+                    seq: to_i64(e.seq, "seq")?,
+                    occurred_at: e.occurred_at.as_millis(),
+                    event: to_json(&e.event)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let outbox = batch
+            .outbox
+            .iter()
+            .map(|envelope| {
+                Ok(OutboxRow {
+                    room_id: envelope.room_id.as_str(),
+                    seq: to_i64(envelope.seq, "seq")?,
+                    envelope: to_json(envelope)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let orders = batch
+            .orders
+            .iter()
+            .map(OrderRow::new)
+            .collect::<Result<Vec<_>>>()?;
+        let timers = batch
+            .timers
+            .iter()
+            .map(TimerRow::new)
+            .collect::<Result<Vec<_>>>()?;
+        let payouts: Vec<_> = batch.payouts.iter().map(PayoutRow::new).collect();
         Ok(PreparedCommit {
             room_id: batch.room_id.to_string(),
             epoch: to_i64(batch.epoch, "epoch")?,
             expected_version: to_i64(batch.expected_version, "version")?,
-            new_version: to_i64(new_version, "version")?,
-            repeated_command,
-            seq_problem,
-            commands: batch
-                .commands
-                .iter()
-                .map(|c| {
-                    Ok(CommandRow {
-                        command_id: c.command_id.to_string(),
-                        command: to_json(&c.command)?,
-                        actor: to_json(&c.actor)?,
-                        applied_at: c.applied_at.as_millis(),
-                        first_seq: to_i64(c.first_seq, "seq")?,
-                        last_seq: to_i64(c.last_seq, "seq")?,
-                    })
-                })
-                .collect::<Result<_>>()?,
-            events: batch
-                .events
-                .iter()
-                .map(|e| {
-                    Ok(EventRow {
-                        seq: to_i64(e.seq, "seq")?,
-                        occurred_at: e.occurred_at.as_millis(),
-                        event: to_json(&e.event)?,
-                    })
-                })
-                .collect::<Result<_>>()?,
-            outbox: batch
-                .outbox
-                .iter()
-                .map(|envelope| {
-                    Ok(OutboxRow {
-                        room_id: envelope.room_id.to_string(),
-                        seq: to_i64(envelope.seq, "seq")?,
-                        envelope: to_json(envelope)?,
-                    })
-                })
-                .collect::<Result<_>>()?,
-            orders: batch
-                .orders
-                .iter()
-                .map(OrderRow::new)
-                .collect::<Result<_>>()?,
-            timers: batch
-                .timers
-                .iter()
-                .map(TimerRow::new)
-                .collect::<Result<_>>()?,
-            payouts: batch.payouts.iter().map(PayoutRow::new).collect(),
-            summary: batch.summary.as_ref().map(SummaryRow::new),
+            commands: to_json(&commands)?,
+            events: to_json(&events)?,
+            outbox: to_json(&outbox)?,
+            orders: to_json(&orders)?,
+            timers: to_json(&timers)?,
+            payouts: to_json(&payouts)?,
+            summary: batch
+                .summary
+                .as_ref()
+                .map(|s| SummaryRow::new(s).and_then(|row| to_json(&row)))
+                .transpose()?,
         })
     }
 }
@@ -158,111 +147,59 @@ async fn activate(
 }
 
 async fn commit(conn: &mut SqliteConnection, c: PreparedCommit) -> Result<()> {
-    // The fence: one conditional update decides ownership and version at once.
-    let fenced = sqlx::query(
-        "UPDATE room_cells SET version = ?1 WHERE room_id = ?2 AND epoch = ?3 AND version = ?4",
+    let result = sqlx::query(
+        "INSERT INTO room_commit (room_id, epoch, expected_version, commands, events, outbox,
+                                  orders, timers, payouts, summary)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )
-    .bind(c.new_version)
     .bind(&c.room_id)
     .bind(c.epoch)
     .bind(c.expected_version)
+    .bind(c.commands)
+    .bind(c.events)
+    .bind(c.outbox)
+    .bind(c.orders)
+    .bind(c.timers)
+    .bind(c.payouts)
+    .bind(c.summary)
     .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    if fenced.rows_affected() == 0 {
-        let row = sqlx::query("SELECT epoch, version FROM room_cells WHERE room_id = ?1")
-            .bind(&c.room_id)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db)?;
-        return Err(match row {
-            None => Error::NotOwner(c.room_id),
-            Some(row) if col::<i64>(&row, "epoch")? != c.epoch => Error::NotOwner(c.room_id),
-            Some(row) => Error::Conflict(format!(
-                "room {} is at version {}, not {}",
-                c.room_id,
-                col::<i64>(&row, "version")?,
-                c.expected_version
-            )),
-        });
+    .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(error) => Err(commit_error(error, &c.room_id, c.expected_version)),
     }
-    if let Some(id) = c.repeated_command {
-        return Err(Error::AlreadyExists(format!(
-            "command {id} twice in one batch"
-        )));
-    }
+}
 
-    for chunk in c.commands.chunks(ROWS_PER_INSERT) {
-        let mut insert = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO room_commands \
-             (room_id, command_id, command, actor, applied_at, first_seq, last_seq) ",
-        );
-        insert.push_values(chunk, |mut row, command| {
-            row.push_bind(c.room_id.clone())
-                .push_bind(command.command_id.clone())
-                .push_bind(command.command.clone())
-                .push_bind(command.actor.clone())
-                .push_bind(command.applied_at)
-                .push_bind(command.first_seq)
-                .push_bind(command.last_seq);
-        });
-        // A stored command id is a primary key violation: AlreadyExists.
-        insert.build().execute(&mut *conn).await.map_err(db)?;
-    }
-    if let Some(problem) = c.seq_problem {
-        return Err(Error::Invalid(problem));
-    }
-
-    for chunk in c.events.chunks(ROWS_PER_INSERT) {
-        let mut insert = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO room_events (room_id, seq, occurred_at, event) ",
-        );
-        insert.push_values(chunk, |mut row, event| {
-            row.push_bind(c.room_id.clone())
-                .push_bind(event.seq)
-                .push_bind(event.occurred_at)
-                .push_bind(event.event.clone());
-        });
-        insert.build().execute(&mut *conn).await.map_err(db)?;
-    }
-
-    for chunk in c.outbox.chunks(ROWS_PER_INSERT) {
-        // Rows of one INSERT get rising ids in the order given: commit order.
-        let mut insert =
-            QueryBuilder::<Sqlite>::new("INSERT INTO room_outbox (room_id, seq, envelope) ");
-        insert.push_values(chunk, |mut row, message| {
-            row.push_bind(message.room_id.clone())
-                .push_bind(message.seq)
-                .push_bind(message.envelope.clone());
-        });
-        insert.build().execute(&mut *conn).await.map_err(db)?;
-    }
-
-    for order in &c.orders {
-        let updated = order.replace(conn, None).await?;
-        if !updated {
-            return Err(Error::NotFound(format!("order {}", order.order_id)));
+/// Translates the `room_commit:` errors the commit trigger raises.
+fn commit_error(error: sqlx::Error, room_id: &str, expected_version: i64) -> Error {
+    let raised = error
+        .as_database_error()
+        .and_then(|e| e.message().strip_prefix("room_commit: "))
+        .map(str::to_owned);
+    match raised.as_deref() {
+        Some("not owner") => Error::NotOwner(room_id.to_owned()),
+        Some("version moved") => Error::Conflict(format!(
+            "room {room_id} is no longer at version {expected_version}"
+        )),
+        Some("unknown order") => {
+            Error::NotFound(format!("an order of the batch for room {room_id}"))
         }
+        Some(other) => Error::Invalid(other.to_owned()),
+        None => db(error),
     }
-    crate::timers::arm(conn, &c.timers).await?;
-    crate::payouts::record(conn, &c.payouts).await?;
-    if let Some(summary) = &c.summary {
-        summary.upsert(conn).await?;
-    }
-    Ok(())
 }
 
 #[async_trait]
 impl CellStore for SqliteStore {
     async fn activate(&self, room_id: &RoomId, node: &str) -> Result<Activation> {
         let (room_id, node) = (room_id.to_string(), node.to_owned());
-        self.write(move |conn| Box::pin(activate(conn, room_id, node)))
+        self.write_statement(move |conn| Box::pin(activate(conn, room_id, node)))
             .await
     }
 
     async fn commit(&self, batch: &CommitBatch) -> Result<()> {
         let prepared = PreparedCommit::new(batch)?;
-        self.write(move |conn| Box::pin(commit(conn, prepared)))
+        self.write_statement(move |conn| Box::pin(commit(conn, prepared)))
             .await
     }
 
@@ -327,7 +264,7 @@ impl SnapshotStore for SqliteStore {
         let room_id = snapshot.state.room_id.to_string();
         let version = to_i64(snapshot.state.version, "version")?;
         let text = to_json(snapshot)?;
-        self.write(move |conn| {
+        self.write_statement(move |conn| {
             Box::pin(async move {
                 // An older snapshot than the stored one leaves the stored one in place.
                 sqlx::query(

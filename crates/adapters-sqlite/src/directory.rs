@@ -1,16 +1,18 @@
-//! [`RoomDirectory`]: short ids (unique both ways) and the room summaries that commits write,
-//! listed hottest first.
+//! [`RoomDirectory`]: short ids (unique both ways) and the room summaries that commits write
+//! (through the `room_commit` trigger), listed hottest first.
 
 use async_trait::async_trait;
 use room_app::ports::{RoomDirectory, RoomSummary};
 use room_domain::RoomId;
+use serde::Serialize;
 use sqlx::SqliteConnection;
 use sqlx::sqlite::SqliteRow;
 
 use crate::codec::{col, db, id_col, to_i64, u32_col, u64_col};
 use crate::{Result, SqliteStore};
 
-/// A summary encoded for its table.
+/// A summary as the `room_commit` view takes it.
+#[derive(Serialize)]
 pub(crate) struct SummaryRow {
     room_id: String,
     owner: String,
@@ -19,12 +21,12 @@ pub(crate) struct SummaryRow {
     heat: i64,
     online: i64,
     locked: bool,
-    version: u64,
+    version: i64,
 }
 
 impl SummaryRow {
-    pub(crate) fn new(summary: &RoomSummary) -> Self {
-        SummaryRow {
+    pub(crate) fn new(summary: &RoomSummary) -> Result<Self> {
+        Ok(SummaryRow {
             room_id: summary.room_id.to_string(),
             owner: summary.owner.to_string(),
             name: summary.name.clone(),
@@ -32,31 +34,8 @@ impl SummaryRow {
             heat: summary.heat,
             online: i64::from(summary.online),
             locked: summary.locked,
-            version: summary.version,
-        }
-    }
-
-    /// Writes the summary over the room's previous one. Runs inside a commit.
-    pub(crate) async fn upsert(&self, conn: &mut SqliteConnection) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked, version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-             ON CONFLICT (room_id) DO UPDATE SET owner = excluded.owner, name = excluded.name,
-                 open = excluded.open, heat = excluded.heat, online = excluded.online,
-                 locked = excluded.locked, version = excluded.version",
-        )
-        .bind(&self.room_id)
-        .bind(&self.owner)
-        .bind(&self.name)
-        .bind(self.open)
-        .bind(self.heat)
-        .bind(self.online)
-        .bind(self.locked)
-        .bind(to_i64(self.version, "version")?)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-        Ok(())
+            version: to_i64(summary.version, "version")?,
+        })
     }
 }
 
@@ -105,8 +84,10 @@ async fn reserve_short_id(
 impl RoomDirectory for SqliteStore {
     async fn reserve_short_id(&self, room_id: &RoomId, short_id: u32) -> Result<bool> {
         let room_id = room_id.to_string();
-        self.write(move |conn| Box::pin(reserve_short_id(conn, room_id, i64::from(short_id))))
-            .await
+        self.write_statement(move |conn| {
+            Box::pin(reserve_short_id(conn, room_id, i64::from(short_id)))
+        })
+        .await
     }
 
     async fn get_short_id(&self, room_id: &RoomId) -> Result<Option<u32>> {

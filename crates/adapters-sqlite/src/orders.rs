@@ -5,14 +5,16 @@ use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::GiftOrders;
 use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp};
+use serde::Serialize;
 use sqlx::SqliteConnection;
 
 use crate::codec::{db, json_col, to_json};
 use crate::{Result, SqliteStore};
 
-/// An order encoded for its table.
+/// An order encoded for its table (and for the `room_commit` view).
+#[derive(Serialize)]
 pub(crate) struct OrderRow {
-    pub(crate) order_id: String,
+    order_id: String,
     room_id: String,
     sender: String,
     status: &'static str,
@@ -32,17 +34,12 @@ impl OrderRow {
         })
     }
 
-    /// Replaces the stored order, if its status is `expected` (or in any status without
-    /// `expected`); returns whether it did.
-    pub(crate) async fn replace(
-        &self,
-        conn: &mut SqliteConnection,
-        expected: Option<&'static str>,
-    ) -> Result<bool> {
+    /// Replaces the stored order if its status is `expected`; returns whether it did.
+    async fn replace(&self, conn: &mut SqliteConnection, expected: &'static str) -> Result<bool> {
         let updated = sqlx::query(
             "UPDATE gift_orders
              SET room_id = ?1, sender = ?2, status = ?3, created_at = ?4, body = ?5
-             WHERE order_id = ?6 AND (?7 IS NULL OR status = ?7)",
+             WHERE order_id = ?6 AND status = ?7",
         )
         .bind(&self.room_id)
         .bind(&self.sender)
@@ -88,7 +85,7 @@ async fn create_or_get(
 }
 
 async fn update(conn: &mut SqliteConnection, row: OrderRow, expected: OrderStatus) -> Result<()> {
-    if row.replace(conn, Some(expected.as_str())).await? {
+    if row.replace(conn, expected.as_str()).await? {
         return Ok(());
     }
     let stored = sqlx::query("SELECT status FROM gift_orders WHERE order_id = ?1")
@@ -112,7 +109,7 @@ impl GiftOrders for SqliteStore {
     async fn create_or_get(&self, order: &GiftOrder) -> Result<(GiftOrder, bool)> {
         let row = OrderRow::new(order)?;
         let order = order.clone();
-        self.write(move |conn| Box::pin(create_or_get(conn, row, order)))
+        self.write_statement(move |conn| Box::pin(create_or_get(conn, row, order)))
             .await
     }
 
@@ -127,7 +124,7 @@ impl GiftOrders for SqliteStore {
 
     async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()> {
         let row = OrderRow::new(order)?;
-        self.write(move |conn| Box::pin(update(conn, row, expected)))
+        self.write_statement(move |conn| Box::pin(update(conn, row, expected)))
             .await
     }
 

@@ -34,7 +34,7 @@ impl Outbox for SqliteStore {
         }
         // One statement for any number of ids: they travel as one JSON array.
         let ids = to_json(ids)?;
-        self.write(move |conn| {
+        self.write_statement(move |conn| {
             Box::pin(async move {
                 sqlx::query(
                     "UPDATE room_outbox SET delivered_at = ?1
@@ -52,7 +52,7 @@ impl Outbox for SqliteStore {
     }
 
     async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64> {
-        self.write(move |conn| {
+        self.write_statement(move |conn| {
             Box::pin(async move {
                 let deleted = sqlx::query(
                     "DELETE FROM room_outbox WHERE id IN (

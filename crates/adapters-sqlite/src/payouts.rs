@@ -1,10 +1,11 @@
-//! [`Payouts`]: credits owed by commits, oldest first, until the payout worker deletes them.
+//! [`Payouts`]: credits owed by commits (recorded by the `room_commit` trigger), oldest first,
+//! until the payout worker deletes them.
 
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{CreditKind, Payout, Payouts};
 use room_domain::Coins;
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use serde::Serialize;
 
 use crate::codec::{col, db, id_col};
 use crate::{Result, SqliteStore};
@@ -28,11 +29,12 @@ fn kind_from(name: &str) -> Result<CreditKind> {
     })
 }
 
-/// A payout encoded for its table.
+/// A payout as the `room_commit` view takes it.
+#[derive(Serialize)]
 pub(crate) struct PayoutRow {
     op_id: String,
     kind: &'static str,
-    user: String,
+    user_id: String,
     amount: i64,
     room_id: String,
 }
@@ -42,34 +44,11 @@ impl PayoutRow {
         PayoutRow {
             op_id: payout.op_id.clone(),
             kind: kind_name(payout.kind),
-            user: payout.user.to_string(),
+            user_id: payout.user.to_string(),
             amount: payout.amount.0,
             room_id: payout.room_id.to_string(),
         }
     }
-}
-
-/// Records owed credits; one already owed under the same op id keeps its place in the queue.
-/// Runs inside a commit.
-pub(crate) async fn record(conn: &mut SqliteConnection, payouts: &[PayoutRow]) -> Result<()> {
-    for chunk in payouts.chunks(200) {
-        let mut upsert = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO room_payouts (op_id, kind, user_id, amount, room_id) ",
-        );
-        upsert.push_values(chunk, |mut row, payout| {
-            row.push_bind(payout.op_id.clone())
-                .push_bind(payout.kind)
-                .push_bind(payout.user.clone())
-                .push_bind(payout.amount)
-                .push_bind(payout.room_id.clone());
-        });
-        upsert.push(
-            " ON CONFLICT (op_id) DO UPDATE SET kind = excluded.kind, user_id = excluded.user_id, \
-             amount = excluded.amount, room_id = excluded.room_id",
-        );
-        upsert.build().execute(&mut *conn).await.map_err(db)?;
-    }
-    Ok(())
 }
 
 #[async_trait]
@@ -97,7 +76,7 @@ impl Payouts for SqliteStore {
 
     async fn delete(&self, op_id: &str) -> Result<()> {
         let op_id = op_id.to_owned();
-        self.write(move |conn| {
+        self.write_statement(move |conn| {
             Box::pin(async move {
                 sqlx::query("DELETE FROM room_payouts WHERE op_id = ?1")
                     .bind(op_id)

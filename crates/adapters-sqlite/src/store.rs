@@ -13,7 +13,7 @@ use sqlx::{ConnectOptions, SqliteConnection};
 
 use crate::Result;
 use crate::codec::db;
-use crate::writer::{JobFuture, WriteStats, Writer};
+use crate::writer::{Isolation, JobFuture, WriteStats, Writer};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 
@@ -136,12 +136,14 @@ impl SqliteStore {
         self.writer.stats()
     }
 
-    /// Runs `work` as one job of the writer (in its own savepoint of a group transaction).
-    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T>
+    /// Runs `work` as one job of the writer's next transaction. `work` must write with ONE
+    /// statement and fail only when that statement failed or wrote nothing (reads before and
+    /// after are fine): it gets no savepoint, SQLite's own statement rollback isolates it.
+    pub(crate) async fn write_statement<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut SqliteConnection) -> JobFuture<'c, T> + Send + 'static,
     {
-        self.writer.submit(work).await
+        self.writer.submit(Isolation::Statement, work).await
     }
 }

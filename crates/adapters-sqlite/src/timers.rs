@@ -1,15 +1,17 @@
-//! [`Timers`]: durable timers, armed in commits (re-arming an id replaces it), listed by due
-//! time and deleted only while their due time is still the one that fired.
+//! [`Timers`]: durable timers, armed in commits (re-arming an id replaces it; see the
+//! `room_commit` trigger), listed by due time and deleted only while their due time is still
+//! the one that fired.
 
 use async_trait::async_trait;
 use room_app::ports::{Timer, Timers};
 use room_domain::Timestamp;
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use serde::Serialize;
 
 use crate::codec::{col, db, id_col, json_col, to_json};
 use crate::{Result, SqliteStore};
 
-/// A timer encoded for its table.
+/// A timer as the `room_commit` view takes it.
+#[derive(Serialize)]
 pub(crate) struct TimerRow {
     timer_id: String,
     room_id: String,
@@ -26,27 +28,6 @@ impl TimerRow {
             command: to_json(&timer.command)?,
         })
     }
-}
-
-/// Arms `timers`, replacing any with the same id. Runs inside a commit.
-pub(crate) async fn arm(conn: &mut SqliteConnection, timers: &[TimerRow]) -> Result<()> {
-    for chunk in timers.chunks(200) {
-        let mut upsert = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO room_timers (timer_id, room_id, due_at, command) ",
-        );
-        upsert.push_values(chunk, |mut row, timer| {
-            row.push_bind(timer.timer_id.clone())
-                .push_bind(timer.room_id.clone())
-                .push_bind(timer.due_at)
-                .push_bind(timer.command.clone());
-        });
-        upsert.push(
-            " ON CONFLICT (timer_id) DO UPDATE SET room_id = excluded.room_id, \
-             due_at = excluded.due_at, command = excluded.command",
-        );
-        upsert.build().execute(&mut *conn).await.map_err(db)?;
-    }
-    Ok(())
 }
 
 #[async_trait]
@@ -75,7 +56,7 @@ impl Timers for SqliteStore {
 
     async fn delete(&self, timer_id: &str, due_at: Timestamp) -> Result<()> {
         let timer_id = timer_id.to_owned();
-        self.write(move |conn| {
+        self.write_statement(move |conn| {
             Box::pin(async move {
                 sqlx::query("DELETE FROM room_timers WHERE timer_id = ?1 AND due_at = ?2")
                     .bind(timer_id)

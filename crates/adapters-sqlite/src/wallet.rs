@@ -1,6 +1,8 @@
 //! [`Wallet`]: a ledger of accounts and entries. Each operation is one entry keyed by
 //! (operation id, kind) that records its first answer, so a repeat returns that answer and
-//! moves nothing; a voided debit is an entry too, so a late debit with its id fails.
+//! moves nothing; a voided debit is an entry too, so a late debit with its id fails. The
+//! ledger trigger of the migration moves the balance when an entry is inserted, so every
+//! operation is one INSERT whose guard checks the funds (or the overflow) on the way.
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -70,13 +72,45 @@ async fn entry(conn: &mut SqliteConnection, op_id: &str, kind: &str) -> Result<O
     }))
 }
 
-async fn stored_balance(conn: &mut SqliteConnection, user: &str) -> Result<Option<i64>> {
+async fn stored_balance(conn: &mut SqliteConnection, user: &str) -> Result<i64> {
     let row = sqlx::query("SELECT balance FROM wallet_accounts WHERE user_id = ?1")
         .bind(user)
         .fetch_optional(&mut *conn)
         .await
         .map_err(db)?;
-    row.map(|row| col(&row, "balance")).transpose()
+    Ok(row
+        .map(|row| col(&row, "balance"))
+        .transpose()?
+        .unwrap_or_default())
+}
+
+/// Answers an operation whose entry was not written: a repeat (or a voided id) gets the stored
+/// entry's answer; otherwise `refused` says why.
+async fn not_recorded(
+    conn: &mut SqliteConnection,
+    op_id: &str,
+    kind: &str,
+    user: &str,
+    amount: i64,
+    refused: impl FnOnce(i64) -> Error,
+) -> Result<Coins> {
+    if let Some(entry) = entry(conn, op_id, kind).await? {
+        return entry.repeat(op_id, user, amount);
+    }
+    Err(refused(stored_balance(conn, user).await?))
+}
+
+/// Runs an entry INSERT that returns `balance_after` if it recorded the entry. A unique
+/// violation (the op id is taken) and "no row" (the guard refused) both mean: not recorded.
+async fn record(
+    query: sqlx::query::Query<'_, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    conn: &mut SqliteConnection,
+) -> Result<Option<Coins>> {
+    match query.fetch_optional(&mut *conn).await.map_err(db) {
+        Ok(Some(row)) => Ok(Some(Coins(col(&row, "balance_after")?))),
+        Ok(None) | Err(Error::AlreadyExists(_)) => Ok(None),
+        Err(other) => Err(other),
+    }
 }
 
 async fn debit(
@@ -85,67 +119,34 @@ async fn debit(
     user: String,
     amount: i64,
 ) -> Result<Coins> {
-    if amount < 0 {
-        // A repeat is answered before the amount is judged, as for any other operation.
-        return match entry(conn, &op_id, DEBIT).await? {
-            Some(entry) => entry.repeat(&op_id, &user, amount),
-            None => Err(Error::Invalid(format!("negative debit {amount}"))),
-        };
-    }
-    // The common case in one statement: record the entry if the op id is new and the funds
-    // suffice, with the balance it leaves.
-    let recorded = sqlx::query(
-        "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
-         SELECT ?1, 'debit', 'done', user_id, ?3, balance - ?3 FROM wallet_accounts
-         WHERE user_id = ?2 AND balance >= ?3",
-    )
-    .bind(&op_id)
-    .bind(&user)
-    .bind(amount)
-    .execute(&mut *conn)
-    .await
-    .map_err(db);
-    match recorded {
-        Ok(done) if done.rows_affected() > 0 => {}
-        Ok(_) | Err(Error::AlreadyExists(_)) => {
-            // A repeat (or a voided id), or too few coins.
-            if let Some(entry) = entry(conn, &op_id, DEBIT).await? {
-                return entry.repeat(&op_id, &user, amount);
-            }
-            let balance = stored_balance(conn, &user).await?;
-            if amount > 0 || balance.is_some() {
-                return Err(Error::InsufficientFunds {
-                    balance: Coins(balance.unwrap_or_default()),
-                });
-            }
-            // A zero debit of a user without an account: open the account at zero.
-            sqlx::query("INSERT INTO wallet_accounts (user_id, balance) VALUES (?1, 0)")
-                .bind(&user)
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-            sqlx::query(
-                "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
-                 VALUES (?1, 'debit', 'done', ?2, 0, 0)",
-            )
-            .bind(&op_id)
-            .bind(&user)
-            .execute(&mut *conn)
-            .await
-            .map_err(db)?;
-            return Ok(Coins::ZERO);
+    if amount >= 0 {
+        // One statement: record the entry if the op id is new and the funds suffice; the
+        // ledger trigger takes the coins from the account.
+        let insert = sqlx::query(
+            "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+             SELECT ?1, 'debit', 'done', ?2, ?3, balance - ?3
+             FROM (SELECT coalesce((SELECT balance FROM wallet_accounts WHERE user_id = ?2), 0)
+                   AS balance)
+             WHERE balance >= ?3
+             RETURNING balance_after",
+        )
+        .bind(&op_id)
+        .bind(&user)
+        .bind(amount);
+        if let Some(after) = record(insert, conn).await? {
+            return Ok(after);
         }
-        Err(other) => return Err(other),
     }
-    let row = sqlx::query(
-        "UPDATE wallet_accounts SET balance = balance - ?2 WHERE user_id = ?1 RETURNING balance",
-    )
-    .bind(&user)
-    .bind(amount)
-    .fetch_one(&mut *conn)
+    not_recorded(conn, &op_id, DEBIT, &user, amount, |balance| {
+        if amount < 0 {
+            Error::Invalid(format!("negative debit {amount}"))
+        } else {
+            Error::InsufficientFunds {
+                balance: Coins(balance),
+            }
+        }
+    })
     .await
-    .map_err(db)?;
-    Ok(Coins(col(&row, "balance")?))
 }
 
 async fn credit(
@@ -155,38 +156,32 @@ async fn credit(
     user: String,
     amount: i64,
 ) -> Result<Coins> {
-    if let Some(entry) = entry(conn, &op_id, kind).await? {
-        return entry.repeat(&op_id, &user, amount);
+    if amount >= 0 {
+        // One statement, as for a debit; the guard refuses a balance past i64::MAX.
+        let insert = sqlx::query(
+            "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+             SELECT ?1, ?2, 'done', ?3, ?4, balance + ?4
+             FROM (SELECT coalesce((SELECT balance FROM wallet_accounts WHERE user_id = ?3), 0)
+                   AS balance)
+             WHERE balance <= 9223372036854775807 - ?4
+             RETURNING balance_after",
+        )
+        .bind(&op_id)
+        .bind(kind)
+        .bind(&user)
+        .bind(amount);
+        if let Some(after) = record(insert, conn).await? {
+            return Ok(after);
+        }
     }
-    if amount < 0 {
-        return Err(Error::Invalid(format!("negative credit {amount}")));
-    }
-    let balance = stored_balance(conn, &user).await?.unwrap_or_default();
-    let after = balance
-        .checked_add(amount)
-        .ok_or_else(|| Error::Invalid("balance overflow".into()))?;
-    sqlx::query(
-        "INSERT INTO wallet_accounts (user_id, balance) VALUES (?1, ?2)
-         ON CONFLICT (user_id) DO UPDATE SET balance = excluded.balance",
-    )
-    .bind(&user)
-    .bind(after)
-    .execute(&mut *conn)
+    not_recorded(conn, &op_id, kind, &user, amount, |_| {
+        if amount < 0 {
+            Error::Invalid(format!("negative credit {amount}"))
+        } else {
+            Error::Invalid("balance overflow".into())
+        }
+    })
     .await
-    .map_err(db)?;
-    sqlx::query(
-        "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
-         VALUES (?1, ?2, 'done', ?3, ?4, ?5)",
-    )
-    .bind(&op_id)
-    .bind(kind)
-    .bind(&user)
-    .bind(amount)
-    .bind(after)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    Ok(Coins(after))
 }
 
 async fn settle_debit(conn: &mut SqliteConnection, op_id: String) -> Result<DebitStatus> {
@@ -211,7 +206,7 @@ async fn settle_debit(conn: &mut SqliteConnection, op_id: String) -> Result<Debi
 impl Wallet for SqliteStore {
     async fn debit(&self, op_id: &str, user: &UserId, amount: Coins) -> Result<Coins> {
         let (op_id, user) = (op_id.to_owned(), user.to_string());
-        self.write(move |conn| Box::pin(debit(conn, op_id, user, amount.0)))
+        self.write_statement(move |conn| Box::pin(debit(conn, op_id, user, amount.0)))
             .await
     }
 
@@ -224,13 +219,13 @@ impl Wallet for SqliteStore {
     ) -> Result<Coins> {
         let (op_id, user) = (op_id.to_owned(), user.to_string());
         let kind = credit_kind(kind);
-        self.write(move |conn| Box::pin(credit(conn, op_id, kind, user, amount.0)))
+        self.write_statement(move |conn| Box::pin(credit(conn, op_id, kind, user, amount.0)))
             .await
     }
 
     async fn settle_debit(&self, op_id: &str) -> Result<DebitStatus> {
         let op_id = op_id.to_owned();
-        self.write(move |conn| Box::pin(settle_debit(conn, op_id)))
+        self.write_statement(move |conn| Box::pin(settle_debit(conn, op_id)))
             .await
     }
 

@@ -4,10 +4,14 @@
 //! callers. A fsync'd commit costs the same for one job as for hundreds, so throughput comes
 //! from the size of the groups, and durability stays `synchronous=FULL`.
 //!
-//! A job that fails (a conflict, a duplicate, insufficient funds) is rolled back to its
-//! savepoint and answered with its error; the other jobs of the group are not affected. If the
-//! group's transaction cannot be committed (or its state is lost), every job of the group is
-//! answered with [`Error::Unavailable`]: none of them was written.
+//! A job that fails (a conflict, a duplicate, insufficient funds) is rolled back alone and
+//! answered with its error; the other jobs of the group are not affected. A job of several
+//! statements runs inside its own SAVEPOINT for that ([`Isolation::Savepoint`]). A job that
+//! writes with ONE statement needs none ([`Isolation::Statement`]): SQLite rolls a failing
+//! statement back by itself, and every statement is a round trip to the driver's worker
+//! thread, which is what bounds the writer's throughput. If the group's transaction cannot be
+//! committed (or its state is lost), every job of the group is answered with
+//! [`Error::Unavailable`]: none of them was written.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,6 +24,17 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::Result;
 use crate::codec::db;
+
+/// How a job is kept apart from the other jobs of its transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isolation {
+    /// The job writes with one statement and fails only when that statement failed or wrote
+    /// nothing (it may read before and after). SQLite undoes a failing statement alone.
+    Statement,
+    /// The job runs in its own savepoint, rolled back if it fails: for any job. (Every job
+    /// of the store is one statement at the moment; the writer's tests use this.)
+    Savepoint,
+}
 
 /// A job's future: borrows the writer's connection for the time it runs.
 pub(crate) type JobFuture<'c, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'c>>;
@@ -54,6 +69,8 @@ impl Counters {
 
 /// A job with its result type erased, so jobs of every kind share one queue.
 trait ErasedJob: Send {
+    fn isolation(&self) -> Isolation;
+
     /// Runs the job's statements; keeps the result for [`ErasedJob::answer`]. Returns whether
     /// the job succeeded (its savepoint is released) or failed (rolled back).
     fn run<'a>(
@@ -66,6 +83,7 @@ trait ErasedJob: Send {
 }
 
 struct Job<T, F> {
+    isolation: Isolation,
     work: Option<F>,
     result: Option<Result<T>>,
     reply: oneshot::Sender<Result<T>>,
@@ -76,6 +94,10 @@ where
     T: Send + 'static,
     F: for<'c> FnOnce(&'c mut SqliteConnection) -> JobFuture<'c, T> + Send + 'static,
 {
+    fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
     fn run<'a>(
         &'a mut self,
         conn: &'a mut SqliteConnection,
@@ -133,13 +155,14 @@ impl Writer {
 
     /// Runs `work` in the writer's next transaction and returns its result once that
     /// transaction is committed.
-    pub(crate) async fn submit<T, F>(&self, work: F) -> Result<T>
+    pub(crate) async fn submit<T, F>(&self, isolation: Isolation, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut SqliteConnection) -> JobFuture<'c, T> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Job {
+            isolation,
             work: Some(work),
             result: None,
             reply,
@@ -233,28 +256,37 @@ async fn run_group(
     }
 }
 
-/// Runs every job in its savepoint and commits. An error means the transaction as a whole
-/// failed: nothing of it is written.
+/// Runs every job and commits. An error means the transaction as a whole failed: nothing of
+/// it is written.
 async fn run_jobs(conn: &mut SqliteConnection, jobs: &mut [Box<dyn ErasedJob>]) -> Result<()> {
     // IMMEDIATE takes the write lock now, so no statement of a job can fail for want of it.
-    sqlx::raw_sql("BEGIN IMMEDIATE; SAVEPOINT job")
+    sqlx::raw_sql("BEGIN IMMEDIATE")
         .execute(&mut *conn)
         .await
         .map_err(db)?;
+    let mut savepoint_open = false;
     for job in jobs.iter_mut() {
-        // At this point exactly one savepoint `job` is open.
-        let statement = if job.run(conn).await {
-            "RELEASE job; SAVEPOINT job"
-        } else {
-            // ROLLBACK TO keeps the savepoint open for the next job. It fails if SQLite
-            // rolled back the whole transaction (an I/O error, a full disk): then the jobs
-            // before this one are lost too, and the group fails.
-            "ROLLBACK TO job"
-        };
-        sqlx::raw_sql(statement)
-            .execute(&mut *conn)
-            .await
-            .map_err(db)?;
+        let isolation = job.isolation();
+        if isolation == Isolation::Savepoint {
+            // A fresh savepoint right before the job; releasing the previous one in the same
+            // round trip keeps what came before it.
+            let begin = if savepoint_open {
+                "RELEASE job; SAVEPOINT job"
+            } else {
+                "SAVEPOINT job"
+            };
+            sqlx::raw_sql(begin).execute(&mut *conn).await.map_err(db)?;
+            savepoint_open = true;
+        }
+        let succeeded = job.run(conn).await;
+        if !succeeded && isolation == Isolation::Savepoint {
+            // This fails if SQLite rolled back the whole transaction (an I/O error, a full
+            // disk): then the jobs before this one are lost too, and the group fails.
+            sqlx::raw_sql("ROLLBACK TO job")
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+        }
     }
     sqlx::raw_sql("COMMIT")
         .execute(&mut *conn)
@@ -294,7 +326,7 @@ mod tests {
         let writer = writer.clone();
         tokio::spawn(async move {
             writer
-                .submit(move |conn| {
+                .submit(Isolation::Savepoint, move |conn| {
                     Box::pin(async move {
                         sqlx::query(sql).execute(&mut *conn).await.map_err(db)?;
                         Ok(())
@@ -355,7 +387,7 @@ mod tests {
             let writer = writer.clone();
             tokio::spawn(async move {
                 writer
-                    .submit(|conn| {
+                    .submit(Isolation::Savepoint, |conn| {
                         Box::pin(async move {
                             sqlx::query("INSERT INTO log VALUES ('failing')")
                                 .execute(&mut *conn)
