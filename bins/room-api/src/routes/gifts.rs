@@ -125,19 +125,19 @@ pub async fn send_gift(
         }
         Err(error) => return Err(error.into()),
     };
-    gift_answer(&state, &receipt).await
+    Ok(gift_answer(&receipt))
 }
 
-async fn gift_answer(state: &AppState, receipt: &GiftReceipt) -> ApiResult<Response> {
+fn gift_answer(receipt: &GiftReceipt) -> Response {
     let order = GiftResponse::from(receipt);
     let error = match (receipt.status, &receipt.rejection) {
         (OrderStatus::Completed | OrderStatus::Applied, _) => {
-            return Ok((StatusCode::OK, Json(order)).into_response());
+            return (StatusCode::OK, Json(order)).into_response();
         }
         (OrderStatus::Compensated | OrderStatus::Failed, Some(rejection)) => {
             ApiError::from_rejection(rejection)
         }
-        (OrderStatus::Failed, None) => failure_reason(state, receipt).await?,
+        (OrderStatus::Failed, None) => failure_reason(receipt),
         // The saga returns an unfinished order only with an error; answer like that error
         // would be answered, so the client retries.
         (OrderStatus::Pending | OrderStatus::Debited | OrderStatus::Compensated, _) => {
@@ -153,13 +153,12 @@ async fn gift_answer(state: &AppState, receipt: &GiftReceipt) -> ApiResult<Respo
         error: error.body().error,
         order,
     };
-    Ok((error.status, Json(body)).into_response())
+    (error.status, Json(body)).into_response()
 }
 
-/// Why a FAILED order failed: the receipt does not say, the stored order does.
-async fn failure_reason(state: &AppState, receipt: &GiftReceipt) -> ApiResult<ApiError> {
-    let order = state.service.ports().orders.get(&receipt.order_id).await?;
-    Ok(match order.and_then(|order| order.fail_reason) {
+/// Why a FAILED order failed.
+fn failure_reason(receipt: &GiftReceipt) -> ApiError {
+    match receipt.fail_reason.clone() {
         Some(FailReason::InsufficientFunds { balance }) => ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "INSUFFICIENT_COINS",
@@ -171,7 +170,7 @@ async fn failure_reason(state: &AppState, receipt: &GiftReceipt) -> ApiResult<Ap
             "ORDER_FAILED",
             "the order was never debited and is void; send the gift again with a new order_id",
         ),
-    })
+    }
 }
 
 /// The gift catalog.
