@@ -14,7 +14,8 @@ use serde::Serialize;
 
 use crate::cell::CellRuntime;
 use crate::ports::{
-    ClockRef, CreditKind, DebitStatus, GiftCatalogRef, GiftOrdersRef, IdGenRef, WalletRef,
+    CatalogGift, ClockRef, CreditKind, DebitStatus, GiftCatalogRef, GiftOrdersRef, IdGenRef,
+    WalletRef,
 };
 use crate::{Error, Result};
 
@@ -65,7 +66,13 @@ pub struct GiftSaga {
     ids: IdGenRef,
     /// Per-user locks serializing lucky gifts of one sender.
     lucky_locks: Mutex<HashMap<UserId, Arc<tokio::sync::Mutex<()>>>>,
+    /// Catalog entries read recently: the catalog changes rarely and every gift reads it.
+    catalog_cache: Mutex<HashMap<GiftId, (Option<CatalogGift>, std::time::Instant)>>,
 }
+
+/// How long a cached catalog entry is used. A change made on this node is seen at once
+/// ([`GiftSaga::forget_catalog`]); one made on another node within this time.
+const CATALOG_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl GiftSaga {
     /// A saga over these ports.
@@ -85,7 +92,37 @@ impl GiftSaga {
             clock,
             ids,
             lucky_locks: Mutex::new(HashMap::new()),
+            catalog_cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// An enabled catalog gift, from the cache when fresh.
+    async fn catalog_gift(&self, gift_id: &GiftId) -> Result<Option<CatalogGift>> {
+        let now = std::time::Instant::now();
+        {
+            let cache = self.catalog_cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((gift, at)) = cache.get(gift_id)
+                && now.duration_since(*at) < CATALOG_CACHE_TTL
+            {
+                return Ok(gift.clone());
+            }
+        }
+        let gift = self.catalog.get(gift_id).await?.filter(|gift| gift.enabled);
+        let mut cache = self.catalog_cache.lock().unwrap_or_else(|e| e.into_inner());
+        // Ids come from clients: keep the cache from growing with made-up ones.
+        if cache.len() >= 4096 {
+            cache.clear();
+        }
+        cache.insert(gift_id.clone(), (gift.clone(), now));
+        Ok(gift)
+    }
+
+    /// Drops cached catalog entries, after a change to the catalog.
+    pub fn forget_catalog(&self) {
+        self.catalog_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     /// Sends a gift: creates the order (or finds it, for a repeat), drives it as far as it
@@ -93,46 +130,56 @@ impl GiftSaga {
     /// recovery; it never loses or doubles a coin.
     #[tracing::instrument(skip_all, fields(room_id = %request.room_id, order_id = %request.order_id), err)]
     pub async fn send(&self, request: SendGift) -> Result<GiftReceipt> {
-        let order = match self.orders.get(&request.order_id).await? {
-            Some(existing) => {
-                same_request(&existing, &request)?;
-                existing
-            }
-            None => self.place(&request).await?,
-        };
+        let order = self.place(&request).await?;
         let _guard = self.lucky_guard(&order).await;
         let order = self.drive(order).await?;
         self.receipt(&order).await
     }
 
     /// Validates the request against the rules, the catalog and the room, then stores a
-    /// PENDING order. A request the pre-check refuses is answered with the rejection and stores
-    /// nothing: no coin moved, and a repeat is refused the same way.
+    /// PENDING order, or finds the stored order of a repeat. A new request the pre-check
+    /// refuses is answered with the rejection and stores nothing: no coin moved.
+    ///
+    /// New orders are the common case, so the stored order is looked up only when the
+    /// pre-check refuses (a repeat of an order that went through must still get its first
+    /// answer, though the room may have closed since) or when the create finds one.
     async fn place(&self, request: &SendGift) -> Result<GiftOrder> {
-        let gift = self
-            .catalog
-            .get(&request.gift_id)
-            .await?
-            .filter(|gift| gift.enabled)
-            .ok_or_else(|| Error::NotFound(format!("gift {}", request.gift_id)))?;
-        let apply = ApplyGift {
-            order_id: request.order_id.clone(),
-            sender: request.sender.clone(),
-            recipients: request.recipients.clone(),
-            gift: GiftSnapshot {
-                gift_id: gift.gift_id.clone(),
-                price: gift.price,
-                heat: gift.heat,
-                fuel: gift.fuel,
-                lucky: gift.lucky,
-            },
-            count: request.count,
-            lucky_draw: self.ids.random(),
+        let checked = match self.catalog_gift(&request.gift_id).await? {
+            Some(gift) => {
+                let apply = ApplyGift {
+                    order_id: request.order_id.clone(),
+                    sender: request.sender.clone(),
+                    recipients: request.recipients.clone(),
+                    gift: GiftSnapshot {
+                        gift_id: gift.gift_id.clone(),
+                        price: gift.price,
+                        heat: gift.heat,
+                        fuel: gift.fuel,
+                        lucky: gift.lucky,
+                    },
+                    count: request.count,
+                    lucky_draw: self.ids.random(),
+                };
+                match self.pre_check(request, &apply).await? {
+                    None => Ok(apply),
+                    Some(rejection) => Err(Error::Rejected(rejection)),
+                }
+            }
+            None => Err(Error::NotFound(format!("gift {}", request.gift_id))),
+        };
+        let apply = match checked {
+            Ok(apply) => apply,
+            Err(refusal) => {
+                return match self.orders.get(&request.order_id).await? {
+                    Some(existing) => {
+                        same_request(&existing, request)?;
+                        Ok(existing)
+                    }
+                    None => Err(refusal),
+                };
+            }
         };
         let now = self.clock.now();
-        if let Some(rejection) = self.pre_check(request, &apply).await? {
-            return Err(Error::Rejected(rejection));
-        }
         let order = GiftOrder::new(request.room_id.clone(), &apply, now)
             .ok_or(Error::Rejected(Rejection::AmountOverflow))?;
         let (stored, created) = self.orders.create_or_get(&order).await?;

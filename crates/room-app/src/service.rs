@@ -550,7 +550,9 @@ impl RoomService {
         if gift.price.is_negative() || gift.heat < 0 || gift.fuel < 0 {
             return Err(Error::Rejected(Rejection::InvalidGift));
         }
-        self.ports.catalog.put(&gift).await
+        self.ports.catalog.put(&gift).await?;
+        self.gifts.forget_catalog();
+        Ok(())
     }
 
     /// A user's balance.
