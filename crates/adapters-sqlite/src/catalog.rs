@@ -46,29 +46,23 @@ impl GiftCatalog for SqliteStore {
     }
 
     async fn put(&self, gift: &CatalogGift) -> Result<()> {
-        let gift = gift.clone();
-        self.write_statement(move |conn| {
-            Box::pin(async move {
-                sqlx::query(
-                    "INSERT INTO gift_catalog (gift_id, name, price, heat, fuel, lucky, enabled)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                     ON CONFLICT (gift_id) DO UPDATE SET name = excluded.name,
-                         price = excluded.price, heat = excluded.heat, fuel = excluded.fuel,
-                         lucky = excluded.lucky, enabled = excluded.enabled",
-                )
-                .bind(gift.gift_id.as_str())
-                .bind(&gift.name)
-                .bind(gift.price.0)
-                .bind(gift.heat)
-                .bind(gift.fuel)
-                .bind(gift.lucky)
-                .bind(gift.enabled)
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-                Ok(())
-            })
-        })
-        .await
+        self.execute(
+            "INSERT INTO gift_catalog (gift_id, name, price, heat, fuel, lucky, enabled)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (gift_id) DO UPDATE SET name = excluded.name, price = excluded.price,
+                 heat = excluded.heat, fuel = excluded.fuel, lucky = excluded.lucky,
+                 enabled = excluded.enabled",
+            (
+                gift.gift_id.to_string(),
+                gift.name.clone(),
+                gift.price.0,
+                gift.heat,
+                gift.fuel,
+                gift.lucky,
+                gift.enabled,
+            ),
+        )
+        .await?;
+        Ok(())
     }
 }

@@ -1,6 +1,7 @@
-//! [`CellStore`] and [`SnapshotStore`]: the room log, the epoch fence, the commit that writes
-//! everything of a batch in one statement (the `room_commit` view of the migration), and
-//! snapshots.
+//! [`CellStore`] and [`SnapshotStore`]: the room log, the epoch fence, the group commit that
+//! writes everything of a batch (in the job's savepoint, so all or nothing), and snapshots.
+
+use std::collections::HashSet;
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -8,19 +9,17 @@ use room_app::ports::{
     Activation, CellStore, CommandRecord, CommitBatch, SnapshotStore, StoredEvent,
 };
 use room_domain::{CommandId, RoomId, Snapshot};
-use serde::Serialize;
-use sqlx::SqliteConnection;
+use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::codec::{col, db, id_col, json_col, to_i64, to_json, u64_col};
+use crate::codec::{col, db, id_col, json_col, sql, stored_u64, to_i64, to_json, u64_col};
 use crate::directory::SummaryRow;
 use crate::orders::OrderRow;
 use crate::payouts::PayoutRow;
 use crate::timers::TimerRow;
 use crate::{Result, SqliteStore};
 
-#[derive(Serialize)]
-struct CommandRow<'a> {
-    command_id: &'a str,
+struct CommandRow {
+    command_id: String,
     command: String,
     actor: String,
     applied_at: i64,
@@ -28,179 +27,252 @@ struct CommandRow<'a> {
     last_seq: i64,
 }
 
-#[derive(Serialize)]
 struct EventRow {
     seq: i64,
     occurred_at: i64,
     event: String,
 }
 
-#[derive(Serialize)]
-struct OutboxRow<'a> {
-    room_id: &'a str,
+struct OutboxRow {
+    room_id: String,
     seq: i64,
     envelope: String,
 }
 
-/// A [`CommitBatch`] encoded for the `room_commit` view (see the migration): every part a JSON
-/// array, built in the caller's task so that the writer only runs the statement.
+/// A [`CommitBatch`] encoded for SQL in the caller's task (the JSON work happens there, in
+/// parallel), so that the writer thread only runs statements.
 struct PreparedCommit {
     room_id: String,
     epoch: i64,
     expected_version: i64,
-    commands: String,
-    events: String,
-    outbox: String,
-    orders: String,
-    timers: String,
-    payouts: String,
-    summary: Option<String>,
+    new_version: i64,
+    /// A command id that appears twice in the batch.
+    repeated_command: Option<String>,
+    /// Why the events' seqs do not follow `expected_version` without gaps.
+    seq_problem: Option<String>,
+    commands: Vec<CommandRow>,
+    events: Vec<EventRow>,
+    outbox: Vec<OutboxRow>,
+    orders: Vec<OrderRow>,
+    timers: Vec<TimerRow>,
+    payouts: Vec<PayoutRow>,
+    summary: Option<SummaryRow>,
 }
 
 impl PreparedCommit {
     fn new(batch: &CommitBatch) -> Result<Self> {
-        let commands = batch
+        let mut seen = HashSet::new();
+        let repeated_command = batch
             .commands
             .iter()
-            .map(|c| {
-                Ok(CommandRow {
-                    command_id: c.command_id.as_str(),
-                    command: to_json(&c.command)?,
-                    actor: to_json(&c.actor)?,
-                    applied_at: c.applied_at.as_millis(),
-                    first_seq: to_i64(c.first_seq, "seq")?,
-                    last_seq: to_i64(c.last_seq, "seq")?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let events = batch
+            .find(|c| !seen.insert(&c.command_id))
+            .map(|c| c.command_id.to_string());
+        let seq_problem = batch
             .events
             .iter()
-            .map(|e| {
-                Ok(EventRow {
-                    seq: to_i64(e.seq, "seq")?,
-                    occurred_at: e.occurred_at.as_millis(),
-                    event: to_json(&e.event)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let outbox = batch
-            .outbox
-            .iter()
-            .map(|envelope| {
-                Ok(OutboxRow {
-                    room_id: envelope.room_id.as_str(),
-                    seq: to_i64(envelope.seq, "seq")?,
-                    envelope: to_json(envelope)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let orders = batch
-            .orders
-            .iter()
-            .map(OrderRow::new)
-            .collect::<Result<Vec<_>>>()?;
-        let timers = batch
-            .timers
-            .iter()
-            .map(TimerRow::new)
-            .collect::<Result<Vec<_>>>()?;
-        let payouts: Vec<_> = batch.payouts.iter().map(PayoutRow::new).collect();
+            .enumerate()
+            .find(|(i, e)| e.seq != batch.expected_version + 1 + *i as u64)
+            .map(|(_, e)| format!("event seq {} does not follow the version", e.seq));
+        let new_version = batch.expected_version + batch.events.len() as u64;
         Ok(PreparedCommit {
             room_id: batch.room_id.to_string(),
             epoch: to_i64(batch.epoch, "epoch")?,
             expected_version: to_i64(batch.expected_version, "version")?,
-            commands: to_json(&commands)?,
-            events: to_json(&events)?,
-            outbox: to_json(&outbox)?,
-            orders: to_json(&orders)?,
-            timers: to_json(&timers)?,
-            payouts: to_json(&payouts)?,
-            summary: batch
-                .summary
-                .as_ref()
-                .map(|s| SummaryRow::new(s).and_then(|row| to_json(&row)))
-                .transpose()?,
+            new_version: to_i64(new_version, "version")?,
+            repeated_command,
+            seq_problem,
+            commands: batch
+                .commands
+                .iter()
+                .map(|c| {
+                    Ok(CommandRow {
+                        command_id: c.command_id.to_string(),
+                        command: to_json(&c.command)?,
+                        actor: to_json(&c.actor)?,
+                        applied_at: c.applied_at.as_millis(),
+                        first_seq: to_i64(c.first_seq, "seq")?,
+                        last_seq: to_i64(c.last_seq, "seq")?,
+                    })
+                })
+                .collect::<Result<_>>()?,
+            events: batch
+                .events
+                .iter()
+                .map(|e| {
+                    Ok(EventRow {
+                        seq: to_i64(e.seq, "seq")?,
+                        occurred_at: e.occurred_at.as_millis(),
+                        event: to_json(&e.event)?,
+                    })
+                })
+                .collect::<Result<_>>()?,
+            outbox: batch
+                .outbox
+                .iter()
+                .map(|envelope| {
+                    Ok(OutboxRow {
+                        room_id: envelope.room_id.to_string(),
+                        seq: to_i64(envelope.seq, "seq")?,
+                        envelope: to_json(envelope)?,
+                    })
+                })
+                .collect::<Result<_>>()?,
+            orders: batch
+                .orders
+                .iter()
+                .map(OrderRow::new)
+                .collect::<Result<_>>()?,
+            timers: batch
+                .timers
+                .iter()
+                .map(TimerRow::new)
+                .collect::<Result<_>>()?,
+            payouts: batch.payouts.iter().map(PayoutRow::new).collect(),
+            summary: batch.summary.as_ref().map(SummaryRow::new).transpose()?,
         })
     }
 }
 
-async fn activate(
-    conn: &mut SqliteConnection,
-    room_id: String,
-    node: String,
-) -> Result<Activation> {
-    let row = sqlx::query(
-        "INSERT INTO room_cells (room_id, epoch, version, owner_node) VALUES (?1, 1, 0, ?2)
-         ON CONFLICT (room_id) DO UPDATE SET epoch = epoch + 1, owner_node = excluded.owner_node
-         RETURNING epoch, version",
-    )
-    .bind(room_id)
-    .bind(node)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db)?;
+fn activate(conn: &Connection, room_id: &str, node: &str) -> Result<Activation> {
+    let (epoch, version) = conn
+        .prepare_cached(
+            "INSERT INTO room_cells (room_id, epoch, version, owner_node) VALUES (?1, 1, 0, ?2)
+             ON CONFLICT (room_id) DO UPDATE
+             SET epoch = epoch + 1, owner_node = excluded.owner_node
+             RETURNING epoch, version",
+        )
+        .and_then(|mut insert| {
+            insert.query_row(params![room_id, node], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
+            })
+        })
+        .map_err(sql)?;
     Ok(Activation {
-        epoch: u64_col(&row, "epoch")?,
-        version: u64_col(&row, "version")?,
+        epoch: stored_u64(epoch, "epoch")?,
+        version: stored_u64(version, "version")?,
     })
 }
 
-async fn commit(conn: &mut SqliteConnection, c: PreparedCommit) -> Result<()> {
-    let result = sqlx::query(
-        "INSERT INTO room_commit (room_id, epoch, expected_version, commands, events, outbox,
-                                  orders, timers, payouts, summary)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )
-    .bind(&c.room_id)
-    .bind(c.epoch)
-    .bind(c.expected_version)
-    .bind(c.commands)
-    .bind(c.events)
-    .bind(c.outbox)
-    .bind(c.orders)
-    .bind(c.timers)
-    .bind(c.payouts)
-    .bind(c.summary)
-    .execute(&mut *conn)
-    .await;
-    match result {
-        Ok(_) => Ok(()),
-        Err(error) => Err(commit_error(error, &c.room_id, c.expected_version)),
+/// Writes the batch; the job's savepoint undoes everything if any step fails. The checks come
+/// in the in-memory store's order: epoch, version, command ids, seqs, orders.
+fn commit(conn: &Connection, c: &PreparedCommit) -> Result<()> {
+    // The fence: one conditional update decides ownership and version at once.
+    let fenced = conn
+        .prepare_cached(
+            "UPDATE room_cells SET version = ?1 WHERE room_id = ?2 AND epoch = ?3 AND version = ?4",
+        )
+        .and_then(|mut update| {
+            update.execute(params![
+                c.new_version,
+                c.room_id,
+                c.epoch,
+                c.expected_version
+            ])
+        })
+        .map_err(sql)?;
+    if fenced == 0 {
+        let cell: Option<(i64, i64)> = conn
+            .prepare_cached("SELECT epoch, version FROM room_cells WHERE room_id = ?1")
+            .and_then(|mut select| {
+                select
+                    .query_row([&c.room_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()
+            })
+            .map_err(sql)?;
+        return Err(match cell {
+            Some((epoch, version)) if epoch == c.epoch => Error::Conflict(format!(
+                "room {} is at version {version}, not {}",
+                c.room_id, c.expected_version
+            )),
+            // Never activated, or activated again since: this node is fenced out.
+            _ => Error::NotOwner(c.room_id.clone()),
+        });
     }
-}
+    if let Some(id) = &c.repeated_command {
+        return Err(Error::AlreadyExists(format!(
+            "command {id} twice in one batch"
+        )));
+    }
 
-/// Translates the `room_commit:` errors the commit trigger raises.
-fn commit_error(error: sqlx::Error, room_id: &str, expected_version: i64) -> Error {
-    let raised = error
-        .as_database_error()
-        .and_then(|e| e.message().strip_prefix("room_commit: "))
-        .map(str::to_owned);
-    match raised.as_deref() {
-        Some("not owner") => Error::NotOwner(room_id.to_owned()),
-        Some("version moved") => Error::Conflict(format!(
-            "room {room_id} is no longer at version {expected_version}"
-        )),
-        Some("unknown order") => {
-            Error::NotFound(format!("an order of the batch for room {room_id}"))
-        }
-        Some(other) => Error::Invalid(other.to_owned()),
-        None => db(error),
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO room_commands
+                 (room_id, command_id, command, actor, applied_at, first_seq, last_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .map_err(sql)?;
+    for command in &c.commands {
+        // A stored command id breaks the primary key: AlreadyExists.
+        insert
+            .execute(params![
+                c.room_id,
+                command.command_id,
+                command.command,
+                command.actor,
+                command.applied_at,
+                command.first_seq,
+                command.last_seq
+            ])
+            .map_err(sql)?;
     }
+    if let Some(problem) = &c.seq_problem {
+        return Err(Error::Invalid(problem.clone()));
+    }
+
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO room_events (room_id, seq, occurred_at, event) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .map_err(sql)?;
+    for event in &c.events {
+        insert
+            .execute(params![
+                c.room_id,
+                event.seq,
+                event.occurred_at,
+                event.event
+            ])
+            .map_err(sql)?;
+    }
+
+    // Rows inserted in order get rising ids: commit order.
+    let mut insert = conn
+        .prepare_cached("INSERT INTO room_outbox (room_id, seq, envelope) VALUES (?1, ?2, ?3)")
+        .map_err(sql)?;
+    for message in &c.outbox {
+        insert
+            .execute(params![message.room_id, message.seq, message.envelope])
+            .map_err(sql)?;
+    }
+
+    for order in &c.orders {
+        if !order.replace(conn, None)? {
+            return Err(Error::NotFound(format!("order {}", order.order_id())));
+        }
+    }
+    for timer in &c.timers {
+        timer.arm(conn)?;
+    }
+    for payout in &c.payouts {
+        payout.record(conn)?;
+    }
+    if let Some(summary) = &c.summary {
+        summary.upsert(conn)?;
+    }
+    Ok(())
 }
 
 #[async_trait]
 impl CellStore for SqliteStore {
     async fn activate(&self, room_id: &RoomId, node: &str) -> Result<Activation> {
         let (room_id, node) = (room_id.to_string(), node.to_owned());
-        self.write_statement(move |conn| Box::pin(activate(conn, room_id, node)))
+        self.write(move |conn| activate(conn, &room_id, &node))
             .await
     }
 
     async fn commit(&self, batch: &CommitBatch) -> Result<()> {
         let prepared = PreparedCommit::new(batch)?;
-        self.write_statement(move |conn| Box::pin(commit(conn, prepared)))
-            .await
+        self.write(move |conn| commit(conn, &prepared)).await
     }
 
     async fn list_events(
@@ -264,23 +336,17 @@ impl SnapshotStore for SqliteStore {
         let room_id = snapshot.state.room_id.to_string();
         let version = to_i64(snapshot.state.version, "version")?;
         let text = to_json(snapshot)?;
-        self.write_statement(move |conn| {
-            Box::pin(async move {
-                // An older snapshot than the stored one leaves the stored one in place.
-                sqlx::query(
-                    "INSERT INTO room_snapshots (room_id, version, snapshot) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (room_id) DO UPDATE
-                     SET version = excluded.version, snapshot = excluded.snapshot
-                     WHERE excluded.version >= room_snapshots.version",
-                )
-                .bind(room_id)
-                .bind(version)
-                .bind(text)
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-                Ok(())
-            })
+        self.write(move |conn| {
+            // An older snapshot than the stored one leaves the stored one in place.
+            conn.prepare_cached(
+                "INSERT INTO room_snapshots (room_id, version, snapshot) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (room_id) DO UPDATE
+                 SET version = excluded.version, snapshot = excluded.snapshot
+                 WHERE excluded.version >= room_snapshots.version",
+            )
+            .and_then(|mut upsert| upsert.execute(params![room_id, version, text]))
+            .map_err(sql)?;
+            Ok(())
         })
         .await
     }

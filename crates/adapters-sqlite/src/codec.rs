@@ -1,4 +1,5 @@
-//! The boundary between SQLite and the ports: driver errors become port errors, domain values
+//! The boundary between SQLite and the ports: driver errors (of the reader pool, sqlx, and of
+//! the writer's connection, rusqlite) become port errors, domain values
 //! become JSON text and integers, and stored text and integers become domain values again (or
 //! [`Error::Corrupt`]).
 
@@ -47,6 +48,31 @@ pub(crate) fn db(error: sqlx::Error) -> Error {
     }
 }
 
+/// Translates an error of the writer's connection like [`db`] does the pool's.
+pub(crate) fn sql(error: rusqlite::Error) -> Error {
+    use rusqlite::ErrorCode;
+    use rusqlite::ffi::{SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE};
+    match &error {
+        rusqlite::Error::SqliteFailure(failure, message) => {
+            let text = message.clone().unwrap_or_else(|| failure.to_string());
+            match (failure.code, failure.extended_code) {
+                (_, SQLITE_CONSTRAINT_UNIQUE | SQLITE_CONSTRAINT_PRIMARYKEY) => {
+                    Error::AlreadyExists(text)
+                }
+                (ErrorCode::ConstraintViolation, _) => Error::Invalid(text),
+                (ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase, _) => Error::corrupt(text),
+                _ => Error::unavailable(format!("sqlite: {text}")),
+            }
+        }
+        rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::InvalidColumnIndex(_)
+        | rusqlite::Error::InvalidColumnName(_) => Error::corrupt(error),
+        _ => Error::unavailable(format!("sqlite: {error}")),
+    }
+}
+
 /// A value as JSON text.
 pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::Invalid(format!("cannot encode: {e}")))
@@ -87,7 +113,11 @@ pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64> {
 
 /// An unsigned counter from a signed column; a negative value is [`Error::Corrupt`].
 pub(crate) fn u64_col(row: &SqliteRow, name: &str) -> Result<u64> {
-    let value: i64 = col(row, name)?;
+    stored_u64(col(row, name)?, name)
+}
+
+/// An unsigned counter from a stored signed value; a negative value is [`Error::Corrupt`].
+pub(crate) fn stored_u64(value: i64, name: &str) -> Result<u64> {
     u64::try_from(value).map_err(|_| Error::corrupt(format!("stored {name} {value} is negative")))
 }
 

@@ -1,18 +1,16 @@
-//! [`RoomDirectory`]: short ids (unique both ways) and the room summaries that commits write
-//! (through the `room_commit` trigger), listed hottest first.
+//! [`RoomDirectory`]: short ids (unique both ways) and the room summaries that commits write,
+//! listed hottest first.
 
 use async_trait::async_trait;
 use room_app::ports::{RoomDirectory, RoomSummary};
 use room_domain::RoomId;
-use serde::Serialize;
-use sqlx::SqliteConnection;
+use rusqlite::{Connection, OptionalExtension, params};
 use sqlx::sqlite::SqliteRow;
 
-use crate::codec::{col, db, id_col, to_i64, u32_col, u64_col};
+use crate::codec::{col, db, id_col, sql, to_i64, u32_col, u64_col};
 use crate::{Result, SqliteStore};
 
-/// A summary as the `room_commit` view takes it.
-#[derive(Serialize)]
+/// A summary encoded for its table.
 pub(crate) struct SummaryRow {
     room_id: String,
     owner: String,
@@ -39,6 +37,33 @@ impl SummaryRow {
     }
 }
 
+impl SummaryRow {
+    /// Writes the summary over the room's previous one. Runs inside a commit.
+    pub(crate) fn upsert(&self, conn: &Connection) -> Result<()> {
+        conn.prepare_cached(
+            "INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked, version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (room_id) DO UPDATE SET owner = excluded.owner, name = excluded.name,
+                 open = excluded.open, heat = excluded.heat, online = excluded.online,
+                 locked = excluded.locked, version = excluded.version",
+        )
+        .and_then(|mut upsert| {
+            upsert.execute(params![
+                self.room_id,
+                self.owner,
+                self.name,
+                self.open,
+                self.heat,
+                self.online,
+                self.locked,
+                self.version
+            ])
+        })
+        .map_err(sql)?;
+        Ok(())
+    }
+}
+
 fn summary(row: &SqliteRow) -> Result<RoomSummary> {
     Ok(RoomSummary {
         room_id: id_col(row, "room_id")?,
@@ -52,42 +77,31 @@ fn summary(row: &SqliteRow) -> Result<RoomSummary> {
     })
 }
 
-async fn reserve_short_id(
-    conn: &mut SqliteConnection,
-    room_id: String,
-    short_id: i64,
-) -> Result<bool> {
+fn reserve_short_id(conn: &Connection, room_id: &str, short_id: i64) -> Result<bool> {
     // DO NOTHING covers both unique keys: the short id is taken, or the room has another.
-    let inserted = sqlx::query(
-        "INSERT INTO room_short_ids (short_id, room_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-    )
-    .bind(short_id)
-    .bind(&room_id)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    if inserted.rows_affected() > 0 {
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO room_short_ids (short_id, room_id) VALUES (?1, ?2)
+             ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut insert| insert.execute(params![short_id, room_id]))
+        .map_err(sql)?;
+    if inserted > 0 {
         return Ok(true);
     }
-    let owner = sqlx::query("SELECT room_id FROM room_short_ids WHERE short_id = ?1")
-        .bind(short_id)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db)?;
-    Ok(match owner {
-        Some(row) => col::<String>(&row, "room_id")? == room_id,
-        None => false,
-    })
+    let owner: Option<String> = conn
+        .prepare_cached("SELECT room_id FROM room_short_ids WHERE short_id = ?1")
+        .and_then(|mut select| select.query_row([short_id], |row| row.get(0)).optional())
+        .map_err(sql)?;
+    Ok(owner.as_deref() == Some(room_id))
 }
 
 #[async_trait]
 impl RoomDirectory for SqliteStore {
     async fn reserve_short_id(&self, room_id: &RoomId, short_id: u32) -> Result<bool> {
         let room_id = room_id.to_string();
-        self.write_statement(move |conn| {
-            Box::pin(reserve_short_id(conn, room_id, i64::from(short_id)))
-        })
-        .await
+        self.write(move |conn| reserve_short_id(conn, &room_id, i64::from(short_id)))
+            .await
     }
 
     async fn get_short_id(&self, room_id: &RoomId) -> Result<Option<u32>> {

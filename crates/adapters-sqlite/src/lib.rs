@@ -4,16 +4,17 @@
 //! the embedded single-node deployment.
 //!
 //! The file runs in WAL mode with `synchronous=FULL`: an acknowledged write survives a power
-//! loss. Throughput comes from batching instead: every write is a job for ONE writer task,
+//! loss. Throughput comes from batching instead: every write is a job for ONE writer thread,
 //! which runs all queued jobs (up to [`SqliteSettings::max_jobs_per_transaction`]) in one
 //! transaction, each job in its own savepoint so that a failing job rolls back alone, then
-//! commits once and answers every caller. Reads use a pool of read-only connections, which
-//! WAL lets run beside the writer. [`SqliteStore::write_stats`] and the metrics
-//! `room_sqlite_write_jobs_per_transaction` (histogram) and
-//! `room_sqlite_write_transactions_total` show how well writes are batched.
+//! commits once and answers every caller. The writer calls SQLite in-process (rusqlite), so a
+//! statement costs microseconds rather than a round trip to a driver thread. Reads use a pool
+//! of read-only sqlx connections, which WAL lets run beside the writer.
+//! [`SqliteStore::write_stats`] and the metrics `room_sqlite_write_jobs_per_transaction`
+//! (histogram) and `room_sqlite_write_transactions_total` show how well writes are batched.
 //!
 //! The schema lives in `migrations/sqlite` at the workspace root and is applied on
-//! [`SqliteStore::open`].
+//! [`SqliteStore::open`] (with `sqlx::migrate!`).
 
 mod catalog;
 mod cells;

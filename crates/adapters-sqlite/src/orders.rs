@@ -5,14 +5,12 @@ use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::GiftOrders;
 use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp};
-use serde::Serialize;
-use sqlx::SqliteConnection;
+use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::codec::{db, json_col, to_json};
+use crate::codec::{db, from_json, json_col, sql, to_json};
 use crate::{Result, SqliteStore};
 
-/// An order encoded for its table (and for the `room_commit` view).
-#[derive(Serialize)]
+/// An order encoded for its table.
 pub(crate) struct OrderRow {
     order_id: String,
     room_id: String,
@@ -34,71 +32,79 @@ impl OrderRow {
         })
     }
 
-    /// Replaces the stored order if its status is `expected`; returns whether it did.
-    async fn replace(&self, conn: &mut SqliteConnection, expected: &'static str) -> Result<bool> {
-        let updated = sqlx::query(
-            "UPDATE gift_orders
-             SET room_id = ?1, sender = ?2, status = ?3, created_at = ?4, body = ?5
-             WHERE order_id = ?6 AND status = ?7",
-        )
-        .bind(&self.room_id)
-        .bind(&self.sender)
-        .bind(self.status)
-        .bind(self.created_at)
-        .bind(&self.body)
-        .bind(&self.order_id)
-        .bind(expected)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-        Ok(updated.rows_affected() > 0)
+    pub(crate) fn order_id(&self) -> &str {
+        &self.order_id
+    }
+
+    /// Replaces the stored order if it exists and its status is `expected` (any status
+    /// without `expected`); returns whether it did.
+    pub(crate) fn replace(&self, conn: &Connection, expected: Option<&str>) -> Result<bool> {
+        let updated = conn
+            .prepare_cached(
+                "UPDATE gift_orders
+                 SET room_id = ?1, sender = ?2, status = ?3, created_at = ?4, body = ?5
+                 WHERE order_id = ?6 AND (?7 IS NULL OR status = ?7)",
+            )
+            .and_then(|mut update| {
+                update.execute(params![
+                    self.room_id,
+                    self.sender,
+                    self.status,
+                    self.created_at,
+                    self.body,
+                    self.order_id,
+                    expected
+                ])
+            })
+            .map_err(sql)?;
+        Ok(updated > 0)
     }
 }
 
-async fn create_or_get(
-    conn: &mut SqliteConnection,
-    row: OrderRow,
-    order: GiftOrder,
-) -> Result<(GiftOrder, bool)> {
-    let inserted = sqlx::query(
-        "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (order_id) DO NOTHING",
-    )
-    .bind(&row.order_id)
-    .bind(&row.room_id)
-    .bind(&row.sender)
-    .bind(row.status)
-    .bind(row.created_at)
-    .bind(&row.body)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    if inserted.rows_affected() > 0 {
+fn stored_body(conn: &Connection, order_id: &str) -> Result<Option<(String, String)>> {
+    conn.prepare_cached("SELECT status, body FROM gift_orders WHERE order_id = ?1")
+        .and_then(|mut select| {
+            select
+                .query_row([order_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
+        .map_err(sql)
+}
+
+fn create_or_get(conn: &Connection, row: &OrderRow, order: GiftOrder) -> Result<(GiftOrder, bool)> {
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (order_id) DO NOTHING",
+        )
+        .and_then(|mut insert| {
+            insert.execute(params![
+                row.order_id,
+                row.room_id,
+                row.sender,
+                row.status,
+                row.created_at,
+                row.body
+            ])
+        })
+        .map_err(sql)?;
+    if inserted > 0 {
         return Ok((order, true));
     }
-    let stored = sqlx::query("SELECT body FROM gift_orders WHERE order_id = ?1")
-        .bind(&row.order_id)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(db)?;
-    Ok((json_col(&stored, "body")?, false))
+    let (_, body) = stored_body(conn, &row.order_id)?
+        .ok_or_else(|| Error::corrupt(format!("order {} vanished", row.order_id)))?;
+    Ok((from_json(&body, "order")?, false))
 }
 
-async fn update(conn: &mut SqliteConnection, row: OrderRow, expected: OrderStatus) -> Result<()> {
-    if row.replace(conn, expected.as_str()).await? {
+fn update(conn: &Connection, row: &OrderRow, expected: OrderStatus) -> Result<()> {
+    if row.replace(conn, Some(expected.as_str()))? {
         return Ok(());
     }
-    let stored = sqlx::query("SELECT status FROM gift_orders WHERE order_id = ?1")
-        .bind(&row.order_id)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db)?;
-    Err(match stored {
+    Err(match stored_body(conn, &row.order_id)? {
         None => Error::NotFound(format!("order {}", row.order_id)),
-        Some(stored) => Error::Conflict(format!(
-            "order {} is {}, not {}",
+        Some((status, _)) => Error::Conflict(format!(
+            "order {} is {status}, not {}",
             row.order_id,
-            crate::codec::col::<String>(&stored, "status")?,
             expected.as_str()
         )),
     })
@@ -109,7 +115,7 @@ impl GiftOrders for SqliteStore {
     async fn create_or_get(&self, order: &GiftOrder) -> Result<(GiftOrder, bool)> {
         let row = OrderRow::new(order)?;
         let order = order.clone();
-        self.write_statement(move |conn| Box::pin(create_or_get(conn, row, order)))
+        self.write(move |conn| create_or_get(conn, &row, order))
             .await
     }
 
@@ -124,8 +130,7 @@ impl GiftOrders for SqliteStore {
 
     async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()> {
         let row = OrderRow::new(order)?;
-        self.write_statement(move |conn| Box::pin(update(conn, row, expected)))
-            .await
+        self.write(move |conn| update(conn, &row, expected)).await
     }
 
     async fn list_unfinished(&self, before: Timestamp, limit: u32) -> Result<Vec<GiftOrder>> {

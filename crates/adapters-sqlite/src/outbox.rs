@@ -34,40 +34,25 @@ impl Outbox for SqliteStore {
         }
         // One statement for any number of ids: they travel as one JSON array.
         let ids = to_json(ids)?;
-        self.write_statement(move |conn| {
-            Box::pin(async move {
-                sqlx::query(
-                    "UPDATE room_outbox SET delivered_at = ?1
-                     WHERE delivered_at IS NULL AND id IN (SELECT value FROM json_each(?2))",
-                )
-                .bind(at.as_millis())
-                .bind(ids)
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-                Ok(())
-            })
-        })
-        .await
+        self.execute(
+            "UPDATE room_outbox SET delivered_at = ?1
+             WHERE delivered_at IS NULL AND id IN (SELECT value FROM json_each(?2))",
+            (at.as_millis(), ids),
+        )
+        .await?;
+        Ok(())
     }
 
     async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64> {
-        self.write_statement(move |conn| {
-            Box::pin(async move {
-                let deleted = sqlx::query(
-                    "DELETE FROM room_outbox WHERE id IN (
-                         SELECT id FROM room_outbox
-                         WHERE delivered_at IS NOT NULL AND delivered_at < ?1
-                         ORDER BY delivered_at LIMIT ?2)",
-                )
-                .bind(before.as_millis())
-                .bind(i64::from(limit))
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-                Ok(deleted.rows_affected())
-            })
-        })
-        .await
+        let deleted = self
+            .execute(
+                "DELETE FROM room_outbox WHERE id IN (
+                     SELECT id FROM room_outbox
+                     WHERE delivered_at IS NOT NULL AND delivered_at < ?1
+                     ORDER BY delivered_at LIMIT ?2)",
+                (before.as_millis(), i64::from(limit)),
+            )
+            .await?;
+        Ok(deleted as u64)
     }
 }

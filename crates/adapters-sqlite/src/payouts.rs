@@ -1,13 +1,12 @@
-//! [`Payouts`]: credits owed by commits (recorded by the `room_commit` trigger), oldest first,
-//! until the payout worker deletes them.
+//! [`Payouts`]: credits owed by commits, oldest first, until the payout worker deletes them.
 
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{CreditKind, Payout, Payouts};
 use room_domain::Coins;
-use serde::Serialize;
+use rusqlite::{Connection, params};
 
-use crate::codec::{col, db, id_col};
+use crate::codec::{col, db, id_col, sql};
 use crate::{Result, SqliteStore};
 
 fn kind_name(kind: CreditKind) -> &'static str {
@@ -29,8 +28,7 @@ fn kind_from(name: &str) -> Result<CreditKind> {
     })
 }
 
-/// A payout as the `room_commit` view takes it.
-#[derive(Serialize)]
+/// A payout encoded for its table.
 pub(crate) struct PayoutRow {
     op_id: String,
     kind: &'static str,
@@ -48,6 +46,30 @@ impl PayoutRow {
             amount: payout.amount.0,
             room_id: payout.room_id.to_string(),
         }
+    }
+}
+
+impl PayoutRow {
+    /// Records the owed credit; one already owed under the same op id keeps its place in the
+    /// queue. Runs inside a commit.
+    pub(crate) fn record(&self, conn: &Connection) -> Result<()> {
+        conn.prepare_cached(
+            "INSERT INTO room_payouts (op_id, kind, user_id, amount, room_id)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (op_id) DO UPDATE SET kind = excluded.kind, user_id = excluded.user_id,
+                 amount = excluded.amount, room_id = excluded.room_id",
+        )
+        .and_then(|mut upsert| {
+            upsert.execute(params![
+                self.op_id,
+                self.kind,
+                self.user_id,
+                self.amount,
+                self.room_id
+            ])
+        })
+        .map_err(sql)?;
+        Ok(())
     }
 }
 
@@ -75,17 +97,11 @@ impl Payouts for SqliteStore {
     }
 
     async fn delete(&self, op_id: &str) -> Result<()> {
-        let op_id = op_id.to_owned();
-        self.write_statement(move |conn| {
-            Box::pin(async move {
-                sqlx::query("DELETE FROM room_payouts WHERE op_id = ?1")
-                    .bind(op_id)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db)?;
-                Ok(())
-            })
-        })
-        .await
+        self.execute(
+            "DELETE FROM room_payouts WHERE op_id = ?1",
+            (op_id.to_owned(),),
+        )
+        .await?;
+        Ok(())
     }
 }

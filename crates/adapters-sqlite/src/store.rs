@@ -1,19 +1,19 @@
 //! [`SqliteStore`]: opening the database (file, pragmas, migrations), the single writer and
 //! the pool of read-only connections that the port implementations share.
 
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
 use room_app::Error;
+use rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-use sqlx::{ConnectOptions, SqliteConnection};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::{ConnectOptions, Connection as _, SqliteConnection};
 
 use crate::Result;
-use crate::codec::db;
-use crate::writer::{Isolation, JobFuture, WriteStats, Writer};
+use crate::codec::{db, sql};
+use crate::writer::{WriteStats, Writer};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 
@@ -57,7 +57,7 @@ impl SqliteSettings {
 
 /// Every storage port of the room service on one SQLite database file.
 ///
-/// Writes go through one writer task that commits queued jobs together (see the crate docs);
+/// Writes go through one writer thread that commits queued jobs together (see the crate docs);
 /// reads use a pool of read-only connections. Cheap to clone: clones share the writer and the
 /// pool. Open with [`SqliteStore::open`], and [`close`](SqliteStore::close) on shutdown.
 #[derive(Clone)]
@@ -72,6 +72,28 @@ impl std::fmt::Debug for SqliteStore {
             .field("writes", &self.writer.stats())
             .finish_non_exhaustive()
     }
+}
+
+/// The writer's connection: the only one that writes.
+fn open_writer(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql)?;
+    conn.busy_timeout(busy_timeout).map_err(sql)?;
+    // Every acknowledged commit is on disk: in WAL mode, FULL syncs the log at each commit.
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(sql)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(sql)?;
+    // 64 MiB of page cache (negative: in KiB): the writer touches the same hot pages (cells,
+    // accounts, the ends of the logs) again and again; without it, each is read back through
+    // the kernel.
+    conn.pragma_update(None, "cache_size", -65_536)
+        .map_err(sql)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
 }
 
 impl SqliteStore {
@@ -101,25 +123,32 @@ impl SqliteStore {
             })?;
         }
 
-        let write_options = options
+        // Create the file in WAL mode (a setting the file keeps) and migrate it, with sqlx.
+        let mut setup: SqliteConnection = options
             .clone()
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            // Every acknowledged commit is on disk: WAL plus FULL syncs the log at each commit.
-            .synchronous(SqliteSynchronous::Full);
-        let mut writer: SqliteConnection = write_options.connect().await.map_err(db)?;
+            .connect()
+            .await
+            .map_err(db)?;
         MIGRATOR
-            .run(&mut writer)
+            .run(&mut setup)
             .await
             .map_err(|e| Error::unavailable(format!("migrating the SQLite database: {e}")))?;
+        setup.close().await.map_err(db)?;
 
+        let path = options.get_filename().to_owned();
+        let busy_timeout = Duration::from_millis(settings.busy_timeout_ms);
+        let writer = tokio::task::spawn_blocking(move || open_writer(&path, busy_timeout))
+            .await
+            .map_err(|e| Error::unavailable(format!("opening the SQLite writer: {e}")))??;
         let readers = SqlitePoolOptions::new()
             .max_connections(settings.max_read_connections.max(1))
             .connect_with(options.read_only(true))
             .await
             .map_err(db)?;
         Ok(SqliteStore {
-            writer: Writer::spawn(writer, settings.max_jobs_per_transaction),
+            writer: Writer::spawn(writer, settings.max_jobs_per_transaction)?,
             readers,
         })
     }
@@ -136,14 +165,55 @@ impl SqliteStore {
         self.writer.stats()
     }
 
-    /// Runs `work` as one job of the writer's next transaction. `work` must write with ONE
-    /// statement and fail only when that statement failed or wrote nothing (reads before and
-    /// after are fine): it gets no savepoint, SQLite's own statement rollback isolates it.
-    pub(crate) async fn write_statement<T, F>(&self, work: F) -> Result<T>
+    /// Runs `work` as one job of the writer's next transaction (in its own savepoint) and
+    /// returns its result once the transaction is committed.
+    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> JobFuture<'c, T> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        self.writer.submit(Isolation::Statement, work).await
+        self.writer.submit(work).await
+    }
+
+    /// Runs one statement as a job of the writer; returns how many rows it changed.
+    pub(crate) async fn execute<P>(&self, statement: &'static str, params: P) -> Result<usize>
+    where
+        P: rusqlite::Params + Send + 'static,
+    {
+        self.write(move |conn| {
+            conn.prepare_cached(statement)
+                .and_then(|mut prepared| prepared.execute(params))
+                .map_err(sql)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writer_syncs_every_commit_and_checks_foreign_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "journal_mode", "WAL")
+            .unwrap();
+        let conn = open_writer(&path, Duration::from_secs(1)).unwrap();
+        let pragma = |name: &str| -> String {
+            conn.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))
+                .map(|value| match value {
+                    rusqlite::types::Value::Integer(i) => i.to_string(),
+                    rusqlite::types::Value::Text(t) => t,
+                    other => format!("{other:?}"),
+                })
+                .unwrap()
+        };
+        assert_eq!(pragma("journal_mode"), "wal");
+        assert_eq!(pragma("synchronous"), "2", "FULL");
+        assert_eq!(pragma("foreign_keys"), "1");
+        assert_eq!(pragma("cache_size"), "-65536");
     }
 }

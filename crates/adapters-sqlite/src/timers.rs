@@ -1,17 +1,15 @@
-//! [`Timers`]: durable timers, armed in commits (re-arming an id replaces it; see the
-//! `room_commit` trigger), listed by due time and deleted only while their due time is still
-//! the one that fired.
+//! [`Timers`]: durable timers, armed in commits (re-arming an id replaces it), listed by due
+//! time and deleted only while their due time is still the one that fired.
 
 use async_trait::async_trait;
 use room_app::ports::{Timer, Timers};
 use room_domain::Timestamp;
-use serde::Serialize;
+use rusqlite::{Connection, params};
 
-use crate::codec::{col, db, id_col, json_col, to_json};
+use crate::codec::{col, db, id_col, json_col, sql, to_json};
 use crate::{Result, SqliteStore};
 
-/// A timer as the `room_commit` view takes it.
-#[derive(Serialize)]
+/// A timer encoded for its table.
 pub(crate) struct TimerRow {
     timer_id: String,
     room_id: String,
@@ -27,6 +25,27 @@ impl TimerRow {
             due_at: timer.due_at.as_millis(),
             command: to_json(&timer.command)?,
         })
+    }
+}
+
+impl TimerRow {
+    /// Arms the timer, replacing one with the same id. Runs inside a commit.
+    pub(crate) fn arm(&self, conn: &Connection) -> Result<()> {
+        conn.prepare_cached(
+            "INSERT INTO room_timers (timer_id, room_id, due_at, command) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (timer_id) DO UPDATE
+             SET room_id = excluded.room_id, due_at = excluded.due_at, command = excluded.command",
+        )
+        .and_then(|mut upsert| {
+            upsert.execute(params![
+                self.timer_id,
+                self.room_id,
+                self.due_at,
+                self.command
+            ])
+        })
+        .map_err(sql)?;
+        Ok(())
     }
 }
 
@@ -55,18 +74,11 @@ impl Timers for SqliteStore {
     }
 
     async fn delete(&self, timer_id: &str, due_at: Timestamp) -> Result<()> {
-        let timer_id = timer_id.to_owned();
-        self.write_statement(move |conn| {
-            Box::pin(async move {
-                sqlx::query("DELETE FROM room_timers WHERE timer_id = ?1 AND due_at = ?2")
-                    .bind(timer_id)
-                    .bind(due_at.as_millis())
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db)?;
-                Ok(())
-            })
-        })
-        .await
+        self.execute(
+            "DELETE FROM room_timers WHERE timer_id = ?1 AND due_at = ?2",
+            (timer_id.to_owned(), due_at.as_millis()),
+        )
+        .await?;
+        Ok(())
     }
 }

@@ -1,16 +1,17 @@
 //! [`Wallet`]: a ledger of accounts and entries. Each operation is one entry keyed by
 //! (operation id, kind) that records its first answer, so a repeat returns that answer and
 //! moves nothing; a voided debit is an entry too, so a late debit with its id fails. The
-//! ledger trigger of the migration moves the balance when an entry is inserted, so every
-//! operation is one INSERT whose guard checks the funds (or the overflow) on the way.
+//! ledger trigger of the migration moves the balance when an entry is inserted, so an
+//! operation is one INSERT whose guard checks the funds (or the overflow) on the way, and the
+//! balance can change in no other way.
 
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{CreditKind, DebitStatus, Wallet};
 use room_domain::{Coins, UserId};
-use sqlx::SqliteConnection;
+use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::codec::{col, db};
+use crate::codec::{col, db, sql};
 use crate::{Result, SqliteStore};
 
 const DEBIT: &str = "debit";
@@ -50,94 +51,85 @@ impl Entry {
     }
 }
 
-async fn entry(conn: &mut SqliteConnection, op_id: &str, kind: &str) -> Result<Option<Entry>> {
-    let row = sqlx::query(
+fn entry(conn: &Connection, op_id: &str, kind: &str) -> Result<Option<Entry>> {
+    conn.prepare_cached(
         "SELECT state, user_id, amount, balance_after FROM wallet_entries
          WHERE op_id = ?1 AND kind = ?2",
     )
-    .bind(op_id)
-    .bind(kind)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db)?;
-    let Some(row) = row else { return Ok(None) };
-    let state: String = col(&row, "state")?;
-    Ok(Some(match state.as_str() {
-        "void" => Entry::Void,
-        _ => Entry::Done {
-            user: col(&row, "user_id")?,
-            amount: col(&row, "amount")?,
-            balance_after: col(&row, "balance_after")?,
-        },
-    }))
+    .and_then(|mut select| {
+        select
+            .query_row([op_id, kind], |row| {
+                let state: String = row.get(0)?;
+                Ok(match state.as_str() {
+                    "void" => Entry::Void,
+                    _ => Entry::Done {
+                        user: row.get(1)?,
+                        amount: row.get(2)?,
+                        balance_after: row.get(3)?,
+                    },
+                })
+            })
+            .optional()
+    })
+    .map_err(sql)
 }
 
-async fn stored_balance(conn: &mut SqliteConnection, user: &str) -> Result<i64> {
-    let row = sqlx::query("SELECT balance FROM wallet_accounts WHERE user_id = ?1")
-        .bind(user)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db)?;
-    Ok(row
-        .map(|row| col(&row, "balance"))
-        .transpose()?
-        .unwrap_or_default())
+fn stored_balance(conn: &Connection, user: &str) -> Result<i64> {
+    conn.prepare_cached("SELECT balance FROM wallet_accounts WHERE user_id = ?1")
+        .and_then(|mut select| select.query_row([user], |row| row.get(0)).optional())
+        .map(Option::unwrap_or_default)
+        .map_err(sql)
 }
 
 /// Answers an operation whose entry was not written: a repeat (or a voided id) gets the stored
 /// entry's answer; otherwise `refused` says why.
-async fn not_recorded(
-    conn: &mut SqliteConnection,
+fn not_recorded(
+    conn: &Connection,
     op_id: &str,
     kind: &str,
     user: &str,
     amount: i64,
     refused: impl FnOnce(i64) -> Error,
 ) -> Result<Coins> {
-    if let Some(entry) = entry(conn, op_id, kind).await? {
+    if let Some(entry) = entry(conn, op_id, kind)? {
         return entry.repeat(op_id, user, amount);
     }
-    Err(refused(stored_balance(conn, user).await?))
+    Err(refused(stored_balance(conn, user)?))
 }
 
 /// Runs an entry INSERT that returns `balance_after` if it recorded the entry. A unique
 /// violation (the op id is taken) and "no row" (the guard refused) both mean: not recorded.
-async fn record(
-    query: sqlx::query::Query<'_, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
-    conn: &mut SqliteConnection,
-) -> Result<Option<Coins>> {
-    match query.fetch_optional(&mut *conn).await.map_err(db) {
-        Ok(Some(row)) => Ok(Some(Coins(col(&row, "balance_after")?))),
-        Ok(None) | Err(Error::AlreadyExists(_)) => Ok(None),
+fn record(conn: &Connection, insert: &str, params: impl rusqlite::Params) -> Result<Option<Coins>> {
+    let recorded = conn
+        .prepare_cached(insert)
+        .and_then(|mut insert| insert.query_row(params, |row| row.get(0)).optional())
+        .map_err(sql);
+    match recorded {
+        Ok(after) => Ok(after.map(Coins)),
+        Err(Error::AlreadyExists(_)) => Ok(None),
         Err(other) => Err(other),
     }
 }
 
-async fn debit(
-    conn: &mut SqliteConnection,
-    op_id: String,
-    user: String,
-    amount: i64,
-) -> Result<Coins> {
+fn debit(conn: &Connection, op_id: &str, user: &str, amount: i64) -> Result<Coins> {
     if amount >= 0 {
         // One statement: record the entry if the op id is new and the funds suffice; the
         // ledger trigger takes the coins from the account.
-        let insert = sqlx::query(
+        let recorded = record(
+            conn,
             "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
              SELECT ?1, 'debit', 'done', ?2, ?3, balance - ?3
              FROM (SELECT coalesce((SELECT balance FROM wallet_accounts WHERE user_id = ?2), 0)
                    AS balance)
              WHERE balance >= ?3
              RETURNING balance_after",
-        )
-        .bind(&op_id)
-        .bind(&user)
-        .bind(amount);
-        if let Some(after) = record(insert, conn).await? {
+            params![op_id, user, amount],
+        )?;
+        if let Some(after) = recorded {
             return Ok(after);
         }
     }
-    not_recorded(conn, &op_id, DEBIT, &user, amount, |balance| {
+    not_recorded(conn, op_id, DEBIT, user, amount, |balance| {
         if amount < 0 {
             Error::Invalid(format!("negative debit {amount}"))
         } else {
@@ -146,57 +138,46 @@ async fn debit(
             }
         }
     })
-    .await
 }
 
-async fn credit(
-    conn: &mut SqliteConnection,
-    op_id: String,
-    kind: &'static str,
-    user: String,
-    amount: i64,
-) -> Result<Coins> {
+fn credit(conn: &Connection, op_id: &str, kind: &str, user: &str, amount: i64) -> Result<Coins> {
     if amount >= 0 {
         // One statement, as for a debit; the guard refuses a balance past i64::MAX.
-        let insert = sqlx::query(
+        let recorded = record(
+            conn,
             "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
              SELECT ?1, ?2, 'done', ?3, ?4, balance + ?4
              FROM (SELECT coalesce((SELECT balance FROM wallet_accounts WHERE user_id = ?3), 0)
                    AS balance)
              WHERE balance <= 9223372036854775807 - ?4
              RETURNING balance_after",
-        )
-        .bind(&op_id)
-        .bind(kind)
-        .bind(&user)
-        .bind(amount);
-        if let Some(after) = record(insert, conn).await? {
+            params![op_id, kind, user, amount],
+        )?;
+        if let Some(after) = recorded {
             return Ok(after);
         }
     }
-    not_recorded(conn, &op_id, kind, &user, amount, |_| {
+    not_recorded(conn, op_id, kind, user, amount, |_| {
         if amount < 0 {
             Error::Invalid(format!("negative credit {amount}"))
         } else {
             Error::Invalid("balance overflow".into())
         }
     })
-    .await
 }
 
-async fn settle_debit(conn: &mut SqliteConnection, op_id: String) -> Result<DebitStatus> {
-    let voided = sqlx::query(
-        "INSERT INTO wallet_entries (op_id, kind, state) VALUES (?1, 'debit', 'void')
-         ON CONFLICT (op_id, kind) DO NOTHING",
-    )
-    .bind(&op_id)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    if voided.rows_affected() > 0 {
+fn settle_debit(conn: &Connection, op_id: &str) -> Result<DebitStatus> {
+    let voided = conn
+        .prepare_cached(
+            "INSERT INTO wallet_entries (op_id, kind, state) VALUES (?1, 'debit', 'void')
+             ON CONFLICT (op_id, kind) DO NOTHING",
+        )
+        .and_then(|mut insert| insert.execute([op_id]))
+        .map_err(sql)?;
+    if voided > 0 {
         return Ok(DebitStatus::Void);
     }
-    Ok(match entry(conn, &op_id, DEBIT).await? {
+    Ok(match entry(conn, op_id, DEBIT)? {
         Some(Entry::Done { .. }) => DebitStatus::Debited,
         Some(Entry::Void) | None => DebitStatus::Void,
     })
@@ -206,7 +187,7 @@ async fn settle_debit(conn: &mut SqliteConnection, op_id: String) -> Result<Debi
 impl Wallet for SqliteStore {
     async fn debit(&self, op_id: &str, user: &UserId, amount: Coins) -> Result<Coins> {
         let (op_id, user) = (op_id.to_owned(), user.to_string());
-        self.write_statement(move |conn| Box::pin(debit(conn, op_id, user, amount.0)))
+        self.write(move |conn| debit(conn, &op_id, &user, amount.0))
             .await
     }
 
@@ -219,14 +200,13 @@ impl Wallet for SqliteStore {
     ) -> Result<Coins> {
         let (op_id, user) = (op_id.to_owned(), user.to_string());
         let kind = credit_kind(kind);
-        self.write_statement(move |conn| Box::pin(credit(conn, op_id, kind, user, amount.0)))
+        self.write(move |conn| credit(conn, &op_id, kind, &user, amount.0))
             .await
     }
 
     async fn settle_debit(&self, op_id: &str) -> Result<DebitStatus> {
         let op_id = op_id.to_owned();
-        self.write_statement(move |conn| Box::pin(settle_debit(conn, op_id)))
-            .await
+        self.write(move |conn| settle_debit(conn, &op_id)).await
     }
 
     async fn balance(&self, user: &UserId) -> Result<Coins> {

@@ -1,43 +1,30 @@
-//! The single writer: every write of the store is a job sent to one task that owns the only
-//! read-write connection. The task takes every job that is queued (up to a cap), runs them in
-//! ONE transaction, each inside its own savepoint, commits once, and only then answers the
+//! The single writer: every write of the store is a job sent to one thread that owns the only
+//! read-write connection. The thread takes every job that is queued (up to a cap), runs them
+//! in ONE transaction, each inside its own SAVEPOINT, commits once, and only then answers the
 //! callers. A fsync'd commit costs the same for one job as for hundreds, so throughput comes
 //! from the size of the groups, and durability stays `synchronous=FULL`.
 //!
-//! A job that fails (a conflict, a duplicate, insufficient funds) is rolled back alone and
-//! answered with its error; the other jobs of the group are not affected. A job of several
-//! statements runs inside its own SAVEPOINT for that ([`Isolation::Savepoint`]). A job that
-//! writes with ONE statement needs none ([`Isolation::Statement`]): SQLite rolls a failing
-//! statement back by itself, and every statement is a round trip to the driver's worker
-//! thread, which is what bounds the writer's throughput. If the group's transaction cannot be
-//! committed (or its state is lost), every job of the group is answered with
-//! [`Error::Unavailable`]: none of them was written.
+//! A job that fails (a conflict, a duplicate, insufficient funds) is rolled back to its
+//! savepoint and answered with its error; the other jobs of the group are not affected. If the
+//! group's transaction cannot be committed (or its state is lost), every job of the group is
+//! answered with [`Error::Unavailable`]: none of them was written.
+//!
+//! The writer is a plain thread that calls SQLite directly (rusqlite): a statement is a
+//! function call of a few microseconds. Through an async driver every statement would be a
+//! round trip to the driver's own worker thread, and those round trips, not the fsyncs,
+//! would bound the throughput of the whole store. Callers wait for their answer
+//! asynchronously, so no tokio worker thread ever blocks on SQLite.
 
-use std::future::Future;
-use std::pin::Pin;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use room_app::Error;
-use sqlx::{Connection, SqliteConnection};
+use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::Result;
-use crate::codec::db;
-
-/// How a job is kept apart from the other jobs of its transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Isolation {
-    /// The job writes with one statement and fails only when that statement failed or wrote
-    /// nothing (it may read before and after). SQLite undoes a failing statement alone.
-    Statement,
-    /// The job runs in its own savepoint, rolled back if it fails: for any job. (Every job
-    /// of the store is one statement at the moment; the writer's tests use this.)
-    Savepoint,
-}
-
-/// A job's future: borrows the writer's connection for the time it runs.
-pub(crate) type JobFuture<'c, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'c>>;
+use crate::codec::sql;
 
 /// Counters of the writer since the store was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -51,14 +38,14 @@ pub struct WriteStats {
 }
 
 #[derive(Default)]
-pub(crate) struct Counters {
+struct Counters {
     transactions: AtomicU64,
     jobs: AtomicU64,
     failed_transactions: AtomicU64,
 }
 
 impl Counters {
-    pub(crate) fn snapshot(&self) -> WriteStats {
+    fn snapshot(&self) -> WriteStats {
         WriteStats {
             transactions: self.transactions.load(Ordering::Relaxed),
             jobs: self.jobs.load(Ordering::Relaxed),
@@ -69,21 +56,15 @@ impl Counters {
 
 /// A job with its result type erased, so jobs of every kind share one queue.
 trait ErasedJob: Send {
-    fn isolation(&self) -> Isolation;
-
-    /// Runs the job's statements; keeps the result for [`ErasedJob::answer`]. Returns whether
-    /// the job succeeded (its savepoint is released) or failed (rolled back).
-    fn run<'a>(
-        &'a mut self,
-        conn: &'a mut SqliteConnection,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+    /// Runs the job's statements and keeps the result for [`ErasedJob::answer`]. Returns
+    /// whether the job succeeded.
+    fn run(&mut self, conn: &Connection) -> bool;
 
     /// Answers the caller: its own result if the group committed, else `failure`.
     fn answer(self: Box<Self>, failure: Option<&Error>);
 }
 
 struct Job<T, F> {
-    isolation: Isolation,
     work: Option<F>,
     result: Option<Result<T>>,
     reply: oneshot::Sender<Result<T>>,
@@ -91,42 +72,31 @@ struct Job<T, F> {
 
 impl<T, F> ErasedJob for Job<T, F>
 where
-    T: Send + 'static,
-    F: for<'c> FnOnce(&'c mut SqliteConnection) -> JobFuture<'c, T> + Send + 'static,
+    T: Send,
+    F: FnOnce(&Connection) -> Result<T> + Send,
 {
-    fn isolation(&self) -> Isolation {
-        self.isolation
-    }
-
-    fn run<'a>(
-        &'a mut self,
-        conn: &'a mut SqliteConnection,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
-        Box::pin(async move {
-            let result = match self.work.take() {
-                Some(work) => work(conn).await,
-                None => Err(Error::Invalid("a write job ran twice".into())),
-            };
-            let ok = result.is_ok();
-            self.result = Some(result);
-            ok
-        })
+    fn run(&mut self, conn: &Connection) -> bool {
+        let result = match self.work.take() {
+            Some(work) => work(conn),
+            None => Err(Error::Invalid("a write job ran twice".into())),
+        };
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
     }
 
     fn answer(self: Box<Self>, failure: Option<&Error>) {
         let result = match (failure, self.result) {
             (None, Some(result)) => result,
-            (Some(failure), _) => Err(copy(failure)),
+            (Some(failure), _) => Err(Error::Unavailable(format!(
+                "the write transaction failed: {failure}"
+            ))),
             (None, None) => Err(Error::Unavailable("the write job did not run".into())),
         };
         // The caller may have gone away (a timeout); the outcome is then unknown to it, which
         // every port allows for.
         let _ = self.reply.send(result);
     }
-}
-
-fn copy(error: &Error) -> Error {
-    Error::Unavailable(error.to_string())
 }
 
 enum Message {
@@ -142,27 +112,30 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer task on `conn` (which must be the database's only writer).
-    pub(crate) fn spawn(conn: SqliteConnection, max_jobs: usize) -> Self {
+    /// Starts the writer thread on `conn` (which must be the database's only writer).
+    pub(crate) fn spawn(conn: Connection, max_jobs: usize) -> Result<Self> {
         let max_jobs = max_jobs.max(1);
         // Enough room that callers rarely wait for the queue, bounded so that an overloaded
         // store pushes back instead of growing without limit.
         let (sender, receiver) = mpsc::channel(max_jobs.saturating_mul(4).max(64));
         let counters = Arc::new(Counters::default());
-        tokio::spawn(run(conn, receiver, max_jobs, counters.clone()));
-        Writer { sender, counters }
+        let thread_counters = counters.clone();
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || run(conn, receiver, max_jobs, &thread_counters))
+            .map_err(|e| Error::unavailable(format!("cannot start the SQLite writer: {e}")))?;
+        Ok(Writer { sender, counters })
     }
 
-    /// Runs `work` in the writer's next transaction and returns its result once that
-    /// transaction is committed.
-    pub(crate) async fn submit<T, F>(&self, isolation: Isolation, work: F) -> Result<T>
+    /// Runs `work` in the writer's next transaction, in its own savepoint, and returns its
+    /// result once that transaction is committed.
+    pub(crate) async fn submit<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> JobFuture<'c, T> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Job {
-            isolation,
             work: Some(work),
             result: None,
             reply,
@@ -190,23 +163,23 @@ impl Writer {
     }
 }
 
-async fn run(
-    mut conn: SqliteConnection,
+fn run(
+    conn: Connection,
     mut receiver: mpsc::Receiver<Message>,
     max_jobs: usize,
-    counters: Arc<Counters>,
+    counters: &Counters,
 ) {
-    let mut messages = Vec::with_capacity(max_jobs);
     let mut closers = Vec::new();
-    loop {
-        if receiver.recv_many(&mut messages, max_jobs).await == 0 {
-            break;
-        }
-        let mut jobs = Vec::with_capacity(messages.len());
-        for message in messages.drain(..) {
+    while let Some(first) = receiver.blocking_recv() {
+        let mut jobs = Vec::with_capacity(max_jobs);
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
             match message {
                 Message::Job(job) => jobs.push(job),
                 Message::Close(done) => closers.push(done),
+            }
+            if jobs.len() < max_jobs {
+                next = receiver.try_recv().ok();
             }
         }
         if !closers.is_empty() {
@@ -214,10 +187,10 @@ async fn run(
             receiver.close();
         }
         if !jobs.is_empty() {
-            run_group(&mut conn, jobs, &counters).await;
+            run_group(&conn, jobs, counters);
         }
     }
-    if let Err(error) = conn.close().await {
+    if let Err((_, error)) = conn.close() {
         tracing::warn!(%error, "closing the SQLite writer connection failed");
     }
     for done in closers {
@@ -226,13 +199,8 @@ async fn run(
 }
 
 /// Runs `jobs` in one transaction and answers them.
-async fn run_group(
-    conn: &mut SqliteConnection,
-    jobs: Vec<Box<dyn ErasedJob>>,
-    counters: &Counters,
-) {
-    let mut jobs = jobs;
-    let outcome = run_jobs(conn, &mut jobs).await;
+fn run_group(conn: &Connection, mut jobs: Vec<Box<dyn ErasedJob>>, counters: &Counters) {
+    let outcome = run_jobs(conn, &mut jobs);
     let count = jobs.len() as u64;
     match &outcome {
         Ok(()) => {
@@ -247,7 +215,7 @@ async fn run_group(
             tracing::error!(%error, jobs = count, "a SQLite write transaction failed");
             // Leave no transaction open for the next group. This fails harmlessly if SQLite
             // already rolled back.
-            let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await;
+            let _ = conn.execute_batch("ROLLBACK");
         }
     }
     let failure = outcome.err();
@@ -256,103 +224,126 @@ async fn run_group(
     }
 }
 
-/// Runs every job and commits. An error means the transaction as a whole failed: nothing of
-/// it is written.
-async fn run_jobs(conn: &mut SqliteConnection, jobs: &mut [Box<dyn ErasedJob>]) -> Result<()> {
+/// Runs every job in its savepoint and commits. An error means the transaction as a whole
+/// failed: nothing of it is written.
+fn run_jobs(conn: &Connection, jobs: &mut [Box<dyn ErasedJob>]) -> Result<()> {
     // IMMEDIATE takes the write lock now, so no statement of a job can fail for want of it.
-    sqlx::raw_sql("BEGIN IMMEDIATE")
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-    let mut savepoint_open = false;
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
+    let run = |statement: &str| {
+        conn.prepare_cached(statement)
+            .and_then(|mut prepared| prepared.execute([]))
+            .map_err(sql)
+    };
     for job in jobs.iter_mut() {
-        let isolation = job.isolation();
-        if isolation == Isolation::Savepoint {
-            // A fresh savepoint right before the job; releasing the previous one in the same
-            // round trip keeps what came before it.
-            let begin = if savepoint_open {
-                "RELEASE job; SAVEPOINT job"
-            } else {
-                "SAVEPOINT job"
-            };
-            sqlx::raw_sql(begin).execute(&mut *conn).await.map_err(db)?;
-            savepoint_open = true;
-        }
-        let succeeded = job.run(conn).await;
-        if !succeeded && isolation == Isolation::Savepoint {
+        run("SAVEPOINT job")?;
+        // A job that panics fails alone (it is answered Unavailable) instead of taking the
+        // writer thread, and with it every later write, down.
+        let succeeded = catch_unwind(AssertUnwindSafe(|| job.run(conn))).unwrap_or_else(|_| {
+            tracing::error!("a SQLite write job panicked");
+            false
+        });
+        if !succeeded {
             // This fails if SQLite rolled back the whole transaction (an I/O error, a full
             // disk): then the jobs before this one are lost too, and the group fails.
-            sqlx::raw_sql("ROLLBACK TO job")
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
+            run("ROLLBACK TO job")?;
         }
+        run("RELEASE job")?;
     }
-    sqlx::raw_sql("COMMIT")
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
+    conn.execute_batch("COMMIT").map_err(sql)?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use sqlx::ConnectOptions;
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
-
     use super::*;
 
-    async fn writer(dir: &tempfile::TempDir) -> (Writer, SqliteConnectOptions) {
-        let options = SqliteConnectOptions::new()
-            .filename(dir.path().join("w.db"))
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal);
-        let mut conn = options.connect().await.unwrap();
+    fn writer(dir: &tempfile::TempDir) -> (Writer, std::path::PathBuf) {
+        let path = dir.path().join("w.db");
+        let conn = Connection::open(&path).unwrap();
         // A deferred foreign key is checked at COMMIT: a job can break it without failing,
         // and the COMMIT of its group fails instead.
-        sqlx::raw_sql(
-            "CREATE TABLE parent (id INTEGER PRIMARY KEY);
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA foreign_keys = ON;
+             CREATE TABLE parent (id INTEGER PRIMARY KEY);
              CREATE TABLE child (id INTEGER PRIMARY KEY,
                  parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
              CREATE TABLE log (entry TEXT NOT NULL);",
         )
-        .execute(&mut conn)
-        .await
         .unwrap();
-        (Writer::spawn(conn, 64), options)
+        (Writer::spawn(conn, 64).unwrap(), path)
     }
 
-    fn insert(writer: &Writer, sql: &'static str) -> tokio::task::JoinHandle<Result<()>> {
+    fn insert(writer: &Writer, statement: &'static str) -> tokio::task::JoinHandle<Result<()>> {
         let writer = writer.clone();
         tokio::spawn(async move {
             writer
-                .submit(Isolation::Savepoint, move |conn| {
-                    Box::pin(async move {
-                        sqlx::query(sql).execute(&mut *conn).await.map_err(db)?;
-                        Ok(())
-                    })
+                .submit(move |conn| {
+                    conn.execute(statement, []).map_err(sql)?;
+                    Ok(())
                 })
                 .await
         })
     }
 
-    async fn log(options: &SqliteConnectOptions) -> Vec<String> {
-        let mut conn = options.connect().await.unwrap();
-        sqlx::query_scalar("SELECT entry FROM log ORDER BY entry")
-            .fetch_all(&mut conn)
-            .await
+    fn log(path: &std::path::Path) -> Vec<String> {
+        let conn = Connection::open(path).unwrap();
+        let mut statement = conn
+            .prepare("SELECT entry FROM log ORDER BY entry")
+            .unwrap();
+        statement
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
             .unwrap()
     }
 
-    // Tasks spawned together on a current-thread runtime queue their jobs before the writer
-    // task runs again, so they land in one group.
-    #[tokio::test(flavor = "current_thread")]
+    /// Jobs submitted while the writer is busy share its next transaction. The first job
+    /// holds the writer until the others are queued, so the grouping is certain.
+    async fn blocked_writer(
+        writer: &Writer,
+    ) -> (
+        tokio::task::JoinHandle<Result<()>>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let (started, running) = oneshot::channel::<()>();
+        let blocker = {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                writer
+                    .submit(move |_| {
+                        let _ = started.send(());
+                        let _ = wait.recv();
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        running.await.unwrap();
+        (blocker, release)
+    }
+
+    /// Waits until `count` jobs wait in the writer's queue.
+    async fn queued(writer: &Writer, count: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while writer.sender.max_capacity() - writer.sender.capacity() < count {
+            assert!(std::time::Instant::now() < deadline, "jobs were not queued");
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_commit_fails_every_job_of_the_group() {
         let dir = tempfile::tempdir().unwrap();
-        let (writer, options) = writer(&dir).await;
+        let (writer, path) = writer(&dir);
+        let (blocker, release) = blocked_writer(&writer).await;
         let first = insert(&writer, "INSERT INTO log VALUES ('first')");
         let orphan = insert(&writer, "INSERT INTO child VALUES (1, 99)");
         let last = insert(&writer, "INSERT INTO log VALUES ('last')");
+        queued(&writer, 3).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
         for job in [first, orphan, last] {
             let result = job.await.unwrap();
             assert!(
@@ -360,60 +351,76 @@ mod tests {
                 "every job of a group whose COMMIT failed is Unavailable, got {result:?}"
             );
         }
-        assert_eq!(
-            log(&options).await,
-            Vec::<String>::new(),
-            "nothing was written"
-        );
+        assert_eq!(log(&path), Vec::<String>::new(), "nothing was written");
         let stats = writer.stats();
-        assert_eq!((stats.transactions, stats.failed_transactions), (0, 1));
+        assert_eq!((stats.transactions, stats.failed_transactions), (1, 1));
 
         // The writer goes on with the next group.
         insert(&writer, "INSERT INTO log VALUES ('after')")
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(log(&options).await, vec!["after".to_owned()]);
+        assert_eq!(log(&path), vec!["after".to_owned()]);
         writer.close().await;
     }
 
-    #[tokio::test(flavor = "current_thread")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_job_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, path) = writer(&dir);
+        let panicking = writer
+            .submit(|conn| -> Result<()> {
+                conn.execute("INSERT INTO log VALUES ('before the panic')", [])
+                    .map_err(sql)?;
+                panic!("a bug in a job");
+            })
+            .await;
+        assert!(
+            matches!(panicking, Err(Error::Unavailable(_))),
+            "got {panicking:?}"
+        );
+        insert(&writer, "INSERT INTO log VALUES ('after')")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(log(&path), vec!["after".to_owned()]);
+        writer.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_job_rolls_back_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let (writer, options) = writer(&dir).await;
+        let (writer, path) = writer(&dir);
+        let (blocker, release) = blocked_writer(&writer).await;
         let first = insert(&writer, "INSERT INTO log VALUES ('first')");
         // Writes a row, then fails: the row must go with it.
         let failing = {
             let writer = writer.clone();
             tokio::spawn(async move {
                 writer
-                    .submit(Isolation::Savepoint, |conn| {
-                        Box::pin(async move {
-                            sqlx::query("INSERT INTO log VALUES ('failing')")
-                                .execute(&mut *conn)
-                                .await
-                                .map_err(db)?;
-                            Err::<(), _>(Error::Conflict("changed my mind".into()))
-                        })
+                    .submit(|conn| {
+                        conn.execute("INSERT INTO log VALUES ('failing')", [])
+                            .map_err(sql)?;
+                        Err::<(), _>(Error::Conflict("changed my mind".into()))
                     })
                     .await
             })
         };
         let broken = insert(&writer, "INSERT INTO no_such_table VALUES (1)");
         let last = insert(&writer, "INSERT INTO log VALUES ('last')");
+        queued(&writer, 4).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
         first.await.unwrap().unwrap();
         assert!(matches!(failing.await.unwrap(), Err(Error::Conflict(_))));
         assert!(broken.await.unwrap().is_err());
         last.await.unwrap().unwrap();
-        assert_eq!(
-            log(&options).await,
-            vec!["first".to_owned(), "last".to_owned()]
-        );
+        assert_eq!(log(&path), vec!["first".to_owned(), "last".to_owned()]);
         let stats = writer.stats();
         assert_eq!(
             (stats.transactions, stats.jobs),
-            (1, 4),
-            "one group of four jobs"
+            (2, 5),
+            "the blocker alone, then one group of four jobs"
         );
 
         writer.close().await;
