@@ -102,7 +102,10 @@ impl CellStore for InMemoryStore {
     async fn commit(&self, batch: &CommitBatch) -> Result<()> {
         let mut t = self.lock();
         let t = &mut *t;
-        let cell = t.cells.entry(batch.room_id.clone()).or_default();
+        // A room never activated has no epoch anyone could hold.
+        let Some(cell) = t.cells.get_mut(&batch.room_id) else {
+            return Err(Error::NotOwner(batch.room_id.to_string()));
+        };
         if cell.epoch != batch.epoch {
             return Err(Error::NotOwner(batch.room_id.to_string()));
         }

@@ -12,8 +12,8 @@ use super::fixtures::{
 };
 use crate::Error;
 use crate::ports::{
-    CellStore, CommitBatch, GiftOrders, Outbox, OutboxMessage, Payout, Payouts, RoomDirectory,
-    RoomSummary, StoredEvent, Timer, Timers,
+    Activation, CellStore, CommitBatch, GiftOrders, Outbox, OutboxMessage, Payout, Payouts,
+    RoomDirectory, RoomSummary, StoredEvent, Timer, Timers,
 };
 
 /// Everything a commit may write, as the store's ports show it.
@@ -91,6 +91,7 @@ where
     commit_writes_every_part_of_the_batch(fresh().await).await;
     list_events_pages_by_seq(fresh().await).await;
     stale_epoch_is_not_owner_and_writes_nothing(fresh().await).await;
+    never_activated_room_is_not_owner(fresh().await).await;
     stale_version_is_conflict_and_writes_nothing(fresh().await).await;
     stored_command_id_is_already_exists_and_writes_nothing(fresh().await).await;
     command_id_twice_in_a_batch_is_already_exists(fresh().await).await;
@@ -308,6 +309,27 @@ where
         ok(store.list_events(&a, 1, 100).await, "list_events"),
         current.events.clone(),
         "the new owner's commit is stored",
+    );
+}
+
+async fn never_activated_room_is_not_owner<S>(store: Arc<S>)
+where
+    S: CellStore,
+{
+    let ghost = room("never-activated");
+    let unowned = Activation {
+        epoch: 0,
+        version: 0,
+    };
+    expect_err!(
+        store.commit(&batch(&ghost, unowned, 0, &[("c1", 1)])).await,
+        Error::NotOwner(_),
+        "a commit to a room nobody activated"
+    );
+    same(
+        ok(store.list_events(&ghost, 0, 100).await, "list_events"),
+        Vec::new(),
+        "nothing is stored for it",
     );
 }
 
