@@ -77,6 +77,8 @@ pub struct StorageSettings {
     pub max_jobs_per_transaction: usize,
     /// SQLite: how long to wait for a lock held by another process, in milliseconds.
     pub busy_timeout_ms: u64,
+    /// SQLite: how often the WAL is checkpointed into the database file, in milliseconds.
+    pub checkpoint_every_ms: u64,
 }
 
 impl Default for StorageSettings {
@@ -87,6 +89,7 @@ impl Default for StorageSettings {
             max_read_connections: sqlite.max_read_connections,
             max_jobs_per_transaction: sqlite.max_jobs_per_transaction,
             busy_timeout_ms: sqlite.busy_timeout_ms,
+            checkpoint_every_ms: sqlite.checkpoint_every_ms,
         }
     }
 }
@@ -99,6 +102,7 @@ impl StorageSettings {
             max_read_connections: self.max_read_connections,
             max_jobs_per_transaction: self.max_jobs_per_transaction,
             busy_timeout_ms: self.busy_timeout_ms,
+            checkpoint_every_ms: self.checkpoint_every_ms,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! WAL with `synchronous=FULL`), prepares users, coins and rooms through the public API, then
 //! measures:
 //! - hot room: 1 room, 64 concurrent senders in a closed loop, gifts per second, with group
-//!   commit on and off (a second server with `ROOM__CELL__MAX_BATCH=1`);
+//!   commit on and off (a second server where every room commit and every storage write is a
+//!   transaction of its own: `ROOM__CELL__MAX_BATCH=1`,
+//!   `ROOM__STORAGE__MAX_JOBS_PER_TRANSACTION=1`);
 //! - spread: 100 rooms, 64 concurrent senders, gifts per second;
 //! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
 //! - memory: the server's resident memory per idle active room and per member.
@@ -73,7 +75,11 @@ async fn main() -> Result<()> {
         rate
     };
     let hot_single = {
-        let server = Server::start(&options.server, &[("ROOM__CELL__MAX_BATCH", "1")]).await?;
+        let single = [
+            ("ROOM__CELL__MAX_BATCH", "1"),
+            ("ROOM__STORAGE__MAX_JOBS_PER_TRANSACTION", "1"),
+        ];
+        let server = Server::start(&options.server, &single).await?;
         let setup = server.setup(1, SENDERS).await?;
         let rate = closed_loop(&server, &setup, duration).await?;
         report(

@@ -18,6 +18,7 @@
 
 mod catalog;
 mod cells;
+mod checkpoint;
 mod codec;
 mod directory;
 mod orders;

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use room_app::Error;
@@ -12,6 +13,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::{ConnectOptions, Connection as _, SqliteConnection};
 
 use crate::Result;
+use crate::checkpoint::Checkpointer;
 use crate::codec::{db, sql};
 use crate::writer::{WriteStats, Writer};
 
@@ -32,6 +34,9 @@ pub struct SqliteSettings {
     pub max_jobs_per_transaction: usize,
     /// How long a connection waits for a lock held by another process, in milliseconds.
     pub busy_timeout_ms: u64,
+    /// How often the WAL is checkpointed into the database file, in milliseconds (on a thread
+    /// of its own, never inside a commit).
+    pub checkpoint_every_ms: u64,
 }
 
 impl Default for SqliteSettings {
@@ -41,6 +46,7 @@ impl Default for SqliteSettings {
             max_read_connections: 4,
             max_jobs_per_transaction: 256,
             busy_timeout_ms: 5_000,
+            checkpoint_every_ms: 1_000,
         }
     }
 }
@@ -64,6 +70,7 @@ impl SqliteSettings {
 pub struct SqliteStore {
     pub(crate) writer: Writer,
     pub(crate) readers: SqlitePool,
+    checkpointer: Arc<Checkpointer>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -91,6 +98,9 @@ fn open_writer(path: &Path, busy_timeout: Duration) -> Result<Connection> {
     // accounts, the ends of the logs) again and again; without it, each is read back through
     // the kernel.
     conn.pragma_update(None, "cache_size", -65_536)
+        .map_err(sql)?;
+    // Checkpoints run on their own thread (see `checkpoint`), never inside a commit.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)
         .map_err(sql)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
@@ -139,6 +149,11 @@ impl SqliteStore {
 
         let path = options.get_filename().to_owned();
         let busy_timeout = Duration::from_millis(settings.busy_timeout_ms);
+        let checkpointer = Arc::new(Checkpointer::spawn(
+            &path,
+            busy_timeout,
+            Duration::from_millis(settings.checkpoint_every_ms.max(1)),
+        )?);
         let writer = tokio::task::spawn_blocking(move || open_writer(&path, busy_timeout))
             .await
             .map_err(|e| Error::unavailable(format!("opening the SQLite writer: {e}")))??;
@@ -150,6 +165,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             writer: Writer::spawn(writer, settings.max_jobs_per_transaction)?,
             readers,
+            checkpointer,
         })
     }
 
@@ -158,6 +174,8 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.writer.close().await;
         self.readers.close().await;
+        let checkpointer = self.checkpointer.clone();
+        let _ = tokio::task::spawn_blocking(move || checkpointer.stop()).await;
     }
 
     /// What the writer has done so far: how many transactions, how many jobs in them.
