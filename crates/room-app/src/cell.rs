@@ -273,19 +273,24 @@ enum Stop {
     Fenced,
 }
 
-async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, mut rx: mpsc::Receiver<Request>) {
+async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, rx: mpsc::Receiver<Request>) {
+    let mut mailbox = Mailbox {
+        rx,
+        held: VecDeque::new(),
+        cap: inner.config.mailbox,
+    };
     let mut cell = match Cell::activate(&inner, &room_id, id).await {
         Ok(cell) => cell,
         Err(error) => {
             tracing::warn!(room_id = %room_id, error = %error, "room activation failed");
             inner.forget(&room_id, id);
-            rx.close();
+            mailbox.rx.close();
             let retryable = if error.is_retryable() {
                 error
             } else {
                 Error::Unavailable(error.to_string())
             };
-            while let Some(request) = rx.recv().await {
+            while let Some(request) = mailbox.recv().await {
                 fail(request, &retryable, &room_id);
             }
             return;
@@ -309,10 +314,10 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, mut rx: mpsc::Rec
                 }
             }
             _ = tokio::time::sleep_until(idle_deadline) => break,
-            received = rx.recv() => {
+            received = mailbox.recv() => {
                 let Some(first) = received else { break };
-                let batch = take_batch(first, &mut rx, config.max_batch);
-                if cell.process(batch).await == Some(Stop::Fenced) {
+                let batch = mailbox.take_batch(first, config.max_batch);
+                if cell.process(batch, &mut mailbox).await == Some(Stop::Fenced) {
                     stop = Stop::Fenced;
                     break;
                 }
@@ -322,15 +327,17 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, mut rx: mpsc::Rec
     }
     // No new requests from here on; answer what is queued before leaving.
     inner.forget(&room_id, id);
-    rx.close();
+    mailbox.rx.close();
     while stop == Stop::Orderly {
-        let Some(first) = rx.recv().await else { break };
-        let batch = take_batch(first, &mut rx, config.max_batch);
-        if cell.process(batch).await == Some(Stop::Fenced) {
+        let Some(first) = mailbox.recv().await else {
+            break;
+        };
+        let batch = mailbox.take_batch(first, config.max_batch);
+        if cell.process(batch, &mut mailbox).await == Some(Stop::Fenced) {
             stop = Stop::Fenced;
         }
     }
-    while let Some(request) = rx.recv().await {
+    while let Some(request) = mailbox.recv().await {
         fail(request, &Error::NotOwner(room_id.to_string()), &room_id);
     }
     if stop == Stop::Orderly {
@@ -341,16 +348,56 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, mut rx: mpsc::Rec
     }
 }
 
-fn take_batch(first: Request, rx: &mut mpsc::Receiver<Request>, max: usize) -> Vec<Request> {
-    let mut batch = Vec::with_capacity(max.min(64));
-    batch.push(first);
-    while batch.len() < max {
-        match rx.try_recv() {
-            Ok(request) => batch.push(request),
-            Err(_) => break,
+/// A cell's queue: the channel, plus the commands that arrived while a commit was in flight.
+struct Mailbox {
+    rx: mpsc::Receiver<Request>,
+    /// Commands (in arrival order) taken off the channel during a commit, for the next batch.
+    held: VecDeque<Request>,
+    /// The most commands held; beyond that the channel fills and senders are told to back off.
+    cap: usize,
+}
+
+impl Mailbox {
+    async fn recv(&mut self) -> Option<Request> {
+        match self.held.pop_front() {
+            Some(request) => Some(request),
+            None => self.rx.recv().await,
         }
     }
-    batch
+
+    fn take_batch(&mut self, first: Request, max: usize) -> Vec<Request> {
+        let mut batch = Vec::with_capacity(max.min(64));
+        batch.push(first);
+        while batch.len() < max {
+            match self
+                .held
+                .pop_front()
+                .map(Ok)
+                .unwrap_or_else(|| self.rx.try_recv())
+            {
+                Ok(request) => batch.push(request),
+                Err(_) => break,
+            }
+        }
+        batch
+    }
+
+    /// Waits for `work` (a commit), answering queries from `state` meanwhile and holding
+    /// commands for the next batch. A query so sees the batch being committed a moment before
+    /// it is durable; were that commit to fail, the cell reloads from storage.
+    async fn serve_queries_while<F: Future>(&mut self, state: &RoomState, work: F) -> F::Output {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                output = &mut work => return output,
+                Some(request) = self.rx.recv(), if self.held.len() < self.cap => match request {
+                    Request::Query(query) => query(state),
+                    command => self.held.push_back(command),
+                },
+            }
+        }
+    }
 }
 
 fn fail(request: Request, error: &Error, room_id: &RoomId) {
@@ -413,7 +460,7 @@ impl Cell {
 
     /// Decides, evolves and commits one batch, then answers. Returns `Some(Stop::Fenced)` when
     /// the room is no longer ours.
-    async fn process(&mut self, batch: Vec<Request>) -> Option<Stop> {
+    async fn process(&mut self, batch: Vec<Request>, mailbox: &mut Mailbox) -> Option<Stop> {
         let mut commands = Vec::with_capacity(batch.len());
         let mut queries = Vec::new();
         for request in batch {
@@ -425,7 +472,7 @@ impl Cell {
         let stop = if commands.is_empty() {
             None
         } else {
-            self.process_commands(commands).await
+            self.process_commands(commands, mailbox).await
         };
         if stop.is_none() {
             for query in queries {
@@ -435,7 +482,11 @@ impl Cell {
         stop
     }
 
-    async fn process_commands(&mut self, commands: Vec<CommandRequest>) -> Option<Stop> {
+    async fn process_commands(
+        &mut self,
+        commands: Vec<CommandRequest>,
+        mailbox: &mut Mailbox,
+    ) -> Option<Stop> {
         let started = Instant::now();
         let mut plan = self.plan(&commands);
         self.answer_repeats_from_log(&commands, &mut plan.outcomes)
@@ -444,7 +495,10 @@ impl Cell {
             self.answer(commands, plan.outcomes);
             return None;
         }
-        let committed = self.inner.deps.store.commit(&plan.batch).await;
+        let store = self.inner.deps.store.clone();
+        let committed = mailbox
+            .serve_queries_while(&self.state, store.commit(&plan.batch))
+            .await;
         metrics::histogram!("room_cell_commit_seconds").record(started.elapsed().as_secs_f64());
         metrics::histogram!("room_cell_batch_commands").record(commands.len() as f64);
         match committed {
@@ -477,7 +531,7 @@ impl Cell {
                 }
                 Some(Stop::Fenced)
             }
-            Err(Error::AlreadyExists(_)) => self.resolve_duplicates(commands).await,
+            Err(Error::AlreadyExists(_)) => self.resolve_duplicates(commands, mailbox).await,
             Err(error) => {
                 // The outcome is unknown: the transaction may have committed. Callers retry
                 // under the same command ids; the state is rebuilt from what storage holds.
@@ -517,7 +571,11 @@ impl Cell {
 
     /// Some command of the batch is already in the log (a retry after a restart): answer those
     /// from the log and run the rest again on the reloaded state.
-    async fn resolve_duplicates(&mut self, commands: Vec<CommandRequest>) -> Option<Stop> {
+    async fn resolve_duplicates(
+        &mut self,
+        commands: Vec<CommandRequest>,
+        mailbox: &mut Mailbox,
+    ) -> Option<Stop> {
         if let Some(stop) = self.reload().await {
             for command in commands {
                 let _ = command
@@ -543,7 +601,7 @@ impl Cell {
             return None;
         }
         // One level only: the stored duplicates are gone from `fresh`, so this cannot loop.
-        Box::pin(self.process_commands(fresh)).await
+        Box::pin(self.process_commands(fresh, mailbox)).await
     }
 
     async fn stored_reply(&self, id: &CommandId) -> Result<Option<Arc<CommandReply>>> {

@@ -645,3 +645,34 @@ async fn unknown_room_ids_never_activate_a_cell() {
         .expect("activate");
     assert_eq!(activation.epoch, 1, "no earlier activation touched storage");
 }
+
+/// Reads do not wait for a commit in flight: a query answers from the cell's state while the
+/// commit is held, and commands that arrive meanwhile wait for the next batch.
+#[tokio::test]
+async fn queries_are_answered_while_a_commit_is_in_flight() {
+    let world = World::new().await;
+    let room = world.open_room("r1", "alice", &[]).await;
+    let probe = &world.probe;
+    let calls = probe.commit_calls();
+    probe.close_gate();
+    let held = start_all(vec![world.submit(&room, "held", user("bob"), join())]).await;
+    eventually("the commit is held", || async move {
+        probe.commit_calls() == calls + 1
+    })
+    .await;
+    let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
+    let members = tokio::time::timeout(
+        Duration::from_secs(30),
+        world.runtime().query(&room, |state| state.members.len()),
+    )
+    .await
+    .expect("the query was answered while the commit was held")
+    .expect("query");
+    assert_eq!(members, 2, "alice, and bob whose join is being committed");
+    assert_eq!(probe.commit_calls(), calls + 1, "carol's join waits");
+    probe.open_gate();
+    for reply in held.join().await.into_iter().chain(queued.join().await) {
+        assert_eq!(reply.expect("joined").events.len(), 1);
+    }
+    assert_eq!(world.state(&room).await.members.len(), 3);
+}
