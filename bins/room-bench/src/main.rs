@@ -12,7 +12,7 @@
 //! - memory: the server's resident memory per idle active room and per member.
 //!
 //! Usage: `cargo build --release -p room-api -p room-bench && target/release/room-bench
-//! [--server target/release/room-api] [--seconds 10] [--rate 1500]`.
+//! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only]`.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -31,6 +31,8 @@ struct Options {
     server: PathBuf,
     seconds: u64,
     rate: u64,
+    /// Run only the open-loop latency phase (for trying rates quickly).
+    latency_only: bool,
 }
 
 fn options() -> Result<Options> {
@@ -38,9 +40,14 @@ fn options() -> Result<Options> {
         server: PathBuf::from("target/release/room-api"),
         seconds: 10,
         rate: 1500,
+        latency_only: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--latency-only" {
+            options.latency_only = true;
+            continue;
+        }
         let value = args
             .next()
             .with_context(|| format!("{arg} needs a value"))?;
@@ -65,6 +72,13 @@ async fn main() -> Result<()> {
     }
     let duration = Duration::from_secs(options.seconds);
     report("machine", &machine());
+    if options.latency_only {
+        let server = Server::start(&options.server, &[]).await?;
+        let setup = server.setup(100, 100).await?;
+        let latency = open_loop(&server, &setup, options.rate, duration).await?;
+        report(&format!("open loop at {} gifts/s", options.rate), &latency);
+        return server.stop().await;
+    }
 
     let hot = {
         let server = Server::start(&options.server, &[]).await?;
@@ -100,6 +114,9 @@ async fn main() -> Result<()> {
         report("spread, 100 rooms (gifts/s)", &format!("{rate:.0}"));
         let latency = open_loop(&server, &setup, options.rate, duration).await?;
         report(&format!("open loop at {} gifts/s", options.rate), &latency);
+        for line in server.metric_quantiles().await? {
+            report("  server", &line);
+        }
         server.stop().await?;
     }
     {
@@ -210,6 +227,25 @@ impl Server {
         }
         let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
         Ok(())
+    }
+
+    /// The median and p99 of the server's timing and batching summaries (`/metrics`), to
+    /// show where a request's time goes.
+    async fn metric_quantiles(&self) -> Result<Vec<String>> {
+        let text = self
+            .client
+            .http
+            .get(format!("{}/metrics", self.client.base))
+            .send()
+            .await?
+            .text()
+            .await?;
+        Ok(text
+            .lines()
+            .filter(|line| line.contains("quantile=\"0.5\"") || line.contains("quantile=\"0.99\""))
+            .filter(|line| line.starts_with("room_") || line.contains("/gifts"))
+            .map(str::to_owned)
+            .collect())
     }
 
     fn rss_bytes(&self) -> Result<u64> {
@@ -360,12 +396,16 @@ async fn closed_loop(server: &Server, setup: &Setup, duration: Duration) -> Resu
 }
 
 /// Offers `rate` gifts per second regardless of answers; returns the latency distribution.
+/// The client's connections are opened first (a short closed loop of 64 senders), as a real
+/// client or load balancer keeps its connections alive: the figure is the service's latency,
+/// not TCP and HTTP connection set-up.
 async fn open_loop(
     server: &Server,
     setup: &Setup,
     rate: u64,
     duration: Duration,
 ) -> Result<String> {
+    closed_loop(server, setup, Duration::from_secs(2)).await?;
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
     let total = rate * duration.as_secs();
     let started = Instant::now();

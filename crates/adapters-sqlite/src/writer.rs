@@ -200,7 +200,10 @@ fn run(
 
 /// Runs `jobs` in one transaction and answers them.
 fn run_group(conn: &Connection, mut jobs: Vec<Box<dyn ErasedJob>>, counters: &Counters) {
+    let started = std::time::Instant::now();
     let outcome = run_jobs(conn, &mut jobs);
+    metrics::histogram!("room_sqlite_write_transaction_seconds")
+        .record(started.elapsed().as_secs_f64());
     let count = jobs.len() as u64;
     match &outcome {
         Ok(()) => {
