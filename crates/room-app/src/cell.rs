@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use room_domain::{
     Actor, Coins, Command, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope, GiftOrder,
-    MicChange, RoomId, RoomRules, RoomState, RoomStatus, SagaOutcome, Snapshot, decide, evolve,
+    MicChange, RoomId, RoomRules, RoomState, RoomStatus, SagaOutcome, Snapshot, Timestamp, decide,
+    evolve,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -422,6 +423,9 @@ struct Cell {
     snapshot_version: u64,
     recent: HashMap<CommandId, Arc<CommandReply>>,
     recent_order: VecDeque<CommandId>,
+    /// When the rocket-reset timer this cell last committed is due: every gift fuels the
+    /// rocket, and re-arming the same timer each time would cost a write per gift.
+    reset_armed_at: Option<Timestamp>,
 }
 
 impl Cell {
@@ -455,6 +459,7 @@ impl Cell {
             snapshot_version,
             recent: HashMap::new(),
             recent_order: VecDeque::new(),
+            reset_armed_at: None,
         })
     }
 
@@ -503,6 +508,9 @@ impl Cell {
         metrics::histogram!("room_cell_batch_commands").record(commands.len() as f64);
         match committed {
             Ok(()) => {
+                if let Some(reset) = plan.batch.timers.iter().find(|t| is_rocket_reset(t)) {
+                    self.reset_armed_at = Some(reset.due_at);
+                }
                 self.remember(&commands, &plan.outcomes);
                 let display = std::mem::take(&mut plan.display);
                 self.answer(commands, plan.outcomes);
@@ -627,6 +635,7 @@ impl Cell {
                 self.snapshot_version = snapshot_version;
                 self.recent.clear();
                 self.recent_order.clear();
+                self.reset_armed_at = None;
                 None
             }
             Err(error) => {
@@ -744,6 +753,10 @@ impl Cell {
         if !batch.events.is_empty() {
             batch.summary = summary_of(&self.state);
             dedup_timers(&mut batch.timers);
+            let armed = self.reset_armed_at;
+            batch
+                .timers
+                .retain(|t| !(is_rocket_reset(t) && Some(t.due_at) == armed));
         }
         Plan {
             batch,
@@ -890,6 +903,10 @@ fn clone_result(result: &Result<Arc<CommandReply>>) -> Result<Arc<CommandReply>>
         Err(Error::Rejected(rejection)) => Err(Error::Rejected(rejection.clone())),
         Err(other) => Err(Error::Unavailable(other.to_string())),
     }
+}
+
+fn is_rocket_reset(timer: &Timer) -> bool {
+    matches!(timer.command, CommandKind::ResetRocket)
 }
 
 /// Keeps the last timer of each id.
