@@ -72,9 +72,9 @@ impl Storage {
     pub async fn open(settings: &StorageSettings) -> anyhow::Result<Storage> {
         let url = settings.url.as_str();
         if url == "memory://" || url == "memory:" {
-            return Ok(Storage::from_store(Arc::new(
-                room_app::testkit::InMemoryStore::new(),
-            )));
+            return Ok(Storage::from_store(
+                Arc::new(room_app::InMemoryStore::new()),
+            ));
         }
         if url.starts_with("sqlite:") {
             let store = SqliteStore::open(&settings.sqlite())

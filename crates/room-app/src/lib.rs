@@ -10,6 +10,7 @@ mod cell;
 mod error;
 mod gifts;
 mod local;
+mod memory;
 pub mod ports;
 mod service;
 #[cfg(any(test, feature = "testkit"))]
@@ -20,6 +21,7 @@ pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply};
 pub use error::{Error, Result};
 pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
 pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
+pub use memory::InMemoryStore;
 pub use service::{
     BannedUser, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch, RoomService, RoomView,
     SeatView, ServicePorts,

@@ -1,5 +1,6 @@
 //! [`InMemoryStore`]: every storage port in one mutex, so a commit is atomic across "tables"
-//! the way one SQL transaction is.
+//! the way one SQL transaction is. Nothing survives the process: for tests and demos. It
+//! passes every conformance suite of the `testkit` feature.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
