@@ -1253,7 +1253,13 @@ impl Run<'_> {
                         prop_assert!(rewards.is_empty());
                     } else {
                         prop_assert_eq!(paid, i128::from(config.reward_pool.0));
-                        let expected = before.members.len().min(config.winners as usize);
+                        // Nobody wins zero coins: a pool smaller than the winner count has
+                        // fewer winners.
+                        let expected = before
+                            .members
+                            .len()
+                            .min(config.winners as usize)
+                            .min(usize::try_from(config.reward_pool.0).unwrap_or(0));
                         prop_assert_eq!(rewards.len(), expected);
                         self.coverage.borrow_mut().launches_with_rewards += 1;
                     }
