@@ -194,27 +194,8 @@ impl GiftSaga {
     /// room open, the sender in it. The recipients' membership is the room's to check when it
     /// applies the gift (they may leave meanwhile: then the order is refunded).
     async fn pre_check(&self, request: &SendGift, apply: &ApplyGift) -> Result<Option<Rejection>> {
-        let rules = self.runtime.rules();
-        if !(1..=rules.max_gift_count).contains(&request.count) {
-            return Ok(Some(Rejection::InvalidGiftCount {
-                count: request.count,
-                max: rules.max_gift_count,
-            }));
-        }
-        let recipients = request.recipients.len();
-        if recipients == 0 || recipients > rules.max_recipients as usize {
-            return Ok(Some(Rejection::InvalidRecipientCount {
-                count: u32::try_from(recipients).unwrap_or(u32::MAX),
-                max: rules.max_recipients,
-            }));
-        }
-        for (i, user) in request.recipients.iter().enumerate() {
-            if request.recipients[..i].contains(user) {
-                return Ok(Some(Rejection::DuplicateRecipient { user: user.clone() }));
-            }
-        }
-        if apply.total_value().is_none() {
-            return Ok(Some(Rejection::AmountOverflow));
+        if let Err(rejection) = apply.check_shape(self.runtime.rules()) {
+            return Ok(Some(rejection));
         }
         let sender = request.sender.clone();
         let (status, sender_present) = self

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{CommandId, GiftId, OrderId, RocketId, SeatIndex, SeatSessionId, UserId};
 use crate::money::Coins;
+use crate::rejection::Rejection;
 use crate::rules::RoomRules;
 use crate::state::PasswordHash;
 use crate::time::Timestamp;
@@ -202,6 +203,36 @@ pub struct ApplyGift {
 }
 
 impl ApplyGift {
+    /// The checks that need no room state: count and recipients within the rules, no
+    /// recipient named twice, no negative price, heat or fuel, a total that fits. Returns the
+    /// total. `decide` runs them first; the gift saga runs them before it debits anything.
+    pub fn check_shape(&self, rules: &RoomRules) -> Result<Coins, Rejection> {
+        if !(1..=rules.max_gift_count).contains(&self.count) {
+            return Err(Rejection::InvalidGiftCount {
+                count: self.count,
+                max: rules.max_gift_count,
+            });
+        }
+        let recipient_count = self.recipients.len();
+        if recipient_count == 0 || recipient_count > rules.max_recipients as usize {
+            return Err(Rejection::InvalidRecipientCount {
+                count: u32::try_from(recipient_count).unwrap_or(u32::MAX),
+                max: rules.max_recipients,
+            });
+        }
+        if self.gift.price.is_negative() || self.gift.heat < 0 || self.gift.fuel < 0 {
+            return Err(Rejection::InvalidGift);
+        }
+        for (i, recipient) in self.recipients.iter().enumerate() {
+            if self.recipients[..i].contains(recipient) {
+                return Err(Rejection::DuplicateRecipient {
+                    user: recipient.clone(),
+                });
+            }
+        }
+        self.total_value().ok_or(Rejection::AmountOverflow)
+    }
+
     /// The coins the order costs: `price × count × recipients`, or `None` on overflow.
     pub fn total_value(&self) -> Option<Coins> {
         let recipients = i64::try_from(self.recipients.len()).ok()?;

@@ -484,35 +484,14 @@ fn apply_gift(
         return Err(Rejection::Forbidden);
     }
     let rules = ctx.rules;
-    if !(1..=rules.max_gift_count).contains(&gift.count) {
-        return Err(Rejection::InvalidGiftCount {
-            count: gift.count,
-            max: rules.max_gift_count,
-        });
-    }
-    let recipient_count = gift.recipients.len();
-    if recipient_count == 0 || recipient_count > rules.max_recipients as usize {
-        return Err(Rejection::InvalidRecipientCount {
-            count: u32::try_from(recipient_count).unwrap_or(u32::MAX),
-            max: rules.max_recipients,
-        });
-    }
-    if gift.gift.price.is_negative() || gift.gift.heat < 0 || gift.gift.fuel < 0 {
-        return Err(Rejection::InvalidGift);
-    }
+    let total_value = gift.check_shape(rules)?;
     require_member(state, &gift.sender)?;
-    for (i, recipient) in gift.recipients.iter().enumerate() {
-        if gift.recipients[..i].contains(recipient) {
-            return Err(Rejection::DuplicateRecipient {
-                user: recipient.clone(),
-            });
-        }
+    for recipient in &gift.recipients {
         require_member(state, recipient)?;
     }
-    // recipient_count <= 20 and count <= 9999: the unit products fit; the coin and point
-    // totals are checked.
-    let units = i64::from(gift.count) * recipient_count as i64;
-    let total_value = gift.total_value().ok_or(Rejection::AmountOverflow)?;
+    // check_shape bounded count (<= 9999) and recipients (<= 20): the unit product fits; the
+    // coin and point totals are checked.
+    let units = i64::from(gift.count) * gift.recipients.len() as i64;
     let heat_added = gift
         .gift
         .heat
