@@ -270,7 +270,17 @@ impl GiftSaga {
                 match self.wallet.debit(op, &order.sender, amount).await {
                     Ok(balance_after) => Ok(SagaOutcome::Debited { balance_after }),
                     Err(Error::InsufficientFunds { balance }) => {
-                        Ok(SagaOutcome::InsufficientFunds { balance })
+                        // A refused debit leaves no trace in the wallet; a concurrent drive of
+                        // the same order could still debit after a top-up. Void the operation
+                        // before the order is FAILED, so the refusal is final.
+                        match self.wallet.settle_debit(op).await? {
+                            DebitStatus::Void => Ok(SagaOutcome::InsufficientFunds { balance }),
+                            DebitStatus::Debited => {
+                                let balance_after =
+                                    self.wallet.debit(op, &order.sender, amount).await?;
+                                Ok(SagaOutcome::Debited { balance_after })
+                            }
+                        }
                     }
                     Err(error) => Err(error),
                 }

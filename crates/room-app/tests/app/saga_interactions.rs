@@ -286,6 +286,12 @@ async fn insufficient_funds_fail_the_order_without_apply_or_refund() {
         .expect_debit()
         .times(1)
         .returning(|_, _, _| Err(Error::InsufficientFunds { balance: Coins(5) }));
+    // The refusal is made final before the order fails: the operation id is voided once.
+    wallet
+        .expect_settle_debit()
+        .withf(|op| op == "o-1")
+        .times(1)
+        .returning(|_| Ok(DebitStatus::Void));
     never_credits(&mut wallet);
     let world = World::builder().wallet(Arc::new(wallet)).build().await;
     let room = world.open_room("r1", "alice", &["bob"]).await;

@@ -236,6 +236,43 @@ async fn an_order_id_reused_for_another_gift_moves_no_coins() {
     assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
 }
 
+/// A FAILED order's debit can never land later: after a top-up, neither a repeat of the order
+/// nor a late debit under its operation id takes coins.
+#[tokio::test]
+async fn an_unaffordable_order_stays_failed_after_a_top_up() {
+    let world = World::new().await;
+    world.fund("alice", 5).await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let request = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
+    let receipt = world.saga().send(request.clone()).await.unwrap();
+    assert_eq!(receipt.status, OrderStatus::Failed);
+
+    let alice = room_domain::UserId::new("alice").unwrap();
+    Wallet::credit(
+        &*world.store,
+        "top-up",
+        room_app::ports::CreditKind::Admin,
+        &alice,
+        Coins(100),
+    )
+    .await
+    .unwrap();
+    let late = Wallet::debit(
+        &*world.store,
+        "o-1",
+        &room_domain::UserId::new("alice").unwrap(),
+        Coins(10),
+    )
+    .await;
+    assert!(matches!(late, Err(Error::Conflict(_))), "{late:?}");
+    assert_eq!(
+        world.saga().send(request).await.unwrap().status,
+        OrderStatus::Failed
+    );
+    assert_eq!(world.balance("alice").await, Coins(105));
+    assert!(gifts_in(&world.log(&room).await).is_empty());
+}
+
 /// Stores a PENDING order as the saga would have before a crash.
 async fn pending_order(world: &World, request: &room_app::SendGift) -> GiftOrder {
     let priced = catalog()
