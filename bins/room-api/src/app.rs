@@ -15,6 +15,7 @@ use room_app::{
     ServicePorts, SystemClock, workers,
 };
 use room_domain::Timestamp;
+use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -113,7 +114,14 @@ impl App {
             service,
             auth,
             messenger,
-            rtc_key: settings.rtc.callback_key.clone().map(Arc::new),
+            // An empty key would let anyone sign callbacks: treat it as no key (every
+            // callback refused).
+            rtc_key: settings
+                .rtc
+                .callback_key
+                .clone()
+                .filter(|key| !key.expose_secret().is_empty())
+                .map(Arc::new),
             rtc_sdk_app_id: settings.rtc.sdk_app_id,
             metrics: prometheus(),
             ready: Arc::new(AtomicBool::new(false)),

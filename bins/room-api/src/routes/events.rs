@@ -4,8 +4,9 @@
 //! The stream opens with a `subscribed` event (`{"room_id","version"}`); every later event is
 //! named after the room event's type (`RoomGiftSent`, `RoomMicChanged`, ...), has the event's
 //! `seq` as its id and the JSON envelope as its data. A watcher that falls behind gets a
-//! `lagged` event with the number of events it missed. The stream ends when the watcher
-//! leaves or is kicked, when the room closes, and when the service stops.
+//! `lagged` event with the number of events it missed, and the stream ends (reconnect: the
+//! membership is checked again). The stream also ends when the watcher leaves or is kicked,
+//! when the room closes, and when the service stops.
 
 use std::convert::Infallible;
 
@@ -91,6 +92,9 @@ async fn next_event(mut watch: Watch) -> Option<(Result<SseEvent, Infallible>, W
         }
         Err(RecvError::Lagged(missed)) => {
             metrics::counter!("room_sse_lagged_total").increment(1);
+            // The missed events may include the watcher's own kick: end the stream, so a
+            // reconnect checks membership again (a slow reader cannot outlive a kick).
+            watch.done = true;
             SseEvent::default()
                 .event("lagged")
                 .data(serde_json::json!({ "missed": missed }).to_string())
