@@ -337,7 +337,6 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         .expect("the storm lanes ended")
         .reap()
         .await;
-    assert!(completed.load(Ordering::Relaxed) >= 300);
 
     // Restart: start-up recovery settles every order the kill left unfinished.
     let server = Server::start(dir.path()).await;
@@ -353,10 +352,7 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
             &owner,
         )
         .await;
-    let entries = rank["entries"]
-        .as_array()
-        .or(rank.as_array())
-        .expect("rank entries");
+    let entries = rank["entries"].as_array().expect("rank entries");
     let applied: i64 = entries
         .iter()
         .map(|e| e["coins"].as_i64().expect("coins"))

@@ -22,7 +22,7 @@ fuel = 10
 [rules]
 [[rules.rocket_levels]]
 fuel = 100
-countdown_secs = 1
+countdown_secs = 4
 reward_pool = 100
 winners = 2
 "#;
@@ -63,7 +63,7 @@ async fn the_rocket_launches_on_its_timer_and_its_rewards_are_paid() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_without_heartbeat_are_evicted() {
     let t = TestApp::with(|settings| {
-        settings.presence.timeout_secs = 1;
+        settings.presence.timeout_secs = 4;
         settings.workers.presence_every_secs = 1;
     })
     .await;
