@@ -171,6 +171,16 @@ impl From<room_app::Error> for ApiError {
                 format!("not enough coins (balance {balance})"),
             ),
             E::Invalid(message) => Self::new(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message),
+            E::GiftNotFound(gift_id) => Self::new(
+                StatusCode::NOT_FOUND,
+                "GIFT_NOT_FOUND",
+                format!("no such gift to send: {gift_id}"),
+            ),
+            E::OrderIdReused(order_id) => Self::new(
+                StatusCode::CONFLICT,
+                "ORDER_ID_REUSED",
+                format!("order id {order_id} was already used for another gift"),
+            ),
             E::Overloaded(_) => Self::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "ROOM_OVERLOADED",
@@ -245,7 +255,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use room_domain::{SeatIndex, UserId};
+    use room_domain::{GiftId, OrderId, SeatIndex, UserId};
 
     #[test]
     fn rejections_map_by_kind() {
@@ -281,5 +291,33 @@ mod tests {
         let error = ApiError::from(room_app::Error::Corrupt("bad row".into()));
         assert_eq!(error.status, StatusCode::INTERNAL_SERVER_ERROR);
         assert!(!error.message.contains("bad row"));
+    }
+
+    #[test]
+    fn only_gift_errors_get_gift_codes() {
+        let code = |error: room_app::Error| {
+            let error = ApiError::from(error);
+            assert!(!error.retryable);
+            (error.status.as_u16(), error.code.into_owned())
+        };
+        let gift = GiftId::new("tulip").unwrap();
+        let order = OrderId::new("o-1").unwrap();
+        assert_eq!(
+            code(room_app::Error::GiftNotFound(gift)),
+            (404, "GIFT_NOT_FOUND".into())
+        );
+        assert_eq!(
+            code(room_app::Error::OrderIdReused(order)),
+            (409, "ORDER_ID_REUSED".into())
+        );
+        // Other absences and bad input keep their generic codes.
+        assert_eq!(
+            code(room_app::Error::NotFound("order o-1".into())),
+            (404, "NOT_FOUND".into())
+        );
+        assert_eq!(
+            code(room_app::Error::Invalid("negative credit -1".into())),
+            (400, "INVALID_REQUEST".into())
+        );
     }
 }

@@ -36,9 +36,16 @@ pub enum Error {
         /// The balance at the time.
         balance: room_domain::Coins,
     },
-    /// The request does not make sense (reused order id with another body, bad input).
+    /// The request does not make sense (bad input).
     #[error("invalid: {0}")]
     Invalid(String),
+    /// A gift request names a gift the catalog does not have, or has disabled.
+    #[error("no such gift: {0}")]
+    GiftNotFound(room_domain::GiftId),
+    /// A gift request reuses an order id that names another gift request (room, sender, gift,
+    /// count or recipients differ). The stored order is untouched.
+    #[error("order id {0} was already used for another gift")]
+    OrderIdReused(room_domain::OrderId),
     /// Stored data cannot be read: a bug or a manual edit. Needs a person.
     #[error("corrupt data: {0}")]
     Corrupt(String),

@@ -165,7 +165,7 @@ impl GiftSaga {
                     Some(rejection) => Err(Error::Rejected(rejection)),
                 }
             }
-            None => Err(Error::NotFound(format!("gift {}", request.gift_id))),
+            None => Err(Error::GiftNotFound(request.gift_id.clone())),
         };
         let apply = match checked {
             Ok(apply) => apply,
@@ -425,9 +425,6 @@ fn same_request(order: &GiftOrder, request: &SendGift) -> Result<()> {
     if same {
         Ok(())
     } else {
-        Err(Error::Invalid(format!(
-            "order id {} was already used for another gift",
-            request.order_id
-        )))
+        Err(Error::OrderIdReused(request.order_id.clone()))
     }
 }

@@ -96,24 +96,7 @@ pub async fn send_gift(
                 "internal error",
             )
         })?;
-    let receipt = match result {
-        Ok(receipt) => receipt,
-        Err(room_app::Error::NotFound(what)) => {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "GIFT_NOT_FOUND",
-                format!("no such gift to send: {what}"),
-            ));
-        }
-        Err(room_app::Error::Invalid(message)) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "ORDER_ID_REUSED",
-                message,
-            ));
-        }
-        Err(error) => return Err(error.into()),
-    };
+    let receipt = result?;
     Ok(gift_answer(&receipt))
 }
 

@@ -140,6 +140,15 @@ async fn refusals_before_any_debit_leave_no_order() {
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert_eq!(error_code(&body), "GIFT_NOT_FOUND");
 
+    // A missing room is named as such, even when the gift is missing too.
+    for gift_id in ["rose", "no-such-gift"] {
+        let (status, body) = t
+            .gift("no-such-room", "alice", "o-nowhere", gift_id, 1, &["bob"])
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert_eq!(error_code(&body), "ROOM_NOT_FOUND", "{gift_id}");
+    }
+
     let (status, body) = t
         .gift(&room_id, "alice", "o-dup", "rose", 1, &["bob", "bob"])
         .await;

@@ -261,19 +261,23 @@ async fn a_request_the_pre_check_refuses_never_debits() {
             gift(&rid("nowhere"), "alice", "o-8", "rose", 1, &["bob"]),
             Some(Rejection::RoomNotFound),
         ),
-        // Unknown and disabled gifts are not found.
+        // Unknown and disabled gifts are not found, and say which gift.
         (gift(&room, "alice", "o-9", "tulip", 1, &["bob"]), None),
         (gift(&room, "alice", "o-10", "retired", 1, &["bob"]), None),
     ];
     for (request, expected) in cases {
         let order = request.order_id.clone();
+        let request_gift = request.gift_id.clone();
         let error = world.saga().send(request).await.unwrap_err();
         match expected {
             Some(rejection) => assert!(
                 matches!(&error, Error::Rejected(r) if *r == rejection),
                 "{order}: expected {rejection:?}, got {error:?}"
             ),
-            None => assert!(matches!(error, Error::NotFound(_)), "{order}: {error:?}"),
+            None => assert!(
+                matches!(&error, Error::GiftNotFound(g) if *g == request_gift),
+                "{order}: {error:?}"
+            ),
         }
     }
     assert!(gifts_in(&world.log(&room).await).is_empty());
@@ -362,7 +366,7 @@ fn order_for(request: &room_app::SendGift) -> GiftOrder {
 }
 
 #[tokio::test]
-async fn an_order_id_reused_for_another_gift_is_invalid() {
+async fn an_order_id_reused_for_another_gift_is_refused() {
     let room = rid("r1");
     let first = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
     let stored = order_for(&first);
@@ -390,7 +394,10 @@ async fn an_order_id_reused_for_another_gift_is_invalid() {
         .await;
     for request in others.clone() {
         let error = world.saga().send(request.clone()).await.unwrap_err();
-        assert!(matches!(error, Error::Invalid(_)), "{request:?}: {error:?}");
+        assert!(
+            matches!(&error, Error::OrderIdReused(o) if *o == request.order_id),
+            "{request:?}: {error:?}"
+        );
     }
 
     // Created by a concurrent request between the lookup and the insert.
@@ -409,7 +416,7 @@ async fn an_order_id_reused_for_another_gift_is_invalid() {
         .await;
     world.open_room("r1", "alice", &["bob", "carol"]).await;
     let error = world.saga().send(others[1].clone()).await.unwrap_err();
-    assert!(matches!(error, Error::Invalid(_)), "{error:?}");
+    assert!(matches!(error, Error::OrderIdReused(_)), "{error:?}");
 }
 
 #[tokio::test]

@@ -231,7 +231,7 @@ async fn an_order_id_reused_for_another_gift_moves_no_coins() {
         .send(gift(&room, "alice", "o-1", "rose", 5, &["bob"]))
         .await
         .unwrap_err();
-    assert!(matches!(error, Error::Invalid(_)), "{error:?}");
+    assert!(matches!(error, Error::OrderIdReused(_)), "{error:?}");
     assert_eq!(world.balance("alice").await, Coins(990));
     assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
 }
