@@ -123,6 +123,7 @@ impl App {
                 .filter(|key| !key.expose_secret().is_empty())
                 .map(Arc::new),
             rtc_sdk_app_id: settings.rtc.sdk_app_id,
+            rtc_callback_window: Duration::from_secs(settings.rtc.callback_window_secs),
             metrics: prometheus(),
             ready: Arc::new(AtomicBool::new(false)),
             shutdown: root.clone(),

@@ -134,7 +134,7 @@ impl AuthSettings {
 }
 
 /// `[rtc]`: the TRTC room and media callbacks.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RtcSettings {
     /// The callback key configured in the TRTC console (`ROOM__RTC__CALLBACK_KEY`). Unset:
@@ -142,6 +142,20 @@ pub struct RtcSettings {
     pub callback_key: Option<SecretString>,
     /// When set, callbacks must carry this `SdkAppId` header (`ROOM__RTC__SDK_APP_ID`).
     pub sdk_app_id: Option<u64>,
+    /// A callback whose times lie further than this many seconds from now, in the past or the
+    /// future, is refused as a replay (`ROOM__RTC__CALLBACK_WINDOW_SECS`). TRTC retries for
+    /// about a minute, so the window must stay well above that.
+    pub callback_window_secs: u64,
+}
+
+impl Default for RtcSettings {
+    fn default() -> Self {
+        RtcSettings {
+            callback_key: None,
+            sdk_app_id: None,
+            callback_window_secs: 300,
+        }
+    }
 }
 
 /// `[cell]`: tuning of the Room Cell runtime.
@@ -304,6 +318,7 @@ mod tests {
             assert_eq!(settings.storage.url, "sqlite://data/room.db");
             assert!(settings.auth.uses_dev_secret());
             assert!(settings.rtc.callback_key.is_none());
+            assert_eq!(settings.rtc.callback_window_secs, 300);
             assert_eq!(settings.presence.timeout_secs, 90);
             Ok(())
         });

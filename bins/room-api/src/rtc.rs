@@ -5,6 +5,11 @@
 //! and 104 (user left the RTC room: frees their seat); every other event is acknowledged and
 //! ignored. TRTC retries until it gets HTTP 200, so handling is idempotent.
 //!
+//! The signature proves who wrote a body, not when: a captured callback verifies forever. So a
+//! callback must also be recent ([`check_time`]): every time it carries (`CallbackTs`,
+//! `EventInfo.EventMsTs`, `EventInfo.EventTs`) must lie within a window around now, and it
+//! must carry at least one. TRTC's retries come within a minute, well inside the window.
+//!
 //! Clients enter the TRTC room with the room's id as TRTC's string room id, or with its short
 //! numeric id as TRTC's numeric room id; both resolve to the room.
 
@@ -64,6 +69,60 @@ pub struct EventInfo {
     /// The user.
     #[serde(default)]
     pub user_id: Option<String>,
+    /// When the event happened, in seconds.
+    #[serde(default)]
+    pub event_ts: Option<i64>,
+    /// When the event happened, in milliseconds.
+    #[serde(default)]
+    pub event_ms_ts: Option<i64>,
+}
+
+/// Why [`check_time`] refused a callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeRefusal {
+    /// The callback carries no time at all.
+    Undated,
+    /// One of its times is older than the window, by `age_ms` from now.
+    TooOld {
+        /// How far in the past, in milliseconds.
+        age_ms: i64,
+    },
+    /// One of its times is later than the window allows, by `ahead_ms` from now.
+    InTheFuture {
+        /// How far in the future, in milliseconds.
+        ahead_ms: i64,
+    },
+}
+
+/// Checks that every time `callback` carries lies within `window_ms` of `now_ms`, in the past
+/// or the future, and that it carries one. Refuses replays of captured callbacks: TRTC's own
+/// retries of an event come within a minute, while a replay comes later still.
+pub fn check_time(callback: &Callback, now_ms: i64, window_ms: i64) -> Result<(), TimeRefusal> {
+    let info = &callback.event_info;
+    let times = [
+        callback.callback_ts,
+        info.event_ms_ts,
+        info.event_ts.map(|secs| secs.saturating_mul(1000)),
+    ];
+    let mut dated = false;
+    for time in times.into_iter().flatten() {
+        dated = true;
+        let age_ms = now_ms.saturating_sub(time);
+        if age_ms > window_ms {
+            return Err(TimeRefusal::TooOld { age_ms });
+        }
+        // Ahead of the window: a clock far off, or a body dated to outlive the window.
+        if age_ms < window_ms.saturating_neg() {
+            return Err(TimeRefusal::InTheFuture {
+                ahead_ms: age_ms.saturating_neg(),
+            });
+        }
+    }
+    if dated {
+        Ok(())
+    } else {
+        Err(TimeRefusal::Undated)
+    }
 }
 
 /// TRTC's room id, numeric or string.
@@ -106,5 +165,57 @@ mod tests {
             callback.event_info.room_id,
             Some(RtcRoomId::Text("r1".into()))
         );
+    }
+
+    fn dated(
+        callback_ts: Option<i64>,
+        event_ms_ts: Option<i64>,
+        event_ts: Option<i64>,
+    ) -> Callback {
+        Callback {
+            event_group_id: 1,
+            event_type: EVENT_USER_LEFT,
+            callback_ts,
+            event_info: EventInfo {
+                event_ms_ts,
+                event_ts,
+                ..EventInfo::default()
+            },
+        }
+    }
+
+    #[test]
+    fn only_callbacks_within_the_window_pass() {
+        let now = 1_764_460_800_000;
+        let window = 300_000;
+        let check = |callback: &Callback| check_time(callback, now, window);
+        assert_eq!(check(&dated(Some(now), None, None)), Ok(()));
+        assert_eq!(check(&dated(Some(now - window), None, None)), Ok(()));
+        assert_eq!(check(&dated(Some(now + window), None, None)), Ok(()));
+        assert_eq!(check(&dated(None, None, Some(now / 1000 - 10))), Ok(()));
+        assert_eq!(
+            check(&dated(Some(now - window - 1), None, None)),
+            Err(TimeRefusal::TooOld { age_ms: window + 1 })
+        );
+        assert_eq!(
+            check(&dated(Some(now + window + 1), None, None)),
+            Err(TimeRefusal::InTheFuture {
+                ahead_ms: window + 1
+            })
+        );
+        assert_eq!(check(&dated(None, None, None)), Err(TimeRefusal::Undated));
+        // Should a retry be stamped anew, it still carries the old event's time.
+        assert_eq!(
+            check(&dated(Some(now), Some(now - 3_600_000), None)),
+            Err(TimeRefusal::TooOld { age_ms: 3_600_000 })
+        );
+        assert_eq!(
+            check(&dated(Some(now), None, Some(now / 1000 - 3600))),
+            Err(TimeRefusal::TooOld { age_ms: 3_600_000 })
+        );
+        // Extreme values neither overflow nor pass.
+        assert!(check(&dated(Some(i64::MIN), None, None)).is_err());
+        assert!(check(&dated(Some(i64::MAX), None, None)).is_err());
+        assert!(check(&dated(None, None, Some(i64::MAX))).is_err());
     }
 }

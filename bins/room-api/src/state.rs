@@ -29,6 +29,8 @@ pub struct AppState {
     pub rtc_key: Option<Arc<SecretString>>,
     /// The expected `SdkAppId` of TRTC callbacks, if checked.
     pub rtc_sdk_app_id: Option<u64>,
+    /// How far from now a TRTC callback's times may lie, in the past or the future.
+    pub rtc_callback_window: Duration,
     /// The Prometheus registry's renderer.
     pub metrics: PrometheusHandle,
     /// Whether the service takes traffic (start-up recovery done, not shutting down).

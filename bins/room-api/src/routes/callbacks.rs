@@ -11,13 +11,20 @@ use secrecy::ExposeSecret;
 use crate::dto::RtcAck;
 use crate::error::{ApiError, ApiResult, ErrorResponse};
 use crate::extract::bytes_rejection;
-use crate::rtc::{self, Callback, EVENT_AUDIO_PUBLISH_STARTED, EVENT_USER_LEFT, RtcRoomId};
+use crate::rtc::{
+    self, Callback, EVENT_AUDIO_PUBLISH_STARTED, EVENT_USER_LEFT, RtcRoomId, TimeRefusal,
+};
 use crate::state::AppState;
 
 /// Handles a TRTC callback. 203 (audio publish started) confirms the seat holder's mic; 104
 /// (user left the RTC room) frees their seat; other events are acknowledged and ignored. A
 /// definite refusal of the room (the user holds no seat any more, the room closed) is
 /// acknowledged too, so TRTC stops retrying; only a retryable failure answers 503.
+///
+/// A signed callback whose times (`CallbackTs`, `EventInfo.EventMsTs`, `EventInfo.EventTs`)
+/// are not all within the configured window of now is refused with 401
+/// `CALLBACK_OUT_OF_WINDOW` (a replay, or a clock far off), and one without any time with 400
+/// `INVALID_BODY`.
 #[utoipa::path(
     post, path = "/v1/rtc/callbacks", tag = "rtc",
     request_body(content = String, description = "TRTC's JSON callback, signed in the `Sign` header", content_type = "application/json"),
@@ -28,7 +35,7 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "Handled or ignored", body = RtcAck),
         (status = 400, description = "Not a TRTC callback body", body = ErrorResponse),
-        (status = 401, description = "Missing or bad signature", body = ErrorResponse),
+        (status = 401, description = "Missing or bad signature, or a callback too old or dated in the future", body = ErrorResponse),
         (status = 503, description = "Retry later", body = ErrorResponse),
     )
 )]
@@ -73,9 +80,45 @@ pub async fn rtc_callback(
     let callback: Callback = serde_json::from_slice(&body).map_err(|error| {
         ApiError::bad_request("INVALID_BODY", format!("not a TRTC callback: {error}"))
     })?;
+    check_time(&state, &callback)?;
     let outcome = handle(&state, &callback).await?;
     metrics::counter!("room_rtc_callbacks_total", "outcome" => outcome).increment(1);
     Ok(Json(RtcAck { code: 0 }))
+}
+
+/// Refuses a callback dated outside the window: the signature does not expire, so without
+/// this a captured callback could be replayed at any later time (an old "user left" freeing
+/// the seat of someone who came back).
+fn check_time(state: &AppState, callback: &Callback) -> ApiResult<()> {
+    let now = state.service.ports().clock.now();
+    let window_ms = i64::try_from(state.rtc_callback_window.as_millis()).unwrap_or(i64::MAX);
+    let refusal = match rtc::check_time(callback, now.0, window_ms) {
+        Ok(()) => return Ok(()),
+        Err(refusal) => refusal,
+    };
+    metrics::counter!("room_rtc_callbacks_total", "outcome" => "out_of_window").increment(1);
+    let window = state.rtc_callback_window.as_secs();
+    let message = match refusal {
+        TimeRefusal::Undated => {
+            return Err(ApiError::bad_request(
+                "INVALID_BODY",
+                "not a TRTC callback: no CallbackTs, EventInfo.EventMsTs or EventInfo.EventTs",
+            ));
+        }
+        TimeRefusal::TooOld { age_ms } => format!(
+            "the callback is {} s old; callbacks older than {window} s are refused",
+            age_ms / 1000
+        ),
+        TimeRefusal::InTheFuture { ahead_ms } => format!(
+            "the callback is dated {} s ahead; callbacks more than {window} s ahead are refused",
+            ahead_ms / 1000
+        ),
+    };
+    Err(ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "CALLBACK_OUT_OF_WINDOW",
+        message,
+    ))
 }
 
 async fn handle(state: &AppState, callback: &Callback) -> ApiResult<&'static str> {

@@ -1,4 +1,4 @@
-//! The TRTC callback: signature, mic confirmation, seat release, idempotency.
+//! The TRTC callback: signature, freshness, mic confirmation, seat release, idempotency.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -14,6 +14,14 @@ fn callback(body: &Value, sign: Option<&str>) -> Request<Body> {
         request = request.header("Sign", sign);
     }
     request.body(Body::from(body.to_string())).unwrap()
+}
+
+/// Now, in milliseconds since the epoch, as TRTC stamps `CallbackTs`.
+fn now_ms() -> i64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(since_epoch.as_millis()).unwrap()
 }
 
 fn signed(body: &Value) -> Request<Body> {
@@ -36,9 +44,10 @@ async fn audio_publish_confirms_the_mic_and_leaving_frees_the_seat() {
     assert_eq!(room["seats"][1]["publishing"], false);
     let short_id = room["short_id"].as_u64().unwrap();
 
+    let now = now_ms();
     let publish = json!({
-        "EventGroupId": 2, "EventType": 203, "CallbackTs": 1_764_460_800_000i64,
-        "EventInfo": {"RoomId": room_id, "UserId": "bob", "EventTs": 1_764_460_800, "Role": 20}
+        "EventGroupId": 2, "EventType": 203, "CallbackTs": now,
+        "EventInfo": {"RoomId": room_id, "UserId": "bob", "EventTs": now / 1000, "Role": 20}
     });
     // TRTC retries: every delivery is acknowledged, the mic is confirmed once.
     for _ in 0..3 {
@@ -51,7 +60,7 @@ async fn audio_publish_confirms_the_mic_and_leaving_frees_the_seat() {
 
     // A bad or missing signature is refused and changes nothing.
     let left = json!({
-        "EventGroupId": 1, "EventType": 104, "CallbackTs": 1_764_460_900_000i64,
+        "EventGroupId": 1, "EventType": 104, "CallbackTs": now_ms(),
         "EventInfo": {"RoomId": short_id, "UserId": "bob", "Reason": 1}
     });
     let forged = room_api::rtc_sign(b"wrong key", left.to_string().as_bytes());
@@ -88,11 +97,12 @@ async fn audio_publish_confirms_the_mic_and_leaving_frees_the_seat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_events_and_unknown_rooms_are_acknowledged() {
     let t = TestApp::new().await;
+    let now = now_ms();
     for body in [
-        json!({"EventGroupId": 1, "EventType": 101, "EventInfo": {"RoomId": "r", "UserId": "u"}}),
-        json!({"EventGroupId": 2, "EventType": 203, "EventInfo": {"RoomId": "no-such-room", "UserId": "u"}}),
-        json!({"EventGroupId": 2, "EventType": 203, "EventInfo": {"RoomId": 42, "UserId": "u"}}),
-        json!({"EventGroupId": 2, "EventType": 203, "EventInfo": {}}),
+        json!({"EventGroupId": 1, "EventType": 101, "CallbackTs": now, "EventInfo": {"RoomId": "r", "UserId": "u"}}),
+        json!({"EventGroupId": 2, "EventType": 203, "CallbackTs": now, "EventInfo": {"RoomId": "no-such-room", "UserId": "u"}}),
+        json!({"EventGroupId": 2, "EventType": 203, "EventInfo": {"RoomId": 42, "UserId": "u", "EventMsTs": now}}),
+        json!({"EventGroupId": 2, "EventType": 203, "EventInfo": {"EventTs": now / 1000}}),
     ] {
         let (status, _, answer) = t.send(signed(&body)).await;
         assert_eq!(
@@ -104,6 +114,83 @@ async fn other_events_and_unknown_rooms_are_acknowledged() {
     let (status, _, answer) = t.send(signed(&json!({"EventType": "x"}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(error_code(&parse(&answer)), "INVALID_BODY");
+}
+
+/// A room where bob holds seat 1; answers the room id.
+async fn bob_on_seat_one(t: &TestApp) -> String {
+    let room_id = t.room_with_members(0).await;
+    let (status, room) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/seats/1/take"),
+            &t.token("bob"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    room_id
+}
+
+/// A "bob left the RTC room" callback stamped at `at_ms`.
+fn bob_left(room_id: &str, at_ms: i64) -> Value {
+    json!({
+        "EventGroupId": 1, "EventType": 104, "CallbackTs": at_ms,
+        "EventInfo": {"RoomId": room_id, "UserId": "bob", "EventTs": at_ms / 1000, "EventMsTs": at_ms, "Reason": 1}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callbacks_outside_the_window_are_refused_and_change_nothing() {
+    let t = TestApp::new().await;
+    let room_id = bob_on_seat_one(&t).await;
+    let version = t.room(&room_id).await["version"].clone();
+
+    // A captured "bob left" replayed ten minutes later, and one dated ten minutes ahead: both
+    // correctly signed, both refused, bob keeps his seat.
+    let now = now_ms();
+    for at in [now - 600_000, now + 600_000] {
+        let (status, _, body) = t.send(signed(&bob_left(&room_id, at))).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "at {at}");
+        assert_eq!(error_code(&parse(&body)), "CALLBACK_OUT_OF_WINDOW");
+    }
+    // A retry stamped anew still carries the old event's time.
+    let mut restamped = bob_left(&room_id, now - 600_000);
+    restamped["CallbackTs"] = json!(now);
+    let (status, _, body) = t.send(signed(&restamped)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(error_code(&parse(&body)), "CALLBACK_OUT_OF_WINDOW");
+    // Without any time there is nothing to check freshness against.
+    let undated = json!({"EventGroupId": 1, "EventType": 104, "EventInfo": {"RoomId": room_id, "UserId": "bob"}});
+    let (status, _, body) = t.send(signed(&undated)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(&parse(&body)), "INVALID_BODY");
+    let room = t.room(&room_id).await;
+    assert_eq!(room["seats"][1]["user_id"], "bob");
+    assert_eq!(room["version"], version);
+
+    // A fresh one (a minute old, as TRTC's last retry) frees the seat; its repeats within the
+    // window are still acknowledged.
+    let fresh = bob_left(&room_id, now_ms() - 60_000);
+    for _ in 0..3 {
+        let (status, _, body) = t.send(signed(&fresh)).await;
+        assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
+    }
+    assert!(t.room(&room_id).await["seats"][1]["user_id"].is_null());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_is_configurable() {
+    let t = TestApp::with(|settings| settings.rtc.callback_window_secs = 30).await;
+    let room_id = bob_on_seat_one(&t).await;
+    // Two minutes old: inside the default window, outside this one.
+    let (status, _, body) = t
+        .send(signed(&bob_left(&room_id, now_ms() - 120_000)))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(error_code(&parse(&body)), "CALLBACK_OUT_OF_WINDOW");
+    assert_eq!(t.room(&room_id).await["seats"][1]["user_id"], "bob");
+    let (status, _, _) = t.send(signed(&bob_left(&room_id, now_ms()))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(t.room(&room_id).await["seats"][1]["user_id"].is_null());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
