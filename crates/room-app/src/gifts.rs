@@ -363,7 +363,7 @@ impl GiftSaga {
 
     /// Settles orders unfinished since before `before`: a PENDING order is applied if the
     /// wallet debited it and FAILED if not (its operation id is voided so a late debit cannot
-    /// land); a DEBITED one is applied or, on a definite rejection, refunded; an APPLIED one
+    /// land, and the sender's balance at that moment is stored for its answer); a DEBITED one is applied or, on a definite rejection, refunded; an APPLIED one
     /// gets its reward. Returns how many orders reached a final state.
     pub async fn recover(&self, before: Timestamp, limit: u32) -> Result<RecoveryReport> {
         let mut report = RecoveryReport::default();
@@ -374,7 +374,11 @@ impl GiftSaga {
                     DebitStatus::Debited => SagaOutcome::Debited {
                         balance_after: self.wallet.balance(&order.sender).await?,
                     },
-                    DebitStatus::Void => SagaOutcome::NotDebited,
+                    // Kept in the order, like a refused debit's balance: every repeat of
+                    // the order is answered with the balance seen when it failed.
+                    DebitStatus::Void => SagaOutcome::NotDebited {
+                        balance: self.wallet.balance(&order.sender).await?,
+                    },
                 };
                 order.record(outcome).map_err(Error::corrupt)?;
                 match self.orders.update(&order, OrderStatus::Pending).await {

@@ -118,7 +118,11 @@ pub enum SagaOutcome {
         balance: Coins,
     },
     /// The wallet has no debit for this order and will not take one later (recovery).
-    NotDebited,
+    NotDebited {
+        /// The sender's balance when the debit was found missing, kept in the order so every
+        /// repeat of it is answered with the same balance.
+        balance: Coins,
+    },
     /// The room applied the gift.
     Applied {
         /// The lucky reward the room drew (zero for ordinary gifts).
@@ -145,7 +149,7 @@ impl SagaOutcome {
         match self {
             SagaOutcome::Debited { .. } => "debited",
             SagaOutcome::InsufficientFunds { .. } => "insufficient_funds",
-            SagaOutcome::NotDebited => "not_debited",
+            SagaOutcome::NotDebited { .. } => "not_debited",
             SagaOutcome::Applied { .. } => "applied",
             SagaOutcome::Rejected(_) => "rejected",
             SagaOutcome::Refunded { .. } => "refunded",
@@ -267,11 +271,13 @@ impl GiftOrder {
             (S::Pending, O::InsufficientFunds { balance }) => {
                 self.fail(FailReason::InsufficientFunds { balance }, Some(balance));
             }
-            (S::Pending, O::NotDebited) => self.fail(FailReason::NotDebited, None),
+            (S::Pending, O::NotDebited { balance }) => {
+                self.fail(FailReason::NotDebited, Some(balance));
+            }
             (S::Pending, O::Rejected(rejection)) => {
                 self.fail(FailReason::Rejected { rejection }, None);
             }
-            (S::Failed, O::InsufficientFunds { .. } | O::NotDebited | O::Rejected(_)) => {}
+            (S::Failed, O::InsufficientFunds { .. } | O::NotDebited { .. } | O::Rejected(_)) => {}
             (S::Debited, O::Applied { lucky_reward }) if self.rejection.is_none() => {
                 self.lucky_reward = lucky_reward;
                 self.status = if lucky_reward > Coins::ZERO {

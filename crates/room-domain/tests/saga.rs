@@ -71,6 +71,10 @@ fn insufficient() -> SagaOutcome {
     SagaOutcome::InsufficientFunds { balance: Coins(5) }
 }
 
+fn not_debited() -> SagaOutcome {
+    SagaOutcome::NotDebited { balance: Coins(7) }
+}
+
 /// The places an order can stand, each reached by the outcomes that lead there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -113,7 +117,7 @@ fn at(stage: Stage) -> GiftOrder {
         Stage::Completed => vec![debited(), applied(Coins::ZERO)],
         Stage::CompletedLucky => vec![debited(), applied(LUCKY_REWARD), credited()],
         Stage::FailedInsufficientFunds => vec![insufficient()],
-        Stage::FailedNotDebited => vec![SagaOutcome::NotDebited],
+        Stage::FailedNotDebited => vec![not_debited()],
         Stage::FailedRejected => vec![rejected()],
         Stage::Compensated => vec![debited(), rejected(), refunded()],
     };
@@ -204,10 +208,11 @@ fn insufficient_funds_fail_the_order_with_nothing_to_undo() {
 #[test]
 fn a_debit_that_never_happened_fails_the_order() {
     let mut order = new_order();
-    order.record(SagaOutcome::NotDebited).expect("recorded");
+    order.record(not_debited()).expect("recorded");
     assert_eq!(order.status, OrderStatus::Failed);
     assert_eq!(order.fail_reason, Some(FailReason::NotDebited));
-    assert_eq!(order.balance_after, None);
+    // The balance seen is kept, so every repeat answers with it.
+    assert_eq!(order.balance_after, Some(Coins(7)));
     assert_eq!(order.next_step(), SagaStep::Done);
 }
 
@@ -367,8 +372,15 @@ fn repeated_outcomes_are_harmless() {
         (Stage::CompletedLucky, applied(LUCKY_REWARD)),
         (Stage::CompletedLucky, credited()),
         (Stage::FailedInsufficientFunds, insufficient()),
-        (Stage::FailedInsufficientFunds, SagaOutcome::NotDebited),
-        (Stage::FailedNotDebited, SagaOutcome::NotDebited),
+        (Stage::FailedInsufficientFunds, not_debited()),
+        (Stage::FailedNotDebited, not_debited()),
+        // A later look at the wallet sees another balance; the first answer stands.
+        (
+            Stage::FailedNotDebited,
+            SagaOutcome::NotDebited {
+                balance: Coins(1_000),
+            },
+        ),
         (Stage::FailedNotDebited, insufficient()),
         (Stage::FailedRejected, rejected()),
         (Stage::Compensated, debited()),
@@ -417,8 +429,8 @@ fn contradicting_outcomes_are_invalid_and_change_nothing() {
         (Stage::Completed, rejected(), "rejected"),
         // The wallet denies a debit it confirmed.
         (Stage::Debited, insufficient(), "insufficient_funds"),
-        (Stage::Debited, SagaOutcome::NotDebited, "not_debited"),
-        (Stage::Completed, SagaOutcome::NotDebited, "not_debited"),
+        (Stage::Debited, not_debited(), "not_debited"),
+        (Stage::Completed, not_debited(), "not_debited"),
         (Stage::Compensated, insufficient(), "insufficient_funds"),
         // A reward credited that was never due.
         (Stage::Pending, credited(), "reward_credited"),
@@ -451,7 +463,7 @@ fn contradicting_outcomes_are_invalid_and_change_nothing() {
 fn only_a_definite_answer_ends_a_pending_order() {
     let endings = [
         (insufficient(), OrderStatus::Failed),
-        (SagaOutcome::NotDebited, OrderStatus::Failed),
+        (not_debited(), OrderStatus::Failed),
         (rejected(), OrderStatus::Failed),
         (debited(), OrderStatus::Debited),
         (SagaOutcome::Unknown, OrderStatus::Pending),

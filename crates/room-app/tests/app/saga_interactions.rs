@@ -465,7 +465,11 @@ async fn a_debit_recovery_finds_void_fails_the_order_without_apply() {
         .expect_settle_debit()
         .times(1)
         .returning(|_| Ok(DebitStatus::Void));
-    wallet.expect_balance().returning(|_| Ok(Coins(100)));
+    // The balance is read once, by recovery; repeats answer from the order.
+    wallet
+        .expect_balance()
+        .times(1)
+        .returning(|_| Ok(Coins(100)));
     never_credits(&mut wallet);
     let world = World::builder().wallet(Arc::new(wallet)).build().await;
     let room = world.open_room("r1", "alice", &["bob"]).await;
@@ -476,9 +480,10 @@ async fn a_debit_recovery_finds_void_fails_the_order_without_apply() {
     let report = world.saga().recover(later(), 10).await.unwrap();
     assert_eq!((report.examined, report.settled), (1, 1));
     assert_eq!(world.probe.commit_calls(), commits, "nothing was applied");
-    let receipt: GiftReceipt = world.saga().send(request).await.unwrap();
+    let receipt: GiftReceipt = world.saga().send(request.clone()).await.unwrap();
     assert_eq!(receipt.status, OrderStatus::Failed);
     assert_eq!(receipt.coin_balance_after, Coins(100));
+    assert_eq!(world.saga().send(request).await.unwrap(), receipt);
 }
 
 #[tokio::test]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use room_app::ports::{Clock, GiftOrders, Payouts, PayoutsRef, TimersRef, Wallet};
 use room_app::{Error, workers};
 use room_domain::{
-    Actor, ApplyGift, Coins, Command, CommandKind, Event, GiftOrder, GiftSnapshot, OrderStatus,
-    RoomId, SagaOutcome, Timestamp,
+    Actor, ApplyGift, Coins, Command, CommandKind, Event, FailReason, GiftOrder, GiftSnapshot,
+    OrderStatus, RoomId, SagaOutcome, Timestamp,
 };
 
 use crate::support::{Fault, LUCKY_MULTIPLIER, World, catalog, gift, gifts_in, oid, user};
@@ -416,4 +416,42 @@ async fn recovery_settles_every_kind_of_unfinished_order() {
     // Nothing is left to settle.
     let report = world.saga().recover(later, 100).await.unwrap();
     assert_eq!(report.examined, 0);
+}
+
+/// An order recovery fails (never debited) keeps the balance recovery saw: a repeat after a
+/// top-up is answered as the first time, not with the balance of the moment.
+#[tokio::test]
+async fn an_order_failed_by_recovery_answers_every_repeat_with_one_balance() {
+    let world = World::new().await;
+    world.fund("alice", 1_000).await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let request = gift(&room, "alice", "p1", "rose", 1, &["bob"]);
+    pending_order(&world, &request).await;
+
+    let later = Timestamp(world.clock.now().0 + 1);
+    let report = world.saga().recover(later, 100).await.unwrap();
+    assert_eq!((report.examined, report.settled), (1, 1));
+    let order = GiftOrders::get(&*world.store, &oid("p1"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(order.status, OrderStatus::Failed);
+    assert_eq!(order.fail_reason, Some(FailReason::NotDebited));
+    assert_eq!(order.balance_after, Some(Coins(1_000)));
+
+    Wallet::credit(
+        &*world.store,
+        "top-up",
+        room_app::ports::CreditKind::Admin,
+        &crate::support::uid("alice"),
+        Coins(100),
+    )
+    .await
+    .unwrap();
+    let first = world.saga().send(request.clone()).await.unwrap();
+    assert_eq!(first.status, OrderStatus::Failed);
+    assert_eq!(first.fail_reason, Some(FailReason::NotDebited));
+    assert_eq!(first.coin_balance_after, Coins(1_000));
+    assert_eq!(world.saga().send(request).await.unwrap(), first);
+    assert_eq!(world.balance("alice").await, Coins(1_100));
 }
