@@ -4,6 +4,8 @@
 //! [`Error::Corrupt`]).
 
 use room_app::Error;
+// Primary result codes, compared with the low byte of the extended code sqlx reports.
+use rusqlite::ffi::{SQLITE_CORRUPT, SQLITE_MISMATCH, SQLITE_NOTADB, SQLITE_RANGE, SQLITE_TOOBIG};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
@@ -12,14 +14,12 @@ use sqlx::sqlite::SqliteRow;
 
 use crate::Result;
 
-// Primary result codes (the low byte of an extended code).
-const SQLITE_CORRUPT: i32 = 11;
-const SQLITE_NOTADB: i32 = 26;
-
 /// Translates a driver error: a unique or primary key violation is
-/// [`Error::AlreadyExists`], another constraint violation is [`Error::Invalid`] (the adapter
-/// let a bad value through), a damaged file or an undecodable column is [`Error::Corrupt`],
-/// and everything else (busy, locked, I/O, a full disk, a closed pool) is
+/// [`Error::AlreadyExists`]; another constraint violation, or a request SQLite can never run
+/// (a string or blob over its size limit, a value of the wrong type for its column, a bad
+/// parameter or statement) is [`Error::Invalid`]: the adapter let a bad value or statement
+/// through, and a retry would fail the same way. A damaged file or an undecodable column is
+/// [`Error::Corrupt`], and everything else (busy, locked, I/O, a full disk, a closed pool) is
 /// [`Error::Unavailable`].
 pub(crate) fn db(error: sqlx::Error) -> Error {
     match &error {
@@ -33,10 +33,13 @@ pub(crate) fn db(error: sqlx::Error) -> Error {
                 ErrorKind::ForeignKeyViolation
                 | ErrorKind::NotNullViolation
                 | ErrorKind::CheckViolation => Error::Invalid(e.message().to_owned()),
-                _ if matches!(primary, Some(SQLITE_CORRUPT | SQLITE_NOTADB)) => {
-                    Error::corrupt(e.message())
-                }
-                _ => Error::unavailable(format!("sqlite: {}", e.message())),
+                _ => match primary {
+                    Some(SQLITE_CORRUPT | SQLITE_NOTADB) => Error::corrupt(e.message()),
+                    Some(SQLITE_TOOBIG | SQLITE_MISMATCH | SQLITE_RANGE) => {
+                        Error::Invalid(format!("sqlite: {}", e.message()))
+                    }
+                    _ => Error::unavailable(format!("sqlite: {}", e.message())),
+                },
             }
         }
         sqlx::Error::ColumnDecode { .. }
@@ -44,6 +47,11 @@ pub(crate) fn db(error: sqlx::Error) -> Error {
         | sqlx::Error::ColumnNotFound(_)
         | sqlx::Error::ColumnIndexOutOfBounds { .. }
         | sqlx::Error::TypeNotFound { .. } => Error::corrupt(error),
+        // A value that does not encode, a bad argument; for SQLite, `Protocol` is a statement
+        // that cannot be prepared or bound (a NUL byte, a parameter name it does not support).
+        sqlx::Error::Encode(_) | sqlx::Error::InvalidArgument(_) | sqlx::Error::Protocol(_) => {
+            Error::Invalid(format!("sqlite: {error}"))
+        }
         _ => Error::unavailable(format!("sqlite: {error}")),
     }
 }
@@ -61,14 +69,26 @@ pub(crate) fn sql(error: rusqlite::Error) -> Error {
                 }
                 (ErrorCode::ConstraintViolation, _) => Error::Invalid(text),
                 (ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase, _) => Error::corrupt(text),
+                (
+                    ErrorCode::TooBig | ErrorCode::TypeMismatch | ErrorCode::ParameterOutOfRange,
+                    _,
+                ) => Error::Invalid(format!("sqlite: {text}")),
                 _ => Error::unavailable(format!("sqlite: {text}")),
             }
         }
         rusqlite::Error::FromSqlConversionFailure(..)
         | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::Utf8Error(..)
         | rusqlite::Error::InvalidColumnType(..)
         | rusqlite::Error::InvalidColumnIndex(_)
         | rusqlite::Error::InvalidColumnName(_) => Error::corrupt(error),
+        rusqlite::Error::ToSqlConversionFailure(_)
+        | rusqlite::Error::InvalidQuery
+        | rusqlite::Error::InvalidParameterCount(..)
+        | rusqlite::Error::InvalidParameterName(_)
+        | rusqlite::Error::MultipleStatement
+        | rusqlite::Error::ExecuteReturnedResults
+        | rusqlite::Error::NulError(_) => Error::Invalid(format!("sqlite: {error}")),
         _ => Error::unavailable(format!("sqlite: {error}")),
     }
 }
@@ -126,4 +146,146 @@ pub(crate) fn u32_col(row: &SqliteRow, name: &str) -> Result<u32> {
     let value: i64 = col(row, name)?;
     u32::try_from(value)
         .map_err(|_| Error::corrupt(format!("stored {name} {value} is out of range")))
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+    use rusqlite::ffi::{SQLITE_BUSY, SQLITE_FULL, SQLITE_IOERR, SQLITE_LOCKED};
+    use sqlx::Connection as _;
+    use sqlx::sqlite::SqliteConnection;
+
+    use super::*;
+
+    /// More than SQLite's default `SQLITE_MAX_LENGTH` (10^9 bytes): `zeroblob` refuses it with
+    /// `SQLITE_TOOBIG` before allocating anything.
+    const TOO_BIG: i64 = 2_000_000_000;
+
+    fn failure(code: i32) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    fn is_invalid(error: &Error) -> bool {
+        matches!(error, Error::Invalid(_))
+    }
+
+    #[test]
+    fn values_sqlite_can_never_store_are_invalid_on_the_writer() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+            .unwrap();
+
+        let too_big = conn
+            .execute("INSERT INTO t (body) VALUES (zeroblob(?1))", [TOO_BIG])
+            .unwrap_err();
+        assert_eq!(
+            too_big.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::TooBig)
+        );
+        let error = sql(too_big);
+        assert!(is_invalid(&error), "{error:?}");
+        assert!(!error.is_retryable());
+
+        let mismatch = conn
+            .execute("INSERT INTO t (id) VALUES ('not a number')", [])
+            .unwrap_err();
+        assert_eq!(
+            mismatch.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::TypeMismatch)
+        );
+        assert!(is_invalid(&sql(mismatch)));
+
+        let count = conn.execute("SELECT ?1", [1, 2]).unwrap_err();
+        assert!(
+            matches!(count, rusqlite::Error::InvalidParameterCount(2, 1)),
+            "{count:?}"
+        );
+        assert!(is_invalid(&sql(count)));
+
+        let several = conn.prepare("SELECT 1; SELECT 2").unwrap_err();
+        assert!(matches!(several, rusqlite::Error::MultipleStatement));
+        assert!(is_invalid(&sql(several)));
+
+        for error in [
+            failure(SQLITE_RANGE),
+            rusqlite::Error::InvalidQuery,
+            rusqlite::Error::ToSqlConversionFailure("out of range".into()),
+        ] {
+            assert!(is_invalid(&sql(error)));
+        }
+    }
+
+    #[test]
+    fn only_transient_failures_of_the_writer_are_retryable() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("busy.db");
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let other = Connection::open(&path).unwrap();
+        other.busy_timeout(std::time::Duration::ZERO).unwrap();
+        let busy = other.execute_batch("BEGIN IMMEDIATE").unwrap_err();
+        assert_eq!(
+            busy.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy)
+        );
+        let error = sql(busy);
+        assert!(matches!(error, Error::Unavailable(_)), "{error:?}");
+
+        for code in [SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_FULL] {
+            let error = sql(failure(code));
+            assert!(error.is_retryable(), "{code}: {error:?}");
+        }
+        for code in [SQLITE_CORRUPT, SQLITE_NOTADB] {
+            assert!(matches!(sql(failure(code)), Error::Corrupt(_)), "{code}");
+        }
+    }
+
+    #[tokio::test]
+    async fn values_sqlite_can_never_store_are_invalid_on_the_readers() {
+        let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+
+        let too_big = sqlx::query("SELECT zeroblob(?1)")
+            .bind(TOO_BIG)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap_err();
+        let code = too_big
+            .as_database_error()
+            .and_then(|e| e.code())
+            .map(|code| code.into_owned());
+        assert_eq!(code, Some(SQLITE_TOOBIG.to_string()), "{too_big:?}");
+        let error = db(too_big);
+        assert!(is_invalid(&error), "{error:?}");
+        assert!(!error.is_retryable());
+
+        let mismatch = sqlx::query("INSERT INTO t (id) VALUES ('not a number')")
+            .execute(&mut conn)
+            .await
+            .unwrap_err();
+        assert!(is_invalid(&db(mismatch)));
+
+        let named = sqlx::query("SELECT @x")
+            .bind(1)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap_err();
+        assert!(matches!(named, sqlx::Error::Protocol(_)), "{named:?}");
+        assert!(is_invalid(&db(named)));
+
+        for error in [
+            sqlx::Error::Encode("cannot encode".into()),
+            sqlx::Error::InvalidArgument("bad argument".into()),
+        ] {
+            assert!(is_invalid(&db(error)));
+        }
+        for error in [sqlx::Error::PoolClosed, sqlx::Error::PoolTimedOut] {
+            assert!(db(error).is_retryable());
+        }
+        let error = db(sqlx::Error::Decode("bad column".into()));
+        assert!(matches!(error, Error::Corrupt(_)), "{error:?}");
+    }
 }
