@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use room_app::Error;
-use room_app::ports::GiftOrders;
+use room_app::ports::{GiftOrders, OrderCursor};
 use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -133,14 +133,27 @@ impl GiftOrders for SqliteStore {
         self.write(move |conn| update(conn, &row, expected)).await
     }
 
-    async fn list_unfinished(&self, before: Timestamp, limit: u32) -> Result<Vec<GiftOrder>> {
-        // The status condition is the partial index's, word for word, so the index serves it.
+    async fn list_unfinished(
+        &self,
+        before: Timestamp,
+        after: Option<OrderCursor>,
+        limit: u32,
+    ) -> Result<Vec<GiftOrder>> {
+        // The status condition is the partial index's, word for word, so the index serves it;
+        // the row-value comparison lets the index start right after the cursor. Without a
+        // cursor, start before every order: ids are never empty.
+        let (after_at, after_id) = after.map_or((i64::MIN, String::new()), |cursor| {
+            (cursor.created_at.as_millis(), cursor.order_id.to_string())
+        });
         let rows = sqlx::query(
             "SELECT body FROM gift_orders
              WHERE status NOT IN ('COMPLETED', 'FAILED', 'COMPENSATED') AND created_at < ?1
-             ORDER BY created_at, order_id LIMIT ?2",
+               AND (created_at, order_id) > (?2, ?3)
+             ORDER BY created_at, order_id LIMIT ?4",
         )
         .bind(before.as_millis())
+        .bind(after_at)
+        .bind(after_id)
         .bind(i64::from(limit))
         .fetch_all(&self.readers)
         .await

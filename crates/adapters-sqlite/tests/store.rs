@@ -291,7 +291,7 @@ async fn bad_stored_json_is_corrupt() {
     let store = open(&path).await;
     let got = GiftOrders::get(&store, &OrderId::new("o-1").unwrap()).await;
     assert!(matches!(got, Err(Error::Corrupt(_))), "got {got:?}");
-    let listed = store.list_unfinished(T0.plus_secs(1), 10).await;
+    let listed = store.list_unfinished(T0.plus_secs(1), None, 10).await;
     assert!(matches!(listed, Err(Error::Corrupt(_))), "got {listed:?}");
     let repeated = store.create_or_get(&order("o-1", &a)).await;
     assert!(

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::cell::CellRuntime;
 use crate::ports::{
     CatalogGift, ClockRef, CreditKind, DebitStatus, GiftCatalogRef, GiftOrdersRef, IdGenRef,
-    WalletRef,
+    OrderCursor, WalletRef,
 };
 use crate::{Error, Result};
 
@@ -363,46 +363,74 @@ impl GiftSaga {
 
     /// Settles orders unfinished since before `before`: a PENDING order is applied if the
     /// wallet debited it and FAILED if not (its operation id is voided so a late debit cannot
-    /// land, and the sender's balance at that moment is stored for its answer); a DEBITED one is applied or, on a definite rejection, refunded; an APPLIED one
-    /// gets its reward. Returns how many orders reached a final state.
-    pub async fn recover(&self, before: Timestamp, limit: u32) -> Result<RecoveryReport> {
+    /// land, and the sender's balance at that moment is stored for its answer); a DEBITED one
+    /// is applied or, on a definite rejection, refunded; an APPLIED one gets its reward.
+    ///
+    /// One call walks every unfinished order, oldest first, in pages of `page` orders, so
+    /// orders that keep failing (a debit whose outcome the wallet cannot tell yet, a room this
+    /// node does not own) never hide newer ones. An error on one order is counted in the report
+    /// and the walk goes on; it stops early when the service is shutting down, and ends with an
+    /// error only when the orders cannot be listed.
+    pub async fn recover(&self, before: Timestamp, page: u32) -> Result<RecoveryReport> {
+        let page = page.max(1);
         let mut report = RecoveryReport::default();
-        for mut order in self.orders.list_unfinished(before, limit).await? {
-            report.examined += 1;
-            if order.status == OrderStatus::Pending {
-                let outcome = match self.wallet.settle_debit(order.order_id.as_str()).await? {
-                    DebitStatus::Debited => SagaOutcome::Debited {
-                        balance_after: self.wallet.balance(&order.sender).await?,
-                    },
-                    // Kept in the order, like a refused debit's balance: every repeat of
-                    // the order is answered with the balance seen when it failed.
-                    DebitStatus::Void => SagaOutcome::NotDebited {
-                        balance: self.wallet.balance(&order.sender).await?,
-                    },
-                };
-                order.record(outcome).map_err(Error::corrupt)?;
-                match self.orders.update(&order, OrderStatus::Pending).await {
-                    Ok(()) => {}
-                    Err(Error::Conflict(_)) => continue,
-                    Err(error) => return Err(error),
+        let mut after = None;
+        'walk: loop {
+            let orders = self.orders.list_unfinished(before, after, page).await?;
+            let last_page = orders.len() < page as usize;
+            after = orders.last().map(OrderCursor::of);
+            for order in orders {
+                report.examined += 1;
+                match self.recover_one(order).await {
+                    Ok(true) => report.settled += 1,
+                    Ok(false) => {}
+                    Err(Error::Cancelled) => {
+                        // The service is stopping: the rest waits for the next start.
+                        report.deferred += 1;
+                        break 'walk;
+                    }
+                    Err(error) if error.is_retryable() => {
+                        tracing::info!(error = %error, "gift recovery will retry");
+                        report.deferred += 1;
+                    }
+                    Err(error) => {
+                        tracing::error!(error = %error, "gift recovery failed");
+                        report.failed += 1;
+                    }
                 }
             }
-            let _guard = self.lucky_guard(&order).await;
-            match self.drive(order).await {
-                Ok(order) if order.status.is_terminal() => report.settled += 1,
-                Ok(_) => {}
-                Err(error) if error.is_retryable() => {
-                    tracing::info!(error = %error, "gift recovery will retry");
-                    report.deferred += 1;
-                }
-                Err(error) => {
-                    tracing::error!(error = %error, "gift recovery failed");
-                    report.failed += 1;
-                }
+            if last_page {
+                break;
             }
         }
         metrics::counter!("room_gift_recovered_total").increment(report.settled);
         Ok(report)
+    }
+
+    /// Drives one unfinished order as far as it goes; returns whether it is now finished.
+    #[tracing::instrument(skip_all, fields(order_id = %order.order_id))]
+    async fn recover_one(&self, mut order: GiftOrder) -> Result<bool> {
+        if order.status == OrderStatus::Pending {
+            let outcome = match self.wallet.settle_debit(order.order_id.as_str()).await? {
+                DebitStatus::Debited => SagaOutcome::Debited {
+                    balance_after: self.wallet.balance(&order.sender).await?,
+                },
+                // Kept in the order, like a refused debit's balance: every repeat of the order
+                // is answered with the balance seen when it failed.
+                DebitStatus::Void => SagaOutcome::NotDebited {
+                    balance: self.wallet.balance(&order.sender).await?,
+                },
+            };
+            order.record(outcome).map_err(Error::corrupt)?;
+            match self.orders.update(&order, OrderStatus::Pending).await {
+                Ok(()) => {}
+                // A request for the same order moved it on meanwhile: it is that request's.
+                Err(Error::Conflict(_)) => return Ok(false),
+                Err(error) => return Err(error),
+            }
+        }
+        let _guard = self.lucky_guard(&order).await;
+        Ok(self.drive(order).await?.status.is_terminal())
     }
 }
 

@@ -12,8 +12,8 @@ use room_domain::{
 
 use crate::ports::{
     Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
-    GiftCatalog, GiftOrders, Outbox, OutboxMessage, Payout, Payouts, RoomDirectory, RoomSummary,
-    SnapshotStore, StoredEvent, Timer, Timers, Wallet,
+    GiftCatalog, GiftOrders, OrderCursor, Outbox, OutboxMessage, Payout, Payouts, RoomDirectory,
+    RoomSummary, SnapshotStore, StoredEvent, Timer, Timers, Wallet,
 };
 use crate::{Error, Result};
 
@@ -299,15 +299,25 @@ impl GiftOrders for InMemoryStore {
         Ok(())
     }
 
-    async fn list_unfinished(&self, before: Timestamp, limit: u32) -> Result<Vec<GiftOrder>> {
+    async fn list_unfinished(
+        &self,
+        before: Timestamp,
+        after: Option<OrderCursor>,
+        limit: u32,
+    ) -> Result<Vec<GiftOrder>> {
         let t = self.lock();
         let mut orders: Vec<GiftOrder> = t
             .orders
             .values()
             .filter(|o| !o.status.is_terminal() && o.created_at < before)
+            .filter(|o| {
+                after.as_ref().is_none_or(|after| {
+                    (o.created_at, &o.order_id) > (after.created_at, &after.order_id)
+                })
+            })
             .cloned()
             .collect();
-        orders.sort_by(|a, b| (a.created_at, &a.order_id).cmp(&(b.created_at, &b.order_id)));
+        orders.sort_by_cached_key(OrderCursor::of);
         orders.truncate(limit as usize);
         Ok(orders)
     }

@@ -216,9 +216,36 @@ pub trait GiftOrders: Send + Sync {
     /// Replaces the order if its stored status is still `expected`, else
     /// [`Error::Conflict`](crate::Error::Conflict).
     async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()>;
-    /// Unfinished orders (not COMPLETED, FAILED or COMPENSATED) created before `before`,
-    /// oldest first, at most `limit`.
-    async fn list_unfinished(&self, before: Timestamp, limit: u32) -> Result<Vec<GiftOrder>>;
+    /// Unfinished orders (not COMPLETED, FAILED or COMPENSATED) created before `before`, in
+    /// [`OrderCursor`] order (oldest first, ties by order id), after `after` if given, at most
+    /// `limit`. Paging with the cursor of each page's last order lists every order once, even
+    /// while listed orders finish between pages.
+    async fn list_unfinished(
+        &self,
+        before: Timestamp,
+        after: Option<OrderCursor>,
+        limit: u32,
+    ) -> Result<Vec<GiftOrder>>;
+}
+
+/// A position in [`GiftOrders::list_unfinished`]: the creation time and id of the last order
+/// seen. Orders sort by creation time, then by id (byte order).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OrderCursor {
+    /// The order's creation time.
+    pub created_at: Timestamp,
+    /// The order's id.
+    pub order_id: OrderId,
+}
+
+impl OrderCursor {
+    /// The position of `order`: the next page starts after it.
+    pub fn of(order: &GiftOrder) -> Self {
+        OrderCursor {
+            created_at: order.created_at,
+            order_id: order.order_id.clone(),
+        }
+    }
 }
 
 /// What the wallet knows of a debit.

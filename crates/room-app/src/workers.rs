@@ -84,7 +84,8 @@ pub async fn pay_out(service: &RoomService, payouts: &PayoutsRef, limit: u32) ->
     Ok(paid)
 }
 
-/// Settles gift orders unfinished for longer than `older_than`.
+/// Settles gift orders unfinished for longer than `older_than`, reading them `limit` at a
+/// time; one pass reaches every such order. Returns how many reached a final state.
 pub async fn recover_gifts(service: &RoomService, older_than: Duration, limit: u32) -> Result<u64> {
     let now = service.ports().clock.now();
     let before =

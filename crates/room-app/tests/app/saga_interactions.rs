@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use room_app::ports::{
-    Activation, CreditKind, DebitStatus, GiftOrders, MockCellStore, MockGiftCatalog,
+    Activation, Clock, CreditKind, DebitStatus, GiftOrders, MockCellStore, MockGiftCatalog,
     MockGiftOrders, MockLease, MockWallet,
 };
 use room_app::{Error, GiftReceipt};
@@ -484,6 +484,55 @@ async fn a_debit_recovery_finds_void_fails_the_order_without_apply() {
     assert_eq!(receipt.status, OrderStatus::Failed);
     assert_eq!(receipt.coin_balance_after, Coins(100));
     assert_eq!(world.saga().send(request).await.unwrap(), receipt);
+}
+
+/// Orders whose debit the wallet cannot settle yet fill the first page of unfinished orders;
+/// one recovery pass still reaches the newer order behind them and settles it.
+#[tokio::test]
+async fn a_page_of_deferred_orders_does_not_hide_a_newer_one() {
+    let mut wallet = MockWallet::new();
+    wallet
+        .expect_debit()
+        .times(4)
+        .returning(|_, _, _| Err(Error::Unavailable("wallet timeout".into())));
+    wallet
+        .expect_settle_debit()
+        .withf(|op| op.starts_with("stuck-"))
+        .times(3)
+        .returning(|_| Err(Error::Unavailable("wallet timeout".into())));
+    wallet
+        .expect_settle_debit()
+        .withf(|op| op == "fresh")
+        .times(1)
+        .returning(|_| Ok(DebitStatus::Debited));
+    wallet.expect_balance().returning(|_| Ok(Coins(90)));
+    never_credits(&mut wallet);
+    let world = World::builder().wallet(Arc::new(wallet)).build().await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    for order in ["stuck-1", "stuck-2", "stuck-3", "fresh"] {
+        let request = gift(&room, "alice", order, "rose", 1, &["bob"]);
+        world.saga().send(request).await.unwrap_err();
+        world.clock.advance_secs(1);
+    }
+
+    // Pages of two: the first holds only orders that stay deferred.
+    let report = world.saga().recover(world.clock.now(), 2).await.unwrap();
+    assert_eq!(
+        (
+            report.examined,
+            report.settled,
+            report.deferred,
+            report.failed
+        ),
+        (4, 1, 3, 0)
+    );
+    for order in ["stuck-1", "stuck-2", "stuck-3"] {
+        let stored = GiftOrders::get(&*world.store, &oid(order)).await.unwrap();
+        assert_eq!(stored.unwrap().status, OrderStatus::Pending, "{order}");
+    }
+    let fresh = GiftOrders::get(&*world.store, &oid("fresh")).await.unwrap();
+    assert_eq!(fresh.unwrap().status, OrderStatus::Completed);
+    assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
 }
 
 #[tokio::test]

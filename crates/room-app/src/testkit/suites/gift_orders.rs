@@ -8,7 +8,7 @@ use room_domain::{GiftOrder, OrderStatus};
 
 use super::fixtures::{at, expect_err, ok, order, order_id, order_in, room, same};
 use crate::Error;
-use crate::ports::GiftOrders;
+use crate::ports::{GiftOrders, OrderCursor};
 
 /// Runs every [`GiftOrders`] check, each against a fresh store from `fresh`.
 pub async fn gift_orders_suite<S, F, Fut>(fresh: F)
@@ -21,6 +21,7 @@ where
     every_field_round_trips(fresh().await).await;
     update_is_conditional_on_status(fresh().await).await;
     list_unfinished_filters_and_orders(fresh().await).await;
+    list_unfinished_pages_by_cursor(fresh().await).await;
 }
 
 async fn create_or_get_is_idempotent<S: GiftOrders>(store: Arc<S>) {
@@ -131,7 +132,10 @@ async fn list_unfinished_filters_and_orders<S: GiftOrders>(store: Arc<S>) {
     for o in &orders {
         ok(store.create_or_get(o).await, "create_or_get");
     }
-    let listed = ok(store.list_unfinished(at(500), 100).await, "list_unfinished");
+    let listed = ok(
+        store.list_unfinished(at(500), None, 100).await,
+        "list_unfinished",
+    );
     let names: Vec<&str> = listed.iter().map(|o| o.order_id.as_str()).collect();
     same(
         names,
@@ -143,7 +147,10 @@ async fn list_unfinished_filters_and_orders<S: GiftOrders>(store: Arc<S>) {
         orders[7].clone(),
         "listed orders are whole",
     );
-    let limited = ok(store.list_unfinished(at(500), 2).await, "list_unfinished");
+    let limited = ok(
+        store.list_unfinished(at(500), None, 2).await,
+        "list_unfinished",
+    );
     same(
         limited
             .iter()
@@ -153,7 +160,10 @@ async fn list_unfinished_filters_and_orders<S: GiftOrders>(store: Arc<S>) {
         "limit keeps the oldest",
     );
     same(
-        ok(store.list_unfinished(at(50), 100).await, "list_unfinished"),
+        ok(
+            store.list_unfinished(at(50), None, 100).await,
+            "list_unfinished",
+        ),
         Vec::new(),
         "nothing created before the oldest order",
     );
@@ -161,7 +171,7 @@ async fn list_unfinished_filters_and_orders<S: GiftOrders>(store: Arc<S>) {
     let done = order_in(&orders[7], OrderStatus::Completed);
     ok(store.update(&done, OrderStatus::Pending).await, "update");
     let names: Vec<String> = ok(
-        store.list_unfinished(at(10_000), 100).await,
+        store.list_unfinished(at(10_000), None, 100).await,
         "list_unfinished",
     )
     .iter()
@@ -174,5 +184,94 @@ async fn list_unfinished_filters_and_orders<S: GiftOrders>(store: Arc<S>) {
             .map(String::from)
             .collect::<Vec<_>>(),
         "a finished order is no longer listed",
+    );
+}
+
+async fn list_unfinished_pages_by_cursor<S: GiftOrders>(store: Arc<S>) {
+    let a = room("room-a");
+    // Eleven unfinished orders, several created in the same millisecond (their ids break the
+    // tie), among finished ones and one created after the cut-off.
+    let mut expected = Vec::new();
+    for (i, ms) in [0, 10, 10, 10, 20, 30, 30, 40, 50, 60, 60]
+        .into_iter()
+        .enumerate()
+    {
+        let id = format!("o-{}", 20 - i);
+        let status = [
+            OrderStatus::Pending,
+            OrderStatus::Debited,
+            OrderStatus::Applied,
+        ][i % 3];
+        let o = order_in(&order(&id, &a, at(ms)), status);
+        ok(store.create_or_get(&o).await, "create_or_get");
+        expected.push(o);
+    }
+    for (i, ms) in [0, 10, 30, 60].into_iter().enumerate() {
+        let done = order_in(
+            &order(&format!("done-{i}"), &a, at(ms)),
+            OrderStatus::Completed,
+        );
+        ok(store.create_or_get(&done).await, "create_or_get");
+    }
+    ok(
+        store.create_or_get(&order("o-late", &a, at(1_000))).await,
+        "create_or_get",
+    );
+    expected.sort_by_key(OrderCursor::of);
+
+    let mut seen: Vec<GiftOrder> = Vec::new();
+    let mut after = None;
+    let mut pages = 0;
+    loop {
+        let page = ok(
+            store.list_unfinished(at(500), after.clone(), 4).await,
+            "list_unfinished",
+        );
+        pages += 1;
+        assert!(pages <= 4, "paging never ends");
+        assert!(page.len() <= 4, "a page holds at most the limit");
+        if pages == 1 {
+            // An order of the first page finishes before the next page is read: the cursor,
+            // not an offset, says where the next page starts, so nothing is skipped.
+            let finished = order_in(&page[1], OrderStatus::Completed);
+            ok(store.update(&finished, page[1].status).await, "update");
+        }
+        let full = page.len() == 4;
+        after = page.last().map(OrderCursor::of);
+        seen.extend(page);
+        if !full {
+            break;
+        }
+    }
+    same(pages, 3, "eleven orders in pages of four");
+    same(
+        seen,
+        expected,
+        "paging lists every unfinished order exactly once, in cursor order",
+    );
+    same(
+        ok(
+            store.list_unfinished(at(500), after, 4).await,
+            "list_unfinished",
+        ),
+        Vec::new(),
+        "nothing after the last order",
+    );
+    // A cursor need not name a stored order.
+    let between = OrderCursor {
+        created_at: at(10),
+        order_id: order_id("o-18"),
+    };
+    let names: Vec<String> = ok(
+        store.list_unfinished(at(500), Some(between), 3).await,
+        "list_unfinished",
+    )
+    .iter()
+    .map(|o| o.order_id.to_string())
+    .collect();
+    same(
+        names,
+        vec!["o-19".to_owned(), "o-16".to_owned(), "o-14".to_owned()],
+        "a page starts right after the cursor",
     );
 }
