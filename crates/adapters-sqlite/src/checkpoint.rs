@@ -3,8 +3,19 @@
 //! SQLite normally checkpoints inside the commit that pushes the WAL past its threshold: the
 //! writer then copies pages into the database file and syncs it before it can answer anyone,
 //! which shows up as a latency spike for every request of that group. Here the writer never
-//! checkpoints (`wal_autocheckpoint = 0`); this thread runs a PASSIVE checkpoint on its own
-//! connection at a fixed period instead, concurrently with the writer and the readers.
+//! checkpoints (`wal_autocheckpoint = 0`); this thread checkpoints on its own connection at a
+//! fixed period instead.
+//!
+//! A PASSIVE checkpoint runs concurrently with the writer and the readers and copies the bulk
+//! of the log. It cannot by itself keep the log small under a steady load: the writer starts
+//! the log over only when every frame has been copied at the moment it begins a transaction,
+//! and under load it has always appended more frames meanwhile. The log then grows without
+//! bound (a gigabyte in seconds), and every append lands on fresh file pages, which costs more
+//! than overwriting cached ones. So when the log still holds more than [`RESTART_FRAMES`]
+//! after the PASSIVE pass, a RESTART checkpoint follows: it holds the write lock while it
+//! copies what the PASSIVE pass left (the few frames written meanwhile) and waits for readers
+//! to leave the old log, so the writer's next transaction starts the log over from its
+//! beginning. The writer waits only for that short remainder.
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
@@ -77,29 +88,73 @@ fn run(conn: Connection, stop: &(Mutex<bool>, Condvar), period: Duration) {
         }
         // Checkpoint without holding the lock, so `stop` is never kept waiting on it.
         drop(stopped);
-        checkpoint(&conn);
+        checkpoint(&conn, RESTART_FRAMES);
         stopped = flag.lock().unwrap_or_else(|e| e.into_inner());
     }
 }
 
-fn checkpoint(conn: &Connection) {
+/// A log larger than this (in frames of one page each) after a PASSIVE checkpoint is
+/// started over with a RESTART checkpoint. 4,096 frames of 4 KiB pages is 16 MiB.
+pub(crate) const RESTART_FRAMES: i64 = 4_096;
+
+fn checkpoint(conn: &Connection, restart_frames: i64) {
     let started = Instant::now();
-    // (busy, frames in the WAL, frames checkpointed)
-    let result = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+    let passive = run_checkpoint(conn, "PASSIVE");
+    metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "passive")
+        .record(started.elapsed().as_secs_f64());
+    let Some(after_passive) = passive else {
+        return;
+    };
+    let mut log = after_passive;
+    if after_passive.wal_frames > restart_frames {
+        let restarting = Instant::now();
+        if let Some(after_restart) = run_checkpoint(conn, "RESTART") {
+            log = after_restart;
+        }
+        metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "restart")
+            .record(restarting.elapsed().as_secs_f64());
+    }
+    tracing::debug!(
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        wal_frames = after_passive.wal_frames,
+        copied = after_passive.copied,
+        restarted = log.wal_frames != after_passive.wal_frames,
+        "WAL checkpoint"
+    );
+    metrics::gauge!("room_sqlite_wal_frames").set(after_passive.wal_frames as f64);
+}
+
+/// What a checkpoint reports: frames in the log, and how many of them are in the database
+/// file now.
+#[derive(Debug, Clone, Copy)]
+struct LogState {
+    wal_frames: i64,
+    copied: i64,
+}
+
+/// Runs one checkpoint in `mode`; counts and logs a failure. A busy RESTART (a reader that
+/// stayed past the busy timeout) is not a failure: the next period tries again.
+fn run_checkpoint(conn: &Connection, mode: &str) -> Option<LogState> {
+    let result = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| {
         Ok((
             row.get::<_, i64>(0)?,
-            row.get::<_, i64>(1)?,
-            row.get::<_, i64>(2)?,
+            LogState {
+                wal_frames: row.get(1)?,
+                copied: row.get(2)?,
+            },
         ))
     });
-    metrics::histogram!("room_sqlite_checkpoint_seconds").record(started.elapsed().as_secs_f64());
     match result {
-        Ok((_, wal_frames, _)) => {
-            metrics::gauge!("room_sqlite_wal_frames").set(wal_frames as f64);
+        Ok((busy, state)) => {
+            if busy != 0 {
+                metrics::counter!("room_sqlite_checkpoint_busy_total").increment(1);
+            }
+            Some(state)
         }
         Err(error) => {
             metrics::counter!("room_sqlite_checkpoint_errors_total").increment(1);
-            tracing::warn!(error = %error, "WAL checkpoint failed");
+            tracing::warn!(error = %error, mode, "WAL checkpoint failed");
+            None
         }
     }
 }
@@ -136,5 +191,74 @@ mod tests {
         checkpointer.stop();
         // Stopping twice (and dropping) is harmless.
         checkpointer.stop();
+    }
+
+    /// Frames in the log now, as a PASSIVE checkpoint reports them.
+    fn wal_frames(conn: &Connection) -> i64 {
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get(1))
+            .unwrap()
+    }
+
+    /// A reader on an old snapshot keeps a PASSIVE checkpoint from copying the whole log, as a
+    /// steady load does; the writer then appends forever. The RESTART that follows a large log
+    /// waits for the reader and makes the next write start the log over.
+    fn log_after_a_checkpoint_with_an_old_reader(restart_frames: i64) -> i64 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let writer = Connection::open(&path).unwrap();
+        writer
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+                 CREATE TABLE t (x BLOB);",
+            )
+            .unwrap();
+        let insert = |n: usize| {
+            for _ in 0..n {
+                writer
+                    .execute("INSERT INTO t VALUES (zeroblob(4096))", [])
+                    .unwrap();
+            }
+        };
+        insert(100);
+        let reader = Connection::open(&path).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |row| row.get(0))
+            .unwrap();
+        insert(100);
+        let (ready, start) = std::sync::mpsc::channel();
+        let finishing = std::thread::spawn(move || {
+            // Leaves its snapshot once the checkpoint has begun (or soon after).
+            let _ = start.recv_timeout(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(100));
+            reader.execute_batch("COMMIT").unwrap();
+        });
+        let checkpointer = Connection::open(&path).unwrap();
+        checkpointer.busy_timeout(Duration::from_secs(10)).unwrap();
+        ready.send(()).unwrap();
+        checkpoint(&checkpointer, restart_frames);
+        finishing.join().unwrap();
+        insert(1);
+        wal_frames(&writer)
+    }
+
+    #[test]
+    fn a_large_log_starts_over_although_a_reader_held_an_old_snapshot() {
+        let restarted = log_after_a_checkpoint_with_an_old_reader(64);
+        assert!(
+            restarted < 10,
+            "the log did not start over: {restarted} frames"
+        );
+    }
+
+    #[test]
+    fn a_small_log_is_left_to_passive_checkpoints() {
+        // Below the threshold no RESTART runs: the old reader kept the PASSIVE pass short, so
+        // the next write appends to the log instead of starting it over.
+        let appended = log_after_a_checkpoint_with_an_old_reader(i64::MAX);
+        assert!(
+            appended > 100,
+            "the log was started over: {appended} frames"
+        );
     }
 }

@@ -99,6 +99,9 @@ where
     }
 }
 
+/// A write transaction that takes longer than this is logged.
+const SLOW_TRANSACTION: std::time::Duration = std::time::Duration::from_millis(50);
+
 enum Message {
     Job(Box<dyn ErasedJob>),
     Close(oneshot::Sender<()>),
@@ -201,10 +204,20 @@ fn run(
 /// Runs `jobs` in one transaction and answers them.
 fn run_group(conn: &Connection, mut jobs: Vec<Box<dyn ErasedJob>>, counters: &Counters) {
     let started = std::time::Instant::now();
-    let outcome = run_jobs(conn, &mut jobs);
-    metrics::histogram!("room_sqlite_write_transaction_seconds")
-        .record(started.elapsed().as_secs_f64());
+    let mut committing = started;
+    let outcome = run_jobs(conn, &mut jobs, &mut committing);
+    let elapsed = started.elapsed();
+    metrics::histogram!("room_sqlite_write_transaction_seconds").record(elapsed.as_secs_f64());
     let count = jobs.len() as u64;
+    if elapsed >= SLOW_TRANSACTION {
+        // Every caller of the group waited this long: worth a line when it happens.
+        tracing::warn!(
+            jobs = count,
+            statements_ms = committing.duration_since(started).as_secs_f64() * 1e3,
+            commit_ms = committing.elapsed().as_secs_f64() * 1e3,
+            "slow SQLite write transaction"
+        );
+    }
     match &outcome {
         Ok(()) => {
             counters.transactions.fetch_add(1, Ordering::Relaxed);
@@ -229,7 +242,13 @@ fn run_group(conn: &Connection, mut jobs: Vec<Box<dyn ErasedJob>>, counters: &Co
 
 /// Runs every job in its savepoint and commits. An error means the transaction as a whole
 /// failed: nothing of it is written.
-fn run_jobs(conn: &Connection, jobs: &mut [Box<dyn ErasedJob>]) -> Result<()> {
+/// `committing` is set to when the COMMIT started, to tell the statements' time from the
+/// commit's (the fsync) when a transaction is slow.
+fn run_jobs(
+    conn: &Connection,
+    jobs: &mut [Box<dyn ErasedJob>],
+    committing: &mut std::time::Instant,
+) -> Result<()> {
     // IMMEDIATE takes the write lock now, so no statement of a job can fail for want of it.
     conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
     let run = |statement: &str| {
@@ -252,6 +271,7 @@ fn run_jobs(conn: &Connection, jobs: &mut [Box<dyn ErasedJob>]) -> Result<()> {
         }
         run("RELEASE job")?;
     }
+    *committing = std::time::Instant::now();
     conn.execute_batch("COMMIT").map_err(sql)?;
     Ok(())
 }
