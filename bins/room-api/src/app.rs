@@ -27,6 +27,9 @@ use crate::routes;
 use crate::state::AppState;
 use crate::storage::Storage;
 
+/// How often the metrics recorder folds its recent samples into the summaries.
+const METRICS_UPKEEP: Duration = Duration::from_secs(5);
+
 /// The process-wide Prometheus recorder: a process has one global recorder, so every [`App`]
 /// of a process (tests build several) shares it.
 fn prometheus() -> PrometheusHandle {
@@ -247,6 +250,19 @@ impl App {
             move || {
                 let (s, payouts) = (s.clone(), payouts.clone());
                 async move { workers::pay_out(&s, &payouts, limit).await }
+            },
+        ));
+
+        // Histogram samples pile up in the recorder until they are folded into the
+        // summaries; without this, memory grows with every request when nobody scrapes.
+        let metrics = self.state.metrics.clone();
+        self.tasks.spawn(workers::run_every(
+            "metrics_upkeep",
+            METRICS_UPKEEP,
+            self.root.child_token(),
+            move || {
+                metrics.run_upkeep();
+                std::future::ready(Ok(0))
             },
         ));
 

@@ -12,7 +12,8 @@
 //! - memory: the server's resident memory per idle active room and per member.
 //!
 //! Usage: `cargo build --release -p room-api -p room-bench && target/release/room-bench
-//! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only]`.
+//! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only]
+//! [--only hot,single,spread,latency,memory]`.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -33,6 +34,14 @@ struct Options {
     rate: u64,
     /// Run only the open-loop latency phase (for trying rates quickly).
     latency_only: bool,
+    /// The phases to run (all when empty): hot, single, spread, latency, memory.
+    only: Vec<String>,
+}
+
+impl Options {
+    fn runs(&self, phase: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|p| p == phase)
+    }
 }
 
 fn options() -> Result<Options> {
@@ -41,6 +50,7 @@ fn options() -> Result<Options> {
         seconds: 10,
         rate: 1500,
         latency_only: false,
+        only: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -55,6 +65,14 @@ fn options() -> Result<Options> {
             "--server" => options.server = value.into(),
             "--seconds" => options.seconds = value.parse()?,
             "--rate" => options.rate = value.parse()?,
+            "--only" => {
+                options.only = value.split(',').map(str::to_owned).collect();
+                if let Some(unknown) = options.only.iter().find(|p| {
+                    !["hot", "single", "spread", "latency", "memory"].contains(&p.as_str())
+                }) {
+                    bail!("unknown phase {unknown}");
+                }
+            }
             other => bail!("unknown option {other}"),
         }
     }
@@ -80,15 +98,16 @@ async fn main() -> Result<()> {
         return server.stop().await;
     }
 
-    let hot = {
+    let mut hot = None;
+    if options.runs("hot") {
         let server = Server::start(&options.server, &[]).await?;
         let setup = server.setup(1, SENDERS).await?;
         let rate = closed_loop(&server, &setup, duration).await?;
         report("hot room, group commit on (gifts/s)", &format!("{rate:.0}"));
         server.stop().await?;
-        rate
-    };
-    let hot_single = {
+        hot = Some(rate);
+    }
+    if options.runs("single") {
         let single = [
             ("ROOM__CELL__MAX_BATCH", "1"),
             ("ROOM__STORAGE__MAX_JOBS_PER_TRANSACTION", "1"),
@@ -101,25 +120,30 @@ async fn main() -> Result<()> {
             &format!("{rate:.0}"),
         );
         server.stop().await?;
-        rate
-    };
-    report(
-        "group commit speed-up",
-        &format!("{:.1}x", hot / hot_single.max(1.0)),
-    );
-    {
+        if let Some(hot) = hot {
+            report(
+                "group commit speed-up",
+                &format!("{:.1}x", hot / rate.max(1.0)),
+            );
+        }
+    }
+    if options.runs("spread") || options.runs("latency") {
         let server = Server::start(&options.server, &[]).await?;
         let setup = server.setup(100, 100).await?;
-        let rate = closed_loop(&server, &setup, duration).await?;
-        report("spread, 100 rooms (gifts/s)", &format!("{rate:.0}"));
-        let latency = open_loop(&server, &setup, options.rate, duration).await?;
-        report(&format!("open loop at {} gifts/s", options.rate), &latency);
+        if options.runs("spread") {
+            let rate = closed_loop(&server, &setup, duration).await?;
+            report("spread, 100 rooms (gifts/s)", &format!("{rate:.0}"));
+        }
+        if options.runs("latency") {
+            let latency = open_loop(&server, &setup, options.rate, duration).await?;
+            report(&format!("open loop at {} gifts/s", options.rate), &latency);
+        }
         for line in server.metric_quantiles().await? {
             report("  server", &line);
         }
         server.stop().await?;
     }
-    {
+    if options.runs("memory") {
         let server = Server::start(&options.server, &[]).await?;
         let (per_room, per_member) = memory(&server).await?;
         report(
