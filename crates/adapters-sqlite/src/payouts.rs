@@ -50,17 +50,17 @@ impl PayoutRow {
 }
 
 impl PayoutRow {
-    /// Records the owed credit; one already owed under the same op id keeps its place in the
-    /// queue. Runs inside a commit.
+    /// Records the owed credit unless one is already owed under the same op id: that one is
+    /// kept as first recorded, in its place in the queue (a replay never changes a payout).
+    /// Runs inside a commit.
     pub(crate) fn record(&self, conn: &Connection) -> Result<()> {
         conn.prepare_cached(
             "INSERT INTO room_payouts (op_id, kind, user_id, amount, room_id)
              VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (op_id) DO UPDATE SET kind = excluded.kind, user_id = excluded.user_id,
-                 amount = excluded.amount, room_id = excluded.room_id",
+             ON CONFLICT (op_id) DO NOTHING",
         )
-        .and_then(|mut upsert| {
-            upsert.execute(params![
+        .and_then(|mut insert| {
+            insert.execute(params![
                 self.op_id,
                 self.kind,
                 self.user_id,

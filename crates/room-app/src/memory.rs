@@ -165,9 +165,9 @@ impl CellStore for InMemoryStore {
         for payout in &batch.payouts {
             t.next_payout += 1;
             let seq = t.next_payout;
+            // A payout already owed stays as first recorded: a replay never changes it.
             t.payouts
                 .entry(payout.op_id.clone())
-                .and_modify(|(_, stored)| *stored = payout.clone())
                 .or_insert((seq, payout.clone()));
         }
         if let Some(summary) = &batch.summary {

@@ -135,7 +135,8 @@ pub struct CommitBatch {
     pub orders: Vec<GiftOrder>,
     /// Timers to arm (replacing any with the same id).
     pub timers: Vec<Timer>,
-    /// Credits the batch owes (rocket rewards), for the payout worker.
+    /// Credits the batch owes (rocket rewards), for the payout worker. A payout already owed
+    /// under the same op id is kept as first recorded.
     pub payouts: Vec<Payout>,
     /// The room as the directory shows it after the batch.
     pub summary: Option<RoomSummary>,

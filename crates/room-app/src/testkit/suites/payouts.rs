@@ -1,11 +1,11 @@
-//! The conformance suite of [`Payouts`]: commits record owed credits, the payout worker lists
-//! them oldest first and deletes the paid ones.
+//! The conformance suite of [`Payouts`]: commits record owed credits (the first record of an
+//! op id wins), the payout worker lists them oldest first and deletes the paid ones.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use super::fixtures::{batch, ok, payout, room, same};
-use crate::ports::{CellStore, Payouts};
+use super::fixtures::{batch, ok, payout, room, same, user};
+use crate::ports::{CellStore, CreditKind, Payouts};
 
 /// Runs every [`Payouts`] check, each against a fresh store from `fresh`. Payouts are
 /// recorded only by [`CellStore::commit`], so the store must implement both.
@@ -16,6 +16,7 @@ where
     S: Payouts + CellStore + 'static,
 {
     list_and_delete(fresh().await).await;
+    a_recorded_payout_is_never_replaced(fresh().await).await;
 }
 
 async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
@@ -61,5 +62,28 @@ async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
         ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
         all[1..].to_vec(),
         "a paid credit is forgotten",
+    );
+}
+
+async fn a_recorded_payout_is_never_replaced<S: Payouts + CellStore>(store: Arc<S>) {
+    let a = room("room-a");
+    let activation = ok(store.activate(&a, "node-1").await, "activate");
+    let owed = payout("rocket:a:1:amy", &a, 40);
+    let other = payout("rocket:a:1:kim", &a, 70);
+    let mut first = batch(&a, activation, 0, &[("c1", 1)]);
+    first.payouts = vec![owed.clone(), other.clone()];
+    ok(store.commit(&first).await, "commit");
+
+    // A later commit (a replayed launch) owes the same op id again, differently.
+    let mut replayed = payout("rocket:a:1:amy", &room("room-b"), 999);
+    replayed.kind = CreditKind::LuckyReward;
+    replayed.user = user("mallory");
+    let mut second = batch(&a, activation, 1, &[("c2", 1)]);
+    second.payouts = vec![replayed, payout("rocket:a:2:amy", &a, 5)];
+    ok(store.commit(&second).await, "commit");
+    same(
+        ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
+        vec![owed, other, payout("rocket:a:2:amy", &a, 5)],
+        "a second write of an owed op id leaves the first, in its place",
     );
 }
