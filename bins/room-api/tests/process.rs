@@ -1,8 +1,11 @@
 //! The real binary as a process on a real SQLite file: an orderly restart finds every
-//! committed state and balance again, and a `kill -9` in the middle of a gift storm loses no
-//! coin: after the restart (whose start-up recovery settles unfinished orders) every debited
-//! order is applied or refunded, so the ledger and the rooms agree.
+//! committed state and balance again, and a `kill -9` in the middle of a gift storm (ordinary
+//! and lucky gifts, a rocket that launches and pays rewards) loses and makes no coin: after the
+//! restart (whose start-up recovery settles unfinished orders, and whose workers launch and
+//! pay what is due) every debited order is applied or refunded, every reward the room drew is
+//! credited once, and the ledger and the room's log agree.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -19,13 +22,54 @@ use tokio::process::{Child, Command};
 const SECRET: &str = "process-test-secret";
 const START: i64 = 1_000_000;
 
-/// The shipped catalog with rockets that never move, so no reward coins enter the books of a
-/// conservation check.
-fn catalog_without_rocket_fuel(dir: &Path) -> PathBuf {
+fn shipped_catalog() -> String {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/gifts.toml");
-    let text = std::fs::read_to_string(shipped).expect("shipped catalog");
-    let text = text.replace("fuel = 10 ", "fuel = 0 ");
+    std::fs::read_to_string(shipped).expect("shipped catalog")
+}
+
+/// The shipped catalog with rockets that never move.
+fn catalog_without_rocket_fuel(dir: &Path) -> PathBuf {
+    let text = shipped_catalog().replace("fuel = 10 ", "fuel = 0 ");
     assert!(text.contains("fuel = 0 "), "the rose's fuel line moved");
+    let path = dir.join("gifts.toml");
+    std::fs::write(&path, text).expect("write catalog");
+    path
+}
+
+/// The shipped catalog (the rose and the lucky clover fuel the rocket) with rocket levels low
+/// enough, and countdowns short enough, for a storm of a few seconds to launch the rocket,
+/// more than once. Level 2 has an odd pool (shares differ by a coin); level 3 more winners
+/// than the room has members.
+fn catalog_with_quick_rockets(dir: &Path) -> PathBuf {
+    let text = shipped_catalog();
+    // The tables' headers at the start of a line (comments name them too).
+    let levels_at = text
+        .find("\n[[rules.rocket_levels]]")
+        .expect("rocket levels")
+        + 1;
+    let lucky_at = text.find("\n[rules.lucky]").expect("lucky table") + 1;
+    assert!(levels_at < lucky_at, "the rules' layout changed");
+    let levels = "\
+[[rules.rocket_levels]]
+fuel = 1000
+countdown_secs = 1
+reward_pool = 1000
+winners = 5
+
+[[rules.rocket_levels]]
+fuel = 3000
+countdown_secs = 1
+reward_pool = 3001
+winners = 4
+
+[[rules.rocket_levels]]
+fuel = 6000
+countdown_secs = 1
+reward_pool = 7000
+winners = 50
+
+";
+    let text = format!("{}{levels}{}", &text[..levels_at], &text[lucky_at..]);
     let path = dir.join("gifts.toml");
     std::fs::write(&path, text).expect("write catalog");
     path
@@ -39,7 +83,8 @@ struct Server {
 }
 
 impl Server {
-    async fn start(dir: &Path) -> Server {
+    /// A process with the catalog `catalog` and the extra environment `env`.
+    async fn start(dir: &Path, catalog: &Path, env: &[(&str, &str)]) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
@@ -52,7 +97,8 @@ impl Server {
                 format!("sqlite://{}", dir.join("room.db").display()),
             )
             .env("ROOM__AUTH__JWT_SECRET", SECRET)
-            .env("ROOM__CATALOG__PATH", catalog_without_rocket_fuel(dir))
+            .env("ROOM__CATALOG__PATH", catalog)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -181,7 +227,8 @@ async fn an_orderly_restart_finds_every_committed_state_and_balance() {
         token("alice", false),
         token("bob", false),
     );
-    let server = Server::start(dir.path()).await;
+    let catalog = catalog_without_rocket_fuel(dir.path());
+    let server = Server::start(dir.path(), &catalog, &[]).await;
     server
         .post(
             "/v1/admin/wallets/alice/credit",
@@ -223,7 +270,7 @@ async fn an_orderly_restart_finds_every_committed_state_and_balance() {
     let status = server.terminate().await;
     assert!(status.success(), "orderly shutdown exits 0, got {status}");
 
-    let server = Server::start(dir.path()).await;
+    let server = Server::start(dir.path(), &catalog, &[]).await;
     let after = server.get(&format!("/v1/rooms/{room_id}"), &alice).await;
     assert_eq!(after, before, "the room after the restart");
     assert_eq!(
@@ -254,15 +301,163 @@ async fn an_orderly_restart_finds_every_committed_state_and_balance() {
     server.terminate().await;
 }
 
+/// What the database says once the process is down, read with SQL of its own (not through
+/// the service's code): the room's log, the gift orders, the wallet's ledger and balances.
+struct Books {
+    /// Per user, from the room's log: coins of the gifts the room applied, lucky rewards the
+    /// room drew for them, rocket rewards the room gave them.
+    given: HashMap<String, i64>,
+    lucky: HashMap<String, i64>,
+    rocket: HashMap<String, i64>,
+    /// The orders the room applied, with the lucky reward it drew.
+    applied: HashMap<String, i64>,
+    /// Every rocket reward: (payout op id, coins).
+    rocket_rewards: Vec<(String, i64)>,
+    /// Order id -> (status, sender, total, lucky reward) from `gift_orders`.
+    orders: HashMap<String, (String, String, i64, i64)>,
+    /// (op id, kind) -> (state, amount) from `wallet_entries`; a void entry has no amount.
+    entries: HashMap<(String, String), (String, Option<i64>)>,
+    /// Per user, the balance of `wallet_accounts`.
+    balances: HashMap<String, i64>,
+    /// Rows left in `room_payouts`.
+    payouts_left: i64,
+}
+
+fn total(map: &HashMap<String, i64>) -> i64 {
+    map.values().sum()
+}
+
+impl Books {
+    fn read(db: &Path, room_id: &str) -> Books {
+        let conn = rusqlite::Connection::open(db).expect("open the database");
+        let mut books = Books {
+            given: HashMap::new(),
+            lucky: HashMap::new(),
+            rocket: HashMap::new(),
+            applied: HashMap::new(),
+            rocket_rewards: Vec::new(),
+            orders: HashMap::new(),
+            entries: HashMap::new(),
+            balances: HashMap::new(),
+            payouts_left: 0,
+        };
+        let mut events = conn
+            .prepare("SELECT event FROM room_events WHERE room_id = ?1 ORDER BY seq")
+            .unwrap();
+        let events = events
+            .query_map([room_id], |row| row.get::<_, String>(0))
+            .unwrap();
+        for event in events {
+            let event: Value = serde_json::from_str(&event.unwrap()).expect("event JSON");
+            let payload = &event["payload"];
+            match event["type"].as_str().expect("event type") {
+                "RoomGiftSent" => {
+                    let sender = payload["sender"].as_str().unwrap().to_owned();
+                    let value = payload["total_value"].as_i64().unwrap();
+                    let reward = payload["lucky"]["reward"].as_i64().unwrap_or(0);
+                    *books.given.entry(sender.clone()).or_default() += value;
+                    *books.lucky.entry(sender).or_default() += reward;
+                    let order_id = payload["order_id"].as_str().unwrap().to_owned();
+                    assert!(
+                        books.applied.insert(order_id, reward).is_none(),
+                        "an order applied twice: {payload}"
+                    );
+                }
+                "RoomRocketLaunched" => {
+                    let rocket_id = payload["rocket_id"].as_u64().unwrap();
+                    for reward in payload["rewards"].as_array().unwrap() {
+                        let user = reward["user"].as_str().unwrap().to_owned();
+                        let coins = reward["coins"].as_i64().unwrap();
+                        *books.rocket.entry(user.clone()).or_default() += coins;
+                        books
+                            .rocket_rewards
+                            .push((format!("{room_id}:rocket:{rocket_id}:{user}"), coins));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut orders = conn
+            .prepare("SELECT order_id, status, body FROM gift_orders")
+            .unwrap();
+        let orders = orders
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })
+            .unwrap();
+        for order in orders {
+            let (order_id, status, body) = order.unwrap();
+            let body: Value = serde_json::from_str(&body).expect("order JSON");
+            let sender = body["sender"].as_str().unwrap().to_owned();
+            let total = body["total"].as_i64().unwrap();
+            let reward = body["lucky_reward"].as_i64().unwrap();
+            books
+                .orders
+                .insert(order_id, (status, sender, total, reward));
+        }
+        let mut entries = conn
+            .prepare("SELECT op_id, kind, state, amount FROM wallet_entries")
+            .unwrap();
+        let entries = entries
+            .query_map([], |row| {
+                Ok((
+                    (row.get::<_, String>(0)?, row.get::<_, String>(1)?),
+                    (row.get::<_, String>(2)?, row.get::<_, Option<i64>>(3)?),
+                ))
+            })
+            .unwrap();
+        books.entries = entries.map(Result::unwrap).collect();
+        let mut balances = conn
+            .prepare("SELECT user_id, balance FROM wallet_accounts")
+            .unwrap();
+        let balances = balances
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            })
+            .unwrap();
+        books.balances = balances.map(Result::unwrap).collect();
+        books.payouts_left = conn
+            .query_row("SELECT count(*) FROM room_payouts", [], |row| row.get(0))
+            .unwrap();
+        books
+    }
+
+    /// The amount of a done ledger entry, `None` if there is none (or it is void).
+    fn done(&self, op_id: &str, kind: &str) -> Option<i64> {
+        match self.entries.get(&(op_id.to_owned(), kind.to_owned())) {
+            Some((state, amount)) if state == "done" => Some(amount.expect("a done amount")),
+            _ => None,
+        }
+    }
+
+    fn sum_of(&self, kind: &str) -> i64 {
+        self.entries
+            .iter()
+            .filter(|((_, k), (state, _))| k == kind && state == "done")
+            .map(|(_, (_, amount))| amount.expect("a done amount"))
+            .sum()
+    }
+}
+
+/// Rocket fuel per unit is 10 for the rose and 20 for the lucky clover, so the storm launches
+/// the rocket within seconds (see [`catalog_with_quick_rockets`]).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_in_a_gift_storm_loses_no_coin() {
     const SENDERS: usize = 8;
     let dir = TempDir::new().unwrap();
+    let db = dir.path().join("room.db");
+    let catalog = catalog_with_quick_rockets(dir.path());
+    // Rewards are paid every second, so the kill may find some paid and some owed.
+    let env = [("ROOM__WORKERS__PAYOUTS_EVERY_SECS", "1")];
     let token = tokens();
     let admin = token("admin", true);
     let owner = token("owner", false);
     let recipient = token("recipient", false);
-    let server = Arc::new(Server::start(dir.path()).await);
+    let server = Arc::new(Server::start(dir.path(), &catalog, &env).await);
     let room = server
         .post("/v1/rooms", &owner, json!({"name": "storm"}))
         .await;
@@ -287,22 +482,26 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         senders.push((user, sender));
     }
 
-    // The storm: every sender sends back to back, several orders in flight at once.
+    // The storm: every sender sends back to back on three lanes, several orders in flight at
+    // once: two lanes of roses, one of lucky clovers (one sender's lucky gifts take turns).
     let completed = Arc::new(AtomicU64::new(0));
+    let lucky_completed = Arc::new(AtomicU64::new(0));
     let mut storm = Vec::new();
     for (s, (_, sender)) in senders.iter().enumerate() {
         for lane in 0..3 {
-            let (server, sender, room_id, completed) = (
+            let gift_id = if lane == 2 { "lucky-clover" } else { "rose" };
+            let (server, sender, room_id, completed, lucky_completed) = (
                 server.clone(),
                 sender.clone(),
                 room_id.clone(),
                 completed.clone(),
+                lucky_completed.clone(),
             );
             storm.push(tokio::spawn(async move {
                 for n in 0.. {
                     let body = json!({
                         "order_id": format!("storm-{s}-{lane}-{n}"),
-                        "gift_id": "rose",
+                        "gift_id": gift_id,
                         "count": 1 + n % 5,
                         "recipients": ["recipient"],
                     });
@@ -319,15 +518,33 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
                     }
                     if value["status"] == "COMPLETED" {
                         completed.fetch_add(1, Ordering::Relaxed);
+                        if value["lucky"].is_object() {
+                            lucky_completed.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 }
             }));
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while completed.load(Ordering::Relaxed) < 300 {
-        assert!(Instant::now() < deadline, "the storm did not get going");
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    // Kill once the storm has moved coins every way: gifts, lucky draws, and two rocket
+    // launches (the first one's rewards likely paid, the second's likely still owed).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let rocket = &server.get(&format!("/v1/rooms/{room_id}"), &owner).await["rocket"];
+        let launched = rocket["level"].as_u64().unwrap() > 2 || rocket["status"] == "launched";
+        if launched
+            && completed.load(Ordering::Relaxed) >= 300
+            && lucky_completed.load(Ordering::Relaxed) >= 50
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the storm did not get going: {} gifts, {} lucky, rocket {rocket}",
+            completed.load(Ordering::Relaxed),
+            lucky_completed.load(Ordering::Relaxed),
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     server.kill_9();
     for lane in storm {
@@ -338,37 +555,154 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         .reap()
         .await;
 
-    // Restart: start-up recovery settles every order the kill left unfinished.
-    let server = Server::start(dir.path()).await;
-    let mut spent = 0;
-    for (_, sender) in &senders {
-        let balance = server.balance(sender).await;
-        assert!((0..=START).contains(&balance), "balance {balance}");
-        spent += START - balance;
+    // Restart: start-up recovery settles every order the kill left unfinished; the timers
+    // launch a rocket that was counting down, and the payouts pass pays what is owed.
+    let server = Server::start(dir.path(), &catalog, &env).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // The launch and its owed rewards commit together: once the rocket is no longer
+        // counting down, an empty payouts table means every reward was paid.
+        let rocket = &server.get(&format!("/v1/rooms/{room_id}"), &owner).await["rocket"];
+        let owed: i64 = rusqlite::Connection::open(&db)
+            .and_then(|conn| conn.query_row("SELECT count(*) FROM room_payouts", [], |r| r.get(0)))
+            .expect("count owed rewards");
+        if rocket["status"] != "ignited" && owed == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rewards still owed: {owed}, rocket {rocket}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let mut balances = HashMap::new();
+    for (user, sender) in &senders {
+        let balance = server.balance(sender).await;
+        assert!(balance >= 0, "{user}: balance {balance}");
+        balances.insert(user.clone(), balance);
+    }
+    balances.insert("recipient".to_owned(), server.balance(&recipient).await);
     let rank = server
         .get(
             &format!("/v1/rooms/{room_id}/contribution-rank?period=week&limit=100"),
             &owner,
         )
         .await;
-    let entries = rank["entries"].as_array().expect("rank entries");
-    let applied: i64 = entries
+    let ranked: HashMap<String, i64> = rank["entries"]
+        .as_array()
+        .expect("rank entries")
         .iter()
-        .map(|e| e["coins"].as_i64().expect("coins"))
-        .sum();
-    assert!(applied > 0);
-    assert_eq!(
-        spent, applied,
-        "coins that left the senders' wallets must equal the gifts the room applied"
-    );
-    for (user, sender) in &senders {
-        let given = entries
-            .iter()
-            .find(|e| e["user_id"] == user.as_str())
-            .map_or(0, |e| e["coins"].as_i64().unwrap());
-        assert_eq!(START - server.balance(sender).await, given, "{user}");
+        .map(|e| {
+            (
+                e["user_id"].as_str().unwrap().to_owned(),
+                e["coins"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let status = server.terminate().await;
+    assert!(status.success(), "orderly shutdown exits 0, got {status}");
+
+    let books = Books::read(&db, &room_id);
+    // The storm moved coins every way.
+    assert!(total(&books.given) > 0, "no gift applied");
+    assert!(total(&books.lucky) > 0, "no lucky reward drawn");
+    assert!(total(&books.rocket) > 0, "no rocket reward given");
+    assert_eq!(ranked, books.given, "the rank and the room's log");
+
+    // Every order is settled, and its coins went where its status says.
+    let mut settled: HashMap<&str, u64> = HashMap::new();
+    for (order_id, (status, sender, order_total, reward)) in &books.orders {
+        *settled.entry(status.as_str()).or_default() += 1;
+        let debit = books.done(order_id, "debit");
+        let refund = books.done(order_id, "refund");
+        let lucky = books.done(order_id, "lucky_reward");
+        match status.as_str() {
+            "COMPLETED" => {
+                assert_eq!(debit, Some(*order_total), "{order_id} debit");
+                assert_eq!(refund, None, "{order_id} refund");
+                assert_eq!(
+                    books.applied.get(order_id),
+                    Some(reward),
+                    "{order_id} applied"
+                );
+                assert_eq!(lucky, (*reward > 0).then_some(*reward), "{order_id} lucky");
+            }
+            "COMPENSATED" => {
+                assert_eq!(debit, Some(*order_total), "{order_id} debit");
+                assert_eq!(refund, Some(*order_total), "{order_id} refund");
+                assert!(!books.applied.contains_key(order_id), "{order_id} applied");
+                assert_eq!(lucky, None, "{order_id} lucky");
+            }
+            "FAILED" => {
+                assert_eq!((debit, refund, lucky), (None, None, None), "{order_id}");
+                assert!(!books.applied.contains_key(order_id), "{order_id} applied");
+            }
+            other => panic!("{order_id} of {sender} left {other}"),
+        }
     }
-    assert_eq!(server.balance(&recipient).await, 0);
-    server.terminate().await;
+    assert!(settled["COMPLETED"] > 0);
+    // Every debit belongs to an order that was applied or refunded, every gift the room
+    // applied to a completed order.
+    for ((op_id, kind), (state, _)) in &books.entries {
+        if kind == "debit" && state == "done" {
+            let status = books.orders.get(op_id).map(|(status, ..)| status.as_str());
+            assert!(
+                matches!(status, Some("COMPLETED" | "COMPENSATED")),
+                "debit {op_id} of an order {status:?}"
+            );
+        }
+    }
+    for order_id in books.applied.keys() {
+        let status = books
+            .orders
+            .get(order_id)
+            .map(|(status, ..)| status.as_str());
+        assert_eq!(status, Some("COMPLETED"), "applied {order_id}");
+    }
+    // Every rocket reward the room gave was paid once, and none is owed any more.
+    assert_eq!(books.payouts_left, 0);
+    for (op_id, coins) in &books.rocket_rewards {
+        assert_eq!(books.done(op_id, "rocket_reward"), Some(*coins), "{op_id}");
+    }
+    assert_eq!(books.sum_of("rocket_reward"), total(&books.rocket));
+    assert_eq!(books.sum_of("lucky_reward"), total(&books.lucky));
+
+    // Conservation: the coins credited at the start are the coins held now plus the coins
+    // spent on applied gifts, less the lucky and rocket rewards paid out.
+    let credited = START * SENDERS as i64;
+    assert_eq!(books.sum_of("credit_admin"), credited);
+    let held: i64 = books.balances.values().sum();
+    assert_eq!(
+        credited,
+        held + total(&books.given) - total(&books.lucky) - total(&books.rocket),
+        "coins credited = coins held + gifts applied - lucky rewards - rocket rewards"
+    );
+    // And user by user, with the balances the API answered.
+    let users = senders
+        .iter()
+        .map(|(user, _)| user.as_str())
+        .chain(["recipient"])
+        .collect::<HashSet<_>>();
+    for user in &users {
+        let get = |map: &HashMap<String, i64>| map.get(*user).copied().unwrap_or(0);
+        let start = if *user == "recipient" { 0 } else { START };
+        assert_eq!(
+            balances[*user],
+            start - get(&books.given) + get(&books.lucky) + get(&books.rocket),
+            "{user}"
+        );
+        assert_eq!(
+            books.balances.get(*user).copied().unwrap_or(0),
+            balances[*user]
+        );
+    }
+    let others: Vec<_> = books
+        .balances
+        .iter()
+        .filter(|(user, balance)| !users.contains(user.as_str()) && **balance != 0)
+        .collect();
+    assert!(
+        others.is_empty(),
+        "coins of users outside the storm: {others:?}"
+    );
 }
