@@ -65,7 +65,11 @@ pub struct GiftSaga {
     clock: ClockRef,
     ids: IdGenRef,
     /// Per-user locks serializing lucky gifts of one sender.
-    lucky_locks: Mutex<HashMap<UserId, Arc<tokio::sync::Mutex<()>>>>,
+    lucky_locks: KeyedLocks<UserId>,
+    /// Per-order locks: the drives of one order on this node (a client's repeats, recovery)
+    /// take turns, and each reads the order only once it holds the lock, so none acts on a
+    /// state another has moved on (such as applying a gift whose refund is under way).
+    order_locks: KeyedLocks<OrderId>,
     /// Catalog entries read recently: the catalog changes rarely and every gift reads it.
     catalog_cache: Mutex<HashMap<GiftId, (Option<CatalogGift>, std::time::Instant)>>,
 }
@@ -91,7 +95,8 @@ impl GiftSaga {
             catalog,
             clock,
             ids,
-            lucky_locks: Mutex::new(HashMap::new()),
+            lucky_locks: KeyedLocks::default(),
+            order_locks: KeyedLocks::default(),
             catalog_cache: Mutex::new(HashMap::new()),
         }
     }
@@ -130,6 +135,7 @@ impl GiftSaga {
     /// recovery; it never loses or doubles a coin.
     #[tracing::instrument(skip_all, fields(room_id = %request.room_id, order_id = %request.order_id), err)]
     pub async fn send(&self, request: SendGift) -> Result<GiftReceipt> {
+        let _order_guard = self.order_locks.lock(&request.order_id).await;
         let order = self.place(&request).await?;
         let _guard = self.lucky_guard(&order).await;
         let order = self.drive(order).await?;
@@ -218,45 +224,50 @@ impl GiftSaga {
         if !order.gift.lucky || order.status.is_terminal() {
             return None;
         }
-        let lock = {
-            let mut locks = self.lucky_locks.lock().unwrap_or_else(|e| e.into_inner());
-            // Forget locks nobody holds or waits for, so the map stays small.
-            if locks.len() > 1024 {
-                locks.retain(|_, lock| Arc::strong_count(lock) > 1);
-            }
-            locks.entry(order.sender.clone()).or_default().clone()
-        };
-        Some(lock.lock_owned().await)
+        Some(self.lucky_locks.lock(&order.sender).await)
     }
 
     /// Takes steps until the order is finished or a step's outcome is unknown.
+    ///
+    /// A debit is not stored in the order: until the room answers, the order stays PENDING
+    /// (DESIGN §5), and whoever settles a PENDING order asks the wallet whether the debit
+    /// happened. That saves a write transaction per gift. Every other outcome is stored,
+    /// conditional on the status last stored.
     async fn drive(&self, mut order: GiftOrder) -> Result<GiftOrder> {
+        let mut stored = order.status;
         loop {
             let step = order.next_step();
             if step == SagaStep::Done {
                 return Ok(order);
             }
-            let before = order.status;
             let outcome = self.take_step(&order, step).await?;
-            let applied = matches!(outcome, SagaOutcome::Applied { .. });
+            let (applied, debited) = (
+                matches!(outcome, SagaOutcome::Applied { .. }),
+                matches!(outcome, SagaOutcome::Debited { .. }),
+            );
             order.record(outcome).map_err(|e| {
                 tracing::error!(error = %e, "gift order contradicts the wallet or the room");
                 Error::corrupt(e)
             })?;
             if applied {
                 // The cell's commit already stored the applied order in the same transaction.
+                stored = order.status;
                 continue;
             }
-            match self.orders.update(&order, before).await {
-                Ok(()) => {}
+            if debited {
+                continue;
+            }
+            match self.orders.update(&order, stored).await {
+                Ok(()) => stored = order.status,
                 Err(Error::Conflict(_)) => {
-                    // A concurrent request for the same order moved it on: continue from the
-                    // stored state (every step is idempotent).
+                    // A drive on another node moved it on: continue from the stored state
+                    // (every step is idempotent).
                     order = self
                         .orders
                         .get(&order.order_id)
                         .await?
                         .ok_or_else(|| Error::corrupt("gift order vanished"))?;
+                    stored = order.status;
                 }
                 Err(error) => return Err(error),
             }
@@ -408,8 +419,16 @@ impl GiftSaga {
     }
 
     /// Drives one unfinished order as far as it goes; returns whether it is now finished.
-    #[tracing::instrument(skip_all, fields(order_id = %order.order_id))]
-    async fn recover_one(&self, mut order: GiftOrder) -> Result<bool> {
+    #[tracing::instrument(skip_all, fields(order_id = %listed.order_id))]
+    async fn recover_one(&self, listed: GiftOrder) -> Result<bool> {
+        let _order_guard = self.order_locks.lock(&listed.order_id).await;
+        // The listing may be stale: a request for the order may have moved it on.
+        let Some(mut order) = self.orders.get(&listed.order_id).await? else {
+            return Err(Error::corrupt("gift order vanished"));
+        };
+        if order.status.is_terminal() {
+            return Ok(true);
+        }
         if order.status == OrderStatus::Pending {
             let outcome = match self.wallet.settle_debit(order.order_id.as_str()).await? {
                 DebitStatus::Debited => SagaOutcome::Debited {
@@ -458,5 +477,33 @@ fn same_request(order: &GiftOrder, request: &SendGift) -> Result<()> {
         Ok(())
     } else {
         Err(Error::OrderIdReused(request.order_id.clone()))
+    }
+}
+
+/// Async locks by key, created on first use. The map forgets locks nobody holds or waits for
+/// once it grows, so made-up keys cannot make it grow without bound.
+struct KeyedLocks<K> {
+    locks: Mutex<HashMap<K, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl<K> Default for KeyedLocks<K> {
+    fn default() -> Self {
+        KeyedLocks {
+            locks: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> KeyedLocks<K> {
+    /// Waits for the lock of `key`.
+    async fn lock(&self, key: &K) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+            if locks.len() > 1024 {
+                locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+            }
+            locks.entry(key.clone()).or_default().clone()
+        };
+        lock.lock_owned().await
     }
 }

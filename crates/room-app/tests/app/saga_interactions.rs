@@ -119,7 +119,14 @@ async fn lost_ownership_at_commit_never_refunds() {
     let mut wallet = MockWallet::new();
     debits_once(&mut wallet, "o-1", 10, 90);
     never_credits(&mut wallet);
-    wallet.expect_settle_debit().never();
+    // The order stays PENDING until the room answers: recovery asks the wallet, which says
+    // the debit happened.
+    wallet
+        .expect_settle_debit()
+        .withf(|op| op == "o-1")
+        .times(1)
+        .returning(|_| Ok(DebitStatus::Debited));
+    wallet.expect_balance().returning(|_| Ok(Coins(90)));
     let world = World::builder()
         .cell_store(Arc::new(cells))
         .wallet(Arc::new(wallet))
@@ -136,7 +143,7 @@ async fn lost_ownership_at_commit_never_refunds() {
     assert!(error.is_retryable());
     assert_eq!(commits.load(Ordering::SeqCst), 1);
     let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
-    assert_eq!(order.unwrap().status, OrderStatus::Debited);
+    assert_eq!(order.unwrap().status, OrderStatus::Pending);
 
     // Recovery tries again, meets the same fence, and still refunds nothing.
     let runtime = world.runtime();
@@ -155,14 +162,20 @@ async fn lost_ownership_at_commit_never_refunds() {
 }
 
 #[tokio::test]
-async fn an_unavailable_commit_leaves_the_order_debited_until_a_retry_applies_it() {
+async fn an_unavailable_commit_leaves_the_order_pending_until_a_retry_applies_it() {
     let log = open_room_log().await;
     let commits = Arc::new(AtomicUsize::new(0));
     let cells = failing_cell_store(log, commits.clone(), |n| {
         (n == 0).then(|| Error::Unavailable("timeout".into()))
     });
     let mut wallet = MockWallet::new();
-    debits_once(&mut wallet, "o-1", 10, 90);
+    // The retry debits again under the same operation id, which the wallet answers with the
+    // first debit's balance: one debit.
+    wallet
+        .expect_debit()
+        .withf(|op, who, coins| op == "o-1" && *who == uid("alice") && *coins == Coins(10))
+        .times(2)
+        .returning(|_, _, _| Ok(Coins(90)));
     never_credits(&mut wallet);
     let world = World::builder()
         .cell_store(Arc::new(cells))
@@ -175,9 +188,9 @@ async fn an_unavailable_commit_leaves_the_order_debited_until_a_retry_applies_it
     let error = world.saga().send(request.clone()).await.unwrap_err();
     assert!(matches!(error, Error::Unavailable(_)), "{error:?}");
     let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
-    assert_eq!(order.unwrap().status, OrderStatus::Debited);
+    assert_eq!(order.unwrap().status, OrderStatus::Pending);
 
-    // The client's retry applies it without a second debit.
+    // The client's retry applies it.
     let receipt = world.saga().send(request).await.unwrap();
     assert_eq!(receipt.status, OrderStatus::Completed);
     assert_eq!(receipt.coin_balance_after, Coins(90));
@@ -605,4 +618,89 @@ async fn recovery_never_settles_an_order_of_a_room_another_node_owns() {
     let stored = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
     assert_eq!(stored.unwrap().status, OrderStatus::Debited);
     assert_eq!(world.probe.commit_calls(), 0);
+}
+
+/// A wallet over an in-memory one whose first debit waits at a gate, counting debits.
+struct GatedWallet {
+    inner: room_app::InMemoryStore,
+    debits: AtomicUsize,
+    entered: tokio::sync::Notify,
+    gate: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl room_app::ports::Wallet for GatedWallet {
+    async fn debit(
+        &self,
+        op_id: &str,
+        user: &room_domain::UserId,
+        amount: Coins,
+    ) -> room_app::Result<Coins> {
+        if self.debits.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.entered.notify_one();
+            self.gate.notified().await;
+        }
+        self.inner.debit(op_id, user, amount).await
+    }
+
+    async fn credit(
+        &self,
+        op_id: &str,
+        kind: CreditKind,
+        user: &room_domain::UserId,
+        amount: Coins,
+    ) -> room_app::Result<Coins> {
+        self.inner.credit(op_id, kind, user, amount).await
+    }
+
+    async fn settle_debit(&self, op_id: &str) -> room_app::Result<DebitStatus> {
+        self.inner.settle_debit(op_id).await
+    }
+
+    async fn balance(&self, user: &room_domain::UserId) -> room_app::Result<Coins> {
+        room_app::ports::Wallet::balance(&self.inner, user).await
+    }
+}
+
+#[tokio::test]
+async fn concurrent_drives_of_one_order_take_turns() {
+    let wallet = Arc::new(GatedWallet {
+        inner: room_app::InMemoryStore::new(),
+        debits: AtomicUsize::new(0),
+        entered: tokio::sync::Notify::new(),
+        gate: tokio::sync::Notify::new(),
+    });
+    room_app::ports::Wallet::credit(
+        &*wallet,
+        "fund",
+        CreditKind::Admin,
+        &uid("alice"),
+        Coins(100),
+    )
+    .await
+    .unwrap();
+    let world = World::builder().wallet(wallet.clone()).build().await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let request = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
+
+    let first = world.saga().send(request.clone());
+    let repeat = async {
+        wallet.entered.notified().await;
+        // The first drive is inside its debit; the repeat arrives now, and it is given time
+        // to reach the wallet before the first drive goes on.
+        let repeat = world.saga().send(request.clone());
+        let release = async {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            wallet.gate.notify_one();
+        };
+        tokio::join!(repeat, release).0
+    };
+    let (first, repeat) = tokio::join!(first, repeat);
+    let (first, repeat) = (first.unwrap(), repeat.unwrap());
+    assert_eq!(first.status, OrderStatus::Completed);
+    assert_eq!(repeat, first);
+    // The repeat waited for the first drive and found the order finished: it never reached
+    // the wallet.
+    assert_eq!(wallet.debits.load(Ordering::SeqCst), 1);
+    assert_eq!(first.coin_balance_after, Coins(90));
 }
