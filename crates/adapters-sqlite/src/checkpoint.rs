@@ -12,12 +12,15 @@
 //! and under load it has always appended more frames meanwhile. The log then grows without
 //! bound (a gigabyte in seconds), and every append lands on fresh file pages, which costs more
 //! than overwriting cached ones. So when the log still holds more than [`RESTART_FRAMES`]
-//! after the PASSIVE pass, a RESTART checkpoint follows: it holds the write lock while it
-//! copies what the PASSIVE pass left (the few frames written meanwhile) and waits for readers
-//! to leave the old log, so the writer's next transaction starts the log over from its
-//! beginning. The writer waits only for that short remainder.
+//! after a PASSIVE pass, this thread asks the writer to start it over: between two groups,
+//! the writer runs a RESTART checkpoint ([`restart_log`]), which copies the few frames written
+//! since the PASSIVE pass and waits for readers to leave the old log. The RESTART runs on the
+//! writer's own connection because only there it never waits for the write lock: from
+//! another connection it would compete with a writer that takes the lock again as soon as it
+//! lets it go, and wait for seconds.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,8 +37,14 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Starts checkpointing the database at `path` every `period`.
-    pub(crate) fn spawn(path: &Path, busy_timeout: Duration, period: Duration) -> Result<Self> {
+    /// Starts checkpointing the database at `path` every `period`; sets `restart_wanted` when
+    /// the writer should start the log over.
+    pub(crate) fn spawn(
+        path: &Path,
+        busy_timeout: Duration,
+        period: Duration,
+        restart_wanted: Arc<AtomicBool>,
+    ) -> Result<Self> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -49,7 +58,7 @@ impl Checkpointer {
         let signal = stop.clone();
         let thread = std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || run(conn, &signal, period))
+            .spawn(move || run(conn, &signal, period, &restart_wanted))
             .map_err(|e| crate::Error::unavailable(format!("starting the checkpointer: {e}")))?;
         Ok(Checkpointer {
             stop,
@@ -75,7 +84,12 @@ impl Drop for Checkpointer {
     }
 }
 
-fn run(conn: Connection, stop: &(Mutex<bool>, Condvar), period: Duration) {
+fn run(
+    conn: Connection,
+    stop: &(Mutex<bool>, Condvar),
+    period: Duration,
+    restart_wanted: &AtomicBool,
+) {
     let (flag, wake) = stop;
     let mut stopped = flag.lock().unwrap_or_else(|e| e.into_inner());
     loop {
@@ -88,40 +102,59 @@ fn run(conn: Connection, stop: &(Mutex<bool>, Condvar), period: Duration) {
         }
         // Checkpoint without holding the lock, so `stop` is never kept waiting on it.
         drop(stopped);
-        checkpoint(&conn, RESTART_FRAMES);
+        checkpoint(&conn, RESTART_FRAMES, restart_wanted);
         stopped = flag.lock().unwrap_or_else(|e| e.into_inner());
     }
 }
 
 /// A log larger than this (in frames of one page each) after a PASSIVE checkpoint is
-/// started over with a RESTART checkpoint. 4,096 frames of 4 KiB pages is 16 MiB.
+/// started over by the writer. 4,096 frames of 4 KiB pages is 16 MiB.
 pub(crate) const RESTART_FRAMES: i64 = 4_096;
 
-fn checkpoint(conn: &Connection, restart_frames: i64) {
+/// How long the writer's RESTART waits for readers to leave the old log before it gives up
+/// until the next request (readers hold a snapshot for the length of one query).
+const RESTART_READER_WAIT: Duration = Duration::from_millis(100);
+
+/// A PASSIVE checkpoint; asks the writer to start the log over if it is still large.
+fn checkpoint(conn: &Connection, restart_frames: i64, restart_wanted: &AtomicBool) {
     let started = Instant::now();
     let passive = run_checkpoint(conn, "PASSIVE");
     metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "passive")
         .record(started.elapsed().as_secs_f64());
-    let Some(after_passive) = passive else {
-        return;
-    };
-    let mut log = after_passive;
-    if after_passive.wal_frames > restart_frames {
-        let restarting = Instant::now();
-        if let Some(after_restart) = run_checkpoint(conn, "RESTART") {
-            log = after_restart;
+    if let Some(log) = passive {
+        tracing::debug!(
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            wal_frames = log.wal_frames,
+            copied = log.copied,
+            "WAL checkpoint"
+        );
+        metrics::gauge!("room_sqlite_wal_frames").set(log.wal_frames as f64);
+        if log.wal_frames > restart_frames {
+            restart_wanted.store(true, Ordering::Release);
         }
-        metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "restart")
-            .record(restarting.elapsed().as_secs_f64());
     }
-    tracing::debug!(
-        ms = started.elapsed().as_secs_f64() * 1e3,
-        wal_frames = after_passive.wal_frames,
-        copied = after_passive.copied,
-        restarted = log.wal_frames != after_passive.wal_frames,
-        "WAL checkpoint"
-    );
-    metrics::gauge!("room_sqlite_wal_frames").set(after_passive.wal_frames as f64);
+}
+
+/// A RESTART checkpoint on the writer's connection, between two groups: copies what the last
+/// PASSIVE pass left and makes the next transaction start the log from its beginning. Waits
+/// at most [`RESTART_READER_WAIT`] for readers, then leaves it to the next request.
+pub(crate) fn restart_log(conn: &Connection, busy_timeout: Duration) {
+    let started = Instant::now();
+    if conn.busy_timeout(RESTART_READER_WAIT).is_err() {
+        return;
+    }
+    let restarted = run_checkpoint(conn, "RESTART");
+    let _ = conn.busy_timeout(busy_timeout);
+    let elapsed = started.elapsed();
+    metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "restart")
+        .record(elapsed.as_secs_f64());
+    if let Some(log) = restarted {
+        tracing::debug!(
+            ms = elapsed.as_secs_f64() * 1e3,
+            wal_frames = log.wal_frames,
+            "WAL restart"
+        );
+    }
 }
 
 /// What a checkpoint reports: frames in the log, and how many of them are in the database
@@ -181,8 +214,13 @@ mod tests {
         }
         let db_size = || std::fs::metadata(&path).unwrap().len();
         let before = db_size();
-        let checkpointer =
-            Checkpointer::spawn(&path, Duration::from_secs(1), Duration::from_millis(10)).unwrap();
+        let checkpointer = Checkpointer::spawn(
+            &path,
+            Duration::from_secs(1),
+            Duration::from_millis(10),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while db_size() < before + 50 * 4096 {
             assert!(Instant::now() < deadline, "no checkpoint reached the file");
@@ -200,9 +238,10 @@ mod tests {
     }
 
     /// A reader on an old snapshot keeps a PASSIVE checkpoint from copying the whole log, as a
-    /// steady load does; the writer then appends forever. The RESTART that follows a large log
-    /// waits for the reader and makes the next write start the log over.
-    fn log_after_a_checkpoint_with_an_old_reader(restart_frames: i64) -> i64 {
+    /// steady load does; the writer then appends forever. A large log makes the checkpoint
+    /// ask for a restart, and the writer's RESTART makes its next write start the log over.
+    /// Returns whether the restart was asked for and the log's frames after one more write.
+    fn log_after_a_checkpoint_with_an_old_reader(restart_frames: i64) -> (bool, i64) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.db");
         let writer = Connection::open(&path).unwrap();
@@ -226,39 +265,31 @@ mod tests {
             .query_row("SELECT count(*) FROM t", [], |row| row.get(0))
             .unwrap();
         insert(100);
-        let (ready, start) = std::sync::mpsc::channel();
-        let finishing = std::thread::spawn(move || {
-            // Leaves its snapshot once the checkpoint has begun (or soon after).
-            let _ = start.recv_timeout(Duration::from_millis(200));
-            std::thread::sleep(Duration::from_millis(100));
-            reader.execute_batch("COMMIT").unwrap();
-        });
         let checkpointer = Connection::open(&path).unwrap();
-        checkpointer.busy_timeout(Duration::from_secs(10)).unwrap();
-        ready.send(()).unwrap();
-        checkpoint(&checkpointer, restart_frames);
-        finishing.join().unwrap();
+        let wanted = AtomicBool::new(false);
+        checkpoint(&checkpointer, restart_frames, &wanted);
+        reader.execute_batch("COMMIT").unwrap();
+        let wanted = wanted.load(Ordering::Acquire);
+        if wanted {
+            restart_log(&writer, Duration::from_secs(5));
+        }
         insert(1);
-        wal_frames(&writer)
+        (wanted, wal_frames(&writer))
     }
 
     #[test]
     fn a_large_log_starts_over_although_a_reader_held_an_old_snapshot() {
-        let restarted = log_after_a_checkpoint_with_an_old_reader(64);
-        assert!(
-            restarted < 10,
-            "the log did not start over: {restarted} frames"
-        );
+        let (wanted, frames) = log_after_a_checkpoint_with_an_old_reader(64);
+        assert!(wanted);
+        assert!(frames < 10, "the log did not start over: {frames} frames");
     }
 
     #[test]
     fn a_small_log_is_left_to_passive_checkpoints() {
         // Below the threshold no RESTART runs: the old reader kept the PASSIVE pass short, so
         // the next write appends to the log instead of starting it over.
-        let appended = log_after_a_checkpoint_with_an_old_reader(i64::MAX);
-        assert!(
-            appended > 100,
-            "the log was started over: {appended} frames"
-        );
+        let (wanted, frames) = log_after_a_checkpoint_with_an_old_reader(i64::MAX);
+        assert!(!wanted);
+        assert!(frames > 100, "the log was started over: {frames} frames");
     }
 }

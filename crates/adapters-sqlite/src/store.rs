@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use room_app::Error;
@@ -149,10 +150,12 @@ impl SqliteStore {
 
         let path = options.get_filename().to_owned();
         let busy_timeout = Duration::from_millis(settings.busy_timeout_ms);
+        let restart_wanted = Arc::new(AtomicBool::new(false));
         let checkpointer = Arc::new(Checkpointer::spawn(
             &path,
             busy_timeout,
             Duration::from_millis(settings.checkpoint_every_ms.max(1)),
+            restart_wanted.clone(),
         )?);
         let writer = tokio::task::spawn_blocking(move || open_writer(&path, busy_timeout))
             .await
@@ -163,7 +166,12 @@ impl SqliteStore {
             .await
             .map_err(db)?;
         Ok(SqliteStore {
-            writer: Writer::spawn(writer, settings.max_jobs_per_transaction)?,
+            writer: Writer::spawn(
+                writer,
+                settings.max_jobs_per_transaction,
+                restart_wanted,
+                busy_timeout,
+            )?,
             readers,
             checkpointer,
         })

@@ -17,7 +17,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use room_app::Error;
 use rusqlite::Connection;
@@ -100,7 +101,7 @@ where
 }
 
 /// A write transaction that takes longer than this is logged.
-const SLOW_TRANSACTION: std::time::Duration = std::time::Duration::from_millis(50);
+const SLOW_TRANSACTION: Duration = Duration::from_millis(50);
 
 enum Message {
     Job(Box<dyn ErasedJob>),
@@ -115,8 +116,15 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer thread on `conn` (which must be the database's only writer).
-    pub(crate) fn spawn(conn: Connection, max_jobs: usize) -> Result<Self> {
+    /// Starts the writer thread on `conn` (which must be the database's only writer). Between
+    /// two groups, the writer starts the WAL over when `restart_wanted` is set (see
+    /// [`crate::checkpoint`]); `busy_timeout` is the connection's usual busy timeout.
+    pub(crate) fn spawn(
+        conn: Connection,
+        max_jobs: usize,
+        restart_wanted: Arc<AtomicBool>,
+        busy_timeout: Duration,
+    ) -> Result<Self> {
         let max_jobs = max_jobs.max(1);
         // Enough room that callers rarely wait for the queue, bounded so that an overloaded
         // store pushes back instead of growing without limit.
@@ -125,7 +133,13 @@ impl Writer {
         let thread_counters = counters.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || run(conn, receiver, max_jobs, &thread_counters))
+            .spawn(move || {
+                let restart = Restart {
+                    wanted: restart_wanted,
+                    busy_timeout,
+                };
+                run(conn, receiver, max_jobs, &thread_counters, &restart)
+            })
             .map_err(|e| Error::unavailable(format!("cannot start the SQLite writer: {e}")))?;
         Ok(Writer { sender, counters })
     }
@@ -166,11 +180,18 @@ impl Writer {
     }
 }
 
+/// When and how the writer starts the WAL over.
+struct Restart {
+    wanted: Arc<AtomicBool>,
+    busy_timeout: Duration,
+}
+
 fn run(
     conn: Connection,
     mut receiver: mpsc::Receiver<Message>,
     max_jobs: usize,
     counters: &Counters,
+    restart: &Restart,
 ) {
     let mut closers = Vec::new();
     while let Some(first) = receiver.blocking_recv() {
@@ -191,6 +212,9 @@ fn run(
         }
         if !jobs.is_empty() {
             run_group(&conn, jobs, counters);
+        }
+        if restart.wanted.swap(false, Ordering::AcqRel) {
+            crate::checkpoint::restart_log(&conn, restart.busy_timeout);
         }
     }
     if let Err((_, error)) = conn.close() {
@@ -294,7 +318,13 @@ mod tests {
              CREATE TABLE log (entry TEXT NOT NULL);",
         )
         .unwrap();
-        (Writer::spawn(conn, 64).unwrap(), path)
+        let writer = Writer::spawn(
+            conn,
+            64,
+            Arc::new(AtomicBool::new(false)),
+            Duration::from_secs(5),
+        );
+        (writer.unwrap(), path)
     }
 
     fn insert(writer: &Writer, statement: &'static str) -> tokio::task::JoinHandle<Result<()>> {
@@ -349,7 +379,7 @@ mod tests {
 
     /// Waits until `count` jobs wait in the writer's queue.
     async fn queued(writer: &Writer, count: usize) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while writer.sender.max_capacity() - writer.sender.capacity() < count {
             assert!(std::time::Instant::now() < deadline, "jobs were not queued");
             tokio::task::yield_now().await;
