@@ -187,28 +187,25 @@ impl App {
     }
 
     /// Recovery at start-up: nothing else runs yet, so every unfinished order, however young,
-    /// is left over from before and is settled now (page by page).
+    /// is left over from before and is settled now. One pass walks every unfinished order,
+    /// page by page; what it cannot settle (a retryable error, a record that needs a person)
+    /// waits for the periodic pass.
     async fn recover_gifts_at_start(&self) -> anyhow::Result<()> {
-        let limit = self.settings.workers.batch_limit.max(1);
-        let before = Timestamp(i64::MAX);
-        let mut settled = 0;
-        loop {
-            let report = self
-                .state
-                .service
-                .gifts()
-                .recover(before, limit)
-                .await
-                .context("gift recovery at start-up failed")?;
-            settled += report.settled;
-            // Stop when a page was not full, or when it settled nothing (the rest waits for
-            // the periodic pass: a retryable error or a record that needs a person).
-            if report.examined < u64::from(limit) || report.settled == 0 {
-                break;
-            }
-        }
-        if settled > 0 {
-            tracing::info!(settled, "settled gift orders left by the previous run");
+        let page = self.settings.workers.batch_limit.max(1);
+        let report = self
+            .state
+            .service
+            .gifts()
+            .recover(Timestamp(i64::MAX), page)
+            .await
+            .context("gift recovery at start-up failed")?;
+        if report.examined > 0 {
+            tracing::info!(
+                settled = report.settled,
+                deferred = report.deferred,
+                failed = report.failed,
+                "gift orders left by the previous run"
+            );
         }
         Ok(())
     }

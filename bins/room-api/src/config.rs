@@ -219,7 +219,8 @@ pub struct WorkerSettings {
     /// The periodic recovery settles orders unfinished for longer than this many seconds
     /// (recovery at start-up settles every unfinished order).
     pub recovery_older_than_secs: u64,
-    /// Most items one pass handles.
+    /// Most items one pass handles (timers, evictions, payouts); gift recovery reads
+    /// unfinished orders in pages of this size and walks all of them in one pass.
     pub batch_limit: u32,
 }
 
