@@ -12,9 +12,9 @@
 //! and under load it has always appended more frames meanwhile. The log then grows without
 //! bound (a gigabyte in seconds), and every append lands on fresh file pages, which costs more
 //! than overwriting cached ones. So when the log still holds more than [`RESTART_FRAMES`]
-//! after a PASSIVE pass, this thread asks the writer to start it over: between two groups,
-//! the writer runs a RESTART checkpoint ([`restart_log`]), which copies the few frames written
-//! since the PASSIVE pass and waits for readers to leave the old log. The RESTART runs on the
+//! after a PASSIVE pass that copied nearly all of it, this thread asks the writer to start it
+//! over: between two groups, the writer runs a RESTART checkpoint ([`restart_log`]), which
+//! copies the few frames the PASSIVE pass left and waits for readers to leave the old log. The RESTART runs on the
 //! writer's own connection because only there it never waits for the write lock: from
 //! another connection it would compete with a writer that takes the lock again as soon as it
 //! lets it go, and wait for seconds.
@@ -111,6 +111,10 @@ fn run(
 /// started over by the writer. 4,096 frames of 4 KiB pages is 16 MiB.
 pub(crate) const RESTART_FRAMES: i64 = 4_096;
 
+/// The most frames a PASSIVE pass may leave uncopied for the writer's RESTART to copy: 4 MiB
+/// of 4 KiB pages, a few milliseconds of copying.
+const RESTART_LEFT_FRAMES: i64 = 1_024;
+
 /// How long the writer's RESTART waits for readers to leave the old log before it gives up
 /// until the next request (readers hold a snapshot for the length of one query).
 const RESTART_READER_WAIT: Duration = Duration::from_millis(100);
@@ -129,7 +133,10 @@ fn checkpoint(conn: &Connection, restart_frames: i64, restart_wanted: &AtomicBoo
             "WAL checkpoint"
         );
         metrics::gauge!("room_sqlite_wal_frames").set(log.wal_frames as f64);
-        if log.wal_frames > restart_frames {
+        // Only when the PASSIVE pass has nearly caught up: the writer's RESTART copies what is
+        // left while every write waits, so a large remainder (a long reader held the pass
+        // back) is left to the next PASSIVE passes instead.
+        if log.wal_frames > restart_frames && log.wal_frames - log.copied <= RESTART_LEFT_FRAMES {
             restart_wanted.store(true, Ordering::Release);
         }
     }

@@ -15,10 +15,11 @@ use sqlx::sqlite::SqliteRow;
 use crate::Result;
 
 /// Translates a driver error: a unique or primary key violation is
-/// [`Error::AlreadyExists`]; another constraint violation, or a request SQLite can never run
-/// (a string or blob over its size limit, a value of the wrong type for its column, a bad
-/// parameter or statement) is [`Error::Invalid`]: the adapter let a bad value or statement
-/// through, and a retry would fail the same way. A damaged file or an undecodable column is
+/// [`Error::AlreadyExists`]; another constraint violation is [`Error::Invalid`]. A request
+/// SQLite can never run (a string or blob over its size limit, a value of the wrong type for
+/// its column, a bad parameter or statement) is [`Error::Internal`]: the adapter let a bad
+/// value or statement through, and a retry would fail the same way. A damaged file or an
+/// undecodable column is
 /// [`Error::Corrupt`], and everything else (busy, locked, I/O, a full disk, a closed pool) is
 /// [`Error::Unavailable`].
 pub(crate) fn db(error: sqlx::Error) -> Error {
@@ -36,7 +37,7 @@ pub(crate) fn db(error: sqlx::Error) -> Error {
                 _ => match primary {
                     Some(SQLITE_CORRUPT | SQLITE_NOTADB) => Error::corrupt(e.message()),
                     Some(SQLITE_TOOBIG | SQLITE_MISMATCH | SQLITE_RANGE) => {
-                        Error::Invalid(format!("sqlite: {}", e.message()))
+                        Error::internal(format!("sqlite: {}", e.message()))
                     }
                     _ => Error::unavailable(format!("sqlite: {}", e.message())),
                 },
@@ -50,7 +51,7 @@ pub(crate) fn db(error: sqlx::Error) -> Error {
         // A value that does not encode, a bad argument; for SQLite, `Protocol` is a statement
         // that cannot be prepared or bound (a NUL byte, a parameter name it does not support).
         sqlx::Error::Encode(_) | sqlx::Error::InvalidArgument(_) | sqlx::Error::Protocol(_) => {
-            Error::Invalid(format!("sqlite: {error}"))
+            Error::internal(format!("sqlite: {error}"))
         }
         _ => Error::unavailable(format!("sqlite: {error}")),
     }
@@ -72,7 +73,7 @@ pub(crate) fn sql(error: rusqlite::Error) -> Error {
                 (
                     ErrorCode::TooBig | ErrorCode::TypeMismatch | ErrorCode::ParameterOutOfRange,
                     _,
-                ) => Error::Invalid(format!("sqlite: {text}")),
+                ) => Error::internal(format!("sqlite: {text}")),
                 _ => Error::unavailable(format!("sqlite: {text}")),
             }
         }
@@ -88,7 +89,7 @@ pub(crate) fn sql(error: rusqlite::Error) -> Error {
         | rusqlite::Error::InvalidParameterName(_)
         | rusqlite::Error::MultipleStatement
         | rusqlite::Error::ExecuteReturnedResults
-        | rusqlite::Error::NulError(_) => Error::Invalid(format!("sqlite: {error}")),
+        | rusqlite::Error::NulError(_) => Error::internal(format!("sqlite: {error}")),
         _ => Error::unavailable(format!("sqlite: {error}")),
     }
 }
@@ -165,12 +166,12 @@ mod tests {
         rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
     }
 
-    fn is_invalid(error: &Error) -> bool {
-        matches!(error, Error::Invalid(_))
+    fn is_internal(error: &Error) -> bool {
+        matches!(error, Error::Internal(_))
     }
 
     #[test]
-    fn values_sqlite_can_never_store_are_invalid_on_the_writer() {
+    fn values_sqlite_can_never_store_are_internal_errors_on_the_writer() {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
             .unwrap();
@@ -183,7 +184,7 @@ mod tests {
             Some(rusqlite::ErrorCode::TooBig)
         );
         let error = sql(too_big);
-        assert!(is_invalid(&error), "{error:?}");
+        assert!(is_internal(&error), "{error:?}");
         assert!(!error.is_retryable());
 
         let mismatch = conn
@@ -193,25 +194,25 @@ mod tests {
             mismatch.sqlite_error_code(),
             Some(rusqlite::ErrorCode::TypeMismatch)
         );
-        assert!(is_invalid(&sql(mismatch)));
+        assert!(is_internal(&sql(mismatch)));
 
         let count = conn.execute("SELECT ?1", [1, 2]).unwrap_err();
         assert!(
             matches!(count, rusqlite::Error::InvalidParameterCount(2, 1)),
             "{count:?}"
         );
-        assert!(is_invalid(&sql(count)));
+        assert!(is_internal(&sql(count)));
 
         let several = conn.prepare("SELECT 1; SELECT 2").unwrap_err();
         assert!(matches!(several, rusqlite::Error::MultipleStatement));
-        assert!(is_invalid(&sql(several)));
+        assert!(is_internal(&sql(several)));
 
         for error in [
             failure(SQLITE_RANGE),
             rusqlite::Error::InvalidQuery,
             rusqlite::Error::ToSqlConversionFailure("out of range".into()),
         ] {
-            assert!(is_invalid(&sql(error)));
+            assert!(is_internal(&sql(error)));
         }
     }
 
@@ -241,7 +242,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn values_sqlite_can_never_store_are_invalid_on_the_readers() {
+    async fn values_sqlite_can_never_store_are_internal_errors_on_the_readers() {
         let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
         sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
             .execute(&mut conn)
@@ -259,14 +260,14 @@ mod tests {
             .map(|code| code.into_owned());
         assert_eq!(code, Some(SQLITE_TOOBIG.to_string()), "{too_big:?}");
         let error = db(too_big);
-        assert!(is_invalid(&error), "{error:?}");
+        assert!(is_internal(&error), "{error:?}");
         assert!(!error.is_retryable());
 
         let mismatch = sqlx::query("INSERT INTO t (id) VALUES ('not a number')")
             .execute(&mut conn)
             .await
             .unwrap_err();
-        assert!(is_invalid(&db(mismatch)));
+        assert!(is_internal(&db(mismatch)));
 
         let named = sqlx::query("SELECT @x")
             .bind(1)
@@ -274,13 +275,13 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(named, sqlx::Error::Protocol(_)), "{named:?}");
-        assert!(is_invalid(&db(named)));
+        assert!(is_internal(&db(named)));
 
         for error in [
             sqlx::Error::Encode("cannot encode".into()),
             sqlx::Error::InvalidArgument("bad argument".into()),
         ] {
-            assert!(is_invalid(&db(error)));
+            assert!(is_internal(&db(error)));
         }
         for error in [sqlx::Error::PoolClosed, sqlx::Error::PoolTimedOut] {
             assert!(db(error).is_retryable());

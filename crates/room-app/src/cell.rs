@@ -541,14 +541,22 @@ impl Cell {
             }
             Err(Error::AlreadyExists(_)) => self.resolve_duplicates(commands, mailbox).await,
             Err(error) => {
-                // The outcome is unknown: the transaction may have committed. Callers retry
-                // under the same command ids; the state is rebuilt from what storage holds.
+                // A retryable failure leaves the outcome unknown: the transaction may have
+                // committed. Callers retry under the same command ids; the state is rebuilt
+                // from what storage holds. A definite failure (the store refused what it was
+                // sent) wrote nothing; it is the answer when the batch held one command only,
+                // else the culprit is unknown and every caller retries, each in a batch of
+                // its own or with others.
                 tracing::warn!(room_id = %self.room_id, error = %error, "commit failed");
                 metrics::counter!("room_cell_commit_errors_total").increment(1);
+                let definite = !error.is_retryable() && commands.len() == 1;
                 for command in commands {
-                    let _ = command
-                        .reply
-                        .send(Err(Error::Unavailable(error.to_string())));
+                    let answer = if definite {
+                        error.clone()
+                    } else {
+                        Error::Unavailable(error.to_string())
+                    };
+                    let _ = command.reply.send(Err(answer));
                 }
                 self.reload().await
             }

@@ -5,7 +5,7 @@ use room_domain::Rejection;
 /// What went wrong outside the domain. Every variant says whether a retry can help
 /// ([`Error::is_retryable`]); the gift saga decides between retry and compensation from that
 /// and from nothing else.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The room refused the command: a definite answer.
@@ -46,6 +46,11 @@ pub enum Error {
     /// count or recipients differ). The stored order is untouched.
     #[error("order id {0} was already used for another gift")]
     OrderIdReused(room_domain::OrderId),
+    /// A fault of this service: a store refused what the service sent it (a statement that
+    /// cannot run, a value it cannot hold). Not the caller's fault and not retryable; needs a
+    /// person.
+    #[error("internal: {0}")]
+    Internal(String),
     /// Stored data cannot be read: a bug or a manual edit. Needs a person.
     #[error("corrupt data: {0}")]
     Corrupt(String),
@@ -66,6 +71,11 @@ impl Error {
     /// Builds [`Error::Unavailable`] from any displayable cause.
     pub fn unavailable(cause: impl std::fmt::Display) -> Self {
         Error::Unavailable(cause.to_string())
+    }
+
+    /// Builds [`Error::Internal`] from any displayable cause.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        Error::Internal(cause.to_string())
     }
 
     /// Builds [`Error::Corrupt`] from any displayable cause.

@@ -197,6 +197,38 @@ async fn an_unavailable_commit_leaves_the_order_pending_until_a_retry_applies_it
     assert_eq!(commits.load(Ordering::SeqCst), 2);
 }
 
+#[tokio::test]
+async fn a_commit_the_store_refuses_alone_is_answered_as_definite() {
+    let log = open_room_log().await;
+    let commits = Arc::new(AtomicUsize::new(0));
+    let cells = failing_cell_store(log, commits.clone(), |_| {
+        Some(Error::Internal("sqlite: string or blob too big".into()))
+    });
+    let mut wallet = MockWallet::new();
+    debits_once(&mut wallet, "o-1", 10, 90);
+    never_credits(&mut wallet);
+    let world = World::builder()
+        .cell_store(Arc::new(cells))
+        .wallet(Arc::new(wallet))
+        .build()
+        .await;
+    let room = rid("r1");
+
+    let error = world
+        .saga()
+        .send(gift(&room, "alice", "o-1", "rose", 1, &["bob"]))
+        .await
+        .unwrap_err();
+    // The only command of its batch: the store's refusal is the answer, not a retry.
+    assert!(matches!(error, Error::Internal(_)), "{error:?}");
+    assert!(!error.is_retryable());
+    assert_eq!(commits.load(Ordering::SeqCst), 1);
+    // Not refunded either: only the room's own refusal ends an order that way. The debit
+    // stays with the PENDING order, for recovery or a person.
+    let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    assert_eq!(order.unwrap().status, OrderStatus::Pending);
+}
+
 /// A saga whose wallet and order store must not be touched beyond a lookup.
 async fn untouchable_world() -> World {
     let mut wallet = MockWallet::new();
@@ -662,7 +694,9 @@ impl room_app::ports::Wallet for GatedWallet {
     }
 }
 
-#[tokio::test]
+// Paused time: the repeat's 100 ms head start ends only once every task is idle, so the
+// repeat always reaches the lock (or, without it, the wallet) before the first drive goes on.
+#[tokio::test(start_paused = true)]
 async fn concurrent_drives_of_one_order_take_turns() {
     let wallet = Arc::new(GatedWallet {
         inner: room_app::InMemoryStore::new(),
