@@ -203,9 +203,8 @@ fn run_checkpoint(conn: &Connection, mode: &str) -> Option<LogState> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn checkpoints_move_the_wal_into_the_database_file() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A WAL database in `dir` that never checkpoints by itself, with one table of pages.
+    fn database(dir: &tempfile::TempDir) -> (std::path::PathBuf, Connection) {
         let path = dir.path().join("c.db");
         let writer = Connection::open(&path).unwrap();
         writer
@@ -214,11 +213,23 @@ mod tests {
                  CREATE TABLE t (x BLOB);",
             )
             .unwrap();
-        for _ in 0..50 {
+        (path, writer)
+    }
+
+    /// Appends `n` rows of one page each, each in its own transaction.
+    fn insert(writer: &Connection, n: usize) {
+        for _ in 0..n {
             writer
                 .execute("INSERT INTO t VALUES (zeroblob(4096))", [])
                 .unwrap();
         }
+    }
+
+    #[test]
+    fn checkpoints_move_the_wal_into_the_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = database(&dir);
+        insert(&writer, 50);
         let db_size = || std::fs::metadata(&path).unwrap().len();
         let before = db_size();
         let checkpointer = Checkpointer::spawn(
@@ -250,28 +261,14 @@ mod tests {
     /// Returns whether the restart was asked for and the log's frames after one more write.
     fn log_after_a_checkpoint_with_an_old_reader(restart_frames: i64) -> (bool, i64) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        let writer = Connection::open(&path).unwrap();
-        writer
-            .execute_batch(
-                "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
-                 CREATE TABLE t (x BLOB);",
-            )
-            .unwrap();
-        let insert = |n: usize| {
-            for _ in 0..n {
-                writer
-                    .execute("INSERT INTO t VALUES (zeroblob(4096))", [])
-                    .unwrap();
-            }
-        };
-        insert(100);
+        let (path, writer) = database(&dir);
+        insert(&writer, 100);
         let reader = Connection::open(&path).unwrap();
         reader.execute_batch("BEGIN").unwrap();
         let _: i64 = reader
             .query_row("SELECT count(*) FROM t", [], |row| row.get(0))
             .unwrap();
-        insert(100);
+        insert(&writer, 100);
         let checkpointer = Connection::open(&path).unwrap();
         let wanted = AtomicBool::new(false);
         checkpoint(&checkpointer, restart_frames, &wanted);
@@ -280,7 +277,7 @@ mod tests {
         if wanted {
             restart_log(&writer, Duration::from_secs(5));
         }
-        insert(1);
+        insert(&writer, 1);
         (wanted, wal_frames(&writer))
     }
 

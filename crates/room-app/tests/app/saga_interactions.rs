@@ -111,11 +111,24 @@ fn failing_cell_store(
     store
 }
 
+/// A world over an open room (alice and bob) whose commits fail as `fail` says, with
+/// `wallet`; and the count of commits tried.
+async fn world_failing_commits(
+    wallet: MockWallet,
+    fail: impl Fn(usize) -> Option<Error> + Send + Sync + 'static,
+) -> (World, Arc<AtomicUsize>) {
+    let commits = Arc::new(AtomicUsize::new(0));
+    let cells = failing_cell_store(open_room_log().await, commits.clone(), fail);
+    let world = World::builder()
+        .cell_store(Arc::new(cells))
+        .wallet(Arc::new(wallet))
+        .build()
+        .await;
+    (world, commits)
+}
+
 #[tokio::test]
 async fn lost_ownership_at_commit_never_refunds() {
-    let log = open_room_log().await;
-    let commits = Arc::new(AtomicUsize::new(0));
-    let cells = failing_cell_store(log, commits.clone(), |_| Some(Error::NotOwner("r1".into())));
     let mut wallet = MockWallet::new();
     debits_once(&mut wallet, "o-1", 10, 90);
     never_credits(&mut wallet);
@@ -127,11 +140,8 @@ async fn lost_ownership_at_commit_never_refunds() {
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
     wallet.expect_balance().returning(|_| Ok(Coins(90)));
-    let world = World::builder()
-        .cell_store(Arc::new(cells))
-        .wallet(Arc::new(wallet))
-        .build()
-        .await;
+    let (world, commits) =
+        world_failing_commits(wallet, |_| Some(Error::NotOwner("r1".into()))).await;
     let room = rid("r1");
 
     let error = world
@@ -163,11 +173,6 @@ async fn lost_ownership_at_commit_never_refunds() {
 
 #[tokio::test]
 async fn an_unavailable_commit_leaves_the_order_pending_until_a_retry_applies_it() {
-    let log = open_room_log().await;
-    let commits = Arc::new(AtomicUsize::new(0));
-    let cells = failing_cell_store(log, commits.clone(), |n| {
-        (n == 0).then(|| Error::Unavailable("timeout".into()))
-    });
     let mut wallet = MockWallet::new();
     // The retry debits again under the same operation id, which the wallet answers with the
     // first debit's balance: one debit.
@@ -177,11 +182,10 @@ async fn an_unavailable_commit_leaves_the_order_pending_until_a_retry_applies_it
         .times(2)
         .returning(|_, _, _| Ok(Coins(90)));
     never_credits(&mut wallet);
-    let world = World::builder()
-        .cell_store(Arc::new(cells))
-        .wallet(Arc::new(wallet))
-        .build()
-        .await;
+    let (world, commits) = world_failing_commits(wallet, |n| {
+        (n == 0).then(|| Error::Unavailable("timeout".into()))
+    })
+    .await;
     let room = rid("r1");
     let request = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
 
@@ -199,19 +203,13 @@ async fn an_unavailable_commit_leaves_the_order_pending_until_a_retry_applies_it
 
 #[tokio::test]
 async fn a_commit_the_store_refuses_alone_is_answered_as_definite() {
-    let log = open_room_log().await;
-    let commits = Arc::new(AtomicUsize::new(0));
-    let cells = failing_cell_store(log, commits.clone(), |_| {
-        Some(Error::Internal("sqlite: string or blob too big".into()))
-    });
     let mut wallet = MockWallet::new();
     debits_once(&mut wallet, "o-1", 10, 90);
     never_credits(&mut wallet);
-    let world = World::builder()
-        .cell_store(Arc::new(cells))
-        .wallet(Arc::new(wallet))
-        .build()
-        .await;
+    let (world, commits) = world_failing_commits(wallet, |_| {
+        Some(Error::Internal("sqlite: string or blob too big".into()))
+    })
+    .await;
     let room = rid("r1");
 
     let error = world
