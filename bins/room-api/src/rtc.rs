@@ -10,13 +10,22 @@
 //! `EventInfo.EventMsTs`, `EventInfo.EventTs`) must lie within a window around now, and it
 //! must carry at least one. TRTC's retries come within a minute, well inside the window.
 //!
+//! A time within the window does not stop a repeat inside it: TRTC's retries, or a replay of
+//! a captured body. So the command a callback produces is named by the event
+//! ([`command_id`]: event type, room, user, event time), and every delivery of one event is
+//! the same command to the room, which answers a repeat with its first answer and changes
+//! nothing: a repeated 104 does not free the seat its user took again since.
+//!
 //! Clients enter the TRTC room with the room's id as TRTC's string room id, or with its short
 //! numeric id as TRTC's numeric room id; both resolve to the room.
 
+use std::fmt::Write as _;
+
 use base64::Engine;
 use hmac::{Hmac, Mac};
+use room_domain::{CommandId, RoomId, UserId};
 use serde::Deserialize;
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
 /// Audio publish started.
 pub const EVENT_AUDIO_PUBLISH_STARTED: u32 = 203;
@@ -75,6 +84,45 @@ pub struct EventInfo {
     /// When the event happened, in milliseconds.
     #[serde(default)]
     pub event_ms_ts: Option<i64>,
+}
+
+impl Callback {
+    /// When the event happened, in milliseconds: `EventMsTs`, else `EventTs`, else (for a
+    /// body without an event time) `CallbackTs`.
+    pub fn event_time_ms(&self) -> Option<i64> {
+        let info = &self.event_info;
+        info.event_ms_ts
+            .or(info.event_ts.map(|secs| secs.saturating_mul(1000)))
+            .or(self.callback_ts)
+    }
+}
+
+/// The id of the command that `callback` produces for `user` in `room`: a hash of the event
+/// type, the room, the user and [`Callback::event_time_ms`], so TRTC's retries and replays of
+/// one event name one command, and different events different commands. Room and user ids
+/// may be 64 characters each, so they are hashed to keep the id within the limit:
+/// `rtc-{event type}-` and 40 hex digits (160 bits of SHA-256).
+pub fn command_id(callback: &Callback, room: &RoomId, user: &UserId) -> CommandId {
+    let mut hash = Sha256::new();
+    hash.update(callback.event_type.to_be_bytes());
+    // Each id with its length in front, so that no two (room, user) pairs hash the same bytes.
+    for id in [room.as_ref(), user.as_ref()] {
+        hash.update((id.len() as u64).to_be_bytes());
+        hash.update(id.as_bytes());
+    }
+    match callback.event_time_ms() {
+        Some(time) => {
+            hash.update([1]);
+            hash.update(time.to_be_bytes());
+        }
+        None => hash.update([0]),
+    }
+    let digest = hash.finalize();
+    let mut id = format!("rtc-{}-", callback.event_type);
+    for byte in &digest[..20] {
+        let _ = write!(id, "{byte:02x}");
+    }
+    CommandId::new(id).expect("at most 4 + 10 + 1 + 40 characters, no whitespace")
 }
 
 /// Why [`check_time`] refused a callback.
@@ -182,6 +230,52 @@ mod tests {
                 ..EventInfo::default()
             },
         }
+    }
+
+    #[test]
+    fn one_event_names_one_command() {
+        let room = RoomId::new("r1").unwrap();
+        let bob = UserId::new("bob").unwrap();
+        let left = |callback_ts, event_ms_ts| Callback {
+            event_type: EVENT_USER_LEFT,
+            ..dated(callback_ts, event_ms_ts, None)
+        };
+        let id = |callback: &Callback| command_id(callback, &room, &bob).to_string();
+        let first = id(&left(Some(1_000), Some(900)));
+        assert!(first.starts_with("rtc-104-"), "{first}");
+        // A retry stamped anew is the same event.
+        assert_eq!(id(&left(Some(11_000), Some(900))), first);
+        // Another time, type, room or user is another command.
+        assert_ne!(id(&left(Some(1_000), Some(901))), first);
+        let publish = Callback {
+            event_type: EVENT_AUDIO_PUBLISH_STARTED,
+            ..left(Some(1_000), Some(900))
+        };
+        assert_ne!(id(&publish), first);
+        let other_room = RoomId::new("r2").unwrap();
+        assert_ne!(
+            command_id(&left(Some(1_000), Some(900)), &other_room, &bob).to_string(),
+            first
+        );
+        let alice = UserId::new("alice").unwrap();
+        assert_ne!(
+            command_id(&left(Some(1_000), Some(900)), &room, &alice).to_string(),
+            first
+        );
+        // Without an event time, the callback's own time names it.
+        assert_ne!(id(&left(Some(1_000), None)), id(&left(Some(2_000), None)));
+        // The longest ids still give a valid command id.
+        let long = "x".repeat(64);
+        let longest = Callback {
+            event_type: u32::MAX,
+            ..dated(None, Some(i64::MIN), None)
+        };
+        let id = command_id(
+            &longest,
+            &RoomId::new(&long).unwrap(),
+            &UserId::new(&long).unwrap(),
+        );
+        assert!(id.as_ref().len() <= 64, "{id}");
     }
 
     #[test]

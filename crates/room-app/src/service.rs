@@ -488,6 +488,23 @@ impl RoomService {
         self.run(room_id, Actor::System, kind).await
     }
 
+    /// Runs a command as the system under `command_id`, for an outside event that may be
+    /// delivered more than once (an RTC callback TRTC retries): every delivery names the same
+    /// id, so a repeat gets the first answer and changes nothing, whatever the room did since.
+    /// A first delivery that changed nothing (a rejection, a no-op) is not recorded, so it
+    /// does not stop a later delivery from acting.
+    pub async fn system_command_as(
+        &self,
+        room_id: &RoomId,
+        command_id: CommandId,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.ensure_known(room_id).await?;
+        self.runtime
+            .execute(room_id, Command::new(command_id, kind), Actor::System, None)
+            .await
+    }
+
     /// Bans in force; moderators only.
     pub async fn banned_users(
         &self,

@@ -19,7 +19,9 @@ use crate::state::AppState;
 /// Handles a TRTC callback. 203 (audio publish started) confirms the seat holder's mic; 104
 /// (user left the RTC room) frees their seat; other events are acknowledged and ignored. A
 /// definite refusal of the room (the user holds no seat any more, the room closed) is
-/// acknowledged too, so TRTC stops retrying; only a retryable failure answers 503.
+/// acknowledged too, so TRTC stops retrying; only a retryable failure answers 503. Every
+/// delivery of one event is one command to the room ([`rtc::command_id`]): a repeat is
+/// answered as the first delivery was and changes nothing.
 ///
 /// A signed callback whose times (`CallbackTs`, `EventInfo.EventMsTs`, `EventInfo.EventTs`)
 /// are not all within the configured window of now is refused with 401
@@ -143,7 +145,14 @@ async fn handle(state: &AppState, callback: &Callback) -> ApiResult<&'static str
     let Some(room_id) = resolve_room(state, room).await? else {
         return Ok("unknown_room");
     };
-    match state.service.system_command(&room_id, make(user)).await {
+    // Named by the event: a retry or replay within the window is the same command, answered
+    // as the first time, and cannot act on a seat the user took since.
+    let command_id = rtc::command_id(callback, &room_id, &user);
+    match state
+        .service
+        .system_command_as(&room_id, command_id, make(user))
+        .await
+    {
         Ok(_) => Ok("applied"),
         // A definite answer: retrying cannot change it.
         Err(room_app::Error::Rejected(_)) => Ok("refused"),

@@ -200,3 +200,85 @@ async fn without_a_configured_key_every_callback_is_refused() {
     let (status, _, _) = t.send(signed(&body)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+/// The scenario of a replay inside the window: bob leaves the RTC room and his seat is freed;
+/// he comes back and takes the seat again; the same signed 104 arrives again (a slow retry, or
+/// a captured body). It is the same command as the first: answered, and bob keeps his seat.
+async fn a_repeated_leave_does_not_free_a_seat_taken_again(t: &TestApp) {
+    let room_id = bob_on_seat_one(t).await;
+    let left = bob_left(&room_id, now_ms() - 30_000);
+    let (status, _, body) = t.send(signed(&left)).await;
+    assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
+    assert!(t.room(&room_id).await["seats"][1]["user_id"].is_null());
+
+    let (status, room) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/seats/1/take"),
+            &t.token("bob"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    let version = room["version"].clone();
+
+    for _ in 0..2 {
+        let (status, _, body) = t.send(signed(&left)).await;
+        assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
+    }
+    let room = t.room(&room_id).await;
+    assert_eq!(room["seats"][1]["user_id"], "bob");
+    assert_eq!(room["version"], version);
+
+    // Another departure (a later event time) is another command, and frees the seat.
+    let (status, _, _) = t.send(signed(&bob_left(&room_id, now_ms()))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(t.room(&room_id).await["seats"][1]["user_id"].is_null());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leave_repeated_within_the_window_keeps_the_seat_taken_since() {
+    let t = TestApp::new().await;
+    a_repeated_leave_does_not_free_a_seat_taken_again(&t).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_leave_is_answered_from_the_log_when_the_room_forgot_it() {
+    // A room that remembers no command ids finds the repeat in the command log.
+    let t = TestApp::with(|settings| settings.cell.recent_commands = 0).await;
+    a_repeated_leave_does_not_free_a_seat_taken_again(&t).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_publish_does_not_confirm_a_new_mic_session() {
+    let t = TestApp::new().await;
+    let room_id = bob_on_seat_one(&t).await;
+    let now = now_ms();
+    let publish = json!({
+        "EventGroupId": 2, "EventType": 203, "CallbackTs": now,
+        "EventInfo": {"RoomId": room_id, "UserId": "bob", "EventTs": now / 1000, "EventMsTs": now, "Role": 20}
+    });
+    let (status, _, _) = t.send(signed(&publish)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(t.room(&room_id).await["seats"][1]["publishing"], true);
+
+    // bob leaves the seat and takes it again: a new mic session, not yet confirmed.
+    let token = t.token("bob");
+    for action in ["leave", "take"] {
+        let (status, room) = t
+            .post(
+                &format!("/v1/rooms/{room_id}/seats/1/{action}"),
+                &token,
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{action}: {room}");
+    }
+    let room = t.room(&room_id).await;
+    assert_eq!(room["seats"][1]["publishing"], false);
+
+    let (status, _, body) = t.send(signed(&publish)).await;
+    assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
+    let after = t.room(&room_id).await;
+    assert_eq!(after["seats"][1]["publishing"], false);
+    assert_eq!(after["version"], room["version"]);
+}
