@@ -63,12 +63,15 @@ impl App {
     /// Builds the service from settings: opens storage, loads and checks the catalog and
     /// rules, writes the catalog, and wires the runtime. Starts nothing yet.
     pub async fn build(settings: Settings) -> anyhow::Result<App> {
+        settings.validate()?;
         let storage = Storage::open(&settings.storage).await?;
         Self::build_with_storage(settings, storage).await
     }
 
     /// Like [`App::build`], over storage built by the caller.
     pub async fn build_with_storage(settings: Settings, storage: Storage) -> anyhow::Result<App> {
+        // Settings built in code (tests, tools) skip `Settings::load`, which validates too.
+        settings.validate()?;
         let catalog = CatalogFile::load(&settings.catalog.path)?;
         catalog.upsert(&storage.catalog).await?;
 

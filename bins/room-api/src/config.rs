@@ -20,6 +20,10 @@ pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 /// logs a loud warning when it runs with this value.
 pub const DEV_JWT_SECRET: &str = "room-service-development-secret-do-not-use-in-production";
 
+/// The widest `rtc.callback_window_secs` accepted, a day: wider, a captured callback could be
+/// replayed long after its event, which is what the window is there to refuse.
+pub const MAX_CALLBACK_WINDOW_SECS: u64 = 24 * 3600;
+
 /// Everything the service reads from its configuration.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -144,7 +148,8 @@ pub struct RtcSettings {
     pub sdk_app_id: Option<u64>,
     /// A callback whose times lie further than this many seconds from now, in the past or the
     /// future, is refused as a replay (`ROOM__RTC__CALLBACK_WINDOW_SECS`). TRTC retries for
-    /// about a minute, so the window must stay well above that.
+    /// about a minute, so the window must stay well above that; 1 to
+    /// [`MAX_CALLBACK_WINDOW_SECS`], others are refused at start-up.
     pub callback_window_secs: u64,
 }
 
@@ -275,13 +280,35 @@ impl Default for SseSettings {
 }
 
 impl Settings {
-    /// Loads the settings: defaults, then `file` if it exists, then the `ROOM__*` environment.
+    /// Loads the settings: defaults, then `file` if it exists, then the `ROOM__*` environment;
+    /// then [`Settings::validate`]s them.
     pub fn load(file: &Path) -> Result<Settings, Box<figment::Error>> {
-        Figment::new()
+        let settings: Settings = Figment::new()
             .merge(Toml::file(file))
             .merge(Env::prefixed("ROOM__").split("__"))
             .extract()
-            .map_err(Box::new)
+            .map_err(Box::new)?;
+        settings
+            .validate()
+            .map_err(|error| Box::new(figment::Error::from(error.to_string())))?;
+        Ok(settings)
+    }
+
+    /// Refuses values the service must not start with, naming the key. Values where any
+    /// choice works, only less well (a zero mailbox), are raised to a minimum where used
+    /// instead.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let window = self.rtc.callback_window_secs;
+        anyhow::ensure!(
+            window > 0,
+            "rtc.callback_window_secs must be at least 1: with 0 every TRTC callback is refused"
+        );
+        anyhow::ensure!(
+            window <= MAX_CALLBACK_WINDOW_SECS,
+            "rtc.callback_window_secs is {window}, more than {MAX_CALLBACK_WINDOW_SECS} (a day): \
+             captured callbacks could be replayed that long after their event"
+        );
+        Ok(())
     }
 
     /// Loads the settings from [`DEFAULT_CONFIG_FILE`] and the environment.
@@ -360,6 +387,37 @@ mod tests {
             assert_eq!(format!("{from_file:?}"), format!("{defaults:?}"));
             Ok(())
         });
+    }
+
+    #[test]
+    fn a_callback_window_of_zero_or_over_a_day_is_refused() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            for (window, accepted) in [
+                ("0", false),
+                ("1", true),
+                ("86400", true),
+                ("86401", false),
+                ("18446744073709551615", false),
+            ] {
+                jail.set_env("ROOM__RTC__CALLBACK_WINDOW_SECS", window);
+                match Settings::load(Path::new("absent.toml")) {
+                    Ok(settings) => {
+                        assert!(accepted, "{window} s was accepted");
+                        assert_eq!(settings.rtc.callback_window_secs.to_string(), window);
+                    }
+                    Err(error) => {
+                        assert!(!accepted, "{window} s was refused: {error}");
+                        let message = error.to_string();
+                        assert!(message.contains("rtc.callback_window_secs"), "{message}");
+                    }
+                }
+            }
+            Ok(())
+        });
+        let mut settings = Settings::default();
+        settings.rtc.callback_window_secs = 0;
+        assert!(settings.validate().is_err());
     }
 
     #[test]
