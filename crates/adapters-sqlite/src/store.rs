@@ -3,8 +3,8 @@
 
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use room_app::Error;
@@ -72,6 +72,39 @@ pub struct SqliteStore {
     pub(crate) writer: Writer,
     pub(crate) readers: SqlitePool,
     checkpointer: Arc<Checkpointer>,
+    /// The file's exclusive advisory lock, held until [`SqliteStore::close`] (or the last
+    /// clone is dropped, or the process ends, however it ends).
+    owner: Arc<Mutex<Option<std::fs::File>>>,
+}
+
+/// Takes an exclusive advisory lock on `<database>-lock` (created if missing), so that one
+/// process at a time serves the database. The embedded store is single-process by design: the
+/// rooms' leases and the gift saga's per-order locks live in that process's memory, and a
+/// second process on the same file could drive one gift order concurrently. The lock is on a
+/// file of its own because closing any descriptor of the database file itself would drop
+/// SQLite's own POSIX locks on it.
+fn claim(database: &Path) -> Result<std::fs::File> {
+    let mut name = database.as_os_str().to_owned();
+    name.push("-lock");
+    let path = Path::new(&name);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| Error::unavailable(format!("cannot open {}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Unavailable(format!(
+            "{} is in use by another process (one room service per database file)",
+            database.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::unavailable(format!(
+            "cannot lock {}: {e}",
+            path.display()
+        ))),
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -135,6 +168,7 @@ impl SqliteStore {
                 Error::unavailable(format!("cannot create {}: {e}", parent.display()))
             })?;
         }
+        let owner = claim(options.get_filename())?;
 
         // Create the file in WAL mode (a setting the file keeps) and migrate it, with sqlx.
         let mut setup: SqliteConnection = options
@@ -176,6 +210,7 @@ impl SqliteStore {
             )?,
             readers,
             checkpointer,
+            owner: Arc::new(Mutex::new(Some(owner))),
         })
     }
 
@@ -186,6 +221,8 @@ impl SqliteStore {
         self.readers.close().await;
         let checkpointer = self.checkpointer.clone();
         let _ = tokio::task::spawn_blocking(move || checkpointer.stop()).await;
+        // Another process may open the file now.
+        drop(self.owner.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 
     /// What the writer has done so far: how many transactions, how many jobs in them.

@@ -479,3 +479,20 @@ async fn failing_jobs_roll_back_alone() {
     assert_eq!(store.balance(&user("bob")).await.unwrap(), Coins(5));
     store.close().await;
 }
+
+#[tokio::test]
+async fn one_process_at_a_time_serves_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("room.db");
+    let first = open(&path).await;
+    let second = SqliteStore::open(&SqliteSettings::new(url(&path))).await;
+    match second {
+        Err(room_app::Error::Unavailable(message)) => {
+            assert!(message.contains("in use by another process"), "{message}")
+        }
+        other => panic!("a second store opened the same file: {other:?}"),
+    }
+    // Closing lets the next one in, as a restart does.
+    first.close().await;
+    open(&path).await.close().await;
+}
