@@ -487,7 +487,7 @@ async fn one_process_at_a_time_serves_a_database() {
     let first = open(&path).await;
     let second = SqliteStore::open(&SqliteSettings::new(url(&path))).await;
     match second {
-        Err(room_app::Error::Unavailable(message)) => {
+        Err(Error::Unavailable(message)) => {
             assert!(message.contains("in use by another process"), "{message}")
         }
         other => panic!("a second store opened the same file: {other:?}"),
