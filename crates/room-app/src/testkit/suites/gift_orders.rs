@@ -257,10 +257,11 @@ async fn list_unfinished_pages_by_cursor<S: GiftOrders>(store: Arc<S>) {
         Vec::new(),
         "nothing after the last order",
     );
-    // A cursor need not name a stored order.
+    // A cursor need not name a stored order: no order is `o-185`, which sorts between `o-18`
+    // and `o-19` (both created at 10).
     let between = OrderCursor {
         created_at: at(10),
-        order_id: order_id("o-18"),
+        order_id: order_id("o-185"),
     };
     let names: Vec<String> = ok(
         store.list_unfinished(at(500), Some(between), 3).await,
