@@ -115,6 +115,9 @@ pub(crate) const RESTART_FRAMES: i64 = 4_096;
 /// of 4 KiB pages, a few milliseconds of copying.
 const RESTART_LEFT_FRAMES: i64 = 1_024;
 
+/// The most PASSIVE passes in a row while a large log has too much left uncopied.
+const MAX_PASSES: usize = 8;
+
 /// How long the writer's RESTART waits for readers to leave the old log before it gives up
 /// until the next request (readers hold a snapshot for the length of one query).
 const RESTART_READER_WAIT: Duration = Duration::from_millis(100);
@@ -122,10 +125,17 @@ const RESTART_READER_WAIT: Duration = Duration::from_millis(100);
 /// A PASSIVE checkpoint; asks the writer to start the log over if it is still large.
 fn checkpoint(conn: &Connection, restart_frames: i64, restart_wanted: &AtomicBool) {
     let started = Instant::now();
-    let passive = run_checkpoint(conn, "PASSIVE");
-    metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "passive")
-        .record(started.elapsed().as_secs_f64());
-    if let Some(log) = passive {
+    // A pass copies up to the oldest reader's snapshot, so under load it leaves the frames
+    // written meanwhile and those readers still see. Passes right after it find readers on
+    // newer snapshots and copy the rest: the remainder shrinks to what one short pass misses.
+    for _ in 0..MAX_PASSES {
+        let pass = Instant::now();
+        let passive = run_checkpoint(conn, "PASSIVE");
+        metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "passive")
+            .record(pass.elapsed().as_secs_f64());
+        let Some(log) = passive else {
+            return;
+        };
         tracing::debug!(
             ms = started.elapsed().as_secs_f64() * 1e3,
             wal_frames = log.wal_frames,
@@ -133,11 +143,14 @@ fn checkpoint(conn: &Connection, restart_frames: i64, restart_wanted: &AtomicBoo
             "WAL checkpoint"
         );
         metrics::gauge!("room_sqlite_wal_frames").set(log.wal_frames as f64);
+        if log.wal_frames <= restart_frames {
+            return;
+        }
         // Only when the PASSIVE pass has nearly caught up: the writer's RESTART copies what is
-        // left while every write waits, so a large remainder (a long reader held the pass
-        // back) is left to the next PASSIVE passes instead.
-        if log.wal_frames > restart_frames && log.wal_frames - log.copied <= RESTART_LEFT_FRAMES {
+        // left while every write waits, so a large remainder is left to another pass.
+        if log.wal_frames - log.copied <= RESTART_LEFT_FRAMES {
             restart_wanted.store(true, Ordering::Release);
+            return;
         }
     }
 }
