@@ -115,6 +115,9 @@ pub(crate) const RESTART_FRAMES: i64 = 4_096;
 /// of 4 KiB pages, a few milliseconds of copying.
 const RESTART_LEFT_FRAMES: i64 = 1_024;
 
+/// A restart that takes longer than this is logged.
+const SLOW_RESTART: Duration = Duration::from_millis(50);
+
 /// The most PASSIVE passes in a row while a large log has too much left uncopied.
 const MAX_PASSES: usize = 8;
 
@@ -169,11 +172,21 @@ pub(crate) fn restart_log(conn: &Connection, busy_timeout: Duration) {
     metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "restart")
         .record(elapsed.as_secs_f64());
     if let Some(log) = restarted {
-        tracing::debug!(
-            ms = elapsed.as_secs_f64() * 1e3,
-            wal_frames = log.wal_frames,
-            "WAL restart"
-        );
+        if elapsed >= SLOW_RESTART {
+            // Every write waited this long.
+            tracing::warn!(
+                ms = elapsed.as_secs_f64() * 1e3,
+                wal_frames = log.wal_frames,
+                copied = log.copied,
+                "slow WAL restart"
+            );
+        } else {
+            tracing::debug!(
+                ms = elapsed.as_secs_f64() * 1e3,
+                wal_frames = log.wal_frames,
+                "WAL restart"
+            );
+        }
     }
 }
 
