@@ -47,7 +47,7 @@ impl Default for SqliteSettings {
             max_read_connections: 4,
             max_jobs_per_transaction: 256,
             busy_timeout_ms: 5_000,
-            checkpoint_every_ms: 250,
+            checkpoint_every_ms: 1_000,
         }
     }
 }
