@@ -209,8 +209,10 @@ impl Server {
                 format!("sqlite://{}", dir.join("room.db").display()),
             )
             .env("ROOM__AUTH__JWT_SECRET", SECRET)
+            // The service logs to stdout; its warnings (a slow write transaction, a slow WAL
+            // restart) show where a stall comes from, so they stay visible.
             .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
+            .stdout(Stdio::inherit())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
         for (key, value) in env {
