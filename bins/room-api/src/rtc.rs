@@ -101,7 +101,8 @@ impl Callback {
 /// type, the room, the user and [`Callback::event_time_ms`], so TRTC's retries and replays of
 /// one event name one command, and different events different commands. Room and user ids
 /// may be 64 characters each, so they are hashed to keep the id within the limit:
-/// `rtc-{event type}-` and 40 hex digits (160 bits of SHA-256).
+/// `sys-rtc-{event type}-` and 40 hex digits (160 bits of SHA-256). The `sys-` prefix
+/// ([`room_app::SYSTEM_ID_PREFIX`]) is refused in order ids, so no gift can take the id first.
 pub fn command_id(callback: &Callback, room: &RoomId, user: &UserId) -> CommandId {
     let mut hash = Sha256::new();
     hash.update(callback.event_type.to_be_bytes());
@@ -118,11 +119,11 @@ pub fn command_id(callback: &Callback, room: &RoomId, user: &UserId) -> CommandI
         None => hash.update([0]),
     }
     let digest = hash.finalize();
-    let mut id = format!("rtc-{}-", callback.event_type);
+    let mut id = format!("{}rtc-{}-", room_app::SYSTEM_ID_PREFIX, callback.event_type);
     for byte in &digest[..20] {
         let _ = write!(id, "{byte:02x}");
     }
-    CommandId::new(id).expect("at most 4 + 10 + 1 + 40 characters, no whitespace")
+    CommandId::new(id).expect("at most 8 + 10 + 1 + 40 characters, no whitespace")
 }
 
 /// Why [`check_time`] refused a callback.
@@ -242,7 +243,7 @@ mod tests {
         };
         let id = |callback: &Callback| command_id(callback, &room, &bob).to_string();
         let first = id(&left(Some(1_000), Some(900)));
-        assert!(first.starts_with("rtc-104-"), "{first}");
+        assert!(first.starts_with("sys-rtc-104-"), "{first}");
         // A retry stamped anew is the same event.
         assert_eq!(id(&left(Some(11_000), Some(900))), first);
         // Another time, type, room or user is another command.

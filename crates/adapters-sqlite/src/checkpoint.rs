@@ -118,6 +118,13 @@ const RESTART_LEFT_FRAMES: i64 = 1_024;
 /// A restart that takes longer than this is logged.
 const SLOW_RESTART: Duration = Duration::from_millis(50);
 
+/// A log this large (256 MiB of 4 KiB pages) is started over even if the PASSIVE passes left
+/// more than [`RESTART_LEFT_FRAMES`]: the writer's RESTART then copies the rest.
+const HARD_CAP_FRAMES: i64 = 65_536;
+
+/// The pause between two PASSIVE passes of one checkpoint.
+const BETWEEN_PASSES: Duration = Duration::from_millis(5);
+
 /// The most PASSIVE passes in a row while a large log has too much left uncopied.
 const MAX_PASSES: usize = 8;
 
@@ -151,10 +158,14 @@ fn checkpoint(conn: &Connection, restart_frames: i64, restart_wanted: &AtomicBoo
         }
         // Only when the PASSIVE pass has nearly caught up: the writer's RESTART copies what is
         // left while every write waits, so a large remainder is left to another pass.
-        if log.wal_frames - log.copied <= RESTART_LEFT_FRAMES {
+        // Past the hard cap, the log must start over whatever the remainder: a reader query
+        // that outlasts every pass must not let it grow again without bound.
+        if log.wal_frames - log.copied <= RESTART_LEFT_FRAMES || log.wal_frames > HARD_CAP_FRAMES {
             restart_wanted.store(true, Ordering::Release);
             return;
         }
+        // Give the reader that held this pass back time to finish its query.
+        std::thread::sleep(BETWEEN_PASSES);
     }
 }
 

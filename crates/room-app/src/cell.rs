@@ -551,10 +551,12 @@ impl Cell {
                 metrics::counter!("room_cell_commit_errors_total").increment(1);
                 let definite = !error.is_retryable() && commands.len() == 1;
                 for command in commands {
-                    let answer = if definite {
-                        error.clone()
-                    } else {
-                        Error::Unavailable(error.to_string())
+                    let answer = match &error {
+                        // The domain accepted the command: whatever the store refused for
+                        // good is the service's fault, never the caller's.
+                        Error::Internal(_) | Error::Corrupt(_) if definite => error.clone(),
+                        _ if definite => Error::internal(&error),
+                        _ => Error::Unavailable(error.to_string()),
                     };
                     let _ = command.reply.send(Err(answer));
                 }

@@ -135,6 +135,17 @@ impl GiftSaga {
     /// recovery; it never loses or doubles a coin.
     #[tracing::instrument(skip_all, fields(room_id = %request.room_id, order_id = %request.order_id), err)]
     pub async fn send(&self, request: SendGift) -> Result<GiftReceipt> {
+        if request
+            .order_id
+            .as_str()
+            .starts_with(crate::SYSTEM_ID_PREFIX)
+        {
+            // The order id becomes the room command's id: it must not claim a system one.
+            return Err(Error::Invalid(format!(
+                "order ids starting with {:?} are reserved",
+                crate::SYSTEM_ID_PREFIX
+            )));
+        }
         let _order_guard = self.order_locks.lock(&request.order_id).await;
         let order = self.place(&request).await?;
         let _guard = self.lucky_guard(&order).await;

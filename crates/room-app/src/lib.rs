@@ -19,6 +19,11 @@ pub mod workers;
 
 pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply};
 pub use error::{Error, Result};
+
+/// The prefix of command ids the service makes up itself from outside facts (an RTC
+/// callback's event, say). Such ids can be predicted, so no client-chosen id may start with
+/// it: a gift's order id, which becomes its command id, is refused when it does.
+pub const SYSTEM_ID_PREFIX: &str = "sys-";
 pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
 pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
 pub use memory::InMemoryStore;

@@ -30,6 +30,12 @@ pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u
             Err(error) if error.is_retryable() => {
                 tracing::debug!(timer = %timer.timer_id, error = %error, "timer deferred");
             }
+            Err(error @ (Error::Internal(_) | Error::Corrupt(_))) => {
+                // A fault of the service: keep the timer (a rocket's launch owes payouts) for a
+                // person, and for the pass after the fix.
+                metrics::counter!("room_timer_faults_total").increment(1);
+                tracing::error!(timer = %timer.timer_id, error = %error, "timer failed; kept");
+            }
             Err(error) => {
                 tracing::error!(timer = %timer.timer_id, error = %error, "timer failed; dropping it");
                 timers.delete(&timer.timer_id, timer.due_at).await?;

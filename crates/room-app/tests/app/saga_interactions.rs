@@ -253,6 +253,20 @@ async fn untouchable_world() -> World {
 }
 
 #[tokio::test]
+async fn an_order_id_with_the_system_prefix_is_refused_before_anything_moves() {
+    let world = untouchable_world().await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let order = format!("{}rtc-104-0123", room_app::SYSTEM_ID_PREFIX);
+    let error = world
+        .saga()
+        .send(gift(&room, "alice", &order, "rose", 1, &["bob"]))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Invalid(_)), "{error:?}");
+    assert!(gifts_in(&world.log(&room).await).is_empty());
+}
+
+#[tokio::test]
 async fn a_request_the_pre_check_refuses_never_debits() {
     let world = untouchable_world().await;
     let room = world.open_room("r1", "alice", &["bob", "carol"]).await;
