@@ -14,7 +14,11 @@
 //! a captured body. So the command a callback produces is named by the event
 //! ([`command_id`]: event type, room, user, event time), and every delivery of one event is
 //! the same command to the room, which answers a repeat with its first answer and changes
-//! nothing: a repeated 104 does not free the seat its user took again since.
+//! nothing: a repeated 104 does not free the seat its user took again since. The room only
+//! remembers commands that changed something, so the command also carries the event's time:
+//! an event dated before the user's current seat session began (beyond
+//! [`room_domain::RTC_CLOCK_SKEW_MS`]) is about an earlier session and changes nothing, even
+//! when its first delivery found no seat to act on.
 //!
 //! Clients enter the TRTC room with the room's id as TRTC's string room id, or with its short
 //! numeric id as TRTC's numeric room id; both resolve to the room.

@@ -362,6 +362,7 @@ fn busy_room() -> RoomState {
         if s % 2 == 0 {
             let confirm = CommandKind::ConfirmMicPublish {
                 user: sitter.clone(),
+                at: None,
             };
             apply(&mut state, format!("pub-{s}"), confirm, &system);
         }

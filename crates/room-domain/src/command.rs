@@ -10,6 +10,10 @@ use crate::rules::RoomRules;
 use crate::state::PasswordHash;
 use crate::time::Timestamp;
 
+/// How far the RTC vendor's clock may lag ours, in milliseconds: an RTC event dated earlier
+/// than a seat session's start by more than this is taken to be about an earlier session.
+pub const RTC_CLOCK_SKEW_MS: i64 = 5_000;
+
 /// The version of the command format written to the command log.
 pub const COMMAND_SCHEMA_VERSION: u16 = 1;
 
@@ -114,6 +118,10 @@ pub enum CommandKind {
     ConfirmMicPublish {
         /// Who.
         user: UserId,
+        /// When the vendor saw it, if it said. An event from before the user's current seat
+        /// session (beyond [`RTC_CLOCK_SKEW_MS`]) is about an earlier one and changes nothing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<Timestamp>,
     },
     /// The publish deadline of one seat session passed (system timer).
     MicPublishTimeout {
@@ -126,6 +134,10 @@ pub enum CommandKind {
     RtcUserLeft {
         /// Who.
         user: UserId,
+        /// When the vendor saw it, if it said. An event from before the user's current seat
+        /// session (beyond [`RTC_CLOCK_SKEW_MS`]) is about an earlier one and changes nothing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<Timestamp>,
     },
     /// Remove a member, optionally banning them (owner, admins).
     Kick {

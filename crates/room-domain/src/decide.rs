@@ -10,6 +10,7 @@ use crate::money::Coins;
 use crate::rejection::{Field, Rejection};
 use crate::rules::MAX_SEATS;
 use crate::state::{RocketStatus, Role, RoomState, RoomStatus};
+use crate::time::Timestamp;
 
 const NAME_MAX_CHARS: u32 = 30;
 const NOTICE_MAX_CHARS: u32 = 500;
@@ -280,13 +281,13 @@ pub fn decide(
             may_moderate(state, ctx, standing, &occupant.user)?;
             Ok(vec![down_from(state, *seat, MicDownReason::Removed)])
         }
-        CommandKind::ConfirmMicPublish { user } => {
+        CommandKind::ConfirmMicPublish { user, at } => {
             require_system(standing)?;
             let seat = state
                 .seat_of(user)
                 .ok_or_else(|| Rejection::NotOnSeat { user: user.clone() })?;
             let occupant = occupant_of(state, seat);
-            if occupant.publish_deadline.is_none() {
+            if occupant.publish_deadline.is_none() || predates(occupant, *at) {
                 return Ok(Vec::new());
             }
             Ok(vec![Event::RoomMicChanged {
@@ -311,10 +312,11 @@ pub fn decide(
                 _ => Err(Rejection::StaleTimer),
             }
         }
-        CommandKind::RtcUserLeft { user } => {
+        CommandKind::RtcUserLeft { user, at } => {
             require_system(standing)?;
             Ok(state
                 .seat_of(user)
+                .filter(|seat| !predates(occupant_of(state, *seat), *at))
                 .map(|seat| down_from(state, seat, MicDownReason::RtcLeft))
                 .into_iter()
                 .collect())
@@ -595,7 +597,7 @@ fn launch_rocket(
     ctx: &Ctx<'_>,
     rocket_id: RocketId,
     level: u32,
-    scheduled_at: crate::time::Timestamp,
+    scheduled_at: Timestamp,
 ) -> Result<Vec<Event>, Rejection> {
     let rocket = &state.rocket;
     let RocketStatus::Ignited {
@@ -688,6 +690,12 @@ fn leave_events(state: &RoomState, user: &UserId, reason: LeaveReason) -> Vec<Ev
 fn down_from(state: &RoomState, seat: SeatIndex, reason: MicDownReason) -> Event {
     let occupant = occupant_of(state, seat);
     mic_down(seat, &occupant.user, occupant.session, reason)
+}
+
+/// Whether an RTC event seen at `at` happened before `occupant`'s seat session began (beyond
+/// the vendor's allowed clock lag): then it is about an earlier session, replayed or late.
+fn predates(occupant: &crate::state::Occupant, at: Option<Timestamp>) -> bool {
+    at.is_some_and(|at| at.0.saturating_add(crate::command::RTC_CLOCK_SKEW_MS) < occupant.since.0)
 }
 
 fn occupant_of(state: &RoomState, seat: SeatIndex) -> &crate::state::Occupant {

@@ -81,7 +81,8 @@ mod state;
 mod time;
 
 pub use command::{
-    Actor, ApplyGift, COMMAND_SCHEMA_VERSION, Command, CommandKind, Ctx, GiftSnapshot, UserActor,
+    Actor, ApplyGift, COMMAND_SCHEMA_VERSION, Command, CommandKind, Ctx, GiftSnapshot,
+    RTC_CLOCK_SKEW_MS, UserActor,
 };
 pub use decide::decide;
 pub use event::{

@@ -434,6 +434,7 @@ fn sample_commands() -> Vec<Command> {
         CommandKind::RemoveFromSeat { seat: SeatIndex(2) },
         CommandKind::ConfirmMicPublish {
             user: user("carol"),
+            at: None,
         },
         CommandKind::MicPublishTimeout {
             seat: SeatIndex(2),
@@ -441,6 +442,7 @@ fn sample_commands() -> Vec<Command> {
         },
         CommandKind::RtcUserLeft {
             user: user("carol"),
+            at: Some(Timestamp(1_767_225_600_000)),
         },
         CommandKind::Kick {
             user: user("dave"),

@@ -889,7 +889,10 @@ impl Run<'_> {
                 muted: *muted,
             },
             Op::RemoveFromSeat(pick) => CommandKind::RemoveFromSeat { seat: seat(pick) },
-            Op::ConfirmMicPublish(u) => CommandKind::ConfirmMicPublish { user: resolve(u) },
+            Op::ConfirmMicPublish(u) => CommandKind::ConfirmMicPublish {
+                user: resolve(u),
+                at: None,
+            },
             Op::MicPublishTimeout {
                 pick,
                 current_session,
@@ -914,7 +917,10 @@ impl Run<'_> {
                     },
                 }
             }
-            Op::RtcUserLeft(u) => CommandKind::RtcUserLeft { user: resolve(u) },
+            Op::RtcUserLeft(u) => CommandKind::RtcUserLeft {
+                user: resolve(u),
+                at: None,
+            },
             Op::Kick { user, ban_seconds } => CommandKind::Kick {
                 user: resolve(user),
                 ban_seconds: *ban_seconds,

@@ -271,12 +271,18 @@ mod fixture {
                 muted: true,
             },
             CommandKind::RemoveFromSeat { seat: seat(0) },
-            CommandKind::ConfirmMicPublish { user: id("alice") },
+            CommandKind::ConfirmMicPublish {
+                user: id("alice"),
+                at: None,
+            },
             CommandKind::MicPublishTimeout {
                 seat: seat(0),
                 session: SeatSessionId(1),
             },
-            CommandKind::RtcUserLeft { user: id("alice") },
+            CommandKind::RtcUserLeft {
+                user: id("alice"),
+                at: None,
+            },
             CommandKind::Kick {
                 user: id("alice"),
                 ban_seconds: None,
@@ -1051,11 +1057,47 @@ fn eviction_frees_the_seat_and_is_idempotent() {
 fn rtc_leave_frees_the_seat_but_keeps_the_member() {
     let mut room = Room::open();
     room.sit("alice", 4);
-    let left = || CommandKind::RtcUserLeft { user: id("alice") };
+    let left = || CommandKind::RtcUserLeft {
+        user: id("alice"),
+        at: None,
+    };
     let events = room.ok(&system(), left());
     assert_eq!(downs(&events), [(4, "alice", MicDownReason::RtcLeft)]);
     assert!(room.is_member("alice"));
     assert_eq!(room.ok(&system(), left()), []);
+}
+
+#[test]
+fn rtc_events_from_before_the_seat_session_change_nothing() {
+    let mut room = Room::open();
+    room.sit("alice", 4);
+    let since = room.state.seats[4]
+        .occupant
+        .as_ref()
+        .expect("alice sits")
+        .since;
+    let left = |ms: i64| CommandKind::RtcUserLeft {
+        user: id("alice"),
+        at: Some(Timestamp(ms)),
+    };
+    let confirm = |ms: i64| CommandKind::ConfirmMicPublish {
+        user: id("alice"),
+        at: Some(Timestamp(ms)),
+    };
+    let earlier = since.0 - room_domain::RTC_CLOCK_SKEW_MS - 1;
+    // About an earlier seat session (replayed, or late): nothing changes.
+    assert_eq!(room.ok(&system(), confirm(earlier)), []);
+    assert_eq!(room.ok(&system(), left(earlier)), []);
+    let occupant = room.state.seats[4]
+        .occupant
+        .as_ref()
+        .expect("alice still sits");
+    assert!(occupant.publish_deadline.is_some());
+    // Within the vendor's allowed clock lag, the event is about this session.
+    let lagging = since.0 - room_domain::RTC_CLOCK_SKEW_MS;
+    assert_eq!(room.ok(&system(), confirm(lagging)).len(), 1);
+    let events = room.ok(&system(), left(lagging));
+    assert_eq!(downs(&events), [(4, "alice", MicDownReason::RtcLeft)]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1125,7 +1167,10 @@ fn confirming_the_publish_clears_the_deadline_once() {
     let mut room = Room::open();
     room.sit("alice", 2);
     let session = room.session(2);
-    let confirm = || CommandKind::ConfirmMicPublish { user: id("alice") };
+    let confirm = || CommandKind::ConfirmMicPublish {
+        user: id("alice"),
+        at: None,
+    };
 
     let events = room.ok(&system(), confirm());
     assert_eq!(
@@ -1157,7 +1202,10 @@ fn confirming_the_publish_clears_the_deadline_once() {
     assert_eq!(
         room.err(
             &system(),
-            CommandKind::ConfirmMicPublish { user: id("bob") }
+            CommandKind::ConfirmMicPublish {
+                user: id("bob"),
+                at: None
+            }
         ),
         Rejection::NotOnSeat { user: id("bob") }
     );
@@ -1446,12 +1494,18 @@ fn system_commands_are_forbidden_to_users() {
     let system_only = || {
         [
             CommandKind::Evict { user: id("alice") },
-            CommandKind::ConfirmMicPublish { user: id("alice") },
+            CommandKind::ConfirmMicPublish {
+                user: id("alice"),
+                at: None,
+            },
             CommandKind::MicPublishTimeout {
                 seat: seat(0),
                 session,
             },
-            CommandKind::RtcUserLeft { user: id("alice") },
+            CommandKind::RtcUserLeft {
+                user: id("alice"),
+                at: None,
+            },
             CommandKind::LaunchRocket {
                 rocket_id: RocketId(1),
                 level: 1,

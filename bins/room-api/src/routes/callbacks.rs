@@ -5,7 +5,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
-use room_domain::{CommandKind, RoomId, UserId};
+use room_domain::{CommandKind, RoomId, Timestamp, UserId};
 use secrecy::ExposeSecret;
 
 use crate::dto::RtcAck;
@@ -130,9 +130,10 @@ async fn handle(state: &AppState, callback: &Callback) -> ApiResult<&'static str
         sent_at_ms = ?callback.callback_ts,
         "RTC callback"
     );
-    let make: fn(UserId) -> CommandKind = match callback.event_type {
-        EVENT_AUDIO_PUBLISH_STARTED => |user| CommandKind::ConfirmMicPublish { user },
-        EVENT_USER_LEFT => |user| CommandKind::RtcUserLeft { user },
+    // The event's own time lets the room ignore an event about an earlier seat session.
+    let make: fn(UserId, Option<Timestamp>) -> CommandKind = match callback.event_type {
+        EVENT_AUDIO_PUBLISH_STARTED => |user, at| CommandKind::ConfirmMicPublish { user, at },
+        EVENT_USER_LEFT => |user, at| CommandKind::RtcUserLeft { user, at },
         _ => return Ok("ignored"),
     };
     let info = &callback.event_info;
@@ -150,7 +151,11 @@ async fn handle(state: &AppState, callback: &Callback) -> ApiResult<&'static str
     let command_id = rtc::command_id(callback, &room_id, &user);
     match state
         .service
-        .system_command_as(&room_id, command_id, make(user))
+        .system_command_as(
+            &room_id,
+            command_id,
+            make(user, callback.event_time_ms().map(Timestamp)),
+        )
         .await
     {
         Ok(_) => Ok("applied"),

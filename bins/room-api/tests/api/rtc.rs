@@ -167,9 +167,10 @@ async fn callbacks_outside_the_window_are_refused_and_change_nothing() {
     assert_eq!(room["seats"][1]["user_id"], "bob");
     assert_eq!(room["version"], version);
 
-    // A fresh one (a minute old, as TRTC's last retry) frees the seat; its repeats within the
-    // window are still acknowledged.
-    let fresh = bob_left(&room_id, now_ms() - 60_000);
+    // A fresh one frees the seat; its repeats within the window are still acknowledged. (One
+    // dated before bob took the seat would be about an earlier seat session: see
+    // `a_leave_from_before_the_seat_was_taken_does_not_free_it`.)
+    let fresh = bob_left(&room_id, now_ms());
     for _ in 0..3 {
         let (status, _, body) = t.send(signed(&fresh)).await;
         assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
@@ -206,7 +207,8 @@ async fn without_a_configured_key_every_callback_is_refused() {
 /// a captured body). It is the same command as the first: answered, and bob keeps his seat.
 async fn a_repeated_leave_does_not_free_a_seat_taken_again(t: &TestApp) {
     let room_id = bob_on_seat_one(t).await;
-    let left = bob_left(&room_id, now_ms() - 30_000);
+    let first_at = now_ms();
+    let left = bob_left(&room_id, first_at);
     let (status, _, body) = t.send(signed(&left)).await;
     assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
     assert!(t.room(&room_id).await["seats"][1]["user_id"].is_null());
@@ -230,7 +232,8 @@ async fn a_repeated_leave_does_not_free_a_seat_taken_again(t: &TestApp) {
     assert_eq!(room["version"], version);
 
     // Another departure (a later event time) is another command, and frees the seat.
-    let (status, _, _) = t.send(signed(&bob_left(&room_id, now_ms()))).await;
+    let later = bob_left(&room_id, now_ms().max(first_at + 1));
+    let (status, _, _) = t.send(signed(&later)).await;
     assert_eq!(status, StatusCode::OK);
     assert!(t.room(&room_id).await["seats"][1]["user_id"].is_null());
 }
@@ -280,5 +283,32 @@ async fn a_repeated_publish_does_not_confirm_a_new_mic_session() {
     assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
     let after = t.room(&room_id).await;
     assert_eq!(after["seats"][1]["publishing"], false);
+    assert_eq!(after["version"], room["version"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leave_from_before_the_seat_was_taken_does_not_free_it() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(0).await;
+    // bob leaves the RTC room while on no seat: nothing to free, so nothing is recorded.
+    let left = bob_left(&room_id, now_ms() - 30_000);
+    let (status, _, body) = t.send(signed(&left)).await;
+    assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
+
+    let (status, room) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/seats/1/take"),
+            &t.token("bob"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+
+    // The same event again (a late retry, a replay inside the window): it is older than
+    // bob's seat session, so the seat stays his.
+    let (status, _, body) = t.send(signed(&left)).await;
+    assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
+    let after = t.room(&room_id).await;
+    assert_eq!(after["seats"][1]["user_id"], "bob");
     assert_eq!(after["version"], room["version"]);
 }

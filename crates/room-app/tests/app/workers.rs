@@ -85,7 +85,13 @@ async fn a_publish_timeout_after_the_audio_started_is_stale_and_dropped() {
     world.exec(&room, user("bob"), take).await.unwrap();
     world
         .service
-        .system_command(&room, CommandKind::ConfirmMicPublish { user: uid("bob") })
+        .system_command(
+            &room,
+            CommandKind::ConfirmMicPublish {
+                user: uid("bob"),
+                at: None,
+            },
+        )
         .await
         .unwrap();
 
