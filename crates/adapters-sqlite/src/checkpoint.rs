@@ -25,10 +25,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use crate::Result;
-use crate::codec::sql;
 
 /// The checkpoint thread; stops when asked or when dropped.
 pub(crate) struct Checkpointer {
@@ -45,15 +44,7 @@ impl Checkpointer {
         period: Duration,
         restart_wanted: Arc<AtomicBool>,
     ) -> Result<Self> {
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql)?;
-        conn.busy_timeout(busy_timeout).map_err(sql)?;
-        // The database file is synced at every checkpoint: what the WAL held stays durable.
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(sql)?;
+        let conn = crate::store::open_read_write(path, busy_timeout)?;
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let signal = stop.clone();
         let thread = std::thread::Builder::new()

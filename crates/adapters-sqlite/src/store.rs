@@ -115,17 +115,24 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
-/// The writer's connection: the only one that writes.
-fn open_writer(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+/// A read-write connection of its own thread (the writer's, the checkpointer's), with
+/// `synchronous=FULL`: the writer syncs the log at each commit, a checkpoint syncs the
+/// database file, so what was acknowledged stays on disk.
+pub(crate) fn open_read_write(path: &Path, busy_timeout: Duration) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(sql)?;
     conn.busy_timeout(busy_timeout).map_err(sql)?;
-    // Every acknowledged commit is on disk: in WAL mode, FULL syncs the log at each commit.
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(sql)?;
+    Ok(conn)
+}
+
+/// The writer's connection: the only one that writes.
+fn open_writer(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+    let conn = open_read_write(path, busy_timeout)?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(sql)?;
     // 8 MiB of page cache (negative: in KiB): the writer touches the same hot pages (cells,
