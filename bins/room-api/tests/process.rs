@@ -127,13 +127,7 @@ impl Server {
 
     /// SIGTERM, and the exit status of the orderly shutdown.
     async fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().expect("running");
-        let sent = std::process::Command::new("kill")
-            .arg("-TERM")
-            .arg(pid.to_string())
-            .status()
-            .expect("kill -TERM");
-        assert!(sent.success());
+        self.signal("-TERM");
         tokio::time::timeout(Duration::from_secs(60), self.child.wait())
             .await
             .expect("shut down in time")
@@ -143,13 +137,18 @@ impl Server {
     /// SIGKILL, while requests are in flight: no drain, no snapshot, nothing but what storage
     /// already holds.
     fn kill_9(&self) {
+        self.signal("-KILL");
+    }
+
+    /// Sends the process a signal (`-TERM`, `-KILL`) with kill(1).
+    fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("running");
         let sent = std::process::Command::new("kill")
-            .arg("-KILL")
+            .arg(signal)
             .arg(pid.to_string())
             .status()
-            .expect("kill -KILL");
-        assert!(sent.success());
+            .expect("kill");
+        assert!(sent.success(), "kill {signal} {pid}");
     }
 
     /// Reaps a killed process.
