@@ -441,10 +441,19 @@ impl GiftSaga {
             return Ok(true);
         }
         if order.status == OrderStatus::Pending {
-            let outcome = match self.wallet.settle_debit(order.order_id.as_str()).await? {
-                DebitStatus::Debited => SagaOutcome::Debited {
-                    balance_after: self.wallet.balance(&order.sender).await?,
-                },
+            let op = order.order_id.as_str();
+            let outcome = match self.wallet.settle_debit(op).await? {
+                DebitStatus::Debited => {
+                    // Repeating a debit that happened, under its operation id, moves nothing
+                    // and answers its balance after: the answer the first request would have
+                    // had, as when a refused debit turns out to have happened (`take_step`).
+                    let SagaStep::Debit { amount } = order.next_step() else {
+                        return Err(Error::corrupt("a PENDING order owes no debit"));
+                    };
+                    SagaOutcome::Debited {
+                        balance_after: self.wallet.debit(op, &order.sender, amount).await?,
+                    }
+                }
                 // Kept in the order, like a refused debit's balance: every repeat of the order
                 // is answered with the balance seen when it failed.
                 DebitStatus::Void => SagaOutcome::NotDebited {

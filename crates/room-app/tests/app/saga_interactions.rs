@@ -130,16 +130,19 @@ async fn world_failing_commits(
 #[tokio::test]
 async fn lost_ownership_at_commit_never_refunds() {
     let mut wallet = MockWallet::new();
-    debits_once(&mut wallet, "o-1", 10, 90);
     never_credits(&mut wallet);
     // The order stays PENDING until the room answers: recovery asks the wallet, which says
-    // the debit happened.
+    // the debit happened, and repeats it (moving nothing) for its balance after.
+    wallet
+        .expect_debit()
+        .withf(|op, who, coins| op == "o-1" && *who == uid("alice") && *coins == Coins(10))
+        .times(2)
+        .returning(|_, _, _| Ok(Coins(90)));
     wallet
         .expect_settle_debit()
         .withf(|op| op == "o-1")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
-    wallet.expect_balance().returning(|_| Ok(Coins(90)));
     let (world, commits) =
         world_failing_commits(wallet, |_| Some(Error::NotOwner("r1".into()))).await;
     let room = rid("r1");
@@ -488,7 +491,12 @@ async fn a_debit_of_unknown_outcome_is_settled_by_recovery() {
         .withf(|op| op == "o-1")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
-    wallet.expect_balance().returning(|_| Ok(Coins(90)));
+    // Recovery repeats the debit that happened, under its operation id, for its balance after.
+    wallet
+        .expect_debit()
+        .withf(|op, who, coins| op == "o-1" && *who == uid("alice") && *coins == Coins(10))
+        .times(1)
+        .returning(|_, _, _| Ok(Coins(90)));
     never_credits(&mut wallet);
     let world = World::builder().wallet(Arc::new(wallet)).build().await;
     let room = world.open_room("r1", "alice", &["bob"]).await;
@@ -509,6 +517,13 @@ async fn a_debit_of_unknown_outcome_is_settled_by_recovery() {
     let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
     assert_eq!(order.unwrap().status, OrderStatus::Completed);
     assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
+    // A repeat is answered from the order, with the debit's own balance after.
+    let receipt = world
+        .saga()
+        .send(gift(&room, "alice", "o-1", "rose", 1, &["bob"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.coin_balance_after, Coins(90));
 }
 
 #[tokio::test]
@@ -562,7 +577,11 @@ async fn a_page_of_deferred_orders_does_not_hide_a_newer_one() {
         .withf(|op| op == "fresh")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
-    wallet.expect_balance().returning(|_| Ok(Coins(90)));
+    wallet
+        .expect_debit()
+        .withf(|op, _, _| op == "fresh")
+        .times(1)
+        .returning(|_, _, _| Ok(Coins(90)));
     never_credits(&mut wallet);
     let world = World::builder().wallet(Arc::new(wallet)).build().await;
     let room = world.open_room("r1", "alice", &["bob"]).await;
