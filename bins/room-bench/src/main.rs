@@ -12,7 +12,7 @@
 //! - memory: the server's resident memory per idle active room and per member.
 //!
 //! Usage: `cargo build --release -p room-api -p room-bench && target/release/room-bench
-//! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only]
+//! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only] [--help]
 //! [--only hot,single,spread,latency,memory]`.
 
 use std::path::PathBuf;
@@ -27,6 +27,18 @@ use tokio::process::{Child, Command};
 
 const SECRET: &str = "room-bench-secret-with-enough-length-for-hs256";
 const SENDERS: usize = 64;
+
+/// What `--help` prints.
+const USAGE: &str = "\
+usage: room-bench [--server PATH] [--seconds N] [--rate N] [--only PHASES] [--latency-only]
+
+Starts a release room-api on a fresh SQLite file and measures it over loopback HTTP.
+  --server PATH    the room-api binary (default target/release/room-api)
+  --seconds N      length of each measured phase (default 10)
+  --rate N         offered load of the open-loop phase, gifts per second (default 1500)
+  --only PHASES    comma-separated, of: hot, single, spread, latency, memory (default: all)
+  --latency-only   the same as --only latency
+Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
 
 struct Options {
     server: PathBuf,
@@ -51,10 +63,17 @@ fn options() -> Result<Options> {
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--help" || arg == "-h" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
         if arg == "--latency-only" {
             // Kept for the commands people already type: the same as `--only latency`.
             options.only = vec!["latency".to_owned()];
             continue;
+        }
+        if !["--server", "--seconds", "--rate", "--only"].contains(&arg.as_str()) {
+            bail!("unknown option {arg} (--help lists them)");
         }
         let value = args
             .next()
@@ -71,7 +90,7 @@ fn options() -> Result<Options> {
                     bail!("unknown phase {unknown}");
                 }
             }
-            other => bail!("unknown option {other}"),
+            other => unreachable!("{other} was checked above"),
         }
     }
     Ok(options)
