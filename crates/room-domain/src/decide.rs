@@ -410,7 +410,8 @@ pub fn decide(
         CommandKind::ResetRocket => {
             require_system(standing)?;
             let today = ctx.now.day_key(ctx.rules.day_utc_offset_secs);
-            if state.rocket.day_key >= today {
+            // An ignited rocket launches first: its launch resets it (see `launch_rocket`).
+            if state.rocket.day_key >= today || state.rocket.is_ignited() {
                 return Ok(Vec::new());
             }
             Ok(vec![Event::RoomRocketReset { day_key: today }])
@@ -560,16 +561,18 @@ fn apply_gift(
             week_total,
         });
     }
-    // A gift on a new day finds the rocket as the reset leaves it.
+    // A gift on a new day finds the rocket as the reset leaves it, unless the rocket is
+    // ignited: the people who fuelled it are owed its launch, which resets it afterwards.
     // A clock that stepped back (a room moving between nodes) must not reset the rocket to an
     // earlier day: only a later day resets it.
-    let (level, fuel, status, next_rocket_id) = if state.rocket.day_key < today {
-        events.push(Event::RoomRocketReset { day_key: today });
-        (1, 0, RocketStatus::Idle, state.rocket.next_rocket_id)
-    } else {
-        let r = &state.rocket;
-        (r.level, r.fuel, r.status, r.next_rocket_id)
-    };
+    let (level, fuel, status, next_rocket_id) =
+        if state.rocket.day_key < today && !state.rocket.is_ignited() {
+            events.push(Event::RoomRocketReset { day_key: today });
+            (1, 0, RocketStatus::Idle, state.rocket.next_rocket_id)
+        } else {
+            let r = &state.rocket;
+            (r.level, r.fuel, r.status, r.next_rocket_id)
+        };
     if status == RocketStatus::Idle
         && fuel_added > 0
         && let Some(config) = rules.rocket_level(level)
@@ -608,12 +611,7 @@ fn launch_rocket(
     else {
         return Err(Rejection::StaleTimer);
     };
-    let today = ctx.now.day_key(ctx.rules.day_utc_offset_secs);
-    if ignited != rocket_id
-        || rocket.level != level
-        || launch_at != scheduled_at
-        || rocket.day_key != today
-    {
+    if ignited != rocket_id || rocket.level != level || launch_at != scheduled_at {
         return Err(Rejection::StaleTimer);
     }
     if ctx.now < launch_at {
@@ -622,12 +620,19 @@ fn launch_rocket(
     let config = ctx.rules.rocket_level(level).ok_or(Rejection::StaleTimer)?;
     let rewards = draw_rewards(state, config.reward_pool, config.winners, ctx.random);
     let next_level = ctx.rules.rocket_level(level + 1).map(|_| level + 1);
-    Ok(vec![Event::RoomRocketLaunched {
+    let mut events = vec![Event::RoomRocketLaunched {
         rocket_id,
         level,
         rewards,
         next_level,
-    }])
+    }];
+    // Ignited before midnight, launched after it: the day's reset, which waited for the
+    // launch, comes now.
+    let today = ctx.now.day_key(ctx.rules.day_utc_offset_secs);
+    if rocket.day_key < today {
+        events.push(Event::RoomRocketReset { day_key: today });
+    }
+    Ok(events)
 }
 
 /// Picks up to `winners` distinct members with the random input and shares `pool` among them:

@@ -193,7 +193,8 @@ pub enum Event {
         /// The level the rocket goes on with; `None` after the top level.
         next_level: Option<u32>,
     },
-    /// The rocket went back to level 1 for a new day.
+    /// The rocket went back to level 1 for a new day (a rocket ignited before midnight right
+    /// after its launch).
     RoomRocketReset {
         /// The new day.
         day_key: DayKey,

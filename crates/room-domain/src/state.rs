@@ -146,7 +146,8 @@ pub enum RocketStatus {
 }
 
 /// The room rocket: gifts fill it, it ignites at a level's threshold, launches after a countdown
-/// and rewards members present; it returns to level 1 every day.
+/// and rewards members present; it returns to level 1 every day (after its launch, if it is
+/// ignited at midnight).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rocket {
     /// The current level, from 1.
@@ -155,10 +156,18 @@ pub struct Rocket {
     pub fuel: i64,
     /// Idle, ignited or launched.
     pub status: RocketStatus,
-    /// The day this cycle belongs to; a gift on a later day resets the rocket first.
+    /// The day this cycle belongs to; a gift on a later day resets the rocket first (an
+    /// ignited rocket launches first, then resets).
     pub day_key: DayKey,
     /// The id the next ignition gets.
     pub next_rocket_id: RocketId,
+}
+
+impl Rocket {
+    /// Whether it is counting down to a launch.
+    pub fn is_ignited(&self) -> bool {
+        matches!(self.status, RocketStatus::Ignited { .. })
+    }
 }
 
 impl Default for Rocket {

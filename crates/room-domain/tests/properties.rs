@@ -596,6 +596,7 @@ struct Coverage {
     launches_with_rewards: u64,
     lucky_wins: u64,
     gifts_on_a_new_day: u64,
+    launches_on_a_later_day: u64,
     gifts_stamped_on_an_earlier_day: u64,
     snapshot_restores: u64,
 }
@@ -1270,6 +1271,19 @@ impl Run<'_> {
                         self.coverage.borrow_mut().launches_with_rewards += 1;
                     }
                     prop_assert!(event.delivery().durable);
+                    // Ignited on an earlier day: the reset that waited for the launch follows.
+                    let today = ctx.now.day_key(ctx.rules.day_utc_offset_secs);
+                    let reset_after = before.rocket.day_key < today;
+                    prop_assert_eq!(
+                        events.len(),
+                        1 + usize::from(reset_after),
+                        "a launch's events: {:?}",
+                        events
+                    );
+                    if reset_after {
+                        prop_assert_eq!(&events[1], &Event::RoomRocketReset { day_key: today });
+                        self.coverage.borrow_mut().launches_on_a_later_day += 1;
+                    }
                 }
                 _ => {}
             }
@@ -1333,13 +1347,15 @@ impl Run<'_> {
         if before.contribution.day_key > today && sent.total_value.0 > 0 {
             self.coverage.borrow_mut().gifts_stamped_on_an_earlier_day += 1;
         }
-        // Likewise the rocket resets on a later day only.
+        // Likewise the rocket resets on a later day only, and not while it is ignited: its
+        // launch comes first.
         let resets = events
             .iter()
             .filter(|e| matches!(e, Event::RoomRocketReset { .. }))
             .count();
-        prop_assert_eq!(resets, usize::from(before.rocket.day_key < today));
-        if before.rocket.day_key < today {
+        let new_day = before.rocket.day_key < today && !before.rocket.is_ignited();
+        prop_assert_eq!(resets, usize::from(new_day));
+        if new_day {
             prop_assert!(
                 events
                     .iter()
@@ -1358,9 +1374,8 @@ impl Run<'_> {
             let ignited = events
                 .iter()
                 .any(|e| matches!(e, Event::RoomRocketIgnited { .. }));
-            // A rocket already counting down on the current day takes no fuel.
-            let was_counting_down = before.rocket.day_key >= today
-                && matches!(before.rocket.status, RocketStatus::Ignited { .. });
+            // A rocket already counting down takes no fuel, whatever the day.
+            let was_counting_down = before.rocket.is_ignited();
             let is_counting_down = matches!(after.rocket.status, RocketStatus::Ignited { .. });
             prop_assert_eq!(
                 ignited,
@@ -1504,6 +1519,7 @@ fn random_command_sequences_keep_the_room_consistent() {
     assert!(coverage.launches_with_rewards > 0, "{coverage:#?}");
     assert!(coverage.lucky_wins > 0, "{coverage:#?}");
     assert!(coverage.gifts_on_a_new_day > 0, "{coverage:#?}");
+    assert!(coverage.launches_on_a_later_day > 0, "{coverage:#?}");
     assert!(
         coverage.gifts_stamped_on_an_earlier_day > 0,
         "{coverage:#?}"

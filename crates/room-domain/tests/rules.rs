@@ -2233,28 +2233,61 @@ fn a_launch_for_another_rocket_level_or_time_is_stale() {
 }
 
 #[test]
-fn a_launch_after_the_day_reset_is_stale() {
+fn a_rocket_ignited_before_midnight_launches_after_it_then_resets() {
     let rules = small_rocket_rules();
     let tomorrow = DayKey(NOON.day_key(0).0 + 1);
     let mut room = Room::open_with(rules);
-    // Ignite late enough that the launch time is still today.
-    room.now = Timestamp(tomorrow.start(0).0 - 90_000);
+    // Ignited 30 s before midnight: the 60 s countdown ends on the next day.
+    room.now = Timestamp(tomorrow.start(0).0 - 30_000);
     let (rocket_id, level, launch_at) = ignite(&mut room);
-    assert_eq!(launch_at.day_key(0), NOON.day_key(0));
-    let command = || launch(rocket_id, level, launch_at);
+    assert_eq!(launch_at.day_key(0), tomorrow);
+    let ignited = room.state.rocket.clone();
 
-    // Delivered on time it would launch; delivered after midnight it no longer applies.
-    room.now = launch_at;
-    assert!(room.ask(&system(), command()).is_ok());
+    // Midnight's reset waits for the launch: the people who fuelled it are owed it.
     room.now = tomorrow.start(0);
-    assert_eq!(room.err(&system(), command()), Rejection::StaleTimer);
-
-    // A gift of the new day puts the rocket back to level 1 and the old timer stays stale.
+    assert_eq!(room.ok(&system(), CommandKind::ResetRocket), Vec::new());
+    // So does a gift of the new day, which adds no fuel to an ignited rocket.
     let events = room.give(gift("alice", &["bob"], 10, 1));
-    assert!(events.contains(&Event::RoomRocketReset { day_key: tomorrow }));
+    assert!(
+        !events.iter().any(|e| matches!(
+            e,
+            Event::RoomRocketReset { .. } | Event::RoomRocketFuelChanged { .. }
+        )),
+        "{events:?}"
+    );
+    assert_eq!(room.state.rocket, ignited);
+
+    // The launch pays its rewards, then the new day's reset comes.
+    room.now = launch_at;
+    let events = room.ok(&system(), launch(rocket_id, level, launch_at));
+    assert!(matches!(
+        events.as_slice(),
+        [
+            Event::RoomRocketLaunched { rewards, .. },
+            Event::RoomRocketReset { day_key },
+        ] if !rewards.is_empty() && *day_key == tomorrow
+    ));
     assert_eq!(room.state.rocket.status, RocketStatus::Idle);
+    assert_eq!(
+        (
+            room.state.rocket.level,
+            room.state.rocket.fuel,
+            room.state.rocket.day_key
+        ),
+        (1, 0, tomorrow)
+    );
+    // The timer again is stale; the next gift fuels the new day's rocket without a reset.
+    assert_eq!(
+        room.err(&system(), launch(rocket_id, level, launch_at)),
+        Rejection::StaleTimer
+    );
+    let events = room.give(gift("alice", &["bob"], 10, 1));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::RoomRocketReset { .. }))
+    );
     assert_eq!((room.state.rocket.level, room.state.rocket.fuel), (1, 10));
-    assert_eq!(room.err(&system(), command()), Rejection::StaleTimer);
 }
 
 #[test]
