@@ -76,18 +76,44 @@ pub async fn evict_stale_members(
 }
 
 /// Credits owed rewards (idempotent by their operation ids) and forgets them once paid.
+///
+/// A credit the wallet definitely refuses (a balance that would overflow) stays owed: it is
+/// logged as an error and counted under `room_payouts_refused_total`, and the pass goes on
+/// with the next payout, so one refused reward does not hold back the others. A retryable
+/// failure (the wallet unavailable) ends the pass; the next one tries again.
 pub async fn pay_out(service: &RoomService, payouts: &PayoutsRef, limit: u32) -> Result<u64> {
     let wallet = &service.ports().wallet;
     let mut paid = 0;
+    let mut refused = 0;
+    let mut outcome = Ok(());
     for payout in payouts.list_pending(limit).await? {
-        wallet
+        match wallet
             .credit(&payout.op_id, payout.kind, &payout.user, payout.amount)
-            .await?;
-        payouts.delete(&payout.op_id).await?;
-        paid += 1;
+            .await
+        {
+            Ok(_) => {
+                payouts.delete(&payout.op_id).await?;
+                paid += 1;
+            }
+            Err(error) if error.is_retryable() => {
+                outcome = Err(error);
+                break;
+            }
+            Err(error) => {
+                tracing::error!(
+                    op_id = %payout.op_id,
+                    user = %payout.user,
+                    amount = payout.amount.0,
+                    error = %error,
+                    "the wallet refused a reward payout; it stays owed"
+                );
+                refused += 1;
+            }
+        }
     }
     metrics::counter!("room_payouts_total").increment(paid);
-    Ok(paid)
+    metrics::counter!("room_payouts_refused_total").increment(refused);
+    outcome.map(|()| paid)
 }
 
 /// Settles gift orders unfinished for longer than `older_than`, reading them `limit` at a

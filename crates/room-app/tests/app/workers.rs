@@ -193,6 +193,47 @@ async fn a_payout_whose_deletion_failed_is_not_paid_twice() {
     );
 }
 
+#[tokio::test]
+async fn a_refused_payout_stays_owed_and_does_not_hold_back_the_next() {
+    let world = World::new().await;
+    // alice's balance cannot take 250 more: the wallet refuses her reward for good.
+    world.fund("alice", i64::MAX - 100).await;
+    let owed = |user: &str| Payout {
+        op_id: format!("r1:rocket:1:{user}"),
+        kind: CreditKind::RocketReward,
+        user: uid(user),
+        amount: Coins(250),
+        room_id: rid("r1"),
+    };
+    let pending = Arc::new(Mutex::new(vec![owed("alice"), owed("bob")]));
+    let mut mock = MockPayouts::new();
+    let listed = pending.clone();
+    mock.expect_list_pending()
+        .returning(move |_| Ok(listed.lock().unwrap().clone()));
+    let deleted = pending.clone();
+    mock.expect_delete().returning(move |op_id| {
+        deleted.lock().unwrap().retain(|p| p.op_id != op_id);
+        Ok(())
+    });
+    let payouts: PayoutsRef = Arc::new(mock);
+
+    let paid = workers::pay_out(&world.service, &payouts, 10).await;
+    assert_eq!(
+        paid.unwrap(),
+        1,
+        "bob is paid behind alice's refused reward"
+    );
+    assert_eq!(world.balance("bob").await, Coins(250));
+    assert_eq!(world.balance("alice").await, Coins(i64::MAX - 100));
+    let left: Vec<String> = pending
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| p.op_id.clone())
+        .collect();
+    assert_eq!(left, ["r1:rocket:1:alice"], "alice's reward stays owed");
+}
+
 /// After a restart the presence table is empty; a room loaded from storage restores its
 /// members, so those whose clients are gone are evicted after the timeout like anyone else.
 #[tokio::test]
