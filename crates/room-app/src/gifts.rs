@@ -184,8 +184,14 @@ impl GiftSaga {
             }
             None => Err(Error::GiftNotFound(request.gift_id.clone())),
         };
-        let apply = match checked {
-            Ok(apply) => apply,
+        // A refusal answers only a new order: a repeat of a stored one gets the stored answer,
+        // whatever changed since (the room, the sender's presence, the catalog's price).
+        let order = checked.and_then(|apply| {
+            GiftOrder::new(request.room_id.clone(), &apply, self.clock.now())
+                .ok_or(Error::Rejected(Rejection::AmountOverflow))
+        });
+        let order = match order {
+            Ok(order) => order,
             Err(refusal) => {
                 return match self.orders.get(&request.order_id).await? {
                     Some(existing) => {
@@ -196,9 +202,6 @@ impl GiftSaga {
                 };
             }
         };
-        let now = self.clock.now();
-        let order = GiftOrder::new(request.room_id.clone(), &apply, now)
-            .ok_or(Error::Rejected(Rejection::AmountOverflow))?;
         let (stored, created) = self.orders.create_or_get(&order).await?;
         if !created {
             same_request(&stored, request)?;
@@ -302,6 +305,18 @@ impl GiftSaga {
                                     self.wallet.debit(op, &order.sender, amount).await?;
                                 Ok(SagaOutcome::Debited { balance_after })
                             }
+                        }
+                    }
+                    Err(Error::Conflict(conflict)) => {
+                        // The operation was voided: a drive found it never debited (a refused
+                        // debit, or recovery) and failed to store that. It never will be
+                        // debited: the order fails now, as recovery would fail it later.
+                        match self.wallet.settle_debit(op).await? {
+                            DebitStatus::Void => Ok(SagaOutcome::NotDebited {
+                                balance: self.wallet.balance(&order.sender).await?,
+                            }),
+                            // Debited under this id with another user or amount: not ours.
+                            DebitStatus::Debited => Err(Error::Conflict(conflict)),
                         }
                     }
                     Err(error) => Err(error),

@@ -420,6 +420,37 @@ async fn recovery_settles_every_kind_of_unfinished_order() {
 
 /// An order recovery fails (never debited) keeps the balance recovery saw: a repeat after a
 /// top-up is answered as the first time, not with the balance of the moment.
+/// A drive found the debit refused and voided it, then died before it stored the order
+/// FAILED: the next drive finds the operation void and fails the order at once, as recovery
+/// would, instead of answering a conflict until recovery comes.
+#[tokio::test]
+async fn a_repeat_of_an_order_whose_debit_was_voided_fails_it() {
+    let world = World::new().await;
+    world.fund("alice", 5).await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let request = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
+    pending_order(&world, &request).await;
+    Wallet::settle_debit(&*world.store, "o-1").await.unwrap();
+    Wallet::credit(
+        &*world.store,
+        "top-up",
+        room_app::ports::CreditKind::Admin,
+        &crate::support::uid("alice"),
+        Coins(100),
+    )
+    .await
+    .unwrap();
+
+    let first = world.saga().send(request.clone()).await.unwrap();
+    assert_eq!(first.status, OrderStatus::Failed);
+    assert_eq!(first.fail_reason, Some(FailReason::NotDebited));
+    assert_eq!(first.coin_balance_after, Coins(105));
+    assert_eq!(status(&world, "o-1").await, OrderStatus::Failed);
+    assert_eq!(world.saga().send(request).await.unwrap(), first);
+    assert_eq!(world.balance("alice").await, Coins(105));
+    assert!(gifts_in(&world.log(&room).await).is_empty());
+}
+
 #[tokio::test]
 async fn an_order_failed_by_recovery_answers_every_repeat_with_one_balance() {
     let world = World::new().await;
