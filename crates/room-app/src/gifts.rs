@@ -351,21 +351,48 @@ impl GiftSaga {
                 }
             }
             SagaStep::Refund { amount } => {
-                let balance_after = self
-                    .wallet
-                    .credit(op, CreditKind::Refund, &order.sender, amount)
-                    .await?;
+                let balance_after = self.credit_owed(order, CreditKind::Refund, amount).await?;
                 metrics::counter!("room_gift_refunds_total").increment(1);
                 Ok(SagaOutcome::Refunded { balance_after })
             }
             SagaStep::CreditLuckyReward { amount } => {
                 let balance_after = self
-                    .wallet
-                    .credit(op, CreditKind::LuckyReward, &order.sender, amount)
+                    .credit_owed(order, CreditKind::LuckyReward, amount)
                     .await?;
                 Ok(SagaOutcome::RewardCredited { balance_after })
             }
             SagaStep::Done => Err(Error::corrupt("no step to take")),
+        }
+    }
+
+    /// Credits what the order owes its sender (a refund, a lucky reward). The coins moved
+    /// already, so the order cannot end without this credit: a refusal from the wallet (a
+    /// balance that would overflow) is no answer to the request. It is logged, counted under
+    /// `room_gift_credits_refused_total`, and answered as retryable; the order stays where it
+    /// is and recovery tries again.
+    async fn credit_owed(
+        &self,
+        order: &GiftOrder,
+        kind: CreditKind,
+        amount: Coins,
+    ) -> Result<Coins> {
+        let op = order.order_id.as_str();
+        match self.wallet.credit(op, kind, &order.sender, amount).await {
+            Err(error) if !error.is_retryable() => {
+                tracing::error!(
+                    order_id = op,
+                    sender = %order.sender,
+                    ?kind,
+                    amount = amount.0,
+                    error = %error,
+                    "the wallet refused a credit a gift order owes; it stays owed"
+                );
+                metrics::counter!("room_gift_credits_refused_total").increment(1);
+                Err(Error::Unavailable(format!(
+                    "the credit order {op} owes was refused ({error}); it is retried"
+                )))
+            }
+            other => other,
         }
     }
 

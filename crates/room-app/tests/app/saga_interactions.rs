@@ -407,6 +407,48 @@ async fn a_lucky_gift_credits_its_reward_exactly_once() {
     assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
 }
 
+/// The room applied the gift and the coins moved: a wallet that refuses the reward (a balance
+/// that would overflow) is no answer to the request. The sender is told to retry, the order
+/// stays APPLIED, and a later drive credits the reward once.
+#[tokio::test]
+async fn a_refused_reward_credit_leaves_the_order_applied_and_retryable() {
+    let reward = 10 * i64::from(LUCKY_MULTIPLIER);
+    let mut wallet = MockWallet::new();
+    debits_once(&mut wallet, "o-1", 10, 90);
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counted = attempts.clone();
+    wallet
+        .expect_credit()
+        .withf(move |op, kind, who, coins| {
+            op == "o-1"
+                && *kind == CreditKind::LuckyReward
+                && *who == uid("alice")
+                && *coins == Coins(reward)
+        })
+        .times(2)
+        .returning(move |_, _, _, _| {
+            if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                Err(Error::Invalid("balance overflow".into()))
+            } else {
+                Ok(Coins(90 + reward))
+            }
+        });
+    let world = World::builder().wallet(Arc::new(wallet)).build().await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+
+    let request = gift(&room, "alice", "o-1", "clover", 1, &["bob"]);
+    let refused = world.saga().send(request.clone()).await.unwrap_err();
+    assert!(refused.is_retryable(), "{refused:?}");
+    let stored = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    assert_eq!(stored.unwrap().status, OrderStatus::Applied);
+
+    let receipt = world.saga().send(request).await.unwrap();
+    assert_eq!(receipt.status, OrderStatus::Completed);
+    assert_eq!(receipt.coin_balance_after, Coins(90 + reward));
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
+}
+
 fn order_for(request: &room_app::SendGift) -> GiftOrder {
     let apply = ApplyGift {
         order_id: request.order_id.clone(),
