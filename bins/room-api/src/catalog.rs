@@ -65,18 +65,10 @@ impl CatalogFile {
             let gift_id = GiftId::new(&gift.gift_id)
                 .with_context(|| format!("gift id {:?} is not valid", gift.gift_id))?;
             anyhow::ensure!(
-                gift.price >= 0 && gift.heat >= 0 && gift.fuel >= 0,
-                "gift {gift_id}: price, heat and fuel must not be negative"
-            );
-            anyhow::ensure!(
-                !gift.name.trim().is_empty(),
-                "gift {gift_id}: the name must not be empty"
-            );
-            anyhow::ensure!(
                 gifts.iter().all(|g: &CatalogGift| g.gift_id != gift_id),
                 "gift {gift_id} is listed twice"
             );
-            gifts.push(CatalogGift {
+            let gift = CatalogGift {
                 gift_id,
                 name: gift.name,
                 price: Coins(gift.price),
@@ -84,7 +76,11 @@ impl CatalogFile {
                 fuel: gift.fuel,
                 lucky: gift.lucky,
                 enabled: gift.enabled,
-            });
+            };
+            if let Some(problem) = gift.problem() {
+                anyhow::bail!("gift {}: {problem}", gift.gift_id);
+            }
+            gifts.push(gift);
         }
         Ok(CatalogFile {
             gifts,
@@ -148,5 +144,10 @@ mod tests {
         assert!(CatalogFile::parse(negative).is_err());
         let twice = "[[gifts]]\ngift_id = \"g\"\nname = \"G\"\nprice = 1\n[[gifts]]\ngift_id = \"g\"\nname = \"G\"\nprice = 2\n";
         assert!(CatalogFile::parse(twice).is_err());
+        let huge = "[[gifts]]\ngift_id = \"g\"\nname = \"G\"\nprice = 1\nheat = 1000000001\n";
+        let error = CatalogFile::parse(huge).unwrap_err().to_string();
+        assert!(error.contains("heat 1000000001"), "{error}");
+        let unnamed = "[[gifts]]\ngift_id = \"g\"\nname = \" \"\nprice = 1\n";
+        assert!(CatalogFile::parse(unnamed).is_err());
     }
 }

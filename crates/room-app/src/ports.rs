@@ -316,6 +316,34 @@ pub struct CatalogGift {
     pub enabled: bool,
 }
 
+/// The most a catalog gift's price, heat or fuel may be per unit. With at most 9,999 units
+/// to each of at most 20 recipients, a gift's coins, heat and fuel then stay below 2 * 10^14,
+/// far from the `i64` limits the totals, balances and rewards they feed are kept in.
+pub const MAX_GIFT_UNIT_VALUE: i64 = 1_000_000_000;
+
+/// The longest catalog gift name, in characters.
+pub const MAX_GIFT_NAME_CHARS: usize = 64;
+
+impl CatalogGift {
+    /// Why this entry cannot be in the catalog, if it cannot: a name that is blank or longer
+    /// than [`MAX_GIFT_NAME_CHARS`], a price, heat or fuel outside `0..=`[`MAX_GIFT_UNIT_VALUE`].
+    pub fn problem(&self) -> Option<String> {
+        if self.name.trim().is_empty() || self.name.chars().count() > MAX_GIFT_NAME_CHARS {
+            return Some(format!(
+                "a gift name has 1 to {MAX_GIFT_NAME_CHARS} characters"
+            ));
+        }
+        [
+            ("price", self.price.0),
+            ("heat", self.heat),
+            ("fuel", self.fuel),
+        ]
+        .into_iter()
+        .find(|(_, value)| !(0..=MAX_GIFT_UNIT_VALUE).contains(value))
+        .map(|(field, value)| format!("{field} {value} is outside 0..={MAX_GIFT_UNIT_VALUE}"))
+    }
+}
+
 /// The gift catalog.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]

@@ -37,6 +37,10 @@ pub struct ServicePorts {
     pub ids: IdGenRef,
 }
 
+/// The most one admin credit may give: a trillion coins. Balances grow only by such credits
+/// and by what gifts pay back, so they stay far from the `i64` limit.
+pub const MAX_ADMIN_CREDIT: i64 = 1_000_000_000_000;
+
 /// The room service's use cases.
 pub struct RoomService {
     runtime: CellRuntime,
@@ -564,8 +568,8 @@ impl RoomService {
 
     /// Creates or replaces a catalog entry.
     pub async fn put_gift(&self, gift: CatalogGift) -> Result<()> {
-        if gift.price.is_negative() || gift.heat < 0 || gift.fuel < 0 {
-            return Err(Error::Rejected(Rejection::InvalidGift));
+        if let Some(problem) = gift.problem() {
+            return Err(Error::Invalid(format!("gift {}: {problem}", gift.gift_id)));
         }
         self.ports.catalog.put(&gift).await?;
         self.gifts.forget_catalog();
@@ -577,10 +581,13 @@ impl RoomService {
         self.ports.wallet.balance(user).await
     }
 
-    /// Credits coins to a user (platform admins), idempotent by `op_id`.
+    /// Credits coins to a user (platform admins), idempotent by `op_id`; `amount` is 1 to
+    /// [`MAX_ADMIN_CREDIT`].
     pub async fn admin_credit(&self, op_id: &str, user: &UserId, amount: Coins) -> Result<Coins> {
-        if amount <= Coins::ZERO {
-            return Err(Error::Invalid("amount must be positive".into()));
+        if !(1..=MAX_ADMIN_CREDIT).contains(&amount.0) {
+            return Err(Error::Invalid(format!(
+                "amount must be 1 to {MAX_ADMIN_CREDIT} coins"
+            )));
         }
         self.ports
             .wallet

@@ -12,9 +12,6 @@ use crate::error::{ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, parse_id};
 use crate::state::AppState;
 
-/// The longest gift name.
-const MAX_GIFT_NAME_CHARS: usize = 64;
-
 /// Credits coins to a user's wallet. Idempotent by `op_id`: a repeat credits nothing more and
 /// answers the balance of the first credit.
 #[utoipa::path(
@@ -23,7 +20,7 @@ const MAX_GIFT_NAME_CHARS: usize = 64;
     request_body = CreditRequest,
     responses(
         (status = 200, description = "Credited", body = CreditResponse),
-        (status = 400, description = "Bad id or amount", body = ErrorResponse),
+        (status = 400, description = "Bad id, or an amount outside 1..=1,000,000,000,000", body = ErrorResponse),
         (status = 403, description = "Not a platform admin", body = ErrorResponse),
         (status = 409, description = "op_id already used for another credit", body = ErrorResponse),
     ),
@@ -38,10 +35,10 @@ pub async fn credit_wallet(
     let user: UserId = parse_id("user_id", &user_id)?;
     // Operation ids follow the rules of every other id (1 to 64 characters, no whitespace).
     let op_id: CommandId = parse_id("op_id", &request.op_id)?;
-    if request.amount <= 0 {
+    if !(1..=room_app::MAX_ADMIN_CREDIT).contains(&request.amount) {
         return Err(ApiError::bad_request(
             "INVALID_AMOUNT",
-            "amount must be a positive number of coins",
+            format!("amount must be 1 to {} coins", room_app::MAX_ADMIN_CREDIT),
         ));
     }
     let balance = state
@@ -70,7 +67,7 @@ pub async fn credit_wallet(
     request_body = PutGiftRequest,
     responses(
         (status = 200, description = "Stored", body = GiftCatalogEntry),
-        (status = 400, description = "Bad id, name or negative numbers", body = ErrorResponse),
+        (status = 400, description = "Bad id, name, or a price, heat or fuel outside 0..=1,000,000,000", body = ErrorResponse),
         (status = 403, description = "Not a platform admin", body = ErrorResponse),
     ),
     security(("bearer" = []))
@@ -82,13 +79,6 @@ pub async fn put_gift(
     ApiJson(request): ApiJson<PutGiftRequest>,
 ) -> ApiResult<Json<GiftCatalogEntry>> {
     let gift_id: GiftId = parse_id("gift_id", &gift_id)?;
-    let name_chars = request.name.trim().chars().count();
-    if name_chars == 0 || request.name.chars().count() > MAX_GIFT_NAME_CHARS {
-        return Err(ApiError::bad_request(
-            "INVALID_GIFT",
-            format!("a gift name has 1 to {MAX_GIFT_NAME_CHARS} characters"),
-        ));
-    }
     let gift = CatalogGift {
         gift_id,
         name: request.name,
@@ -98,6 +88,9 @@ pub async fn put_gift(
         lucky: request.lucky,
         enabled: request.enabled,
     };
+    if let Some(problem) = gift.problem() {
+        return Err(ApiError::bad_request("INVALID_GIFT", problem));
+    }
     state.service.put_gift(gift.clone()).await?;
     Ok(Json(gift.into()))
 }

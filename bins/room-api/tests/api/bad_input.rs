@@ -475,6 +475,13 @@ async fn bad_paths_queries_and_amounts_get_stable_codes() {
         (
             "/v1/admin/wallets/bob/credit".into(),
             "admin",
+            json!({"op_id": "c", "amount": 1_000_000_000_001_i64}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_AMOUNT",
+        ),
+        (
+            "/v1/admin/wallets/bob/credit".into(),
+            "admin",
             json!({"op_id": long_id(), "amount": 3}),
             StatusCode::BAD_REQUEST,
             "INVALID_ID",

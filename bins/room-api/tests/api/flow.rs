@@ -199,16 +199,31 @@ async fn the_catalog_lists_the_built_in_gifts_and_admins_can_change_it() {
     let (_, catalog) = t.get("/v1/gifts", &t.token("bob")).await;
     assert_eq!(catalog["gifts"].as_array().unwrap().len(), 4);
 
-    let (status, body) = t
-        .call(
-            Method::PUT,
-            "/v1/admin/gifts/heart",
-            Some(&t.admin_token()),
-            Some(json!({"name": "Heart", "price": -1})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(error_code(&body), "INVALID_GIFT");
+    for bad in [
+        json!({"name": "Heart", "price": -1}),
+        json!({"name": "Heart", "price": 1_000_000_001_i64}),
+        json!({"name": "Heart", "price": 1, "heat": i64::MAX}),
+        json!({"name": "Heart", "price": 1, "fuel": -1}),
+        json!({"name": " ", "price": 1}),
+        json!({"name": "x".repeat(65), "price": 1}),
+    ] {
+        let (status, body) = t
+            .call(
+                Method::PUT,
+                "/v1/admin/gifts/heart",
+                Some(&t.admin_token()),
+                Some(bad.clone()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(error_code(&body), "INVALID_GIFT", "{bad}");
+    }
+    let (_, catalog) = t.get("/v1/gifts", &t.token("bob")).await;
+    assert_eq!(
+        catalog["gifts"].as_array().unwrap().len(),
+        4,
+        "nothing stored"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
