@@ -64,7 +64,7 @@ fn options() -> Result<Options> {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         if arg == "--help" || arg == "-h" {
-            println!("{USAGE}");
+            eprintln!("{USAGE}");
             std::process::exit(0);
         }
         if arg == "--latency-only" {
