@@ -133,7 +133,7 @@ impl GiftSaga {
     /// Sends a gift: creates the order (or finds it, for a repeat), drives it as far as it
     /// goes, and answers with its state. A retryable error leaves the order for a retry or for
     /// recovery; it never loses or doubles a coin.
-    #[tracing::instrument(skip_all, fields(room_id = %request.room_id, order_id = %request.order_id), err)]
+    #[tracing::instrument(skip_all, fields(room_id = %request.room_id, order_id = %request.order_id), err(level = "debug"))]
     pub async fn send(&self, request: SendGift) -> Result<GiftReceipt> {
         if request
             .order_id

@@ -247,7 +247,7 @@ impl RoomService {
     }
 
     /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
-    #[tracing::instrument(skip_all, err)]
+    #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn create_room(
         &self,
         actor: &UserActor,
@@ -372,7 +372,7 @@ impl RoomService {
 
     /// Joins a room, leaving the room the user was in before. The password, for a locked room,
     /// is checked against the stored hash here; the domain gets the verdict.
-    #[tracing::instrument(skip_all, fields(room_id = %room_id), err)]
+    #[tracing::instrument(skip_all, fields(room_id = %room_id), err(level = "debug"))]
     pub async fn join(
         &self,
         actor: &UserActor,
