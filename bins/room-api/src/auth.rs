@@ -57,6 +57,9 @@ impl Authenticator {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_required_spec_claims(&["exp", "sub"]);
         validation.validate_exp = true;
+        // A token with `nbf` is refused before that time (optional: most tokens have none).
+        validation.validate_nbf = true;
+        // Clock skew between the issuer and this service, for `exp` and `nbf`.
         validation.leeway = 30;
         Ok(Authenticator {
             encoding: EncodingKey::from_secret(bytes).context("bad JWT secret")?,
@@ -221,6 +224,35 @@ mod tests {
             })
             .unwrap();
         assert_eq!(auth.verify(&long_sub).unwrap_err().code, "INVALID_TOKEN");
+    }
+
+    #[test]
+    fn tokens_not_valid_yet_are_refused() {
+        #[derive(Serialize)]
+        struct WithNbf {
+            sub: &'static str,
+            exp: u64,
+            nbf: u64,
+        }
+        let secret = EncodingKey::from_secret(b"k").unwrap();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let token = |nbf| {
+            let claims = WithNbf {
+                sub: "a",
+                exp: now + 3_600,
+                nbf,
+            };
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &secret).unwrap()
+        };
+        let auth = authenticator("k");
+        assert_eq!(
+            auth.verify(&token(now + 600)).unwrap_err().code,
+            "INVALID_TOKEN"
+        );
+        assert!(auth.verify(&token(now - 5)).is_ok());
     }
 
     #[test]
