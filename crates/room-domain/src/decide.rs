@@ -95,7 +95,7 @@ pub fn decide(
                 profile.name = checked_name(name)?;
             }
             if let Some(notice) = notice {
-                check_len(Field::Notice, notice, NOTICE_MAX_CHARS)?;
+                check_text(Field::Notice, notice, NOTICE_MAX_CHARS)?;
                 profile.notice = notice.clone();
             }
             if let Some(cover) = cover_url {
@@ -431,7 +431,7 @@ fn create_room(
     if !(1..=MAX_SEATS).contains(&seat_count) {
         return Err(Rejection::InvalidSeatCount { seat_count });
     }
-    check_len(Field::Region, region, REGION_MAX_CHARS)?;
+    check_text(Field::Region, region, REGION_MAX_CHARS)?;
     Ok(vec![Event::RoomCreated {
         owner: owner.clone(),
         name,
@@ -794,7 +794,7 @@ fn checked_name(name: &str) -> Result<String, Rejection> {
     if name.is_empty() {
         return Err(Rejection::FieldEmpty { field: Field::Name });
     }
-    check_len(Field::Name, name, NAME_MAX_CHARS)?;
+    check_text(Field::Name, name, NAME_MAX_CHARS)?;
     Ok(name.to_owned())
 }
 
@@ -804,13 +804,27 @@ fn checked_url(field: Field, url: &str) -> Result<Option<String>, Rejection> {
     if url.is_empty() {
         return Ok(None);
     }
-    check_len(field, url, URL_MAX_CHARS)?;
+    check_text(field, url, URL_MAX_CHARS)?;
     Ok(Some(url.to_owned()))
 }
 
-fn check_len(field: Field, text: &str, max: u32) -> Result<(), Rejection> {
+/// At most `max` characters, none of them a control character (but a line break or tab in
+/// the notice) or a bidirectional embedding, override or isolate (U+202A to U+202E, U+2066
+/// to U+2069): people read these texts, and such characters make them show something else.
+fn check_text(field: Field, text: &str, max: u32) -> Result<(), Rejection> {
     if text.len() > max as usize && text.chars().count() > max as usize {
         return Err(Rejection::FieldTooLong { field, max });
     }
-    Ok(())
+    let refused = |c: char| {
+        let line_break = matches!(c, '\n' | '\r' | '\t') && field == Field::Notice;
+        (c.is_control() && !line_break)
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    match text.chars().find(|c| refused(*c)) {
+        Some(c) => Err(Rejection::FieldInvalidCharacter {
+            field,
+            character: u32::from(c),
+        }),
+        None => Ok(()),
+    }
 }

@@ -163,6 +163,16 @@ pub enum Rejection {
         /// The limit in characters.
         max: u32,
     },
+    /// A text field holds a character it must not: a control character (a line break is
+    /// allowed in the notice only) or a bidirectional override, which would let a name show
+    /// other text than it holds.
+    #[error("{} must not contain U+{character:04X}", field.as_str())]
+    FieldInvalidCharacter {
+        /// The field.
+        field: Field,
+        /// The first character refused, as its code point.
+        character: u32,
+    },
     /// A seat count outside 1..=20.
     #[error("seat count {seat_count} is outside 1..=20")]
     InvalidSeatCount {
@@ -225,6 +235,7 @@ impl Rejection {
             Rejection::RocketNotReady { .. } => "ROCKET_NOT_READY",
             Rejection::FieldEmpty { .. } => "FIELD_EMPTY",
             Rejection::FieldTooLong { .. } => "FIELD_TOO_LONG",
+            Rejection::FieldInvalidCharacter { .. } => "FIELD_INVALID_CHARACTER",
             Rejection::InvalidSeatCount { .. } => "INVALID_SEAT_COUNT",
             Rejection::InvalidGiftCount { .. } => "INVALID_GIFT_COUNT",
             Rejection::InvalidRecipientCount { .. } => "INVALID_RECIPIENT_COUNT",
@@ -248,6 +259,7 @@ impl Rejection {
             | Rejection::StaleTimer => RejectionKind::Conflict,
             Rejection::FieldEmpty { .. }
             | Rejection::FieldTooLong { .. }
+            | Rejection::FieldInvalidCharacter { .. }
             | Rejection::InvalidSeatCount { .. }
             | Rejection::InvalidGiftCount { .. }
             | Rejection::InvalidRecipientCount { .. }

@@ -1661,6 +1661,64 @@ fn create_room_validates_name_seat_count_and_region() {
 }
 
 #[test]
+fn texts_refuse_control_and_bidirectional_override_characters() {
+    let room = Room::absent(RoomRules::default());
+    let owner = user("owner");
+    let refused = |field, character| {
+        Err(Rejection::FieldInvalidCharacter {
+            field,
+            character: u32::from(character),
+        })
+    };
+    for c in [
+        '\0', '\n', '\u{7}', '\u{7F}', '\u{85}', '\u{202E}', '\u{2066}',
+    ] {
+        let name = format!("Night{c}talk");
+        assert_eq!(
+            room.ask(&owner, create(&name, None, "")),
+            refused(Field::Name, c)
+        );
+        assert_eq!(
+            room.ask(&owner, create("Room", None, &format!("eu{c}"))),
+            refused(Field::Region, c)
+        );
+    }
+    // Other scripts, emoji (with their joiners) and right-to-left letters are text.
+    for name in ["夜聊", "لیلة", "שיחה", "👩‍👩‍👧 talk"] {
+        assert!(room.ask(&owner, create(name, None, "")).is_ok(), "{name}");
+    }
+
+    let mut room = Room::open();
+    let admin = user("admin");
+    let notice = |text: &str| CommandKind::UpdateProfile {
+        name: None,
+        notice: Some(text.into()),
+        cover_url: None,
+    };
+    // A notice may break lines; nothing else.
+    room.ok(&admin, notice("Rules:\r\n1. be kind\n2.\tno spam"));
+    assert_eq!(
+        room.err(&admin, notice("bell\u{7}")),
+        Rejection::FieldInvalidCharacter {
+            field: Field::Notice,
+            character: 7
+        }
+    );
+    assert_eq!(
+        room.err(
+            &admin,
+            CommandKind::ChangeBackground {
+                background_url: Some("https://img.example/\u{202E}gnp.exe".into()),
+            }
+        ),
+        Rejection::FieldInvalidCharacter {
+            field: Field::BackgroundUrl,
+            character: 0x202E
+        }
+    );
+}
+
+#[test]
 fn profile_updates_validate_their_fields() {
     let mut room = Room::open();
     let admin = user("admin");

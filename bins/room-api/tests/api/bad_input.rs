@@ -224,6 +224,26 @@ async fn malformed_and_oversized_bodies_are_refused() {
             StatusCode::BAD_REQUEST,
             "FIELD_TOO_LONG",
         ),
+        (
+            raw(
+                "/v1/rooms",
+                &alice,
+                json,
+                r#"{"name": "evil\u202etxt.exe"}"#.to_owned(),
+            ),
+            StatusCode::BAD_REQUEST,
+            "FIELD_INVALID_CHARACTER",
+        ),
+        (
+            raw(
+                "/v1/rooms",
+                &alice,
+                json,
+                r#"{"name": "a\u0000b"}"#.to_owned(),
+            ),
+            StatusCode::BAD_REQUEST,
+            "FIELD_INVALID_CHARACTER",
+        ),
         // Deeply nested JSON is refused, not a stack overflow.
         (
             raw("/v1/rooms", &alice, json, "[".repeat(10_000)),
