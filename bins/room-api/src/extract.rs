@@ -24,10 +24,47 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        Json::<T>::from_request(req, state)
-            .await
+        if !req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(is_json_content_type)
+        {
+            return Err(ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+        }
+        let bytes = read_body(req, state).await?;
+        Json::<T>::from_bytes(&bytes)
             .map(|Json(value)| ApiJson(value))
             .map_err(json_rejection)
+    }
+}
+
+/// How long a request's body may take to arrive, put in the request's extensions by the
+/// router: half the request timeout, so that a client that stops sending in the middle of
+/// its body gets 408 `BODY_TIMEOUT` (its own doing, not worth a retry) before the request
+/// timeout's retryable 503.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyDeadline(pub std::time::Duration);
+
+/// Without a [`BodyDeadline`] in the request (a router built without one).
+const DEFAULT_BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The whole body, within the request's [`BodyDeadline`].
+async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    let deadline = req
+        .extensions()
+        .get::<BodyDeadline>()
+        .map_or(DEFAULT_BODY_DEADLINE, |deadline| deadline.0);
+    match tokio::time::timeout(deadline, Bytes::from_request(req, state)).await {
+        Ok(bytes) => bytes.map_err(bytes_rejection),
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "BODY_TIMEOUT",
+            format!(
+                "the request body did not arrive within {} ms",
+                deadline.as_millis()
+            ),
+        )),
     }
 }
 
@@ -48,9 +85,7 @@ where
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .map(is_json_content_type);
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(bytes_rejection)?;
+        let bytes = read_body(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJson(T::default()));
         }

@@ -134,6 +134,9 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         })
         .with_state(state)
         // Layers run bottom-up on the way in: the last added is the outermost.
+        .layer(axum::Extension(crate::extract::BodyDeadline(
+            request_timeout / 2,
+        )))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         // A timed-out request may still be applied (a gift stays idempotent by its order id):

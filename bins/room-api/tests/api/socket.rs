@@ -28,8 +28,15 @@ struct Server {
 
 impl Server {
     async fn start() -> Server {
+        Self::start_with(|_| {}).await
+    }
+
+    /// A server whose settings `change` adjusts first.
+    async fn start_with(change: impl FnOnce(&mut room_api::Settings)) -> Server {
         let dir = TempDir::new().unwrap();
-        let app = App::build(settings(&dir)).await.unwrap();
+        let mut settings = settings(&dir);
+        change(&mut settings);
+        let app = App::build(settings).await.unwrap();
         let auth = app.authenticator().clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -408,4 +415,36 @@ async fn the_binary_stops_gracefully_on_sigterm_and_keeps_its_data() {
     assert_eq!(room["owner"], "alice");
     let status = terminate(child).await;
     assert!(status.success(), "exit status {status}");
+}
+
+/// A client that stops sending in the middle of its body is told so with a 408 once half the
+/// request timeout has passed, not with the timeout's retryable 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_stops_arriving_is_a_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = Server::start_with(|settings| settings.http.request_timeout_secs = 2).await;
+    let token = server.token("alice", false);
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /v1/rooms HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\nConnection: close\r\n\r\n"
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.write_all(b"{\"name\":").await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(DEADLINE, socket.read_to_string(&mut answer))
+        .await
+        .expect("an answer within the deadline")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"code\":\"BODY_TIMEOUT\""), "{answer}");
+    assert!(answer.contains("\"retryable\":false"), "{answer}");
+    server.stop.cancel();
+    tokio::time::timeout(DEADLINE, server.serving)
+        .await
+        .expect("the server did not stop")
+        .unwrap()
+        .unwrap();
 }
