@@ -245,8 +245,9 @@ pub fn decide(
                 .is_some_and(|o| Some(&o.user) == ctx.actor.user_id());
             let by_moderator = if holder {
                 // Holders may mute themselves; a moderator's mute binds them until a moderator
-                // lifts it.
-                if !*muted && target.muted_by_moderator && !standing.is_moderator() {
+                // lifts it. An admin on the seat is bound too: only the owner and above
+                // moderate admins, so only they lift it.
+                if !*muted && target.muted_by_moderator && standing < Standing::Owner {
                     return Err(Rejection::SeatMutedByModerator { seat: *seat });
                 }
                 false
@@ -338,19 +339,30 @@ pub fn decide(
                     vip_level: member.vip_level,
                 });
             }
-            let mut events = Vec::with_capacity(2);
+            let mut events = Vec::with_capacity(3);
             if let Some(seat) = state.seat_of(user) {
                 events.push(down_from(state, seat, MicDownReason::Kicked));
             }
             events.push(Event::RoomUserKicked {
                 user: user.clone(),
-                by,
+                by: by.clone(),
                 ban_until: ban_seconds.map(|secs| ctx.now.plus_secs(secs)),
             });
+            // A banned admin is an admin no more: the role would let them lift their own ban
+            // and moderate the room they are banned from.
+            if ban_seconds.is_some() && state.admins.contains(user) {
+                events.push(Event::RoomAdminChanged {
+                    user: user.clone(),
+                    admin: false,
+                    by,
+                });
+            }
             Ok(events)
         }
         CommandKind::Unban { user } => {
             require_moderator(standing)?;
+            // Nobody lifts their own ban.
+            may_moderate(state, ctx, standing, user)?;
             if state.ban_of(user, ctx.now).is_none() {
                 return Err(Rejection::NotBanned { user: user.clone() });
             }

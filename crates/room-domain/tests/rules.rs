@@ -744,6 +744,39 @@ fn unban_lifts_a_ban_and_needs_one() {
 }
 
 #[test]
+fn a_ban_ends_an_admins_role_and_nobody_lifts_their_own_ban() {
+    let mut room = Room::open();
+    let ban = |name: &str| CommandKind::Kick {
+        user: id(name),
+        ban_seconds: Some(86_400),
+    };
+    // A kick without a ban leaves the role: the admin may come back.
+    room.ok(&user("owner"), kick("admin2"));
+    assert!(room.state.admins.contains(&id("admin2")));
+    room.join("admin2");
+
+    let events = room.ok(&user("owner"), ban("admin"));
+    assert_eq!(types(&events), ["RoomUserKicked", "RoomAdminChanged"]);
+    assert!(!room.state.admins.contains(&id("admin")));
+    // Banned and no admin: no unban of their own, no moderation from outside.
+    let unban = |name: &str| CommandKind::Unban { user: id(name) };
+    assert_eq!(
+        room.err(&user("admin"), unban("admin")),
+        Rejection::Forbidden
+    );
+    assert_eq!(room.err(&user("admin"), kick("bob")), Rejection::Forbidden);
+
+    // A moderator never lifts a ban of their own, whatever their standing.
+    room.ok(&user("owner"), ban("bob"));
+    assert_eq!(room.err(&user("bob"), unban("bob")), Rejection::Forbidden);
+    // (A role kept through a ban, as a room banned before bans ended roles holds it.)
+    room.state.admins.insert(id("bob"));
+    assert_eq!(room.err(&user("bob"), unban("bob")), cannot_moderate("bob"));
+    room.state.admins.remove(&id("bob"));
+    room.ok(&user("admin2"), unban("admin"));
+}
+
+#[test]
 fn a_kick_takes_the_user_off_their_seat_first() {
     let mut room = Room::open();
     room.sit("bob", 2);
@@ -1265,6 +1298,24 @@ fn a_moderator_mute_binds_the_holder_until_a_moderator_lifts_it() {
     assert!(!room.state.seats[1].muted && !room.state.seats[1].muted_by_moderator);
     room.ok(&user("alice"), mute_seat(1, true));
     room.ok(&user("alice"), mute_seat(1, false));
+}
+
+#[test]
+fn an_admin_on_a_seat_does_not_lift_the_owners_mute() {
+    let mut room = Room::open();
+    room.sit("admin", 2);
+    room.ok(&user("owner"), mute_seat(2, true));
+    assert_eq!(
+        room.err(&user("admin"), mute_seat(2, false)),
+        Rejection::SeatMutedByModerator { seat: seat(2) }
+    );
+    // Nor does a fellow admin, who may not moderate admins.
+    assert_eq!(
+        room.err(&user("admin2"), mute_seat(2, false)),
+        cannot_moderate("admin")
+    );
+    room.ok(&user("owner"), mute_seat(2, false));
+    assert!(!room.state.seats[2].muted);
 }
 
 #[test]
