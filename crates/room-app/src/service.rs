@@ -370,8 +370,8 @@ impl RoomService {
             .map(drop)
     }
 
-    /// Joins a room, leaving the room the user was in before. The password, for a locked room,
-    /// is checked against the stored hash here; the domain gets the verdict.
+    /// Joins a room, then leaves the room the user was in before. The password, for a locked
+    /// room, is checked against the stored hash here; the domain gets the verdict.
     #[tracing::instrument(skip_all, fields(room_id = %room_id), err(level = "debug"))]
     pub async fn join(
         &self,
@@ -387,11 +387,8 @@ impl RoomService {
             (Some(hash), Some(password)) => verify_password(password, hash),
             _ => false,
         };
-        if let Some(previous) = self.ports.presence.get_current_room(user).await?
-            && previous != *room_id
-        {
-            self.leave_quietly(&previous, actor).await?;
-        }
+        // The room the user is in is left only once the new one let them in: a refused join
+        // (a wrong password, a ban, a full room) leaves them where they were.
         self.run(
             room_id,
             Actor::User(actor.clone()),
@@ -402,7 +399,6 @@ impl RoomService {
         if let Some(previous) = self.ports.presence.heartbeat(room_id, user, now).await?
             && previous != *room_id
         {
-            // A concurrent join elsewhere slipped in between: leave that room too.
             self.leave_quietly(&previous, actor).await?;
         }
         self.get_room(room_id).await

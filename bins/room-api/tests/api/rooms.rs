@@ -242,6 +242,47 @@ async fn joining_a_second_room_leaves_the_first() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_join_leaves_the_user_where_they_were() {
+    let t = TestApp::new().await;
+    let first = t.room_with_members(0).await;
+    let (status, body) = t
+        .post(
+            &format!("/v1/rooms/{first}/seats/0/take"),
+            &t.token("bob"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let locked = t.create_room("dave").await;
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{locked}"),
+            Some(&t.token("dave")),
+            Some(json!({"password": "1234"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let (status, body) = t
+        .post(
+            &format!("/v1/rooms/{locked}/join"),
+            &t.token("bob"),
+            json!({"password": "0000"}),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "WRONG_PASSWORD")
+    );
+    let room = t.room(&first).await;
+    assert_eq!(room["online_count"], 2);
+    assert_eq!(room["seats"][0]["user_id"], "bob");
+    let (_, current) = t.get("/v1/me/current-room", &t.token("bob")).await;
+    assert_eq!(current["room_id"], first.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_rooms_refuse_joins_and_leave_the_list() {
     let t = TestApp::new().await;
     let room_id = t.room_with_members(0).await;
