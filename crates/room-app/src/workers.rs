@@ -14,7 +14,8 @@ use crate::{Error, Result};
 
 /// Fires every timer due now into its room's cell, at most `limit` per pass. A timer whose
 /// command the room refuses (stale: another seat session, a re-armed rocket) is dropped; one
-/// that hit a retryable error stays for the next pass. Returns how many fired.
+/// that hit a retryable error, or that the room finds not due yet (its clock behind this
+/// one's), stays for the next pass. Returns how many fired.
 pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u32) -> Result<u64> {
     let now = service.ports().clock.now();
     let mut fired = 0;
@@ -23,6 +24,14 @@ pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u
             .system_command(&timer.room_id, timer.command.clone())
             .await
         {
+            Err(Error::Rejected(
+                Rejection::RocketNotReady { .. } | Rejection::PublishDeadlineAhead { .. },
+            )) => {
+                // Dropping it would strand an ignited rocket (its rewards unpaid) or leave a
+                // silent user on the seat for good.
+                metrics::counter!("room_timers_early_total").increment(1);
+                tracing::debug!(timer = %timer.timer_id, "the room's clock is behind: timer kept");
+            }
             Ok(_) | Err(Error::Rejected(_)) => {
                 timers.delete(&timer.timer_id, timer.due_at).await?;
                 fired += 1;

@@ -310,7 +310,8 @@ pub fn decide(
                 Some(deadline) if ctx.now >= deadline => {
                     Ok(vec![down_from(state, *seat, MicDownReason::PublishTimeout)])
                 }
-                _ => Err(Rejection::StaleTimer),
+                Some(deadline) => Err(Rejection::PublishDeadlineAhead { deadline }),
+                None => Err(Rejection::StaleTimer),
             }
         }
         CommandKind::RtcUserLeft { user, at } => {

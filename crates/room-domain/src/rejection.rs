@@ -149,6 +149,13 @@ pub enum Rejection {
         /// The launch time.
         launch_at: Timestamp,
     },
+    /// A mic publish timeout before the seat's publish deadline (a clock behind the one
+    /// that fired it): the timer is still to come, not stale.
+    #[error("the publish deadline is {deadline}")]
+    PublishDeadlineAhead {
+        /// The seat session's publish deadline.
+        deadline: Timestamp,
+    },
     /// A text field is empty where it must not be.
     #[error("{} must not be empty", field.as_str())]
     FieldEmpty {
@@ -233,6 +240,7 @@ impl Rejection {
             Rejection::SeatMutedByModerator { .. } => "SEAT_MUTED_BY_MODERATOR",
             Rejection::StaleTimer => "STALE_TIMER",
             Rejection::RocketNotReady { .. } => "ROCKET_NOT_READY",
+            Rejection::PublishDeadlineAhead { .. } => "PUBLISH_DEADLINE_AHEAD",
             Rejection::FieldEmpty { .. } => "FIELD_EMPTY",
             Rejection::FieldTooLong { .. } => "FIELD_TOO_LONG",
             Rejection::FieldInvalidCharacter { .. } => "FIELD_INVALID_CHARACTER",

@@ -1148,8 +1148,12 @@ fn the_publish_timeout_frees_the_seat_at_its_deadline_not_before() {
     };
     let deadline = NOON.plus_secs(room.rules.mic_publish_timeout_secs);
 
+    // Early (a clock behind the timer's): not stale, still to come.
     room.now = Timestamp(deadline.0 - 1);
-    assert_eq!(room.err(&system(), timeout()), Rejection::StaleTimer);
+    assert_eq!(
+        room.err(&system(), timeout()),
+        Rejection::PublishDeadlineAhead { deadline }
+    );
     assert_eq!(room.occupant(2), Some("alice"));
 
     room.now = deadline;

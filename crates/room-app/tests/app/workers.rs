@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use room_app::ports::{
-    Clock, CreditKind, MockPayouts, Payout, Payouts, PayoutsRef, Timers, TimersRef,
+    Clock, CreditKind, MockPayouts, MockTimers, Payout, Payouts, PayoutsRef, Timers, TimersRef,
 };
 use room_app::{Error, workers};
 use room_domain::{Coins, CommandKind, Event, SeatIndex, Timestamp};
@@ -134,6 +134,42 @@ async fn a_rocket_launch_owes_rewards_that_are_paid_once() {
     let paid = workers::pay_out(&world.service, &payouts(&world), 10).await;
     assert_eq!(paid.unwrap(), 0);
     assert_eq!(world.total_balance(&people).await, 1_050);
+}
+
+/// A worker whose clock is ahead of the room's lists a launch the room finds early. The timer
+/// stays: dropped, it would leave the rocket ignited for good and its rewards unpaid.
+#[tokio::test]
+async fn a_timer_the_room_finds_early_is_kept() {
+    let world = World::new().await;
+    world.fund("bob", 100).await;
+    let room = world.open_room("r1", "alice", &["bob", "carol"]).await;
+    world
+        .saga()
+        .send(gift(&room, "bob", "o-1", "booster", 1, &["alice"]))
+        .await
+        .unwrap();
+    let armed = Timers::list_due(&*world.store, Timestamp(i64::MAX), 10)
+        .await
+        .unwrap();
+    let launch = armed
+        .into_iter()
+        .find(|t| matches!(t.command, CommandKind::LaunchRocket { .. }))
+        .expect("the ignition armed a launch");
+    let mut ahead = MockTimers::new();
+    ahead
+        .expect_list_due()
+        .returning(move |_, _| Ok(vec![launch.clone()]));
+    ahead.expect_delete().never();
+    let ahead: TimersRef = Arc::new(ahead);
+    let fired = workers::fire_due_timers(&world.service, &ahead, 10).await;
+    assert_eq!(fired.unwrap(), 0);
+
+    // On time, the kept timer launches the rocket.
+    world.clock.advance_secs(60);
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
+    assert_eq!(fired.unwrap(), 1);
+    let owed = Payouts::list_pending(&*world.store, 10).await.unwrap();
+    assert_eq!(owed.len(), 3);
 }
 
 #[tokio::test]
