@@ -627,10 +627,21 @@ impl Cell {
         let Some(record) = store.get_command(&self.room_id, id).await? else {
             return Ok(None);
         };
-        let count = u32::try_from(record.last_seq + 1 - record.first_seq).unwrap_or(u32::MAX);
-        let events = store
-            .list_events(&self.room_id, record.first_seq - 1, count)
-            .await?;
+        // A stored command covers the events first_seq..=last_seq (none: last = first - 1).
+        let (Some(after), Some(count)) = (
+            record.first_seq.checked_sub(1),
+            record
+                .last_seq
+                .checked_add(1)
+                .and_then(|end| end.checked_sub(record.first_seq))
+                .and_then(|count| u32::try_from(count).ok()),
+        ) else {
+            return Err(Error::corrupt(format!(
+                "command {id} of room {} covers events {}..={}",
+                self.room_id, record.first_seq, record.last_seq
+            )));
+        };
+        let events = store.list_events(&self.room_id, after, count).await?;
         Ok(Some(Arc::new(CommandReply {
             version: record.last_seq,
             events,
