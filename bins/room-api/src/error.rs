@@ -181,6 +181,15 @@ impl From<room_app::Error> for ApiError {
                 "ORDER_ID_REUSED",
                 format!("order id {order_id} was already used for another gift"),
             ),
+            E::TooManyAttempts { retry_at } => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "TOO_MANY_ATTEMPTS",
+                format!(
+                    "too many wrong passwords for this room; try again after {} (ms since the epoch)",
+                    retry_at.0
+                ),
+            )
+            .retryable(),
             E::Overloaded(_) => Self::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "ROOM_OVERLOADED",

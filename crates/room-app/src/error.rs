@@ -57,6 +57,12 @@ pub enum Error {
     /// The service is shutting down.
     #[error("cancelled")]
     Cancelled,
+    /// Too many wrong passwords for one room: joins of it are refused until `retry_at`.
+    #[error("too many wrong passwords; try again at {retry_at}")]
+    TooManyAttempts {
+        /// When the user may try again.
+        retry_at: room_domain::Timestamp,
+    },
 }
 
 impl Error {

@@ -28,6 +28,6 @@ pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
 pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
 pub use memory::InMemoryStore;
 pub use service::{
-    BannedUser, MAX_ADMIN_CREDIT, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch,
-    RoomService, RoomView, SeatView, ServicePorts,
+    BannedUser, MAX_ADMIN_CREDIT, MAX_WRONG_PASSWORDS, OnlineUser, PASSWORD_WINDOW_MS, RankEntry,
+    RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView, ServicePorts,
 };

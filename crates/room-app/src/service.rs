@@ -1,6 +1,7 @@
 //! [`RoomService`]: the use cases the API and the workers call. Each one turns a request into
 //! commands for the room's cell, or reads the cell's state or the directory.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use room_domain::{
@@ -41,11 +42,24 @@ pub struct ServicePorts {
 /// and by what gifts pay back, so they stay far from the `i64` limit.
 pub const MAX_ADMIN_CREDIT: i64 = 1_000_000_000_000;
 
+/// Wrong passwords a user may give for one room within [`PASSWORD_WINDOW_MS`]; past them,
+/// joins of that room are refused until the window ends.
+pub const MAX_WRONG_PASSWORDS: u32 = 5;
+
+/// The window of [`MAX_WRONG_PASSWORDS`], from the first wrong password.
+pub const PASSWORD_WINDOW_MS: i64 = 60_000;
+
+/// The most (user, room) pairs tracked: past it, the ended windows are dropped, and if
+/// that is not enough, all of them (a flood of made-up pairs must not grow memory).
+const MAX_TRACKED_PASSWORD_PAIRS: usize = 100_000;
+
 /// The room service's use cases.
 pub struct RoomService {
     runtime: CellRuntime,
     ports: ServicePorts,
     gifts: GiftSaga,
+    /// Wrong passwords per (user, room): how many, and when the first of the window came.
+    wrong_passwords: std::sync::Mutex<HashMap<(UserId, RoomId), (u32, Timestamp)>>,
 }
 
 /// A room as clients see it. Never carries the password or its hash.
@@ -190,6 +204,7 @@ impl RoomService {
             runtime,
             ports,
             gifts,
+            wrong_passwords: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -383,18 +398,27 @@ impl RoomService {
         let lock = self
             .query(room_id, |state| state.settings.lock.clone())
             .await?;
+        let now = self.ports.clock.now();
+        if lock.is_some() {
+            self.check_password_attempts(user, room_id, now)?;
+        }
         let password_verified = match (&lock, &password) {
             (Some(hash), Some(password)) => verify_password(password, hash),
             _ => false,
         };
         // The room the user is in is left only once the new one let them in: a refused join
         // (a wrong password, a ban, a full room) leaves them where they were.
-        self.run(
-            room_id,
-            Actor::User(actor.clone()),
-            CommandKind::Join { password_verified },
-        )
-        .await?;
+        let joined = self
+            .run(
+                room_id,
+                Actor::User(actor.clone()),
+                CommandKind::Join { password_verified },
+            )
+            .await;
+        if let Err(Error::Rejected(Rejection::WrongPassword)) = &joined {
+            self.count_wrong_password(user, room_id, now);
+        }
+        joined?;
         let now = self.ports.clock.now();
         if let Some(previous) = self.ports.presence.heartbeat(room_id, user, now).await?
             && previous != *room_id
@@ -402,6 +426,52 @@ impl RoomService {
             self.leave_quietly(&previous, actor).await?;
         }
         self.get_room(room_id).await
+    }
+
+    /// Refuses a join while the user has given [`MAX_WRONG_PASSWORDS`] wrong passwords for
+    /// the room within the window: a short numeric password would otherwise fall to a few
+    /// thousand requests. Kept in this process's memory.
+    fn check_password_attempts(
+        &self,
+        user: &UserId,
+        room_id: &RoomId,
+        now: Timestamp,
+    ) -> Result<()> {
+        let attempts = self
+            .wrong_passwords
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match attempts.get(&(user.clone(), room_id.clone())) {
+            Some((count, since))
+                if *count >= MAX_WRONG_PASSWORDS && now.0 < since.0 + PASSWORD_WINDOW_MS =>
+            {
+                metrics::counter!("room_join_password_lockouts_total").increment(1);
+                Err(Error::TooManyAttempts {
+                    retry_at: Timestamp(since.0 + PASSWORD_WINDOW_MS),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn count_wrong_password(&self, user: &UserId, room_id: &RoomId, now: Timestamp) {
+        let mut attempts = self
+            .wrong_passwords
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if attempts.len() >= MAX_TRACKED_PASSWORD_PAIRS {
+            attempts.retain(|_, (_, since)| now.0 < since.0 + PASSWORD_WINDOW_MS);
+            if attempts.len() >= MAX_TRACKED_PASSWORD_PAIRS {
+                attempts.clear();
+            }
+        }
+        let entry = attempts
+            .entry((user.clone(), room_id.clone()))
+            .or_insert((0, now));
+        if now.0 >= entry.1.0 + PASSWORD_WINDOW_MS {
+            *entry = (0, now);
+        }
+        entry.0 += 1;
     }
 
     async fn leave_quietly(&self, room_id: &RoomId, actor: &UserActor) -> Result<()> {

@@ -266,7 +266,7 @@ pub async fn close_room(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Joins the room (leaving the room the caller was in) and returns its snapshot.
+/// Joins the room (then leaves the room the caller was in) and returns its snapshot.
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/join", tag = "rooms",
     params(("room_id" = String, Path, description = "The room id")),
@@ -276,6 +276,7 @@ pub async fn close_room(
         (status = 403, description = "Banned or wrong password", body = ErrorResponse),
         (status = 404, description = "No such room", body = ErrorResponse),
         (status = 422, description = "Closed or full", body = ErrorResponse),
+        (status = 429, description = "5 wrong passwords for this room within a minute: TOO_MANY_ATTEMPTS until the minute ends", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]

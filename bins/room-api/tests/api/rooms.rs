@@ -283,6 +283,49 @@ async fn a_refused_join_leaves_the_user_where_they_were() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_passwords_lock_one_user_out_of_one_room_for_a_while() {
+    let t = TestApp::new().await;
+    let locked = t.create_room("dave").await;
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{locked}"),
+            Some(&t.token("dave")),
+            Some(json!({"password": "1234"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let join = format!("/v1/rooms/{locked}/join");
+    let try_join = |user: &'static str, password: &'static str| {
+        let (t, join) = (&t, join.clone());
+        async move {
+            let (status, body) = t
+                .post(&join, &t.token(user), json!({ "password": password }))
+                .await;
+            (status, error_code(&body).to_owned())
+        }
+    };
+    for guess in ["0000", "0001", "0002", "0003", "0004"] {
+        assert_eq!(
+            try_join("bob", guess).await,
+            (StatusCode::FORBIDDEN, "WRONG_PASSWORD".to_owned())
+        );
+    }
+    // Locked out, even with the right password; others are not.
+    assert_eq!(
+        try_join("bob", "1234").await,
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            "TOO_MANY_ATTEMPTS".to_owned()
+        )
+    );
+    let (status, _) = t
+        .post(&join, &t.token("carol"), json!({"password": "1234"}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_rooms_refuse_joins_and_leave_the_list() {
     let t = TestApp::new().await;
     let room_id = t.room_with_members(0).await;

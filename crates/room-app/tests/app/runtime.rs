@@ -676,3 +676,52 @@ async fn queries_are_answered_while_a_commit_is_in_flight() {
     }
     assert_eq!(world.state(&room).await.members.len(), 3);
 }
+
+/// Wrong passwords lock one user out of one room until the window ends; the right password
+/// then lets them in.
+#[tokio::test]
+async fn wrong_passwords_lock_a_user_out_until_the_window_ends() {
+    let world = World::new().await;
+    let room = world.open_room("r1", "owner", &[]).await;
+    let actor = |name: &str| room_domain::UserActor {
+        user_id: uid(name),
+        vip_level: 0,
+        platform_admin: false,
+    };
+    let patch = room_app::RoomPatch {
+        password: Some(Some("1234".into())),
+        ..room_app::RoomPatch::default()
+    };
+    world
+        .service
+        .update_room(&actor("owner"), &room, patch)
+        .await
+        .unwrap();
+    let join = |name: &'static str, password: &'static str| {
+        let (service, room) = (&world.service, room.clone());
+        async move {
+            service
+                .join(&actor(name), &room, Some(password.to_owned()))
+                .await
+                .map(drop)
+        }
+    };
+    for _ in 0..room_app::MAX_WRONG_PASSWORDS {
+        let refused = join("bob", "0000").await;
+        assert!(
+            matches!(refused, Err(Error::Rejected(Rejection::WrongPassword))),
+            "{refused:?}"
+        );
+    }
+    let locked_out = join("bob", "1234").await;
+    assert!(
+        matches!(locked_out, Err(Error::TooManyAttempts { .. })),
+        "{locked_out:?}"
+    );
+    join("carol", "1234").await.unwrap();
+
+    world
+        .clock
+        .advance_secs(room_app::PASSWORD_WINDOW_MS / 1000);
+    join("bob", "1234").await.unwrap();
+}
