@@ -241,6 +241,21 @@ async fn joining_a_second_room_leaves_the_first() {
     assert_eq!(current["room_id"], second.as_str());
 }
 
+/// A room of `owner`, locked with `password`.
+async fn locked_room(t: &TestApp, owner: &str, password: &str) -> String {
+    let room_id = t.create_room(owner).await;
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{room_id}"),
+            Some(&t.token(owner)),
+            Some(json!({ "password": password })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    room_id
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_join_leaves_the_user_where_they_were() {
     let t = TestApp::new().await;
@@ -253,16 +268,7 @@ async fn a_refused_join_leaves_the_user_where_they_were() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let locked = t.create_room("dave").await;
-    let (status, body) = t
-        .call(
-            Method::PATCH,
-            &format!("/v1/rooms/{locked}"),
-            Some(&t.token("dave")),
-            Some(json!({"password": "1234"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let locked = locked_room(&t, "dave", "1234").await;
 
     let (status, body) = t
         .post(
@@ -285,16 +291,7 @@ async fn a_refused_join_leaves_the_user_where_they_were() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_passwords_lock_one_user_out_of_one_room_for_a_while() {
     let t = TestApp::new().await;
-    let locked = t.create_room("dave").await;
-    let (status, body) = t
-        .call(
-            Method::PATCH,
-            &format!("/v1/rooms/{locked}"),
-            Some(&t.token("dave")),
-            Some(json!({"password": "1234"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let locked = locked_room(&t, "dave", "1234").await;
     let join = format!("/v1/rooms/{locked}/join");
     let try_join = |user: &'static str, password: &'static str| {
         let (t, join) = (&t, join.clone());

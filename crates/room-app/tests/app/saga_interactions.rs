@@ -376,6 +376,17 @@ async fn insufficient_funds_fail_the_order_without_apply_or_refund() {
     assert_eq!(world.saga().send(request).await.unwrap(), receipt);
 }
 
+/// Whether a credit is order o-1's lucky reward of `reward` coins to alice.
+fn is_lucky_reward_of_o1(
+    op: &str,
+    kind: CreditKind,
+    who: &room_domain::UserId,
+    coins: Coins,
+    reward: i64,
+) -> bool {
+    op == "o-1" && kind == CreditKind::LuckyReward && *who == uid("alice") && coins == Coins(reward)
+}
+
 #[tokio::test]
 async fn a_lucky_gift_credits_its_reward_exactly_once() {
     let reward = 10 * i64::from(LUCKY_MULTIPLIER);
@@ -383,12 +394,7 @@ async fn a_lucky_gift_credits_its_reward_exactly_once() {
     debits_once(&mut wallet, "o-1", 10, 90);
     wallet
         .expect_credit()
-        .withf(move |op, kind, who, coins| {
-            op == "o-1"
-                && *kind == CreditKind::LuckyReward
-                && *who == uid("alice")
-                && *coins == Coins(reward)
-        })
+        .withf(move |op, kind, who, coins| is_lucky_reward_of_o1(op, *kind, who, *coins, reward))
         .times(1)
         .returning(move |_, _, _, _| Ok(Coins(90 + reward)));
     let world = World::builder().wallet(Arc::new(wallet)).build().await;
@@ -419,12 +425,7 @@ async fn a_refused_reward_credit_leaves_the_order_applied_and_retryable() {
     let counted = attempts.clone();
     wallet
         .expect_credit()
-        .withf(move |op, kind, who, coins| {
-            op == "o-1"
-                && *kind == CreditKind::LuckyReward
-                && *who == uid("alice")
-                && *coins == Coins(reward)
-        })
+        .withf(move |op, kind, who, coins| is_lucky_reward_of_o1(op, *kind, who, *coins, reward))
         .times(2)
         .returning(move |_, _, _, _| {
             if counted.fetch_add(1, Ordering::SeqCst) == 0 {

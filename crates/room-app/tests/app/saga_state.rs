@@ -247,16 +247,7 @@ async fn an_unaffordable_order_stays_failed_after_a_top_up() {
     let receipt = world.saga().send(request.clone()).await.unwrap();
     assert_eq!(receipt.status, OrderStatus::Failed);
 
-    let alice = room_domain::UserId::new("alice").unwrap();
-    Wallet::credit(
-        &*world.store,
-        "top-up",
-        room_app::ports::CreditKind::Admin,
-        &alice,
-        Coins(100),
-    )
-    .await
-    .unwrap();
+    top_up(&world, "alice", 100).await;
     let late = Wallet::debit(
         &*world.store,
         "o-1",
@@ -271,6 +262,19 @@ async fn an_unaffordable_order_stays_failed_after_a_top_up() {
     );
     assert_eq!(world.balance("alice").await, Coins(105));
     assert!(gifts_in(&world.log(&room).await).is_empty());
+}
+
+/// Credits `coins` to `name` once more (after [`World::fund`]).
+async fn top_up(world: &World, name: &str, coins: i64) {
+    Wallet::credit(
+        &*world.store,
+        &format!("top-up:{name}"),
+        room_app::ports::CreditKind::Admin,
+        &crate::support::uid(name),
+        Coins(coins),
+    )
+    .await
+    .unwrap();
 }
 
 /// Stores a PENDING order as the saga would have before a crash.
@@ -431,15 +435,7 @@ async fn a_repeat_of_an_order_whose_debit_was_voided_fails_it() {
     let request = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
     pending_order(&world, &request).await;
     Wallet::settle_debit(&*world.store, "o-1").await.unwrap();
-    Wallet::credit(
-        &*world.store,
-        "top-up",
-        room_app::ports::CreditKind::Admin,
-        &crate::support::uid("alice"),
-        Coins(100),
-    )
-    .await
-    .unwrap();
+    top_up(&world, "alice", 100).await;
 
     let first = world.saga().send(request.clone()).await.unwrap();
     assert_eq!(first.status, OrderStatus::Failed);
@@ -470,15 +466,7 @@ async fn an_order_failed_by_recovery_answers_every_repeat_with_one_balance() {
     assert_eq!(order.fail_reason, Some(FailReason::NotDebited));
     assert_eq!(order.balance_after, Some(Coins(1_000)));
 
-    Wallet::credit(
-        &*world.store,
-        "top-up",
-        room_app::ports::CreditKind::Admin,
-        &crate::support::uid("alice"),
-        Coins(100),
-    )
-    .await
-    .unwrap();
+    top_up(&world, "alice", 100).await;
     let first = world.saga().send(request.clone()).await.unwrap();
     assert_eq!(first.status, OrderStatus::Failed);
     assert_eq!(first.fail_reason, Some(FailReason::NotDebited));

@@ -103,8 +103,9 @@ async fn a_publish_timeout_after_the_audio_started_is_stale_and_dropped() {
     assert!(left.unwrap().is_empty(), "a stale timer is dropped");
 }
 
-#[tokio::test]
-async fn a_rocket_launch_owes_rewards_that_are_paid_once() {
+/// Room r1 of alice with bob and carol, whose rocket bob's booster (50 coins of his 100)
+/// just ignited: its launch is due in 60 s.
+async fn ignited_world() -> World {
     let world = World::new().await;
     world.fund("bob", 100).await;
     let room = world.open_room("r1", "alice", &["bob", "carol"]).await;
@@ -113,6 +114,12 @@ async fn a_rocket_launch_owes_rewards_that_are_paid_once() {
         .send(gift(&room, "bob", "o-1", "booster", 1, &["alice"]))
         .await
         .unwrap();
+    world
+}
+
+#[tokio::test]
+async fn a_rocket_launch_owes_rewards_that_are_paid_once() {
+    let world = ignited_world().await;
     let people = ["alice", "bob", "carol"];
     assert_eq!(world.total_balance(&people).await, 50);
 
@@ -140,14 +147,7 @@ async fn a_rocket_launch_owes_rewards_that_are_paid_once() {
 /// stays: dropped, it would leave the rocket ignited for good and its rewards unpaid.
 #[tokio::test]
 async fn a_timer_the_room_finds_early_is_kept() {
-    let world = World::new().await;
-    world.fund("bob", 100).await;
-    let room = world.open_room("r1", "alice", &["bob", "carol"]).await;
-    world
-        .saga()
-        .send(gift(&room, "bob", "o-1", "booster", 1, &["alice"]))
-        .await
-        .unwrap();
+    let world = ignited_world().await;
     let armed = Timers::list_due(&*world.store, Timestamp(i64::MAX), 10)
         .await
         .unwrap();
