@@ -398,14 +398,17 @@ impl RoomService {
         let lock = self
             .query(room_id, |state| state.settings.lock.clone())
             .await?;
-        let now = self.ports.clock.now();
-        if lock.is_some() {
-            self.check_password_attempts(user, room_id, now)?;
-        }
         let password_verified = match (&lock, &password) {
             (Some(hash), Some(password)) => verify_password(password, hash),
             _ => false,
         };
+        // A join of a locked room without the right password counts as a wrong one until the
+        // room answers otherwise (its owner and admins need none): counted before the room
+        // decides, so that concurrent guesses cannot all pass the check first.
+        let counted = lock.is_some() && !password_verified;
+        if lock.is_some() {
+            self.check_password_attempts(user, room_id, self.ports.clock.now(), counted)?;
+        }
         // The room the user is in is left only once the new one let them in: a refused join
         // (a wrong password, a ban, a full room) leaves them where they were.
         let joined = self
@@ -415,8 +418,8 @@ impl RoomService {
                 CommandKind::Join { password_verified },
             )
             .await;
-        if let Err(Error::Rejected(Rejection::WrongPassword)) = &joined {
-            self.count_wrong_password(user, room_id, now);
+        if counted && !matches!(joined, Err(Error::Rejected(Rejection::WrongPassword))) {
+            self.uncount_wrong_password(user, room_id);
         }
         joined?;
         let now = self.ports.clock.now();
@@ -429,49 +432,56 @@ impl RoomService {
     }
 
     /// Refuses a join while the user has given [`MAX_WRONG_PASSWORDS`] wrong passwords for
-    /// the room within the window: a short numeric password would otherwise fall to a few
-    /// thousand requests. Kept in this process's memory.
+    /// the room within the window, whatever the password now (a right one let through would
+    /// tell a guesser it is right); otherwise counts this attempt as wrong if `counts`. A short
+    /// numeric password would fall to a few thousand requests without it. Kept in this
+    /// process's memory.
     fn check_password_attempts(
         &self,
         user: &UserId,
         room_id: &RoomId,
         now: Timestamp,
+        counts: bool,
     ) -> Result<()> {
-        let attempts = self
-            .wrong_passwords
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        match attempts.get(&(user.clone(), room_id.clone())) {
-            Some((count, since))
-                if *count >= MAX_WRONG_PASSWORDS && now.0 < since.0 + PASSWORD_WINDOW_MS =>
-            {
-                metrics::counter!("room_join_password_lockouts_total").increment(1);
-                Err(Error::TooManyAttempts {
-                    retry_at: Timestamp(since.0 + PASSWORD_WINDOW_MS),
-                })
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn count_wrong_password(&self, user: &UserId, room_id: &RoomId, now: Timestamp) {
         let mut attempts = self
             .wrong_passwords
             .lock()
             .unwrap_or_else(|e| e.into_inner());
+        let key = (user.clone(), room_id.clone());
+        if let Some((count, since)) = attempts.get_mut(&key) {
+            if now.0 >= since.0 + PASSWORD_WINDOW_MS {
+                *count = 0;
+                *since = now;
+            }
+            if *count >= MAX_WRONG_PASSWORDS {
+                metrics::counter!("room_join_password_lockouts_total").increment(1);
+                return Err(Error::TooManyAttempts {
+                    retry_at: Timestamp(since.0 + PASSWORD_WINDOW_MS),
+                });
+            }
+        }
+        if !counts {
+            return Ok(());
+        }
         if attempts.len() >= MAX_TRACKED_PASSWORD_PAIRS {
             attempts.retain(|_, (_, since)| now.0 < since.0 + PASSWORD_WINDOW_MS);
             if attempts.len() >= MAX_TRACKED_PASSWORD_PAIRS {
                 attempts.clear();
             }
         }
-        let entry = attempts
-            .entry((user.clone(), room_id.clone()))
-            .or_insert((0, now));
-        if now.0 >= entry.1.0 + PASSWORD_WINDOW_MS {
-            *entry = (0, now);
+        attempts.entry(key).or_insert((0, now)).0 += 1;
+        Ok(())
+    }
+
+    /// Takes back an attempt counted as wrong that the room let in or refused otherwise.
+    fn uncount_wrong_password(&self, user: &UserId, room_id: &RoomId) {
+        let mut attempts = self
+            .wrong_passwords
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some((count, _)) = attempts.get_mut(&(user.clone(), room_id.clone())) {
+            *count = count.saturating_sub(1);
         }
-        entry.0 += 1;
     }
 
     async fn leave_quietly(&self, room_id: &RoomId, actor: &UserActor) -> Result<()> {

@@ -719,9 +719,36 @@ async fn wrong_passwords_lock_a_user_out_until_the_window_ends() {
         "{locked_out:?}"
     );
     join("carol", "1234").await.unwrap();
+    // The owner needs no password: their joins never count.
+    for _ in 0..=room_app::MAX_WRONG_PASSWORDS {
+        join("owner", "0000").await.unwrap();
+    }
 
     world
         .clock
         .advance_secs(room_app::PASSWORD_WINDOW_MS / 1000);
     join("bob", "1234").await.unwrap();
+
+    // Guesses sent at once are counted before the room answers any: no more get through.
+    let guesses = (0..20)
+        .map(|_| {
+            let (service, room) = (world.service.clone(), room.clone());
+            Box::pin(async move {
+                service
+                    .join(&actor("dave"), &room, Some("0000".to_owned()))
+                    .await
+                    .map(drop)
+            }) as crate::support::Boxed<_>
+        })
+        .collect();
+    let guesses = start_all(guesses).await.join().await;
+    let wrong = guesses
+        .iter()
+        .filter(|r| matches!(r, Err(Error::Rejected(Rejection::WrongPassword))))
+        .count();
+    assert_eq!(wrong, room_app::MAX_WRONG_PASSWORDS as usize, "{guesses:?}");
+    assert!(guesses.iter().all(|r| matches!(
+        r,
+        Err(Error::Rejected(Rejection::WrongPassword) | Error::TooManyAttempts { .. })
+    )));
 }
