@@ -6,6 +6,7 @@
 //! methods. With feature `testkit`, [`testkit`] has in-memory fakes of every port and the
 //! conformance suites every adapter must pass.
 
+mod attempts;
 mod cell;
 mod error;
 mod gifts;
@@ -24,10 +25,11 @@ pub use error::{Error, Result};
 /// callback's event, say). Such ids can be predicted, so no client-chosen id may start with
 /// it: a gift's order id, which becomes its command id, is refused when it does.
 pub const SYSTEM_ID_PREFIX: &str = "sys-";
+pub use attempts::{MAX_WRONG_PASSWORDS, MAX_WRONG_PASSWORDS_PER_ROOM, PASSWORD_WINDOW_MS};
 pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
 pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
 pub use memory::InMemoryStore;
 pub use service::{
-    BannedUser, MAX_ADMIN_CREDIT, MAX_WRONG_PASSWORDS, OnlineUser, PASSWORD_WINDOW_MS, RankEntry,
-    RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView, ServicePorts,
+    BannedUser, MAX_ADMIN_CREDIT, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch,
+    RoomService, RoomView, SeatView, ServicePorts,
 };

@@ -1,7 +1,6 @@
 //! [`RoomService`]: the use cases the API and the workers call. Each one turns a request into
 //! commands for the room's cell, or reads the cell's state or the directory.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use room_domain::{
@@ -11,6 +10,7 @@ use room_domain::{
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::attempts::PasswordAttempts;
 use crate::cell::{CellRuntime, CommandReply};
 use crate::gifts::{GiftReceipt, GiftSaga, SendGift};
 use crate::ports::{
@@ -42,24 +42,13 @@ pub struct ServicePorts {
 /// and by what gifts pay back, so they stay far from the `i64` limit.
 pub const MAX_ADMIN_CREDIT: i64 = 1_000_000_000_000;
 
-/// Wrong passwords a user may give for one room within [`PASSWORD_WINDOW_MS`]; past them,
-/// joins of that room are refused until the window ends.
-pub const MAX_WRONG_PASSWORDS: u32 = 5;
-
-/// The window of [`MAX_WRONG_PASSWORDS`], from the first wrong password.
-pub const PASSWORD_WINDOW_MS: i64 = 60_000;
-
-/// The most (user, room) pairs tracked: past it, the ended windows are dropped, and if
-/// that is not enough, all of them (a flood of made-up pairs must not grow memory).
-const MAX_TRACKED_PASSWORD_PAIRS: usize = 100_000;
-
 /// The room service's use cases.
 pub struct RoomService {
     runtime: CellRuntime,
     ports: ServicePorts,
     gifts: GiftSaga,
-    /// Wrong passwords per (user, room): how many, and when the first of the window came.
-    wrong_passwords: std::sync::Mutex<HashMap<(UserId, RoomId), (u32, Timestamp)>>,
+    /// Wrong room passwords, against brute force.
+    password_attempts: PasswordAttempts,
 }
 
 /// A room as clients see it. Never carries the password or its hash.
@@ -204,7 +193,7 @@ impl RoomService {
             runtime,
             ports,
             gifts,
-            wrong_passwords: std::sync::Mutex::new(HashMap::new()),
+            password_attempts: PasswordAttempts::default(),
         }
     }
 
@@ -403,14 +392,16 @@ impl RoomService {
             _ => false,
         };
         // A join of a locked room without the right password counts as a wrong one until the
-        // room answers otherwise (its owner and admins need none): counted before the room
-        // decides, so that concurrent guesses cannot all pass the check first.
-        let counted = lock.is_some() && !password_verified;
-        if lock.is_some() {
-            self.check_password_attempts(user, room_id, self.ports.clock.now(), counted)?;
-        }
-        // The room the user is in is left only once the new one let them in: a refused join
-        // (a wrong password, a ban, a full room) leaves them where they were.
+        // room answers otherwise (its owner and admins need none).
+        let counted = match lock {
+            Some(_) => self.password_attempts.check(
+                user,
+                room_id,
+                self.ports.clock.now(),
+                !password_verified,
+            )?,
+            None => None,
+        };
         let joined = self
             .run(
                 room_id,
@@ -418,70 +409,28 @@ impl RoomService {
                 CommandKind::Join { password_verified },
             )
             .await;
-        if counted && !matches!(joined, Err(Error::Rejected(Rejection::WrongPassword))) {
-            self.uncount_wrong_password(user, room_id);
+        if let Some(counted) = counted
+            && !matches!(joined, Err(Error::Rejected(Rejection::WrongPassword)))
+        {
+            self.password_attempts.uncount(counted);
         }
         joined?;
-        let now = self.ports.clock.now();
-        if let Some(previous) = self.ports.presence.heartbeat(room_id, user, now).await?
+        // The room the user was in is left only once the new one let them in (a refused join
+        // leaves them where they were), and before presence moves: if leaving fails, presence
+        // still names that room, and the client's retry of this join leaves it then.
+        if let Some(previous) = self.ports.presence.get_current_room(user).await?
             && previous != *room_id
         {
             self.leave_quietly(&previous, actor).await?;
         }
+        let now = self.ports.clock.now();
+        if let Some(previous) = self.ports.presence.heartbeat(room_id, user, now).await?
+            && previous != *room_id
+        {
+            // A concurrent join elsewhere slipped in between: leave that room too.
+            self.leave_quietly(&previous, actor).await?;
+        }
         self.get_room(room_id).await
-    }
-
-    /// Refuses a join while the user has given [`MAX_WRONG_PASSWORDS`] wrong passwords for
-    /// the room within the window, whatever the password now (a right one let through would
-    /// tell a guesser it is right); otherwise counts this attempt as wrong if `counts`. A short
-    /// numeric password would fall to a few thousand requests without it. Kept in this
-    /// process's memory.
-    fn check_password_attempts(
-        &self,
-        user: &UserId,
-        room_id: &RoomId,
-        now: Timestamp,
-        counts: bool,
-    ) -> Result<()> {
-        let mut attempts = self
-            .wrong_passwords
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let key = (user.clone(), room_id.clone());
-        if let Some((count, since)) = attempts.get_mut(&key) {
-            if now.0 >= since.0 + PASSWORD_WINDOW_MS {
-                *count = 0;
-                *since = now;
-            }
-            if *count >= MAX_WRONG_PASSWORDS {
-                metrics::counter!("room_join_password_lockouts_total").increment(1);
-                return Err(Error::TooManyAttempts {
-                    retry_at: Timestamp(since.0 + PASSWORD_WINDOW_MS),
-                });
-            }
-        }
-        if !counts {
-            return Ok(());
-        }
-        if attempts.len() >= MAX_TRACKED_PASSWORD_PAIRS {
-            attempts.retain(|_, (_, since)| now.0 < since.0 + PASSWORD_WINDOW_MS);
-            if attempts.len() >= MAX_TRACKED_PASSWORD_PAIRS {
-                attempts.clear();
-            }
-        }
-        attempts.entry(key).or_insert((0, now)).0 += 1;
-        Ok(())
-    }
-
-    /// Takes back an attempt counted as wrong that the room let in or refused otherwise.
-    fn uncount_wrong_password(&self, user: &UserId, room_id: &RoomId) {
-        let mut attempts = self
-            .wrong_passwords
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some((count, _)) = attempts.get_mut(&(user.clone(), room_id.clone())) {
-            *count = count.saturating_sub(1);
-        }
     }
 
     async fn leave_quietly(&self, room_id: &RoomId, actor: &UserActor) -> Result<()> {

@@ -752,3 +752,32 @@ async fn wrong_passwords_lock_a_user_out_until_the_window_ends() {
         Err(Error::Rejected(Rejection::WrongPassword) | Error::TooManyAttempts { .. })
     )));
 }
+
+/// Joining leaves the previous room once the new one let the user in. When that leave fails
+/// (retryably), the join answers so and presence still names the previous room: the
+/// client's retry leaves it then, instead of leaving the user in both rooms for good.
+#[tokio::test]
+async fn a_join_whose_leave_of_the_previous_room_failed_leaves_it_on_retry() {
+    let world = World::new().await;
+    let x = world.open_room("x", "alice", &[]).await;
+    let r = world.open_room("r", "dave", &[]).await;
+    let bob = room_domain::UserActor {
+        user_id: uid("bob"),
+        vip_level: 0,
+        platform_admin: false,
+    };
+    world.service.join(&bob, &x, None).await.unwrap();
+    world.probe.fail_next_commit(Fault::Pass); // bob's join of r
+    world.probe.fail_next_commit(Fault::UnavailableBefore); // bob's leave of x
+
+    let first = world.service.join(&bob, &r, None).await;
+    assert!(first.as_ref().is_err_and(Error::is_retryable), "{first:?}");
+    let current = world.service.current_room(&uid("bob")).await.unwrap();
+    assert_eq!(current, Some(x.clone()));
+
+    world.service.join(&bob, &r, None).await.unwrap();
+    assert!(!world.state(&x).await.members.contains_key(&uid("bob")));
+    assert!(world.state(&r).await.members.contains_key(&uid("bob")));
+    let current = world.service.current_room(&uid("bob")).await.unwrap();
+    assert_eq!(current, Some(r));
+}

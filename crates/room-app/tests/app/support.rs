@@ -159,6 +159,8 @@ pub fn catalog() -> Vec<CatalogGift> {
 /// How [`ProbeStore`] fails the next commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
+    /// No fault: the commit goes through (to fail a later one).
+    Pass,
     /// Fails with [`Error::Unavailable`] and writes nothing.
     UnavailableBefore,
     /// Writes the batch, then fails with [`Error::Unavailable`] (a lost acknowledgement).
