@@ -424,7 +424,7 @@ pub fn decide(
             require_system(standing)?;
             let today = ctx.now.day_key(ctx.rules.day_utc_offset_secs);
             // An ignited rocket launches first: its launch resets it (see `launch_rocket`).
-            if state.rocket.day_key >= today || state.rocket.is_ignited() {
+            if state.rocket.day_key >= today || state.rocket.awaits_launch(ctx.now) {
                 return Ok(Vec::new());
             }
             Ok(vec![Event::RoomRocketReset { day_key: today }])
@@ -579,7 +579,7 @@ fn apply_gift(
     // A clock that stepped back (a room moving between nodes) must not reset the rocket to an
     // earlier day: only a later day resets it.
     let (level, fuel, status, next_rocket_id) =
-        if state.rocket.day_key < today && !state.rocket.is_ignited() {
+        if state.rocket.day_key < today && !state.rocket.awaits_launch(ctx.now) {
             events.push(Event::RoomRocketReset { day_key: today });
             (1, 0, RocketStatus::Idle, state.rocket.next_rocket_id)
         } else {
@@ -630,8 +630,12 @@ fn launch_rocket(
     if ctx.now < launch_at {
         return Err(Rejection::RocketNotReady { launch_at });
     }
-    let config = ctx.rules.rocket_level(level).ok_or(Rejection::StaleTimer)?;
-    let rewards = draw_rewards(state, config.reward_pool, config.winners, ctx.random);
+    // A level the rules no longer have (changed while it was ignited) still launches, with
+    // no rewards: refused, its timer would be dropped and the rocket stay ignited.
+    let rewards = match ctx.rules.rocket_level(level) {
+        Some(config) => draw_rewards(state, config.reward_pool, config.winners, ctx.random),
+        None => Vec::new(),
+    };
     let next_level = ctx.rules.rocket_level(level + 1).map(|_| level + 1);
     let mut events = vec![Event::RoomRocketLaunched {
         rocket_id,

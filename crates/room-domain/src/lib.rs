@@ -103,8 +103,8 @@ pub use rules::{
 pub use saga::{FailReason, GiftOrder, InvalidTransition, OrderStatus, SagaOutcome, SagaStep};
 pub use snapshot::{SNAPSHOT_SCHEMA_VERSION, Snapshot, SnapshotVersionError};
 pub use state::{
-    Contribution, Member, Occupant, PasswordHash, Rocket, RocketStatus, Role, RoomProfile,
-    RoomSettings, RoomState, RoomStatus, Seat,
+    Contribution, LAUNCH_WAIT_MS, Member, Occupant, PasswordHash, Rocket, RocketStatus, Role,
+    RoomProfile, RoomSettings, RoomState, RoomStatus, Seat,
 };
 pub use time::{DayKey, Timestamp, WeekKey};
 

@@ -157,16 +157,28 @@ pub struct Rocket {
     /// Idle, ignited or launched.
     pub status: RocketStatus,
     /// The day this cycle belongs to; a gift on a later day resets the rocket first (an
-    /// ignited rocket launches first, then resets).
+    /// ignited rocket launches first, then resets; see [`Rocket::awaits_launch`]).
     pub day_key: DayKey,
     /// The id the next ignition gets.
     pub next_rocket_id: RocketId,
 }
 
+/// How long after its launch time an ignited rocket is still waited for. Its launch timer
+/// normally fires within a second; past this (a timer lost to a fault), the day's reset no
+/// longer waits for it, so the rocket cannot stay ignited for good.
+pub const LAUNCH_WAIT_MS: i64 = 24 * 60 * 60 * 1000;
+
 impl Rocket {
     /// Whether it is counting down to a launch.
     pub fn is_ignited(&self) -> bool {
         matches!(self.status, RocketStatus::Ignited { .. })
+    }
+
+    /// Whether the day's reset waits for its launch at `now`: it is ignited, and its launch
+    /// time is less than [`LAUNCH_WAIT_MS`] ago.
+    pub fn awaits_launch(&self, now: Timestamp) -> bool {
+        matches!(self.status, RocketStatus::Ignited { launch_at, .. }
+            if now.0 < launch_at.0.saturating_add(LAUNCH_WAIT_MS))
     }
 }
 

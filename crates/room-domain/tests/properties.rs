@@ -1353,7 +1353,7 @@ impl Run<'_> {
             .iter()
             .filter(|e| matches!(e, Event::RoomRocketReset { .. }))
             .count();
-        let new_day = before.rocket.day_key < today && !before.rocket.is_ignited();
+        let new_day = before.rocket.day_key < today && !before.rocket.awaits_launch(ctx.now);
         prop_assert_eq!(resets, usize::from(new_day));
         if new_day {
             prop_assert!(
@@ -1374,8 +1374,9 @@ impl Run<'_> {
             let ignited = events
                 .iter()
                 .any(|e| matches!(e, Event::RoomRocketIgnited { .. }));
-            // A rocket already counting down takes no fuel, whatever the day.
-            let was_counting_down = before.rocket.is_ignited();
+            // A rocket already counting down takes no fuel, whatever the day, unless the gift
+            // reset it (on a new day, a launch overdue by more than a day is waited for no more).
+            let was_counting_down = before.rocket.is_ignited() && !new_day;
             let is_counting_down = matches!(after.rocket.status, RocketStatus::Ignited { .. });
             prop_assert_eq!(
                 ignited,

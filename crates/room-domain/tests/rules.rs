@@ -342,9 +342,9 @@ use fixture::{
     NOON, Room, downs, every_command_kind, gift, id, platform_admin, seat, system, types, user, vip,
 };
 use room_domain::{
-    Coins, CommandKind, DayKey, Event, Field, LeaveReason, LuckyEntry, LuckyOutcome, LuckyTable,
-    MicChange, MicDownReason, PasswordHash, Rejection, RocketId, RocketLevel, RocketStatus, Role,
-    RoomRules, RoomStatus, SeatSessionId, Timestamp,
+    Coins, CommandKind, DayKey, Event, Field, LAUNCH_WAIT_MS, LeaveReason, LuckyEntry,
+    LuckyOutcome, LuckyTable, MicChange, MicDownReason, PasswordHash, Rejection, RocketId,
+    RocketLevel, RocketStatus, Role, RoomRules, RoomStatus, SeatSessionId, Timestamp,
 };
 
 fn kick(name: &str) -> CommandKind {
@@ -2400,6 +2400,46 @@ fn a_rocket_ignited_before_midnight_launches_after_it_then_resets() {
             .iter()
             .any(|e| matches!(e, Event::RoomRocketReset { .. }))
     );
+    assert_eq!((room.state.rocket.level, room.state.rocket.fuel), (1, 10));
+}
+
+#[test]
+fn a_level_the_rules_no_longer_have_launches_without_rewards() {
+    let mut room = Room::open_with(small_rocket_rules());
+    let (rocket_id, level, launch_at) = ignite(&mut room);
+    // The operator changed the rules while level 1 was counting down.
+    room.rules.rocket_levels.clear();
+    room.now = launch_at;
+    let events = room.ok(&system(), launch(rocket_id, level, launch_at));
+    assert_eq!(
+        events,
+        [Event::RoomRocketLaunched {
+            rocket_id,
+            level,
+            rewards: Vec::new(),
+            next_level: None,
+        }]
+    );
+    assert!(!room.state.rocket.is_ignited());
+}
+
+#[test]
+fn a_launch_overdue_by_a_day_is_waited_for_no_more() {
+    let mut room = Room::open_with(small_rocket_rules());
+    let (_, _, launch_at) = ignite(&mut room);
+    // Its timer was lost: a day after the launch time, the day's reset goes ahead.
+    room.now = Timestamp(launch_at.0 + LAUNCH_WAIT_MS - 1);
+    assert_eq!(room.ok(&system(), CommandKind::ResetRocket), Vec::new());
+    assert!(room.state.rocket.is_ignited());
+    room.now = Timestamp(launch_at.0 + LAUNCH_WAIT_MS);
+    let today = room.now.day_key(0);
+    assert_eq!(
+        room.ok(&system(), CommandKind::ResetRocket),
+        [Event::RoomRocketReset { day_key: today }]
+    );
+    assert_eq!(room.state.rocket.status, RocketStatus::Idle);
+    // A gift fuels the new day's rocket.
+    room.give(gift("alice", &["bob"], 10, 1));
     assert_eq!((room.state.rocket.level, room.state.rocket.fuel), (1, 10));
 }
 
