@@ -243,11 +243,18 @@ pub fn decide(
                 .occupant
                 .as_ref()
                 .is_some_and(|o| Some(&o.user) == ctx.actor.user_id());
+            // A moderator's mute binds until a moderator lifts it, and the owner's mute until
+            // the owner (or a platform admin) does: an admin may not lift it, whether they
+            // hold the seat, or empty it and unmute it before they sit down again.
+            let owners_mute = target.muted_by_moderator
+                && target
+                    .muted_by
+                    .as_ref()
+                    .is_some_and(|muter| state.role_of(muter) == Role::Owner);
+            let may_lift = standing.is_moderator() && (!owners_mute || standing >= Standing::Owner);
             let by_moderator = if holder {
-                // Holders may mute themselves; a moderator's mute binds them until a moderator
-                // lifts it. An admin on the seat is bound too: only the owner and above
-                // moderate admins, so only they lift it.
-                if !*muted && target.muted_by_moderator && standing < Standing::Owner {
+                // Holders may mute themselves.
+                if !*muted && target.muted_by_moderator && !may_lift {
                     return Err(Rejection::SeatMutedByModerator { seat: *seat });
                 }
                 false
@@ -255,6 +262,9 @@ pub fn decide(
                 require_moderator(standing)?;
                 if let Some(occupant) = &target.occupant {
                     may_moderate(state, ctx, standing, &occupant.user)?;
+                }
+                if !*muted && target.muted_by_moderator && !may_lift {
+                    return Err(Rejection::SeatMutedByModerator { seat: *seat });
                 }
                 true
             };

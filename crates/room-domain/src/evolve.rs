@@ -126,10 +126,15 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
                 MicChange::Muted {
                     muted,
                     by_moderator,
-                    ..
+                    by,
                 } => {
                     seat.muted = *muted;
                     seat.muted_by_moderator = *muted && *by_moderator;
+                    seat.muted_by = if seat.muted_by_moderator {
+                        by.clone()
+                    } else {
+                        None
+                    };
                 }
             }
         }

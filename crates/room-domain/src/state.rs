@@ -107,6 +107,10 @@ pub struct Seat {
     pub muted: bool,
     /// Set when a moderator muted the seat: then only a moderator may unmute it.
     pub muted_by_moderator: bool,
+    /// The moderator who muted it (with `muted_by_moderator`): the owner's mute is lifted only
+    /// by the owner or a platform admin, whoever holds the seat then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub muted_by: Option<UserId>,
 }
 
 /// Coins given in the room per user, for the current day and week.

@@ -505,6 +505,8 @@ fn sample_snapshot() -> Snapshot {
             }),
             muted: true,
             muted_by_moderator: true,
+            // A snapshot from before the muter was kept reads without one.
+            muted_by: None,
             locked: false,
         },
         Seat {

@@ -1318,8 +1318,20 @@ fn an_admin_on_a_seat_does_not_lift_the_owners_mute() {
         room.err(&user("admin2"), mute_seat(2, false)),
         cannot_moderate("admin")
     );
+    // Nor by leaving the seat and unmuting it empty.
+    room.ok(&user("admin"), CommandKind::LeaveSeat { seat: seat(2) });
+    assert_eq!(
+        room.err(&user("admin"), mute_seat(2, false)),
+        Rejection::SeatMutedByModerator { seat: seat(2) }
+    );
     room.ok(&user("owner"), mute_seat(2, false));
     assert!(!room.state.seats[2].muted);
+
+    // An admin's own mute of an empty seat is theirs to lift, seated or not.
+    room.ok(&user("admin"), mute_seat(4, true));
+    room.sit("admin", 4);
+    room.ok(&user("admin"), mute_seat(4, false));
+    assert!(!room.state.seats[4].muted);
 }
 
 #[test]
