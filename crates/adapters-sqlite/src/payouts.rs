@@ -75,10 +75,13 @@ impl PayoutRow {
 
 #[async_trait]
 impl Payouts for SqliteStore {
-    async fn list_pending(&self, limit: u32) -> Result<Vec<Payout>> {
+    async fn list_pending(&self, after: Option<String>, limit: u32) -> Result<Vec<Payout>> {
         let rows = sqlx::query(
-            "SELECT op_id, kind, user_id, amount, room_id FROM room_payouts ORDER BY id LIMIT ?1",
+            "SELECT op_id, kind, user_id, amount, room_id FROM room_payouts
+             WHERE id > COALESCE((SELECT id FROM room_payouts WHERE op_id = ?1), 0)
+             ORDER BY id LIMIT ?2",
         )
+        .bind(after)
         .bind(i64::from(limit))
         .fetch_all(&self.readers)
         .await

@@ -188,7 +188,7 @@ async fn data_survives_closing_and_reopening() {
         vec![timer]
     );
     assert_eq!(
-        Payouts::list_pending(&store, 10).await.unwrap(),
+        Payouts::list_pending(&store, None, 10).await.unwrap(),
         vec![payout]
     );
     assert_eq!(store.get_summary(&a).await.unwrap(), b.summary);

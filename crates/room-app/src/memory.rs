@@ -471,9 +471,13 @@ impl Timers for InMemoryStore {
 
 #[async_trait]
 impl Payouts for InMemoryStore {
-    async fn list_pending(&self, limit: u32) -> Result<Vec<Payout>> {
+    async fn list_pending(&self, after: Option<String>, limit: u32) -> Result<Vec<Payout>> {
         let t = self.lock();
-        let mut owed: Vec<&(u64, Payout)> = t.payouts.values().collect();
+        let from = after
+            .and_then(|op_id| t.payouts.get(&op_id).map(|(seq, _)| *seq))
+            .unwrap_or(0);
+        let mut owed: Vec<&(u64, Payout)> =
+            t.payouts.values().filter(|(seq, _)| *seq > from).collect();
         owed.sort_by_key(|(seq, _)| *seq);
         Ok(owed
             .into_iter()

@@ -88,8 +88,10 @@ pub struct Payout {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Payouts: Send + Sync {
-    /// Owed credits, oldest first, at most `limit`.
-    async fn list_pending(&self, limit: u32) -> Result<Vec<Payout>>;
+    /// Owed credits, oldest first, at most `limit`: those owed after the one with op id
+    /// `after` when it is given and still owed (a pass goes on past credits it cannot pay),
+    /// from the oldest otherwise.
+    async fn list_pending(&self, after: Option<String>, limit: u32) -> Result<Vec<Payout>>;
     /// Forgets a paid credit.
     async fn delete(&self, op_id: &str) -> Result<()>;
 }

@@ -84,40 +84,54 @@ pub async fn evict_stale_members(
     Ok(evicted)
 }
 
-/// Credits owed rewards (idempotent by their operation ids) and forgets them once paid.
+/// Credits owed rewards (idempotent by their operation ids), oldest first, and forgets them
+/// once paid; at most `limit` payments per pass.
 ///
 /// A credit the wallet definitely refuses (a balance that would overflow) stays owed: it is
 /// logged as an error and counted under `room_payouts_refused_total`, and the pass goes on
-/// with the next payout, so one refused reward does not hold back the others. A retryable
-/// failure (the wallet unavailable) ends the pass; the next one tries again.
+/// past it, paging on after the last refused one, so refused rewards never hold back the
+/// others however many they are. A retryable failure (the wallet unavailable) ends the
+/// pass; the next one tries again.
 pub async fn pay_out(service: &RoomService, payouts: &PayoutsRef, limit: u32) -> Result<u64> {
     let wallet = &service.ports().wallet;
-    let mut paid = 0;
-    let mut refused = 0;
+    let limit = limit.max(1);
+    let (mut paid, mut refused) = (0, 0);
+    let mut after: Option<String> = None;
     let mut outcome = Ok(());
-    for payout in payouts.list_pending(limit).await? {
-        match wallet
-            .credit(&payout.op_id, payout.kind, &payout.user, payout.amount)
-            .await
-        {
-            Ok(_) => {
-                payouts.delete(&payout.op_id).await?;
-                paid += 1;
+    'pages: loop {
+        let page = payouts.list_pending(after.clone(), limit).await?;
+        let more = page.len() == limit as usize;
+        for payout in page {
+            match wallet
+                .credit(&payout.op_id, payout.kind, &payout.user, payout.amount)
+                .await
+            {
+                Ok(_) => {
+                    payouts.delete(&payout.op_id).await?;
+                    paid += 1;
+                    if paid == u64::from(limit) {
+                        break 'pages;
+                    }
+                }
+                Err(error) if error.is_retryable() => {
+                    outcome = Err(error);
+                    break 'pages;
+                }
+                Err(error) => {
+                    tracing::error!(
+                        op_id = %payout.op_id,
+                        user = %payout.user,
+                        amount = payout.amount.0,
+                        error = %error,
+                        "the wallet refused a reward payout; it stays owed"
+                    );
+                    refused += 1;
+                    after = Some(payout.op_id);
+                }
             }
-            Err(error) if error.is_retryable() => {
-                outcome = Err(error);
-                break;
-            }
-            Err(error) => {
-                tracing::error!(
-                    op_id = %payout.op_id,
-                    user = %payout.user,
-                    amount = payout.amount.0,
-                    error = %error,
-                    "the wallet refused a reward payout; it stays owed"
-                );
-                refused += 1;
-            }
+        }
+        if !more {
+            break;
         }
     }
     metrics::counter!("room_payouts_total").increment(paid);

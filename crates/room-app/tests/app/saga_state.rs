@@ -17,7 +17,9 @@ use crate::support::{Fault, LUCKY_MULTIPLIER, World, catalog, gift, gifts_in, oi
 /// alone (never from the wallet): the value of every applied gift, less the lucky rewards
 /// credited and the rocket rewards paid.
 async fn gift_income(world: &World, rooms: &[&RoomId]) -> i64 {
-    let owed = Payouts::list_pending(&*world.store, 100).await.unwrap();
+    let owed = Payouts::list_pending(&*world.store, None, 100)
+        .await
+        .unwrap();
     assert!(owed.is_empty(), "pay every reward before counting");
     let mut income = 0;
     for room in rooms {

@@ -130,7 +130,9 @@ async fn a_rocket_launch_owes_rewards_that_are_paid_once() {
     let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
     assert_eq!(fired.unwrap(), 1);
 
-    let owed = Payouts::list_pending(&*world.store, 10).await.unwrap();
+    let owed = Payouts::list_pending(&*world.store, None, 10)
+        .await
+        .unwrap();
     assert_eq!(owed.len(), 3, "every member present wins: {owed:?}");
     assert!(owed.iter().all(|p| p.kind == CreditKind::RocketReward));
     assert_eq!(owed.iter().map(|p| p.amount.0).sum::<i64>(), 1_000);
@@ -168,7 +170,9 @@ async fn a_timer_the_room_finds_early_is_kept() {
     world.clock.advance_secs(60);
     let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
     assert_eq!(fired.unwrap(), 1);
-    let owed = Payouts::list_pending(&*world.store, 10).await.unwrap();
+    let owed = Payouts::list_pending(&*world.store, None, 10)
+        .await
+        .unwrap();
     assert_eq!(owed.len(), 3);
 }
 
@@ -186,7 +190,7 @@ async fn a_payout_whose_deletion_failed_is_not_paid_twice() {
     let state = Arc::new(Mutex::new((false, 0)));
     let mut mock = MockPayouts::new();
     let listed = state.clone();
-    mock.expect_list_pending().returning(move |_| {
+    mock.expect_list_pending().returning(move |_, _| {
         let deleted = listed.lock().unwrap().0;
         Ok(if deleted {
             vec![]
@@ -232,20 +236,32 @@ async fn a_payout_whose_deletion_failed_is_not_paid_twice() {
 #[tokio::test]
 async fn a_refused_payout_stays_owed_and_does_not_hold_back_the_next() {
     let world = World::new().await;
-    // alice's balance cannot take 250 more: the wallet refuses her reward for good.
+    // alice's balance cannot take 250 more: the wallet refuses her rewards for good.
     world.fund("alice", i64::MAX - 100).await;
-    let owed = |user: &str| Payout {
-        op_id: format!("r1:rocket:1:{user}"),
+    let owed = |rocket: u32, user: &str| Payout {
+        op_id: format!("r1:rocket:{rocket}:{user}"),
         kind: CreditKind::RocketReward,
         user: uid(user),
         amount: Coins(250),
         room_id: rid("r1"),
     };
-    let pending = Arc::new(Mutex::new(vec![owed("alice"), owed("bob")]));
+    // More refused rewards at the head than one page holds.
+    let pending = Arc::new(Mutex::new(vec![
+        owed(1, "alice"),
+        owed(2, "alice"),
+        owed(3, "alice"),
+        owed(3, "bob"),
+    ]));
     let mut mock = MockPayouts::new();
     let listed = pending.clone();
     mock.expect_list_pending()
-        .returning(move |_| Ok(listed.lock().unwrap().clone()));
+        .returning(move |after: Option<String>, limit| {
+            let owed = listed.lock().unwrap().clone();
+            let from = after
+                .and_then(|op_id| owed.iter().position(|p| p.op_id == op_id))
+                .map_or(0, |i| i + 1);
+            Ok(owed.into_iter().skip(from).take(limit as usize).collect())
+        });
     let deleted = pending.clone();
     mock.expect_delete().returning(move |op_id| {
         deleted.lock().unwrap().retain(|p| p.op_id != op_id);
@@ -253,11 +269,11 @@ async fn a_refused_payout_stays_owed_and_does_not_hold_back_the_next() {
     });
     let payouts: PayoutsRef = Arc::new(mock);
 
-    let paid = workers::pay_out(&world.service, &payouts, 10).await;
+    let paid = workers::pay_out(&world.service, &payouts, 2).await;
     assert_eq!(
         paid.unwrap(),
         1,
-        "bob is paid behind alice's refused reward"
+        "bob is paid behind alice's refused rewards"
     );
     assert_eq!(world.balance("bob").await, Coins(250));
     assert_eq!(world.balance("alice").await, Coins(i64::MAX - 100));
@@ -267,7 +283,15 @@ async fn a_refused_payout_stays_owed_and_does_not_hold_back_the_next() {
         .iter()
         .map(|p| p.op_id.clone())
         .collect();
-    assert_eq!(left, ["r1:rocket:1:alice"], "alice's reward stays owed");
+    assert_eq!(
+        left,
+        [
+            "r1:rocket:1:alice",
+            "r1:rocket:2:alice",
+            "r1:rocket:3:alice"
+        ],
+        "alice's rewards stay owed"
+    );
 }
 
 /// After a restart the presence table is empty; a room loaded from storage restores its

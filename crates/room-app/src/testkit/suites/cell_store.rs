@@ -57,7 +57,7 @@ where
         orders,
         timers: ok(store.list_due(far_future(), 10_000).await, "list_due"),
         payouts: ok(
-            Payouts::list_pending(store, 10_000).await,
+            Payouts::list_pending(store, None, 10_000).await,
             "Payouts::list_pending",
         ),
         summary: ok(store.get_summary(room_id).await, "get_summary"),

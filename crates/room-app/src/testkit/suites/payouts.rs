@@ -1,5 +1,6 @@
 //! The conformance suite of [`Payouts`]: commits record owed credits (the first record of an
-//! op id wins), the payout worker lists them oldest first and deletes the paid ones.
+//! op id wins), the payout worker lists them oldest first (on after a given one, to go past
+//! credits it cannot pay) and deletes the paid ones.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -21,7 +22,10 @@ where
 
 async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
     same(
-        ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
+        ok(
+            Payouts::list_pending(&*store, None, 10).await,
+            "list_pending",
+        ),
         Vec::new(),
         "nothing owed at first",
     );
@@ -44,14 +48,44 @@ async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
 
     let all: Vec<_> = first.iter().chain(&second).cloned().collect();
     same(
-        ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
+        ok(
+            Payouts::list_pending(&*store, None, 10).await,
+            "list_pending",
+        ),
         all.clone(),
         "owed credits, oldest first",
     );
     same(
-        ok(Payouts::list_pending(&*store, 2).await, "list_pending"),
+        ok(
+            Payouts::list_pending(&*store, None, 2).await,
+            "list_pending",
+        ),
         all[..2].to_vec(),
         "limit keeps the oldest",
+    );
+    same(
+        ok(
+            Payouts::list_pending(&*store, Some("rocket:a:9:zed".into()), 10).await,
+            "list_pending after",
+        ),
+        all[1..].to_vec(),
+        "after an owed credit: those owed after it",
+    );
+    same(
+        ok(
+            Payouts::list_pending(&*store, Some("rocket:a:9:amy".into()), 1).await,
+            "list_pending after",
+        ),
+        all[2..].to_vec(),
+        "after and limit together",
+    );
+    same(
+        ok(
+            Payouts::list_pending(&*store, Some("never-owed".into()), 10).await,
+            "list_pending after",
+        ),
+        all.clone(),
+        "after a credit not owed: from the oldest",
     );
     ok(Payouts::delete(&*store, "rocket:a:9:zed").await, "delete");
     ok(
@@ -59,7 +93,10 @@ async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
         "deleting an unknown payout is not an error",
     );
     same(
-        ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
+        ok(
+            Payouts::list_pending(&*store, None, 10).await,
+            "list_pending",
+        ),
         all[1..].to_vec(),
         "a paid credit is forgotten",
     );
@@ -82,7 +119,10 @@ async fn a_recorded_payout_is_never_replaced<S: Payouts + CellStore>(store: Arc<
     second.payouts = vec![replayed, payout("rocket:a:2:amy", &a, 5)];
     ok(store.commit(&second).await, "commit");
     same(
-        ok(Payouts::list_pending(&*store, 10).await, "list_pending"),
+        ok(
+            Payouts::list_pending(&*store, None, 10).await,
+            "list_pending",
+        ),
         vec![owed, other, payout("rocket:a:2:amy", &a, 5)],
         "a second write of an owed op id leaves the first, in its place",
     );
