@@ -25,7 +25,7 @@ pub use error::{Error, Result};
 /// callback's event, say). Such ids can be predicted, so no client-chosen id may start with
 /// it: a gift's order id, which becomes its command id, is refused when it does.
 pub const SYSTEM_ID_PREFIX: &str = "sys-";
-pub use attempts::{MAX_WRONG_PASSWORDS, MAX_WRONG_PASSWORDS_PER_ROOM, PASSWORD_WINDOW_MS};
+pub use attempts::{MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
 pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
 pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
 pub use memory::InMemoryStore;

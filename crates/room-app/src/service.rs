@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use room_domain::{
     Actor, Coins, Command, CommandId, CommandKind, DayKey, PasswordHash, Rejection, RocketStatus,
-    RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserActor, UserId,
+    Role, RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserActor, UserId,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -126,7 +126,7 @@ pub struct OnlineUser {
     /// Who.
     pub user_id: UserId,
     /// Their role.
-    pub role: room_domain::Role,
+    pub role: Role,
     /// Their VIP level.
     pub vip_level: u8,
     /// When they joined.
@@ -384,23 +384,29 @@ impl RoomService {
         password: Option<String>,
     ) -> Result<RoomView> {
         let user = &actor.user_id;
-        let lock = self
-            .query(room_id, |state| state.settings.lock.clone())
+        let lock_user = user.clone();
+        let (lock, role) = self
+            .query(room_id, move |state| {
+                (state.settings.lock.clone(), state.role_of(&lock_user))
+            })
             .await?;
         let password_verified = match (&lock, &password) {
             (Some(hash), Some(password)) => verify_password(password, hash),
             _ => false,
         };
-        // A join of a locked room without the right password counts as a wrong one until the
-        // room answers otherwise (its owner and admins need none).
-        let counted = match lock {
-            Some(_) => self.password_attempts.check(
+        // The owner, the room's admins and platform admins need no password: wrong passwords
+        // neither count for them nor lock them out. For anyone else, a join of a locked room
+        // without the right password counts as a wrong one until the room answers otherwise.
+        let needs_password = lock.is_some() && role == Role::Member && !actor.platform_admin;
+        let counted = if needs_password {
+            self.password_attempts.check(
                 user,
                 room_id,
                 self.ports.clock.now(),
                 !password_verified,
-            )?,
-            None => None,
+            )?
+        } else {
+            None
         };
         let joined = self
             .run(
@@ -421,7 +427,21 @@ impl RoomService {
         if let Some(previous) = self.ports.presence.get_current_room(user).await?
             && previous != *room_id
         {
-            self.leave_quietly(&previous, actor).await?;
+            match self.leave_quietly(&previous, actor).await {
+                Ok(()) => {}
+                Err(error) if error.is_retryable() => return Err(error),
+                // A room that can never be left (its data unreadable, a fault of the service)
+                // must not keep the user from every other room: presence lets go of it.
+                Err(error) => {
+                    tracing::error!(
+                        room_id = %previous,
+                        user = %user,
+                        error = %error,
+                        "cannot leave the previous room; presence lets go of it"
+                    );
+                    self.ports.presence.remove(&previous, user).await?;
+                }
+            }
         }
         let now = self.ports.clock.now();
         if let Some(previous) = self.ports.presence.heartbeat(room_id, user, now).await?

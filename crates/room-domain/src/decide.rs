@@ -243,15 +243,17 @@ pub fn decide(
                 .occupant
                 .as_ref()
                 .is_some_and(|o| Some(&o.user) == ctx.actor.user_id());
-            // A moderator's mute binds until a moderator lifts it, and the owner's mute until
-            // the owner (or a platform admin) does: an admin may not lift it, whether they
-            // hold the seat, or empty it and unmute it before they sit down again.
-            let owners_mute = target.muted_by_moderator
-                && target
-                    .muted_by
-                    .as_ref()
-                    .is_some_and(|muter| state.role_of(muter) == Role::Owner);
-            let may_lift = standing.is_moderator() && (!owners_mute || standing >= Standing::Owner);
+            // A moderator's mute binds until a moderator lifts it; an admin lifts only an
+            // admin's mute. The owner's, a platform admin's, or one whose muter is unknown (a
+            // snapshot from before it was kept) or no longer an admin binds until the owner or
+            // a platform admin lifts it: whether the admin holds the seat, or empties it and
+            // unmutes it before sitting down again.
+            let admins_mute = target
+                .muted_by
+                .as_ref()
+                .is_some_and(|muter| state.role_of(muter) == Role::Admin);
+            let may_lift = standing.is_moderator()
+                && (!target.muted_by_moderator || admins_mute || standing >= Standing::Owner);
             let by_moderator = if holder {
                 // Holders may mute themselves.
                 if !*muted && target.muted_by_moderator && !may_lift {

@@ -107,8 +107,9 @@ pub struct Seat {
     pub muted: bool,
     /// Set when a moderator muted the seat: then only a moderator may unmute it.
     pub muted_by_moderator: bool,
-    /// The moderator who muted it (with `muted_by_moderator`): the owner's mute is lifted only
-    /// by the owner or a platform admin, whoever holds the seat then.
+    /// The moderator who muted it (with `muted_by_moderator`): only an admin's mute is lifted
+    /// by an admin; any other (the owner's, a platform admin's, an unknown muter's) only by
+    /// the owner or a platform admin, whoever holds the seat then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub muted_by: Option<UserId>,
 }

@@ -1332,6 +1332,23 @@ fn an_admin_on_a_seat_does_not_lift_the_owners_mute() {
     room.sit("admin", 4);
     room.ok(&user("admin"), mute_seat(4, false));
     assert!(!room.state.seats[4].muted);
+
+    // A platform admin's mute binds admins like the owner's.
+    room.ok(&platform_admin("ops"), mute_seat(5, true));
+    assert_eq!(
+        room.err(&user("admin"), mute_seat(5, false)),
+        Rejection::SeatMutedByModerator { seat: seat(5) }
+    );
+    room.ok(&user("owner"), mute_seat(5, false));
+
+    // So does a mute whose muter is unknown (a snapshot from before muters were kept).
+    room.ok(&user("admin2"), mute_seat(6, true));
+    room.state.seats[6].muted_by = None;
+    assert_eq!(
+        room.err(&user("admin"), mute_seat(6, false)),
+        Rejection::SeatMutedByModerator { seat: seat(6) }
+    );
+    room.ok(&platform_admin("ops"), mute_seat(6, false));
 }
 
 #[test]

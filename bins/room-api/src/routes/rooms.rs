@@ -276,7 +276,7 @@ pub async fn close_room(
         (status = 403, description = "Banned or wrong password", body = ErrorResponse),
         (status = 404, description = "No such room", body = ErrorResponse),
         (status = 422, description = "Closed or full", body = ErrorResponse),
-        (status = 429, description = "5 wrong passwords of this user for this room within a minute, or 50 of all users: TOO_MANY_ATTEMPTS until the minute ends", body = ErrorResponse),
+        (status = 429, description = "5 wrong passwords of this user for this room within a minute: TOO_MANY_ATTEMPTS until the minute ends", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]

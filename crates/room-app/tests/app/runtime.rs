@@ -781,3 +781,66 @@ async fn a_join_whose_leave_of_the_previous_room_failed_leaves_it_on_retry() {
     let current = world.service.current_room(&uid("bob")).await.unwrap();
     assert_eq!(current, Some(r));
 }
+
+/// A previous room that can never be left (the store refuses its commit for good) does not
+/// keep the user from joining another: presence lets go of it.
+#[tokio::test]
+async fn a_previous_room_that_cannot_be_left_does_not_block_joins() {
+    let world = World::new().await;
+    let x = world.open_room("x", "alice", &[]).await;
+    let r = world.open_room("r", "dave", &[]).await;
+    let bob = room_domain::UserActor {
+        user_id: uid("bob"),
+        vip_level: 0,
+        platform_admin: false,
+    };
+    world.service.join(&bob, &x, None).await.unwrap();
+    world.probe.fail_next_commit(Fault::Pass); // bob's join of r
+    world.probe.fail_next_commit(Fault::Refused); // bob's leave of x
+
+    world.service.join(&bob, &r, None).await.unwrap();
+    let current = world.service.current_room(&uid("bob")).await.unwrap();
+    assert_eq!(current, Some(r));
+}
+
+/// The owner and admins need no password: their joins never count as wrong, and nobody's
+/// wrong passwords lock them out.
+#[tokio::test]
+async fn wrong_passwords_never_lock_out_the_owner_or_admins() {
+    let world = World::new().await;
+    let room = world.open_room("r1", "owner", &["admin"]).await;
+    world
+        .exec(
+            &room,
+            user("owner"),
+            CommandKind::SetAdmin {
+                user: uid("admin"),
+                admin: true,
+            },
+        )
+        .await
+        .unwrap();
+    let actor = |name: &str| room_domain::UserActor {
+        user_id: uid(name),
+        vip_level: 0,
+        platform_admin: false,
+    };
+    let patch = room_app::RoomPatch {
+        password: Some(Some("1234".into())),
+        ..room_app::RoomPatch::default()
+    };
+    world
+        .service
+        .update_room(&actor("owner"), &room, patch)
+        .await
+        .unwrap();
+    for name in ["owner", "admin"] {
+        for _ in 0..=room_app::MAX_WRONG_PASSWORDS {
+            world
+                .service
+                .join(&actor(name), &room, Some("0000".to_owned()))
+                .await
+                .unwrap();
+        }
+    }
+}

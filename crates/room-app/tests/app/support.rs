@@ -163,6 +163,9 @@ pub enum Fault {
     Pass,
     /// Fails with [`Error::Unavailable`] and writes nothing.
     UnavailableBefore,
+    /// Fails for good with [`Error::Internal`] (a statement the store refuses) and writes
+    /// nothing.
+    Refused,
     /// Writes the batch, then fails with [`Error::Unavailable`] (a lost acknowledgement).
     UnavailableAfterWrite,
 }
@@ -239,6 +242,9 @@ impl CellStore for ProbeStore {
         let fault = self.faults.lock().unwrap().pop_front();
         if fault == Some(Fault::UnavailableBefore) {
             return Err(Error::Unavailable("injected: commit refused".into()));
+        }
+        if fault == Some(Fault::Refused) {
+            return Err(Error::Internal("injected: statement refused".into()));
         }
         self.inner.commit(batch).await?;
         self.committed.lock().unwrap().push(batch.commands.len());
