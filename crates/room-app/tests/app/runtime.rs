@@ -677,26 +677,35 @@ async fn queries_are_answered_while_a_commit_is_in_flight() {
     assert_eq!(world.state(&room).await.members.len(), 3);
 }
 
+/// A plain user acting through the service.
+fn actor(name: &str) -> room_domain::UserActor {
+    room_domain::UserActor {
+        user_id: uid(name),
+        vip_level: 0,
+        platform_admin: false,
+    }
+}
+
+/// Locks `room` with `password`, as its owner `owner`.
+async fn lock_room(world: &World, room: &RoomId, owner: &str, password: &str) {
+    let patch = room_app::RoomPatch {
+        password: Some(Some(password.into())),
+        ..room_app::RoomPatch::default()
+    };
+    world
+        .service
+        .update_room(&actor(owner), room, patch)
+        .await
+        .unwrap();
+}
+
 /// Wrong passwords lock one user out of one room until the window ends; the right password
 /// then lets them in.
 #[tokio::test]
 async fn wrong_passwords_lock_a_user_out_until_the_window_ends() {
     let world = World::new().await;
     let room = world.open_room("r1", "owner", &[]).await;
-    let actor = |name: &str| room_domain::UserActor {
-        user_id: uid(name),
-        vip_level: 0,
-        platform_admin: false,
-    };
-    let patch = room_app::RoomPatch {
-        password: Some(Some("1234".into())),
-        ..room_app::RoomPatch::default()
-    };
-    world
-        .service
-        .update_room(&actor("owner"), &room, patch)
-        .await
-        .unwrap();
+    lock_room(&world, &room, "owner", "1234").await;
     let join = |name: &'static str, password: &'static str| {
         let (service, room) = (&world.service, room.clone());
         async move {
@@ -761,11 +770,7 @@ async fn a_join_whose_leave_of_the_previous_room_failed_leaves_it_on_retry() {
     let world = World::new().await;
     let x = world.open_room("x", "alice", &[]).await;
     let r = world.open_room("r", "dave", &[]).await;
-    let bob = room_domain::UserActor {
-        user_id: uid("bob"),
-        vip_level: 0,
-        platform_admin: false,
-    };
+    let bob = actor("bob");
     world.service.join(&bob, &x, None).await.unwrap();
     world.probe.fail_next_commit(Fault::Pass); // bob's join of r
     world.probe.fail_next_commit(Fault::UnavailableBefore); // bob's leave of x
@@ -789,11 +794,7 @@ async fn a_previous_room_that_cannot_be_left_does_not_block_joins() {
     let world = World::new().await;
     let x = world.open_room("x", "alice", &[]).await;
     let r = world.open_room("r", "dave", &[]).await;
-    let bob = room_domain::UserActor {
-        user_id: uid("bob"),
-        vip_level: 0,
-        platform_admin: false,
-    };
+    let bob = actor("bob");
     world.service.join(&bob, &x, None).await.unwrap();
     world.probe.fail_next_commit(Fault::Pass); // bob's join of r
     world.probe.fail_next_commit(Fault::Refused); // bob's leave of x
@@ -820,20 +821,7 @@ async fn wrong_passwords_never_lock_out_the_owner_or_admins() {
         )
         .await
         .unwrap();
-    let actor = |name: &str| room_domain::UserActor {
-        user_id: uid(name),
-        vip_level: 0,
-        platform_admin: false,
-    };
-    let patch = room_app::RoomPatch {
-        password: Some(Some("1234".into())),
-        ..room_app::RoomPatch::default()
-    };
-    world
-        .service
-        .update_room(&actor("owner"), &room, patch)
-        .await
-        .unwrap();
+    lock_room(&world, &room, "owner", "1234").await;
     for name in ["owner", "admin"] {
         for _ in 0..=room_app::MAX_WRONG_PASSWORDS {
             world
