@@ -762,18 +762,27 @@ async fn wrong_passwords_lock_a_user_out_until_the_window_ends() {
     )));
 }
 
-/// Joining leaves the previous room once the new one let the user in. When that leave fails
-/// (retryably), the join answers so and presence still names the previous room: the
-/// client's retry leaves it then, instead of leaving the user in both rooms for good.
-#[tokio::test]
-async fn a_join_whose_leave_of_the_previous_room_failed_leaves_it_on_retry() {
+/// bob in room x of alice, about to join room r of dave, where his join of r will commit and
+/// his leave of x will meet `leave_fault`.
+async fn bob_in_x_moving_to_r(
+    leave_fault: Fault,
+) -> (World, RoomId, RoomId, room_domain::UserActor) {
     let world = World::new().await;
     let x = world.open_room("x", "alice", &[]).await;
     let r = world.open_room("r", "dave", &[]).await;
     let bob = actor("bob");
     world.service.join(&bob, &x, None).await.unwrap();
-    world.probe.fail_next_commit(Fault::Pass); // bob's join of r
-    world.probe.fail_next_commit(Fault::UnavailableBefore); // bob's leave of x
+    world.probe.fail_next_commit(Fault::Pass);
+    world.probe.fail_next_commit(leave_fault);
+    (world, x, r, bob)
+}
+
+/// Joining leaves the previous room once the new one let the user in. When that leave fails
+/// (retryably), the join answers so and presence still names the previous room: the
+/// client's retry leaves it then, instead of leaving the user in both rooms for good.
+#[tokio::test]
+async fn a_join_whose_leave_of_the_previous_room_failed_leaves_it_on_retry() {
+    let (world, x, r, bob) = bob_in_x_moving_to_r(Fault::UnavailableBefore).await;
 
     let first = world.service.join(&bob, &r, None).await;
     assert!(first.as_ref().is_err_and(Error::is_retryable), "{first:?}");
@@ -791,13 +800,7 @@ async fn a_join_whose_leave_of_the_previous_room_failed_leaves_it_on_retry() {
 /// keep the user from joining another: presence lets go of it.
 #[tokio::test]
 async fn a_previous_room_that_cannot_be_left_does_not_block_joins() {
-    let world = World::new().await;
-    let x = world.open_room("x", "alice", &[]).await;
-    let r = world.open_room("r", "dave", &[]).await;
-    let bob = actor("bob");
-    world.service.join(&bob, &x, None).await.unwrap();
-    world.probe.fail_next_commit(Fault::Pass); // bob's join of r
-    world.probe.fail_next_commit(Fault::Refused); // bob's leave of x
+    let (world, _x, r, bob) = bob_in_x_moving_to_r(Fault::Refused).await;
 
     world.service.join(&bob, &r, None).await.unwrap();
     let current = world.service.current_room(&uid("bob")).await.unwrap();
