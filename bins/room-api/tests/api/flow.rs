@@ -59,14 +59,7 @@ async fn the_walkthrough_moves_coins_and_fills_the_room() {
     assert_eq!(current["room_id"], room_id.as_str());
 
     // bob takes seat 1.
-    let (status, snapshot) = t
-        .post(
-            &format!("/v1/rooms/{room_id}/seats/1/take"),
-            &bob,
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{snapshot}");
+    let snapshot = t.seat(&room_id, "bob", 1, "take").await;
     assert_eq!(snapshot["seats"][1]["user_id"], "bob");
     assert_eq!(snapshot["seats"][1]["publishing"], false);
 

@@ -260,14 +260,7 @@ async fn locked_room(t: &TestApp, owner: &str, password: &str) -> String {
 async fn a_refused_join_leaves_the_user_where_they_were() {
     let t = TestApp::new().await;
     let first = t.room_with_members(0).await;
-    let (status, body) = t
-        .post(
-            &format!("/v1/rooms/{first}/seats/0/take"),
-            &t.token("bob"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    t.seat(&first, "bob", 0, "take").await;
     let locked = locked_room(&t, "dave", "1234").await;
 
     let (status, body) = t

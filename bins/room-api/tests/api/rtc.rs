@@ -33,14 +33,7 @@ fn signed(body: &Value) -> Request<Body> {
 async fn audio_publish_confirms_the_mic_and_leaving_frees_the_seat() {
     let t = TestApp::new().await;
     let room_id = t.room_with_members(0).await;
-    let (status, room) = t
-        .post(
-            &format!("/v1/rooms/{room_id}/seats/1/take"),
-            &t.token("bob"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    let room = t.seat(&room_id, "bob", 1, "take").await;
     assert_eq!(room["seats"][1]["publishing"], false);
     let short_id = room["short_id"].as_u64().unwrap();
 
@@ -119,14 +112,7 @@ async fn other_events_and_unknown_rooms_are_acknowledged() {
 /// A room where bob holds seat 1; answers the room id.
 async fn bob_on_seat_one(t: &TestApp) -> String {
     let room_id = t.room_with_members(0).await;
-    let (status, room) = t
-        .post(
-            &format!("/v1/rooms/{room_id}/seats/1/take"),
-            &t.token("bob"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{room}");
+    t.seat(&room_id, "bob", 1, "take").await;
     room_id
 }
 
@@ -213,14 +199,7 @@ async fn a_repeated_leave_does_not_free_a_seat_taken_again(t: &TestApp) {
     assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
     assert!(t.room(&room_id).await["seats"][1]["user_id"].is_null());
 
-    let (status, room) = t
-        .post(
-            &format!("/v1/rooms/{room_id}/seats/1/take"),
-            &t.token("bob"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{room}");
+    let room = t.seat(&room_id, "bob", 1, "take").await;
     let version = room["version"].clone();
 
     for _ in 0..2 {
@@ -265,16 +244,8 @@ async fn a_repeated_publish_does_not_confirm_a_new_mic_session() {
     assert_eq!(t.room(&room_id).await["seats"][1]["publishing"], true);
 
     // bob leaves the seat and takes it again: a new mic session, not yet confirmed.
-    let token = t.token("bob");
     for action in ["leave", "take"] {
-        let (status, room) = t
-            .post(
-                &format!("/v1/rooms/{room_id}/seats/1/{action}"),
-                &token,
-                json!({}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{action}: {room}");
+        t.seat(&room_id, "bob", 1, action).await;
     }
     let room = t.room(&room_id).await;
     assert_eq!(room["seats"][1]["publishing"], false);
@@ -295,14 +266,7 @@ async fn a_leave_from_before_the_seat_was_taken_does_not_free_it() {
     let (status, _, body) = t.send(signed(&left)).await;
     assert_eq!((status, parse(&body)), (StatusCode::OK, json!({"code": 0})));
 
-    let (status, room) = t
-        .post(
-            &format!("/v1/rooms/{room_id}/seats/1/take"),
-            &t.token("bob"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{room}");
+    let room = t.seat(&room_id, "bob", 1, "take").await;
 
     // The same event again (a late retry, a replay inside the window): it is older than
     // bob's seat session, so the seat stays his.

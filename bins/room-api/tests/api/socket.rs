@@ -13,9 +13,7 @@ use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::settings;
-
-const DEADLINE: Duration = Duration::from_secs(20);
+use crate::support::{DEADLINE, eventually, settings};
 
 struct Server {
     base: String,
@@ -97,19 +95,13 @@ impl Server {
 }
 
 async fn wait_ready(http: &reqwest::Client, base: &str) {
-    let started = Instant::now();
-    loop {
-        if let Ok(response) = http.get(format!("{base}/readyz")).send().await
-            && response.status().is_success()
-        {
-            return;
-        }
-        assert!(
-            started.elapsed() < DEADLINE,
-            "the server did not become ready"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the server is ready", || async {
+        http.get(format!("{base}/readyz"))
+            .send()
+            .await
+            .is_ok_and(|response| response.status().is_success())
+    })
+    .await;
 }
 
 /// Reads the SSE stream until `needle` shows up; returns everything read.

@@ -158,6 +158,23 @@ impl TestApp {
         assert_eq!(status, StatusCode::OK, "{body}");
     }
 
+    /// `user` does `action` (`take`, `leave`) on `seat`; must succeed. Answers the room.
+    pub async fn seat(&self, room_id: &str, user: &str, seat: u8, action: &str) -> Value {
+        let (status, room) = self
+            .post(
+                &format!("/v1/rooms/{room_id}/seats/{seat}/{action}"),
+                &self.token(user),
+                json!({}),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "{user} {action} seat {seat}: {room}"
+        );
+        room
+    }
+
     pub async fn room(&self, room_id: &str) -> Value {
         let (status, body) = self
             .get(&format!("/v1/rooms/{room_id}"), &self.token("reader"))
@@ -217,4 +234,24 @@ pub fn error_code(body: &Value) -> &str {
     error["code"]
         .as_str()
         .unwrap_or_else(|| panic!("no code in {body}"))
+}
+
+/// How long [`eventually`] waits.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Waits until `check` holds, asking every 20 ms; fails the test, naming `what`, after
+/// [`DEADLINE`].
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    while !check().await {
+        assert!(
+            started.elapsed() < DEADLINE,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -1,14 +1,10 @@
 //! The background passes of the embedded service: durable timers launch the rocket, payouts
 //! credit its rewards, and members without heartbeat are evicted.
 
-use std::time::{Duration, Instant};
-
 use axum::http::{Method, StatusCode};
 use tempfile::TempDir;
 
-use crate::support::TestApp;
-
-const DEADLINE: Duration = Duration::from_secs(20);
+use crate::support::{TestApp, eventually};
 
 /// A catalog whose rocket launches one second after 100 fuel, sharing 100 coins among two.
 const FAST_ROCKET: &str = r#"
@@ -47,14 +43,10 @@ async fn the_rocket_launches_on_its_timer_and_its_rewards_are_paid() {
     assert_eq!(t.room(&room_id).await["rocket"]["status"], "ignited");
 
     // Both members present share the pool: 50 each, once the timer and the payout ran.
-    let started = Instant::now();
-    while t.balance("bob").await < 50 {
-        assert!(
-            started.elapsed() < DEADLINE,
-            "the rocket reward was not paid"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the rocket reward is paid", || async {
+        t.balance("bob").await >= 50
+    })
+    .await;
     assert_eq!(t.balance("bob").await, 50);
     assert_eq!(t.balance("alice").await, 1000 - 100 + 50);
     assert_ne!(t.room(&room_id).await["rocket"]["status"], "ignited");
@@ -71,8 +63,7 @@ async fn members_without_heartbeat_are_evicted() {
     assert_eq!(t.room(&room_id).await["online_count"], 2);
 
     // alice keeps sending heartbeats; bob does not.
-    let started = Instant::now();
-    loop {
+    eventually("bob is evicted", || async {
         let (status, _) = t
             .call(
                 Method::POST,
@@ -82,12 +73,9 @@ async fn members_without_heartbeat_are_evicted() {
             )
             .await;
         assert_eq!(status, StatusCode::NO_CONTENT);
-        if t.room(&room_id).await["online_count"] == 1 {
-            break;
-        }
-        assert!(started.elapsed() < DEADLINE, "bob was not evicted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        t.room(&room_id).await["online_count"] == 1
+    })
+    .await;
     let (_, online) = t
         .get(
             &format!("/v1/rooms/{room_id}/online-users"),
@@ -97,15 +85,9 @@ async fn members_without_heartbeat_are_evicted() {
     assert_eq!(online["users"][0]["user_id"], "alice");
     // The room commits the eviction first, then the pass forgets bob's presence: his current
     // room clears a moment after the room's count drops.
-    loop {
+    eventually("bob's current room clears", || async {
         let (_, current) = t.get("/v1/me/current-room", &t.token("bob")).await;
-        if current["room_id"].is_null() {
-            break;
-        }
-        assert!(
-            started.elapsed() < DEADLINE,
-            "bob's current room stayed {current}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        current["room_id"].is_null()
+    })
+    .await;
 }
