@@ -294,31 +294,25 @@ impl GiftSaga {
             SagaStep::Debit { amount } => {
                 match self.wallet.debit(op, &order.sender, amount).await {
                     Ok(balance_after) => Ok(SagaOutcome::Debited { balance_after }),
+                    // A refused debit leaves no trace in the wallet; a concurrent drive of the
+                    // same order could still debit after a top-up. Void the operation before
+                    // the order is FAILED, so the refusal is final.
                     Err(Error::InsufficientFunds { balance }) => {
-                        // A refused debit leaves no trace in the wallet; a concurrent drive of
-                        // the same order could still debit after a top-up. Void the operation
-                        // before the order is FAILED, so the refusal is final.
-                        match self.wallet.settle_debit(op).await? {
-                            DebitStatus::Void => Ok(SagaOutcome::InsufficientFunds { balance }),
-                            DebitStatus::Debited => {
-                                let balance_after =
-                                    self.wallet.debit(op, &order.sender, amount).await?;
-                                Ok(SagaOutcome::Debited { balance_after })
-                            }
-                        }
+                        Ok(match self.settle_debit(order, amount).await? {
+                            Some(balance_after) => SagaOutcome::Debited { balance_after },
+                            None => SagaOutcome::InsufficientFunds { balance },
+                        })
                     }
-                    Err(Error::Conflict(conflict)) => {
-                        // The operation was voided: a drive found it never debited (a refused
-                        // debit, or recovery) and failed to store that. It never will be
-                        // debited: the order fails now, as recovery would fail it later.
-                        match self.wallet.settle_debit(op).await? {
-                            DebitStatus::Void => Ok(SagaOutcome::NotDebited {
-                                balance: self.wallet.balance(&order.sender).await?,
-                            }),
-                            // Debited under this id with another user or amount: not ours.
-                            DebitStatus::Debited => Err(Error::Conflict(conflict)),
-                        }
-                    }
+                    // The operation was voided: a drive found it never debited (a refused
+                    // debit, or recovery) and failed to store that. It never will be debited:
+                    // the order fails now, as recovery would fail it later. (Debited under
+                    // this id for another user or amount, the repeat conflicts again.)
+                    Err(Error::Conflict(_)) => Ok(match self.settle_debit(order, amount).await? {
+                        Some(balance_after) => SagaOutcome::Debited { balance_after },
+                        None => SagaOutcome::NotDebited {
+                            balance: self.wallet.balance(&order.sender).await?,
+                        },
+                    }),
                     Err(error) => Err(error),
                 }
             }
@@ -363,6 +357,18 @@ impl GiftSaga {
             }
             SagaStep::Done => Err(Error::corrupt("no step to take")),
         }
+    }
+
+    /// Settles for good the order's debit of `amount`, whose outcome is unknown: the balance
+    /// after it if it happened (repeating it under its operation id moves nothing and answers
+    /// the first balance after), `None` if it did not, and now never can (the operation is
+    /// void).
+    async fn settle_debit(&self, order: &GiftOrder, amount: Coins) -> Result<Option<Coins>> {
+        let op = order.order_id.as_str();
+        Ok(match self.wallet.settle_debit(op).await? {
+            DebitStatus::Debited => Some(self.wallet.debit(op, &order.sender, amount).await?),
+            DebitStatus::Void => None,
+        })
     }
 
     /// Credits what the order owes its sender (a refund, a lucky reward). The coins moved
@@ -483,22 +489,14 @@ impl GiftSaga {
             return Ok(true);
         }
         if order.status == OrderStatus::Pending {
-            let op = order.order_id.as_str();
-            let outcome = match self.wallet.settle_debit(op).await? {
-                DebitStatus::Debited => {
-                    // Repeating a debit that happened, under its operation id, moves nothing
-                    // and answers its balance after: the answer the first request would have
-                    // had, as when a refused debit turns out to have happened (`take_step`).
-                    let SagaStep::Debit { amount } = order.next_step() else {
-                        return Err(Error::corrupt("a PENDING order owes no debit"));
-                    };
-                    SagaOutcome::Debited {
-                        balance_after: self.wallet.debit(op, &order.sender, amount).await?,
-                    }
-                }
+            let SagaStep::Debit { amount } = order.next_step() else {
+                return Err(Error::corrupt("a PENDING order owes no debit"));
+            };
+            let outcome = match self.settle_debit(&order, amount).await? {
+                Some(balance_after) => SagaOutcome::Debited { balance_after },
                 // Kept in the order, like a refused debit's balance: every repeat of the order
                 // is answered with the balance seen when it failed.
-                DebitStatus::Void => SagaOutcome::NotDebited {
+                None => SagaOutcome::NotDebited {
                     balance: self.wallet.balance(&order.sender).await?,
                 },
             };
