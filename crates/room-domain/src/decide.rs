@@ -243,33 +243,28 @@ pub fn decide(
                 .occupant
                 .as_ref()
                 .is_some_and(|o| Some(&o.user) == ctx.actor.user_id());
+            // Holders may mute themselves; anyone else muting or unmuting moderates the seat.
+            let by_moderator = !holder;
+            if by_moderator {
+                require_moderator(standing)?;
+                if let Some(occupant) = &target.occupant {
+                    may_moderate(state, ctx, standing, &occupant.user)?;
+                }
+            }
             // A moderator's mute binds until a moderator lifts it; an admin lifts only an
             // admin's mute. The owner's, a platform admin's, or one whose muter is unknown (a
             // snapshot from before it was kept) or no longer an admin binds until the owner or
             // a platform admin lifts it: whether the admin holds the seat, or empties it and
             // unmutes it before sitting down again.
-            let admins_mute = target
-                .muted_by
-                .as_ref()
-                .is_some_and(|muter| state.role_of(muter) == Role::Admin);
-            let may_lift = standing.is_moderator()
-                && (!target.muted_by_moderator || admins_mute || standing >= Standing::Owner);
-            let by_moderator = if holder {
-                // Holders may mute themselves.
-                if !*muted && target.muted_by_moderator && !may_lift {
+            if !*muted && target.muted_by_moderator {
+                let admins_mute = target
+                    .muted_by
+                    .as_ref()
+                    .is_some_and(|muter| state.role_of(muter) == Role::Admin);
+                if !standing.is_moderator() || !(admins_mute || standing >= Standing::Owner) {
                     return Err(Rejection::SeatMutedByModerator { seat: *seat });
                 }
-                false
-            } else {
-                require_moderator(standing)?;
-                if let Some(occupant) = &target.occupant {
-                    may_moderate(state, ctx, standing, &occupant.user)?;
-                }
-                if !*muted && target.muted_by_moderator && !may_lift {
-                    return Err(Rejection::SeatMutedByModerator { seat: *seat });
-                }
-                true
-            };
+            }
             // A moderator muting a seat its holder muted must still bind the holder.
             let binds_holder = by_moderator && *muted && !target.muted_by_moderator;
             if target.muted == *muted && !binds_holder {
