@@ -14,10 +14,10 @@
 //! than overwriting cached ones. So when the log still holds more than [`RESTART_FRAMES`]
 //! after a PASSIVE pass that copied nearly all of it, this thread asks the writer to start it
 //! over: between two groups, the writer runs a RESTART checkpoint ([`restart_log`]), which
-//! copies the few frames the PASSIVE pass left and waits for readers to leave the old log. The RESTART runs on the
-//! writer's own connection because only there it never waits for the write lock: from
-//! another connection it would compete with a writer that takes the lock again as soon as it
-//! lets it go, and wait for seconds.
+//! copies the few frames the PASSIVE pass left and waits for readers to leave the old log.
+//! The RESTART runs on the writer's own connection because only there it never waits for the
+//! write lock: from another connection it would compete with a writer that takes the lock
+//! again as soon as it lets it go, and wait for seconds.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

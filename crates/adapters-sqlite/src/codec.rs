@@ -19,9 +19,8 @@ use crate::Result;
 /// SQLite can never run (a string or blob over its size limit, a value of the wrong type for
 /// its column, a bad parameter or statement) is [`Error::Internal`]: the adapter let a bad
 /// value or statement through, and a retry would fail the same way. A damaged file or an
-/// undecodable column is
-/// [`Error::Corrupt`], and everything else (busy, locked, I/O, a full disk, a closed pool) is
-/// [`Error::Unavailable`].
+/// undecodable column is [`Error::Corrupt`], and everything else (busy, locked, I/O, a full
+/// disk, a closed pool) is [`Error::Unavailable`].
 pub(crate) fn db(error: sqlx::Error) -> Error {
     match &error {
         sqlx::Error::Database(e) => {
