@@ -20,13 +20,19 @@ use crate::support::{
     LUCKY_MULTIPLIER, World, catalog, eventually, gift, gifts_in, oid, rid, uid, user,
 };
 
-/// A wallet that takes `amount` from alice under `order` once, answering `after`.
-fn debits_once(wallet: &mut MockWallet, order: &'static str, amount: i64, after: i64) {
+/// A wallet asked `times` to take `amount` from alice under `order`, answering `after` each
+/// time (a repeat under the same operation id moves nothing and answers the first balance).
+fn debits(wallet: &mut MockWallet, order: &'static str, amount: i64, after: i64, times: usize) {
     wallet
         .expect_debit()
         .withf(move |op, who, coins| op == order && *who == uid("alice") && *coins == Coins(amount))
-        .times(1)
+        .times(times)
         .returning(move |_, _, _| Ok(Coins(after)));
+}
+
+/// A wallet that takes `amount` from alice under `order` once, answering `after`.
+fn debits_once(wallet: &mut MockWallet, order: &'static str, amount: i64, after: i64) {
+    debits(wallet, order, amount, after, 1);
 }
 
 fn never_credits(wallet: &mut MockWallet) {
@@ -133,11 +139,7 @@ async fn lost_ownership_at_commit_never_refunds() {
     never_credits(&mut wallet);
     // The order stays PENDING until the room answers: recovery asks the wallet, which says
     // the debit happened, and repeats it (moving nothing) for its balance after.
-    wallet
-        .expect_debit()
-        .withf(|op, who, coins| op == "o-1" && *who == uid("alice") && *coins == Coins(10))
-        .times(2)
-        .returning(|_, _, _| Ok(Coins(90)));
+    debits(&mut wallet, "o-1", 10, 90, 2);
     wallet
         .expect_settle_debit()
         .withf(|op| op == "o-1")
@@ -179,11 +181,7 @@ async fn an_unavailable_commit_leaves_the_order_pending_until_a_retry_applies_it
     let mut wallet = MockWallet::new();
     // The retry debits again under the same operation id, which the wallet answers with the
     // first debit's balance: one debit.
-    wallet
-        .expect_debit()
-        .withf(|op, who, coins| op == "o-1" && *who == uid("alice") && *coins == Coins(10))
-        .times(2)
-        .returning(|_, _, _| Ok(Coins(90)));
+    debits(&mut wallet, "o-1", 10, 90, 2);
     never_credits(&mut wallet);
     let (world, commits) = world_failing_commits(wallet, |n| {
         (n == 0).then(|| Error::Unavailable("timeout".into()))
@@ -535,11 +533,7 @@ async fn a_debit_of_unknown_outcome_is_settled_by_recovery() {
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
     // Recovery repeats the debit that happened, under its operation id, for its balance after.
-    wallet
-        .expect_debit()
-        .withf(|op, who, coins| op == "o-1" && *who == uid("alice") && *coins == Coins(10))
-        .times(1)
-        .returning(|_, _, _| Ok(Coins(90)));
+    debits_once(&mut wallet, "o-1", 10, 90);
     never_credits(&mut wallet);
     let world = World::builder().wallet(Arc::new(wallet)).build().await;
     let room = world.open_room("r1", "alice", &["bob"]).await;
