@@ -424,8 +424,6 @@ async fn recovery_settles_every_kind_of_unfinished_order() {
     assert_eq!(report.examined, 0);
 }
 
-/// An order recovery fails (never debited) keeps the balance recovery saw: a repeat after a
-/// top-up is answered as the first time, not with the balance of the moment.
 /// A drive found the debit refused and voided it, then died before it stored the order
 /// FAILED: the next drive finds the operation void and fails the order at once, as recovery
 /// would, instead of answering a conflict until recovery comes.
@@ -449,6 +447,8 @@ async fn a_repeat_of_an_order_whose_debit_was_voided_fails_it() {
     assert!(gifts_in(&world.log(&room).await).is_empty());
 }
 
+/// An order recovery fails (never debited) keeps the balance recovery saw: a repeat after a
+/// top-up is answered as the first time, not with the balance of the moment.
 #[tokio::test]
 async fn an_order_failed_by_recovery_answers_every_repeat_with_one_balance() {
     let world = World::new().await;
