@@ -174,11 +174,6 @@ pub struct Rocket {
 pub const LAUNCH_WAIT_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl Rocket {
-    /// Whether it is counting down to a launch.
-    pub fn is_ignited(&self) -> bool {
-        matches!(self.status, RocketStatus::Ignited { .. })
-    }
-
     /// Whether the day's reset waits for its launch at `now`: it is ignited, and its launch
     /// time is less than [`LAUNCH_WAIT_MS`] ago.
     pub fn awaits_launch(&self, now: Timestamp) -> bool {

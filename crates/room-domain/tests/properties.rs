@@ -1376,7 +1376,8 @@ impl Run<'_> {
                 .any(|e| matches!(e, Event::RoomRocketIgnited { .. }));
             // A rocket already counting down takes no fuel, whatever the day, unless the gift
             // reset it (on a new day, a launch overdue by more than a day is waited for no more).
-            let was_counting_down = before.rocket.is_ignited() && !new_day;
+            let was_counting_down =
+                matches!(before.rocket.status, RocketStatus::Ignited { .. }) && !new_day;
             let is_counting_down = matches!(after.rocket.status, RocketStatus::Ignited { .. });
             prop_assert_eq!(
                 ignited,
