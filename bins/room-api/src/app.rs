@@ -63,6 +63,7 @@ impl App {
     /// Builds the service from settings: opens storage, loads and checks the catalog and
     /// rules, writes the catalog, and wires the runtime. Starts nothing yet.
     pub async fn build(settings: Settings) -> anyhow::Result<App> {
+        // Before storage: bad settings must not create or lock a database file.
         settings.validate()?;
         let storage = Storage::open(&settings.storage).await?;
         Self::build_with_storage(settings, storage).await
