@@ -92,7 +92,10 @@ type Query = Box<dyn FnOnce(&RoomState) + Send>;
 
 enum Request {
     Command(Box<CommandRequest>),
+    /// Reads what storage holds: waits for a commit in flight.
     Query(Query),
+    /// Reads the newest state, which may hold a batch whose commit is in flight.
+    Peek(Query),
 }
 
 struct CommandRequest {
@@ -176,8 +179,28 @@ impl CellRuntime {
             .unwrap_or_else(|_| Err(Error::NotOwner(room_id.to_string())))
     }
 
-    /// Runs `read` on the room's current state inside its cell and returns the result.
+    /// Runs `read` on the room's state inside its cell and returns the result. The state is
+    /// what storage holds: a query that arrives during a commit waits for it to end.
     pub async fn query<T, F>(&self, room_id: &RoomId, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        self.read(room_id, read, Request::Query).await
+    }
+
+    /// Like [`CellRuntime::query`], but answered at once from the newest state, which may
+    /// hold a batch whose commit is still in flight (and could yet fail). Only for checks
+    /// the room makes again when it decides, such as a gift's pre-check.
+    pub async fn peek<T, F>(&self, room_id: &RoomId, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        self.read(room_id, read, Request::Peek).await
+    }
+
+    async fn read<T, F>(&self, room_id: &RoomId, read: F, kind: fn(Query) -> Request) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&RoomState) -> T + Send + 'static,
@@ -186,7 +209,7 @@ impl CellRuntime {
         let query: Query = Box::new(move |state| {
             let _ = reply.send(read(state));
         });
-        self.send(room_id, Request::Query(query))?;
+        self.send(room_id, kind(query))?;
         answer
             .await
             .map_err(|_| Error::NotOwner(room_id.to_string()))
@@ -278,6 +301,7 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, rx: mpsc::Receive
     let mut mailbox = Mailbox {
         rx,
         held: VecDeque::new(),
+        held_queries: Vec::new(),
         cap: inner.config.mailbox,
     };
     let mut cell = match Cell::activate(&inner, &room_id, id).await {
@@ -349,12 +373,14 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, rx: mpsc::Receive
     }
 }
 
-/// A cell's queue: the channel, plus the commands that arrived while a commit was in flight.
+/// A cell's queue: the channel, plus the requests that arrived while a commit was in flight.
 struct Mailbox {
     rx: mpsc::Receiver<Request>,
     /// Commands (in arrival order) taken off the channel during a commit, for the next batch.
     held: VecDeque<Request>,
-    /// The most commands held; beyond that the channel fills and senders are told to back off.
+    /// Queries taken off the channel during a commit, answered once it has ended.
+    held_queries: Vec<Query>,
+    /// The most requests held; beyond that the channel fills and senders are told to back off.
     cap: usize,
 }
 
@@ -383,17 +409,19 @@ impl Mailbox {
         batch
     }
 
-    /// Waits for `work` (a commit), answering queries from `state` meanwhile and holding
-    /// commands for the next batch. A query so sees the batch being committed a moment before
-    /// it is durable; were that commit to fail, the cell reloads from storage.
-    async fn serve_queries_while<F: Future>(&mut self, state: &RoomState, work: F) -> F::Output {
+    /// Waits for `work` (a commit), taking requests off the channel meanwhile: commands for
+    /// the next batch, queries to answer once the commit has ended. `state` already holds
+    /// the batch being committed: a query answered from it now could show what a failed
+    /// commit then takes back, so only peeks are answered from it.
+    async fn hold_while<F: Future>(&mut self, state: &RoomState, work: F) -> F::Output {
         tokio::pin!(work);
         loop {
             tokio::select! {
                 biased;
                 output = &mut work => return output,
-                Some(request) = self.rx.recv(), if self.held.len() < self.cap => match request {
-                    Request::Query(query) => query(state),
+                Some(request) = self.rx.recv(), if self.held.len() + self.held_queries.len() < self.cap => match request {
+                    Request::Query(query) => self.held_queries.push(query),
+                    Request::Peek(peek) => peek(state),
                     command => self.held.push_back(command),
                 },
             }
@@ -472,6 +500,8 @@ impl Cell {
             match request {
                 Request::Command(command) => commands.push(*command),
                 Request::Query(query) => queries.push(query),
+                // Nothing is in flight yet: the state is what storage holds.
+                Request::Peek(peek) => peek(&self.state),
             }
         }
         let stop = if commands.is_empty() {
@@ -479,6 +509,9 @@ impl Cell {
         } else {
             self.process_commands(commands, mailbox).await
         };
+        // Past the commit (or the reload after a failed one), the state is what storage
+        // holds. A cell that stops drops the queries, which answers them NotOwner.
+        queries.append(&mut mailbox.held_queries);
         if stop.is_none() {
             for query in queries {
                 query(&self.state);
@@ -502,7 +535,7 @@ impl Cell {
         }
         let store = self.inner.deps.store.clone();
         let committed = mailbox
-            .serve_queries_while(&self.state, store.commit(&plan.batch))
+            .hold_while(&self.state, store.commit(&plan.batch))
             .await;
         metrics::histogram!("room_cell_commit_seconds").record(started.elapsed().as_secs_f64());
         metrics::histogram!("room_cell_batch_commands").record(commands.len() as f64);

@@ -212,7 +212,9 @@ impl GiftSaga {
 
     /// The checks that need no money to move: gift count and recipients within the rules, the
     /// room open, the sender in it. The recipients' membership is the room's to check when it
-    /// applies the gift (they may leave meanwhile: then the order is refunded).
+    /// applies the gift (they may leave meanwhile: then the order is refunded). It peeks: the
+    /// room decides all of it again when it applies the gift, so a batch still being committed
+    /// may answer it, and a hot room's gifts do not wait for each other's commits here.
     async fn pre_check(&self, request: &SendGift, apply: &ApplyGift) -> Result<Option<Rejection>> {
         if let Err(rejection) = apply.check_shape(self.runtime.rules()) {
             return Ok(Some(rejection));
@@ -220,7 +222,7 @@ impl GiftSaga {
         let sender = request.sender.clone();
         let (status, sender_present) = self
             .runtime
-            .query(&request.room_id, move |s| {
+            .peek(&request.room_id, move |s| {
                 (s.status, s.members.contains_key(&sender))
             })
             .await?;

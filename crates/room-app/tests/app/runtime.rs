@@ -646,10 +646,51 @@ async fn unknown_room_ids_never_activate_a_cell() {
     assert_eq!(activation.epoch, 1, "no earlier activation touched storage");
 }
 
-/// Reads do not wait for a commit in flight: a query answers from the cell's state while the
-/// commit is held, and commands that arrive meanwhile wait for the next batch.
+/// Reads see only what storage holds: a query that arrives while a commit is in flight is
+/// answered once that commit has ended, before the commands that arrived meanwhile run.
 #[tokio::test]
-async fn queries_are_answered_while_a_commit_is_in_flight() {
+async fn queries_wait_for_a_commit_in_flight() {
+    let world = World::new().await;
+    let room = world.open_room("r1", "alice", &[]).await;
+    let probe = &world.probe;
+    let calls = probe.commit_calls();
+    probe.close_gate();
+    let held = start_all(vec![world.submit(&room, "held", user("bob"), join())]).await;
+    eventually("the commit is held", || async move {
+        probe.commit_calls() == calls + 1
+    })
+    .await;
+    let runtime = world.runtime().clone();
+    let query_room = room.clone();
+    let query = tokio::spawn(async move {
+        runtime
+            .query(&query_room, |state| state.members.len())
+            .await
+    });
+    let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!query.is_finished(), "the query waits for the commit");
+    assert_eq!(probe.commit_calls(), calls + 1, "carol's join waits");
+    probe.open_gate();
+    let members = tokio::time::timeout(Duration::from_secs(30), query)
+        .await
+        .expect("the query was answered once the commit ended")
+        .expect("query task")
+        .expect("query");
+    assert_eq!(
+        members, 2,
+        "alice, and bob whose join has committed; not carol yet"
+    );
+    for reply in held.join().await.into_iter().chain(queued.join().await) {
+        assert_eq!(reply.expect("joined").events.len(), 1);
+    }
+    assert_eq!(world.state(&room).await.members.len(), 3);
+}
+
+/// A peek does not wait for a commit in flight: it answers from the newest state, which holds
+/// the batch being committed, while commands that arrive meanwhile wait for the next batch.
+#[tokio::test]
+async fn peeks_are_answered_while_a_commit_is_in_flight() {
     let world = World::new().await;
     let room = world.open_room("r1", "alice", &[]).await;
     let probe = &world.probe;
@@ -663,11 +704,11 @@ async fn queries_are_answered_while_a_commit_is_in_flight() {
     let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
     let members = tokio::time::timeout(
         Duration::from_secs(30),
-        world.runtime().query(&room, |state| state.members.len()),
+        world.runtime().peek(&room, |state| state.members.len()),
     )
     .await
-    .expect("the query was answered while the commit was held")
-    .expect("query");
+    .expect("the peek was answered while the commit was held")
+    .expect("peek");
     assert_eq!(members, 2, "alice, and bob whose join is being committed");
     assert_eq!(probe.commit_calls(), calls + 1, "carol's join waits");
     probe.open_gate();
@@ -675,6 +716,41 @@ async fn queries_are_answered_while_a_commit_is_in_flight() {
         assert_eq!(reply.expect("joined").events.len(), 1);
     }
     assert_eq!(world.state(&room).await.members.len(), 3);
+}
+
+/// A query that arrives while a commit is in flight never sees what a failed commit takes
+/// back: it is answered from the state reloaded from storage.
+#[tokio::test]
+async fn a_query_never_sees_a_batch_whose_commit_failed() {
+    let world = World::new().await;
+    let room = world.open_room("r1", "alice", &[]).await;
+    let probe = &world.probe;
+    let calls = probe.commit_calls();
+    probe.fail_next_commit(Fault::UnavailableBefore);
+    probe.close_gate();
+    let held = start_all(vec![world.submit(&room, "lost", user("bob"), join())]).await;
+    eventually("the commit is held", || async move {
+        probe.commit_calls() == calls + 1
+    })
+    .await;
+    let runtime = world.runtime().clone();
+    let query_room = room.clone();
+    let query = tokio::spawn(async move {
+        runtime
+            .query(&query_room, |state| state.members.len())
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    probe.open_gate();
+    let members = tokio::time::timeout(Duration::from_secs(30), query)
+        .await
+        .expect("the query was answered")
+        .expect("query task")
+        .expect("query");
+    assert_eq!(members, 1, "only alice: bob's join never committed");
+    for reply in held.join().await {
+        assert!(reply.is_err(), "the failed commit is not acknowledged");
+    }
 }
 
 /// A plain user acting through the service.
