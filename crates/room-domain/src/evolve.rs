@@ -1,8 +1,11 @@
 //! `evolve`: applies one event to the state. Events are facts, so `evolve` never refuses one
 //! and needs no rules: everything a rule decided is in the event.
 
+use std::collections::BTreeMap;
+
 use crate::event::{Event, MicChange};
-use crate::ids::SeatSessionId;
+use crate::ids::{SeatSessionId, UserId};
+use crate::money::Coins;
 use crate::state::{Member, Occupant, RocketStatus, RoomState, RoomStatus, Seat};
 
 /// Applies `event` to `state` and advances [`RoomState::version`] by one.
@@ -163,8 +166,8 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
                 contribution.week.clear();
                 contribution.week_key = *week_key;
             }
-            contribution.day.insert(user.clone(), *day_total);
-            contribution.week.insert(user.clone(), *week_total);
+            set_total(&mut contribution.day, user, *day_total);
+            set_total(&mut contribution.week, user, *week_total);
         }
         Event::RoomRocketFuelChanged { level, fuel, .. } => {
             state.rocket.level = *level;
@@ -213,5 +216,16 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
 pub fn evolve_all<'a>(state: &mut RoomState, events: impl IntoIterator<Item = &'a Event>) {
     for event in events {
         evolve(state, event);
+    }
+}
+
+/// Sets `user`'s total in a rank. A sender gives again and again: updating the entry in place
+/// spares cloning the key (an allocation) on every gift.
+fn set_total(rank: &mut BTreeMap<UserId, Coins>, user: &UserId, total: Coins) {
+    match rank.get_mut(user) {
+        Some(entry) => *entry = total,
+        None => {
+            rank.insert(user.clone(), total);
+        }
     }
 }
