@@ -97,15 +97,24 @@ fn not_recorded(
     Err(refused(stored_balance(conn, user)?))
 }
 
-/// Runs an entry INSERT that returns `balance_after` if it recorded the entry. A unique
-/// violation (the op id is taken) and "no row" (the guard refused) both mean: not recorded.
-fn record(conn: &Connection, insert: &str, params: impl rusqlite::Params) -> Result<Option<Coins>> {
-    let recorded = conn
+/// Runs an entry INSERT of `user` and returns the balance after it if it recorded the entry.
+/// A unique violation (the op id is taken) and no row (the guard refused) both mean: not
+/// recorded. The ledger trigger has moved the coins, so the account holds the entry's
+/// `balance_after`; reading it back costs less than `RETURNING`, which SQLite runs through a
+/// temporary table it opens and closes on every statement.
+fn record(
+    conn: &Connection,
+    insert: &str,
+    params: impl rusqlite::Params,
+    user: &str,
+) -> Result<Option<Coins>> {
+    let inserted = conn
         .prepare_cached(insert)
-        .and_then(|mut insert| insert.query_row(params, |row| row.get(0)).optional())
+        .and_then(|mut insert| insert.execute(params))
         .map_err(sql);
-    match recorded {
-        Ok(after) => Ok(after.map(Coins)),
+    match inserted {
+        Ok(0) => Ok(None),
+        Ok(_) => stored_balance(conn, user).map(|balance| Some(Coins(balance))),
         Err(Error::AlreadyExists(_)) => Ok(None),
         Err(other) => Err(other),
     }
@@ -121,9 +130,9 @@ fn debit(conn: &Connection, op_id: &str, user: &str, amount: i64) -> Result<Coin
              SELECT ?1, 'debit', 'done', ?2, ?3, balance - ?3
              FROM (SELECT coalesce((SELECT balance FROM wallet_accounts WHERE user_id = ?2), 0)
                    AS balance)
-             WHERE balance >= ?3
-             RETURNING balance_after",
+             WHERE balance >= ?3",
             params![op_id, user, amount],
+            user,
         )?;
         if let Some(after) = recorded {
             return Ok(after);
@@ -149,9 +158,9 @@ fn credit(conn: &Connection, op_id: &str, kind: &str, user: &str, amount: i64) -
              SELECT ?1, ?2, 'done', ?3, ?4, balance + ?4
              FROM (SELECT coalesce((SELECT balance FROM wallet_accounts WHERE user_id = ?3), 0)
                    AS balance)
-             WHERE balance <= 9223372036854775807 - ?4
-             RETURNING balance_after",
+             WHERE balance <= 9223372036854775807 - ?4",
             params![op_id, kind, user, amount],
+            user,
         )?;
         if let Some(after) = recorded {
             return Ok(after);
