@@ -8,8 +8,9 @@ use std::time::Duration;
 use room_app::ports::{Activation, CellStore, MockCellStore, MockLease, SnapshotStore};
 use room_app::{CellConfig, Error};
 use room_domain::{CommandKind, Event, MicChange, Rejection, RoomId, SeatIndex};
+use tokio::task::JoinHandle;
 
-use crate::support::{Fault, World, cid, config, eventually, rid, start_all, uid, user};
+use crate::support::{Fault, Started, World, cid, config, eventually, rid, start_all, uid, user};
 
 fn join() -> CommandKind {
     CommandKind::Join {
@@ -646,39 +647,56 @@ async fn unknown_room_ids_never_activate_a_cell() {
     assert_eq!(activation.epoch, 1, "no earlier activation touched storage");
 }
 
+/// Holds the commits of `world` at the gate and starts bob's join of `room` (command `id`),
+/// whose commit then waits at the gate.
+async fn hold_bobs_join(
+    world: &World,
+    room: &RoomId,
+    id: &str,
+) -> Started<room_app::Result<Arc<room_app::CommandReply>>> {
+    let probe = &world.probe;
+    let calls = probe.commit_calls();
+    probe.close_gate();
+    let held = start_all(vec![world.submit(room, id, user("bob"), join())]).await;
+    eventually("the commit is held", || async move {
+        probe.commit_calls() == calls + 1
+    })
+    .await;
+    held
+}
+
+/// Counts `room`'s members with a query, as a task of its own.
+fn count_members(world: &World, room: &RoomId) -> JoinHandle<room_app::Result<usize>> {
+    let (runtime, room) = (world.runtime().clone(), room.clone());
+    tokio::spawn(async move { runtime.query(&room, |state| state.members.len()).await })
+}
+
+/// The answer of a [`count_members`] task, which must come within 30 s.
+async fn members_counted(query: JoinHandle<room_app::Result<usize>>) -> usize {
+    tokio::time::timeout(Duration::from_secs(30), query)
+        .await
+        .expect("the query was answered")
+        .expect("query task")
+        .expect("query")
+}
+
 /// Reads see only what storage holds: a query that arrives while a commit is in flight is
 /// answered once that commit has ended, before the commands that arrived meanwhile run.
 #[tokio::test]
 async fn queries_wait_for_a_commit_in_flight() {
     let world = World::new().await;
     let room = world.open_room("r1", "alice", &[]).await;
-    let probe = &world.probe;
-    let calls = probe.commit_calls();
-    probe.close_gate();
-    let held = start_all(vec![world.submit(&room, "held", user("bob"), join())]).await;
-    eventually("the commit is held", || async move {
-        probe.commit_calls() == calls + 1
-    })
-    .await;
-    let runtime = world.runtime().clone();
-    let query_room = room.clone();
-    let query = tokio::spawn(async move {
-        runtime
-            .query(&query_room, |state| state.members.len())
-            .await
-    });
+    let calls = world.probe.commit_calls();
+    let held = hold_bobs_join(&world, &room, "held").await;
+    let query = count_members(&world, &room);
     let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!query.is_finished(), "the query waits for the commit");
-    assert_eq!(probe.commit_calls(), calls + 1, "carol's join waits");
-    probe.open_gate();
-    let members = tokio::time::timeout(Duration::from_secs(30), query)
-        .await
-        .expect("the query was answered once the commit ended")
-        .expect("query task")
-        .expect("query");
+    assert_eq!(world.probe.commit_calls(), calls + 1, "carol's join waits");
+    world.probe.open_gate();
     assert_eq!(
-        members, 2,
+        members_counted(query).await,
+        2,
         "alice, and bob whose join has committed; not carol yet"
     );
     for reply in held.join().await.into_iter().chain(queued.join().await) {
@@ -693,14 +711,8 @@ async fn queries_wait_for_a_commit_in_flight() {
 async fn peeks_are_answered_while_a_commit_is_in_flight() {
     let world = World::new().await;
     let room = world.open_room("r1", "alice", &[]).await;
-    let probe = &world.probe;
-    let calls = probe.commit_calls();
-    probe.close_gate();
-    let held = start_all(vec![world.submit(&room, "held", user("bob"), join())]).await;
-    eventually("the commit is held", || async move {
-        probe.commit_calls() == calls + 1
-    })
-    .await;
+    let calls = world.probe.commit_calls();
+    let held = hold_bobs_join(&world, &room, "held").await;
     let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
     let members = tokio::time::timeout(
         Duration::from_secs(30),
@@ -710,8 +722,8 @@ async fn peeks_are_answered_while_a_commit_is_in_flight() {
     .expect("the peek was answered while the commit was held")
     .expect("peek");
     assert_eq!(members, 2, "alice, and bob whose join is being committed");
-    assert_eq!(probe.commit_calls(), calls + 1, "carol's join waits");
-    probe.open_gate();
+    assert_eq!(world.probe.commit_calls(), calls + 1, "carol's join waits");
+    world.probe.open_gate();
     for reply in held.join().await.into_iter().chain(queued.join().await) {
         assert_eq!(reply.expect("joined").events.len(), 1);
     }
@@ -724,30 +736,16 @@ async fn peeks_are_answered_while_a_commit_is_in_flight() {
 async fn a_query_never_sees_a_batch_whose_commit_failed() {
     let world = World::new().await;
     let room = world.open_room("r1", "alice", &[]).await;
-    let probe = &world.probe;
-    let calls = probe.commit_calls();
-    probe.fail_next_commit(Fault::UnavailableBefore);
-    probe.close_gate();
-    let held = start_all(vec![world.submit(&room, "lost", user("bob"), join())]).await;
-    eventually("the commit is held", || async move {
-        probe.commit_calls() == calls + 1
-    })
-    .await;
-    let runtime = world.runtime().clone();
-    let query_room = room.clone();
-    let query = tokio::spawn(async move {
-        runtime
-            .query(&query_room, |state| state.members.len())
-            .await
-    });
+    world.probe.fail_next_commit(Fault::UnavailableBefore);
+    let held = hold_bobs_join(&world, &room, "lost").await;
+    let query = count_members(&world, &room);
     tokio::time::sleep(Duration::from_millis(50)).await;
-    probe.open_gate();
-    let members = tokio::time::timeout(Duration::from_secs(30), query)
-        .await
-        .expect("the query was answered")
-        .expect("query task")
-        .expect("query");
-    assert_eq!(members, 1, "only alice: bob's join never committed");
+    world.probe.open_gate();
+    assert_eq!(
+        members_counted(query).await,
+        1,
+        "only alice: bob's join never committed"
+    );
     for reply in held.join().await {
         assert!(reply.is_err(), "the failed commit is not acknowledged");
     }
