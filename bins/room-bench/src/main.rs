@@ -11,6 +11,10 @@
 //! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
 //! - memory: the server's resident memory per idle active room and per member.
 //!
+//! Each closed loop also reports the server's CPU time per gift and the share of the
+//! machine's CPU the hypervisor stole meanwhile: on a shared host the rates move with the
+//! neighbours, the CPU per gift much less.
+//!
 //! Usage: `cargo build --release -p room-api -p room-bench && target/release/room-bench
 //! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only] [--help]
 //! [--only hot,single,spread,latency,memory]`.
@@ -283,6 +287,29 @@ impl Server {
             .collect())
     }
 
+    /// The server's and the machine's CPU counters now.
+    fn cpu(&self) -> Result<CpuSample> {
+        let pid = self.child.id().context("server exited")?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // The fields after the command name, which is in parentheses and may hold spaces:
+        // state is the first of them, utime the 12th and stime the 13th.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .context("no command name in /proc/<pid>/stat")?
+            .1
+            .split_whitespace()
+            .collect();
+        let ticks = |i: usize| -> Result<u64> {
+            Ok(fields.get(i).context("short /proc/<pid>/stat")?.parse()?)
+        };
+        let (steal_ticks, total_ticks) = machine_ticks()?;
+        Ok(CpuSample {
+            server_ticks: ticks(11)? + ticks(12)?,
+            steal_ticks,
+            total_ticks,
+        })
+    }
+
     fn rss_bytes(&self) -> Result<u64> {
         let pid = self.child.id().context("server exited")?;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -402,6 +429,7 @@ async fn closed_loop(server: &Server, setup: &Setup, duration: Duration) -> Resu
     }
     let done = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    let cpu_before = server.cpu()?;
     let started = Instant::now();
     let deadline = started + duration;
     let mut workers = Vec::new();
@@ -423,11 +451,69 @@ async fn closed_loop(server: &Server, setup: &Setup, duration: Duration) -> Resu
         worker.await?;
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu = server.cpu()?.since(&cpu_before);
     let errors = errors.load(Ordering::Relaxed);
     if errors > 0 {
         report("  errors during the run", &errors.to_string());
     }
-    Ok(done.load(Ordering::Relaxed) as f64 / elapsed)
+    let gifts = done.load(Ordering::Relaxed);
+    report(
+        "  server CPU per gift, host steal",
+        &format!(
+            "{:.0} us, {:.0} %",
+            cpu.server_secs * 1e6 / gifts.max(1) as f64,
+            cpu.steal_share * 100.0
+        ),
+    );
+    Ok(gifts as f64 / elapsed)
+}
+
+/// CPU time of the server process and of the whole machine at one moment, from `/proc`.
+struct CpuSample {
+    /// The server's user and system time, in clock ticks.
+    server_ticks: u64,
+    /// The machine's time stolen by the hypervisor, and all its accounted time, in ticks.
+    steal_ticks: u64,
+    total_ticks: u64,
+}
+
+/// What happened between two [`CpuSample`]s.
+struct CpuUse {
+    /// Seconds of CPU the server used.
+    server_secs: f64,
+    /// The share of the machine's CPU time the hypervisor gave to other guests: when it is
+    /// high, the figures of the run say more about the host than about the service.
+    steal_share: f64,
+}
+
+/// `/proc` counts in USER_HZ ticks, 100 per second on Linux.
+const TICKS_PER_SEC: f64 = 100.0;
+
+impl CpuSample {
+    fn since(&self, before: &CpuSample) -> CpuUse {
+        let total = self.total_ticks.saturating_sub(before.total_ticks).max(1);
+        CpuUse {
+            server_secs: self.server_ticks.saturating_sub(before.server_ticks) as f64
+                / TICKS_PER_SEC,
+            steal_share: self.steal_ticks.saturating_sub(before.steal_ticks) as f64 / total as f64,
+        }
+    }
+}
+
+/// Reads the `cpu` line of `/proc/stat`: (steal, the sum of user to steal).
+fn machine_ticks() -> Result<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix("cpu "))
+        .context("no cpu line in /proc/stat")?
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    // user nice system idle iowait irq softirq steal (guest time is inside user already).
+    let accounted = fields.get(..8).context("short cpu line in /proc/stat")?;
+    Ok((accounted[7], accounted.iter().sum()))
 }
 
 /// Offers `rate` gifts per second regardless of answers; returns the latency distribution.
