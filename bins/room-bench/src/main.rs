@@ -11,9 +11,9 @@
 //! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
 //! - memory: the server's resident memory per idle active room and per member.
 //!
-//! Each closed loop also reports the server's CPU time per gift and the share of the
-//! machine's CPU the hypervisor stole meanwhile: on a shared host the rates move with the
-//! neighbours, the CPU per gift much less.
+//! Each measured loop (closed or open) also reports the server's CPU time per gift and the
+//! share of the machine's CPU the hypervisor stole meanwhile: on a shared host the rates move
+//! with the neighbours, the CPU per gift much less.
 //!
 //! Usage: `cargo build --release -p room-api -p room-bench && target/release/room-bench
 //! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only] [--help]
@@ -115,7 +115,7 @@ async fn main() -> Result<()> {
     if options.runs("hot") {
         let server = Server::start(&options.server, &[]).await?;
         let setup = server.setup(1, SENDERS).await?;
-        let rate = closed_loop(&server, &setup, duration).await?;
+        let rate = closed_loop(&server, &setup, duration, true).await?;
         report("hot room, group commit on (gifts/s)", &format!("{rate:.0}"));
         server.stop().await?;
         hot = Some(rate);
@@ -127,7 +127,7 @@ async fn main() -> Result<()> {
         ];
         let server = Server::start(&options.server, &single).await?;
         let setup = server.setup(1, SENDERS).await?;
-        let rate = closed_loop(&server, &setup, duration).await?;
+        let rate = closed_loop(&server, &setup, duration, true).await?;
         report(
             "hot room, group commit off (gifts/s)",
             &format!("{rate:.0}"),
@@ -144,7 +144,7 @@ async fn main() -> Result<()> {
         let server = Server::start(&options.server, &[]).await?;
         let setup = server.setup(100, 100).await?;
         if options.runs("spread") {
-            let rate = closed_loop(&server, &setup, duration).await?;
+            let rate = closed_loop(&server, &setup, duration, true).await?;
             report("spread, 100 rooms (gifts/s)", &format!("{rate:.0}"));
         }
         if options.runs("latency") {
@@ -422,7 +422,14 @@ fn next_order() -> u64 {
 }
 
 /// 64 workers, each sending back to back for `duration`; returns completed gifts per second.
-async fn closed_loop(server: &Server, setup: &Setup, duration: Duration) -> Result<f64> {
+/// Runs 64 senders back to back for `duration`; returns gifts per second, and reports the CPU
+/// figures of the run if it is `measured` (not a warm-up).
+async fn closed_loop(
+    server: &Server,
+    setup: &Setup,
+    duration: Duration,
+    measured: bool,
+) -> Result<f64> {
     // Warm up: activate every room and open connections.
     for sender in &setup.rooms {
         server.client.gift(sender, next_order()).await?;
@@ -457,14 +464,9 @@ async fn closed_loop(server: &Server, setup: &Setup, duration: Duration) -> Resu
         report("  errors during the run", &errors.to_string());
     }
     let gifts = done.load(Ordering::Relaxed);
-    report(
-        "  server CPU per gift, host steal",
-        &format!(
-            "{:.0} us, {:.0} %",
-            cpu.server_secs * 1e6 / gifts.max(1) as f64,
-            cpu.steal_share * 100.0
-        ),
-    );
+    if measured {
+        cpu.report(gifts);
+    }
     Ok(gifts as f64 / elapsed)
 }
 
@@ -488,6 +490,19 @@ struct CpuUse {
 
 /// `/proc` counts in USER_HZ ticks, 100 per second on Linux.
 const TICKS_PER_SEC: f64 = 100.0;
+
+impl CpuUse {
+    fn report(&self, gifts: u64) {
+        report(
+            "  server CPU per gift, host steal",
+            &format!(
+                "{:.0} us, {:.0} %",
+                self.server_secs * 1e6 / gifts.max(1) as f64,
+                self.steal_share * 100.0
+            ),
+        );
+    }
+}
 
 impl CpuSample {
     fn since(&self, before: &CpuSample) -> CpuUse {
@@ -526,7 +541,8 @@ async fn open_loop(
     rate: u64,
     duration: Duration,
 ) -> Result<String> {
-    closed_loop(server, setup, Duration::from_secs(2)).await?;
+    closed_loop(server, setup, Duration::from_secs(2), false).await?;
+    let cpu_before = server.cpu()?;
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
     let total = rate * duration.as_secs();
     let started = Instant::now();
@@ -552,6 +568,7 @@ async fn open_loop(
             failed += 1;
         }
     }
+    server.cpu()?.since(&cpu_before).report(total);
     latencies.sort();
     let pick = |q: f64| {
         latencies
