@@ -8,7 +8,6 @@ use std::time::Duration;
 use room_app::ports::{Activation, CellStore, MockCellStore, MockLease, SnapshotStore};
 use room_app::{CellConfig, Error};
 use room_domain::{CommandKind, Event, MicChange, Rejection, RoomId, SeatIndex};
-use tokio::task::JoinHandle;
 
 use crate::support::{Fault, Started, World, cid, config, eventually, rid, start_all, uid, user};
 
@@ -665,19 +664,31 @@ async fn hold_bobs_join(
     held
 }
 
-/// Counts `room`'s members with a query, as a task of its own.
-fn count_members(world: &World, room: &RoomId) -> JoinHandle<room_app::Result<usize>> {
+/// Starts a query of `room`'s member count: the cell has the request once this returns.
+async fn count_members(world: &World, room: &RoomId) -> Started<room_app::Result<usize>> {
     let (runtime, room) = (world.runtime().clone(), room.clone());
-    tokio::spawn(async move { runtime.query(&room, |state| state.members.len()).await })
+    start_all(vec![Box::pin(async move {
+        runtime.query(&room, |state| state.members.len()).await
+    })])
+    .await
 }
 
-/// The answer of a [`count_members`] task, which must come within 30 s.
-async fn members_counted(query: JoinHandle<room_app::Result<usize>>) -> usize {
-    tokio::time::timeout(Duration::from_secs(30), query)
+/// Waits until `room`'s cell has taken every request sent before this call off its channel:
+/// a peek is answered as soon as the cell takes it, and the channel keeps its order.
+async fn cell_caught_up(world: &World, room: &RoomId) {
+    world
+        .runtime()
+        .peek(room, |_| ())
         .await
-        .expect("the query was answered")
-        .expect("query task")
-        .expect("query")
+        .expect("the peek was answered");
+}
+
+/// The answer of a [`count_members`] query, which must come within 30 s.
+async fn members_counted(query: Started<room_app::Result<usize>>) -> usize {
+    let mut answers = tokio::time::timeout(Duration::from_secs(30), query.join())
+        .await
+        .expect("the query was answered");
+    answers.pop().expect("one query").expect("query")
 }
 
 /// Reads see only what storage holds: a query that arrives while a commit is in flight is
@@ -688,10 +699,11 @@ async fn queries_wait_for_a_commit_in_flight() {
     let room = world.open_room("r1", "alice", &[]).await;
     let calls = world.probe.commit_calls();
     let held = hold_bobs_join(&world, &room, "held").await;
-    let query = count_members(&world, &room);
+    let mut query = count_members(&world, &room).await;
     let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!query.is_finished(), "the query waits for the commit");
+    cell_caught_up(&world, &room).await;
+    query.poll_again().await;
+    assert!(query.ready(0).is_none(), "the query waits for the commit");
     assert_eq!(world.probe.commit_calls(), calls + 1, "carol's join waits");
     world.probe.open_gate();
     assert_eq!(
@@ -738,8 +750,9 @@ async fn a_query_never_sees_a_batch_whose_commit_failed() {
     let room = world.open_room("r1", "alice", &[]).await;
     world.probe.fail_next_commit(Fault::UnavailableBefore);
     let held = hold_bobs_join(&world, &room, "lost").await;
-    let query = count_members(&world, &room);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let query = count_members(&world, &room).await;
+    // The cell takes the query while the commit is held.
+    cell_caught_up(&world, &room).await;
     world.probe.open_gate();
     assert_eq!(
         members_counted(query).await,

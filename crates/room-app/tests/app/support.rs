@@ -575,6 +575,21 @@ impl<T> Started<T> {
         self.slots[i].1.as_ref()
     }
 
+    /// Polls the unfinished futures once more.
+    pub async fn poll_again(&mut self) {
+        std::future::poll_fn(|cx| {
+            for (future, out) in &mut self.slots {
+                if out.is_none()
+                    && let Poll::Ready(value) = future.as_mut().poll(cx)
+                {
+                    *out = Some(value);
+                }
+            }
+            Poll::Ready(())
+        })
+        .await;
+    }
+
     pub async fn join(self) -> Vec<T> {
         let mut out = Vec::with_capacity(self.slots.len());
         for (future, done) in self.slots {
