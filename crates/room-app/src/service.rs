@@ -412,7 +412,10 @@ impl RoomService {
             .run(
                 room_id,
                 Actor::User(actor.clone()),
-                CommandKind::Join { password_verified },
+                CommandKind::Join {
+                    password_verified,
+                    verified_lock: lock.filter(|_| password_verified),
+                },
             )
             .await;
         if let Some(counted) = counted

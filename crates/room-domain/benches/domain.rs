@@ -90,6 +90,7 @@ fn open_room(users: &[UserId], members: usize, rules: &RoomRules) -> RoomState {
         "join",
         CommandKind::Join {
             password_verified: false,
+            verified_lock: None,
         },
     );
     for user in &users[..members] {
@@ -238,6 +239,7 @@ impl Mixed {
                 "join",
                 CommandKind::Join {
                     password_verified: false,
+                    verified_lock: None,
                 },
             ),
             leave: command("leave", CommandKind::Leave),

@@ -77,6 +77,11 @@ pub enum CommandKind {
     Join {
         /// Whether the caller presented the right password of a locked room.
         password_verified: bool,
+        /// The lock the password was checked against. When given, the verdict holds only
+        /// while the room still has this lock: a password changed between the check and the
+        /// join makes the join a wrong password.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verified_lock: Option<PasswordHash>,
     },
     /// The actor leaves.
     Leave,

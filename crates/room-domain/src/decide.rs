@@ -164,7 +164,16 @@ pub fn decide(
             events.push(Event::RoomClosed { by });
             Ok(events)
         }
-        CommandKind::Join { password_verified } => join(state, ctx, standing, *password_verified),
+        CommandKind::Join {
+            password_verified,
+            verified_lock,
+        } => {
+            let verified = *password_verified
+                && verified_lock
+                    .as_ref()
+                    .is_none_or(|lock| state.settings.lock.as_ref() == Some(lock));
+            join(state, ctx, standing, verified)
+        }
         CommandKind::Leave => {
             let user = acting_user(ctx)?;
             if !state.members.contains_key(user) {

@@ -418,6 +418,7 @@ fn sample_commands() -> Vec<Command> {
         CommandKind::CloseRoom,
         CommandKind::Join {
             password_verified: true,
+            verified_lock: None,
         },
         CommandKind::Leave,
         CommandKind::Evict { user: user("dave") },
@@ -464,6 +465,11 @@ fn sample_commands() -> Vec<Command> {
             scheduled_at: at(80),
         },
         CommandKind::ResetRocket,
+        // A join whose password was checked against a lock.
+        CommandKind::Join {
+            password_verified: true,
+            verified_lock: Some(PasswordHash(HASH.into())),
+        },
     ];
     kinds
         .into_iter()

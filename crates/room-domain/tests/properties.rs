@@ -784,6 +784,7 @@ fn run_scenario(scenario: &Scenario, coverage: &RefCell<Coverage>) -> Result<(),
     for (i, &joiner) in scenario.joiners.iter().enumerate() {
         let join = CommandKind::Join {
             password_verified: false,
+            verified_lock: None,
         };
         let actor = run.pool.actors[joiner].clone();
         run.apply(
@@ -876,6 +877,7 @@ impl Run<'_> {
             Op::CloseRoom => CommandKind::CloseRoom,
             Op::Join { password_verified } => CommandKind::Join {
                 password_verified: *password_verified,
+                verified_lock: None,
             },
             Op::Leave => CommandKind::Leave,
             Op::Evict(u) => CommandKind::Evict { user: resolve(u) },
@@ -1580,6 +1582,7 @@ fn a_clock_behind_midnight_keeps_the_new_days_ranks() {
     };
     let join = || CommandKind::Join {
         password_verified: false,
+        verified_lock: None,
     };
     let earlier = Timestamp(midnight.0 - 3_600_000);
     accept(&mut state, &pool.actors[0], earlier, create);

@@ -156,6 +156,7 @@ mod fixture {
                 actor,
                 CommandKind::Join {
                     password_verified: false,
+                    verified_lock: None,
                 },
             )
         }
@@ -257,6 +258,7 @@ mod fixture {
             CommandKind::CloseRoom,
             CommandKind::Join {
                 password_verified: true,
+                verified_lock: None,
             },
             CommandKind::Leave,
             CommandKind::Evict { user: id("alice") },
@@ -387,7 +389,10 @@ fn set_admin(name: &str, admin: bool) -> CommandKind {
 }
 
 fn join(password_verified: bool) -> CommandKind {
-    CommandKind::Join { password_verified }
+    CommandKind::Join {
+        password_verified,
+        verified_lock: None,
+    }
 }
 
 fn cannot_moderate(name: &str) -> Rejection {
@@ -1447,6 +1452,35 @@ fn a_locked_room_needs_the_password_except_for_owner_and_admins() {
         },
     );
     room.join("dave");
+}
+
+#[test]
+fn a_password_checked_against_an_older_lock_lets_no_one_in() {
+    let lock = |hash: &str| CommandKind::SetLock {
+        password_hash: Some(PasswordHash(hash.into())),
+    };
+    let join_verified_against = |hash: &str| CommandKind::Join {
+        password_verified: true,
+        verified_lock: Some(PasswordHash(hash.into())),
+    };
+    let mut room = Room::open();
+    room.ok(&user("owner"), lock("old-hash"));
+    // The owner changes the password between carol's check and her join.
+    room.ok(&user("owner"), lock("new-hash"));
+    assert_eq!(
+        room.err(&user("carol"), join_verified_against("old-hash")),
+        Rejection::WrongPassword
+    );
+    room.ok(&user("carol"), join_verified_against("new-hash"));
+
+    // Once the room is unlocked, a verdict about any lock lets in as no password does.
+    room.ok(
+        &user("owner"),
+        CommandKind::SetLock {
+            password_hash: None,
+        },
+    );
+    room.ok(&user("dave"), join_verified_against("new-hash"));
 }
 
 #[test]

@@ -14,6 +14,7 @@ use crate::support::{Fault, Started, World, cid, config, eventually, rid, start_
 fn join() -> CommandKind {
     CommandKind::Join {
         password_verified: false,
+        verified_lock: None,
     }
 }
 

@@ -453,6 +453,7 @@ impl World {
     pub async fn join(&self, room: &RoomId, name: &str) {
         let join = CommandKind::Join {
             password_verified: false,
+            verified_lock: None,
         };
         self.exec(room, user(name), join).await.expect("joined");
     }
