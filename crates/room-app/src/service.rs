@@ -384,10 +384,13 @@ impl RoomService {
         password: Option<String>,
     ) -> Result<RoomView> {
         let user = &actor.user_id;
-        let lock_user = user.clone();
-        let (lock, role) = self
+        let joiner = actor.clone();
+        let (lock, needs_password) = self
             .query(room_id, move |state| {
-                (state.settings.lock.clone(), state.role_of(&lock_user))
+                (
+                    state.settings.lock.clone(),
+                    state.join_needs_password(&joiner),
+                )
             })
             .await?;
         let password_verified = match (&lock, &password) {
@@ -397,7 +400,6 @@ impl RoomService {
         // The owner, the room's admins and platform admins need no password: wrong passwords
         // neither count for them nor lock them out. For anyone else, a join of a locked room
         // without the right password counts as a wrong one until the room answers otherwise.
-        let needs_password = lock.is_some() && role == Role::Member && !actor.platform_admin;
         let counted = if needs_password {
             self.password_attempts.check(
                 user,

@@ -172,7 +172,7 @@ pub fn decide(
                 && verified_lock
                     .as_ref()
                     .is_none_or(|lock| state.settings.lock.as_ref() == Some(lock));
-            join(state, ctx, standing, verified)
+            join(state, ctx, verified)
         }
         CommandKind::Leave => {
             let user = acting_user(ctx)?;
@@ -473,7 +473,6 @@ fn create_room(
 fn join(
     state: &RoomState,
     ctx: &Ctx<'_>,
-    standing: Standing,
     password_verified: bool,
 ) -> Result<Vec<Event>, Rejection> {
     let Actor::User(actor) = ctx.actor else {
@@ -489,11 +488,10 @@ fn join(
             until,
         });
     }
-    let role = state.role_of(user);
-    let privileged = role != Role::Member || standing == Standing::PlatformAdmin;
-    if state.settings.lock.is_some() && !password_verified && !privileged {
+    if state.join_needs_password(actor) && !password_verified {
         return Err(Rejection::WrongPassword);
     }
+    let role = state.role_of(user);
     let max = ctx.rules.max_members;
     if state.members.len() >= max as usize {
         return Err(Rejection::RoomFull { max });

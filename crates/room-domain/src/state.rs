@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::command::UserActor;
 use crate::ids::{RocketId, RoomId, SeatIndex, SeatSessionId, UserId};
 use crate::money::Coins;
 use crate::time::{DayKey, Timestamp, WeekKey};
@@ -254,6 +255,14 @@ impl RoomState {
             next_seat_session: SeatSessionId(1),
             version: 0,
         }
+    }
+
+    /// Whether `actor` must give the room's password to join it: the room is locked, and they
+    /// are neither its owner, one of its admins, nor a platform admin.
+    pub fn join_needs_password(&self, actor: &UserActor) -> bool {
+        self.settings.lock.is_some()
+            && !actor.platform_admin
+            && self.role_of(&actor.user_id) == Role::Member
     }
 
     /// The role `user` has in this room, whether present or not.
