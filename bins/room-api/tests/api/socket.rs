@@ -13,7 +13,10 @@ use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{DEADLINE, eventually, settings};
+use crate::support::{eventually, settings};
+
+/// How long a test waits for the server: an event on a stream, a stop.
+const DEADLINE: Duration = Duration::from_secs(20);
 
 struct Server {
     base: String,

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use tower::ServiceExt;
 
+pub use room_app::testkit::eventually;
+
 pub const RTC_KEY: &str = "rtc-test-key";
 
 /// Settings for a test service: a fresh SQLite file in `dir`, known secrets, the built-in
@@ -234,24 +236,4 @@ pub fn error_code(body: &Value) -> &str {
     error["code"]
         .as_str()
         .unwrap_or_else(|| panic!("no code in {body}"))
-}
-
-/// How long [`eventually`] waits.
-pub const DEADLINE: Duration = Duration::from_secs(20);
-
-/// Waits until `check` holds, asking every 20 ms; fails the test, naming `what`, after
-/// [`DEADLINE`].
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let started = std::time::Instant::now();
-    while !check().await {
-        assert!(
-            started.elapsed() < DEADLINE,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

@@ -8,7 +8,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use room_app::ports::{
@@ -27,6 +26,8 @@ use room_domain::{
 };
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+pub use room_app::testkit::eventually;
 
 /// 2025-11-30T01:00:00Z: far from a day boundary, so no test crosses midnight by accident.
 pub const T0: Timestamp = Timestamp(1_764_460_800_000 + 3_600_000);
@@ -528,22 +529,6 @@ pub fn gifts_in(log: &[StoredEvent]) -> Vec<room_domain::GiftSent> {
             _ => None,
         })
         .collect()
-}
-
-/// Waits until `check` holds, failing the test after 30 s (of tokio time: virtual when paused).
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 pub type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
