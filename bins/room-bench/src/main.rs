@@ -421,9 +421,8 @@ fn next_order() -> u64 {
     ORDERS.fetch_add(1, Ordering::Relaxed)
 }
 
-/// 64 workers, each sending back to back for `duration`; returns completed gifts per second.
-/// Runs 64 senders back to back for `duration`; returns gifts per second, and reports the CPU
-/// figures of the run if it is `measured` (not a warm-up).
+/// Runs 64 senders, each sending back to back for `duration`; returns completed gifts per
+/// second, and reports the CPU figures of the run if it is `measured` (not a warm-up).
 async fn closed_loop(
     server: &Server,
     setup: &Setup,

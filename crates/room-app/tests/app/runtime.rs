@@ -692,55 +692,92 @@ async fn members_counted(query: Started<room_app::Result<usize>>) -> usize {
     answers.pop().expect("one query").expect("query")
 }
 
+/// alice's room, where bob's join is held in its commit and carol's join is queued behind it.
+struct HeldJoin {
+    world: World,
+    room: RoomId,
+    calls_before: usize,
+    held: Started<room_app::Result<Arc<room_app::CommandReply>>>,
+    queued: Started<room_app::Result<Arc<room_app::CommandReply>>>,
+}
+
+impl HeldJoin {
+    async fn new() -> HeldJoin {
+        let world = World::new().await;
+        let room = world.open_room("r1", "alice", &[]).await;
+        let calls_before = world.probe.commit_calls();
+        let held = hold_bobs_join(&world, &room, "held").await;
+        let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
+        HeldJoin {
+            world,
+            room,
+            calls_before,
+            held,
+            queued,
+        }
+    }
+
+    /// Carol's join has reached no commit: it waits for the next batch.
+    fn assert_carol_waits(&self) {
+        assert_eq!(
+            self.world.probe.commit_calls(),
+            self.calls_before + 1,
+            "carol's join waits"
+        );
+    }
+
+    /// Lets the commits through: both joins are answered and all three are in the room.
+    async fn release(self) {
+        self.world.probe.open_gate();
+        let replies = self
+            .held
+            .join()
+            .await
+            .into_iter()
+            .chain(self.queued.join().await);
+        for reply in replies {
+            assert_eq!(reply.expect("joined").events.len(), 1);
+        }
+        assert_eq!(self.world.state(&self.room).await.members.len(), 3);
+    }
+}
+
 /// Reads see only what storage holds: a query that arrives while a commit is in flight is
 /// answered once that commit has ended, before the commands that arrived meanwhile run.
 #[tokio::test]
 async fn queries_wait_for_a_commit_in_flight() {
-    let world = World::new().await;
-    let room = world.open_room("r1", "alice", &[]).await;
-    let calls = world.probe.commit_calls();
-    let held = hold_bobs_join(&world, &room, "held").await;
-    let mut query = count_members(&world, &room).await;
-    let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
-    cell_caught_up(&world, &room).await;
+    let joins = HeldJoin::new().await;
+    let mut query = count_members(&joins.world, &joins.room).await;
+    cell_caught_up(&joins.world, &joins.room).await;
     query.poll_again().await;
     assert!(query.ready(0).is_none(), "the query waits for the commit");
-    assert_eq!(world.probe.commit_calls(), calls + 1, "carol's join waits");
-    world.probe.open_gate();
+    joins.assert_carol_waits();
+    joins.release().await;
     assert_eq!(
         members_counted(query).await,
         2,
         "alice, and bob whose join has committed; not carol yet"
     );
-    for reply in held.join().await.into_iter().chain(queued.join().await) {
-        assert_eq!(reply.expect("joined").events.len(), 1);
-    }
-    assert_eq!(world.state(&room).await.members.len(), 3);
 }
 
 /// A peek does not wait for a commit in flight: it answers from the newest state, which holds
 /// the batch being committed, while commands that arrive meanwhile wait for the next batch.
 #[tokio::test]
 async fn peeks_are_answered_while_a_commit_is_in_flight() {
-    let world = World::new().await;
-    let room = world.open_room("r1", "alice", &[]).await;
-    let calls = world.probe.commit_calls();
-    let held = hold_bobs_join(&world, &room, "held").await;
-    let queued = start_all(vec![world.submit(&room, "after", user("carol"), join())]).await;
+    let joins = HeldJoin::new().await;
     let members = tokio::time::timeout(
         Duration::from_secs(30),
-        world.runtime().peek(&room, |state| state.members.len()),
+        joins
+            .world
+            .runtime()
+            .peek(&joins.room, |state| state.members.len()),
     )
     .await
     .expect("the peek was answered while the commit was held")
     .expect("peek");
     assert_eq!(members, 2, "alice, and bob whose join is being committed");
-    assert_eq!(world.probe.commit_calls(), calls + 1, "carol's join waits");
-    world.probe.open_gate();
-    for reply in held.join().await.into_iter().chain(queued.join().await) {
-        assert_eq!(reply.expect("joined").events.len(), 1);
-    }
-    assert_eq!(world.state(&room).await.members.len(), 3);
+    joins.assert_carol_waits();
+    joins.release().await;
 }
 
 /// A query that arrives while a commit is in flight never sees what a failed commit takes

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::fixtures::{batch, ok, payout, room, same, user};
-use crate::ports::{CellStore, CreditKind, Payouts};
+use crate::ports::{CellStore, CreditKind, Payout, Payouts};
 
 /// Runs every [`Payouts`] check, each against a fresh store from `fresh`. Payouts are
 /// recorded only by [`CellStore::commit`], so the store must implement both.
@@ -20,12 +20,17 @@ where
     a_recorded_payout_is_never_replaced(fresh().await).await;
 }
 
+/// What `store` lists as owed after `after`, at most `limit`; the check fails on an error.
+async fn pending<S: Payouts>(store: &S, after: Option<&str>, limit: u32) -> Vec<Payout> {
+    ok(
+        store.list_pending(after.map(str::to_owned), limit).await,
+        "list_pending",
+    )
+}
+
 async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
     same(
-        ok(
-            Payouts::list_pending(&*store, None, 10).await,
-            "list_pending",
-        ),
+        pending(&*store, None, 10).await,
         Vec::new(),
         "nothing owed at first",
     );
@@ -48,42 +53,27 @@ async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
 
     let all: Vec<_> = first.iter().chain(&second).cloned().collect();
     same(
-        ok(
-            Payouts::list_pending(&*store, None, 10).await,
-            "list_pending",
-        ),
+        pending(&*store, None, 10).await,
         all.clone(),
         "owed credits, oldest first",
     );
     same(
-        ok(
-            Payouts::list_pending(&*store, None, 2).await,
-            "list_pending",
-        ),
+        pending(&*store, None, 2).await,
         all[..2].to_vec(),
         "limit keeps the oldest",
     );
     same(
-        ok(
-            Payouts::list_pending(&*store, Some("rocket:a:9:zed".into()), 10).await,
-            "list_pending after",
-        ),
+        pending(&*store, Some("rocket:a:9:zed"), 10).await,
         all[1..].to_vec(),
         "after an owed credit: those owed after it",
     );
     same(
-        ok(
-            Payouts::list_pending(&*store, Some("rocket:a:9:amy".into()), 1).await,
-            "list_pending after",
-        ),
+        pending(&*store, Some("rocket:a:9:amy"), 1).await,
         all[2..].to_vec(),
         "after and limit together",
     );
     same(
-        ok(
-            Payouts::list_pending(&*store, Some("never-owed".into()), 10).await,
-            "list_pending after",
-        ),
+        pending(&*store, Some("never-owed"), 10).await,
         all.clone(),
         "after a credit not owed: from the oldest",
     );
@@ -93,10 +83,7 @@ async fn list_and_delete<S: Payouts + CellStore>(store: Arc<S>) {
         "deleting an unknown payout is not an error",
     );
     same(
-        ok(
-            Payouts::list_pending(&*store, None, 10).await,
-            "list_pending",
-        ),
+        pending(&*store, None, 10).await,
         all[1..].to_vec(),
         "a paid credit is forgotten",
     );
@@ -119,10 +106,7 @@ async fn a_recorded_payout_is_never_replaced<S: Payouts + CellStore>(store: Arc<
     second.payouts = vec![replayed, payout("rocket:a:2:amy", &a, 5)];
     ok(store.commit(&second).await, "commit");
     same(
-        ok(
-            Payouts::list_pending(&*store, None, 10).await,
-            "list_pending",
-        ),
+        pending(&*store, None, 10).await,
         vec![owed, other, payout("rocket:a:2:amy", &a, 5)],
         "a second write of an owed op id leaves the first, in its place",
     );
