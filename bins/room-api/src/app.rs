@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::auth::{Authenticator, AuthenticatorRef};
+use crate::auth::AuthenticatorRef;
 use crate::catalog::CatalogFile;
 use crate::config::Settings;
 use crate::routes;
@@ -86,7 +86,7 @@ impl App {
         if settings.rtc.callback_key.is_none() {
             tracing::warn!("ROOM__RTC__CALLBACK_KEY is not set: every TRTC callback is refused");
         }
-        let auth: AuthenticatorRef = Arc::new(Authenticator::new(&settings.auth.jwt_secret)?);
+        let auth: AuthenticatorRef = Arc::new(settings.auth.authenticator()?);
 
         let messenger = Arc::new(BroadcastMessenger::new(settings.sse.buffer.max(1)));
         let clock: ClockRef = Arc::new(SystemClock);

@@ -1,5 +1,7 @@
 //! Bearer tokens: JWTs signed with HS256. `sub` is the user id, `exp` is required, platform
 //! admins carry `"roles":["admin"]`, and an optional `vip` claim gives the user's VIP level.
+//! When the service is configured with an issuer or an audience, tokens must carry that `iss`
+//! or `aud`.
 //!
 //! [`Auth`] and [`PlatformAdmin`] are the extractors handlers take.
 
@@ -22,7 +24,7 @@ use crate::error::ApiError;
 pub const ADMIN_ROLE: &str = "admin";
 
 /// The claims of a token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
     /// The user id.
     pub sub: String,
@@ -34,6 +36,12 @@ pub struct Claims {
     /// The user's VIP level (0 when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vip: Option<u8>,
+    /// The issuer; checked when the service is configured with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iss: Option<String>,
+    /// The audience; checked when the service is configured with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aud: Option<String>,
 }
 
 /// Signs and checks tokens with one secret.
@@ -41,6 +49,8 @@ pub struct Authenticator {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    issuer: Option<String>,
+    audience: Option<String>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -50,12 +60,34 @@ impl std::fmt::Debug for Authenticator {
 }
 
 impl Authenticator {
-    /// An authenticator for HS256 tokens with `secret`.
+    /// An authenticator for HS256 tokens with `secret`, checking no issuer or audience.
     pub fn new(secret: &SecretString) -> anyhow::Result<Self> {
+        Self::with_claims(secret, None, None)
+    }
+
+    /// An authenticator for HS256 tokens with `secret`; tokens must carry `iss` = `issuer`
+    /// and `aud` = `audience` when those are given, and minted tokens carry them.
+    pub fn with_claims(
+        secret: &SecretString,
+        issuer: Option<&str>,
+        audience: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let bytes = secret.expose_secret().as_bytes();
         anyhow::ensure!(!bytes.is_empty(), "the JWT secret must not be empty");
         let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_required_spec_claims(&["exp", "sub"]);
+        let mut required = vec!["exp", "sub"];
+        if let Some(issuer) = issuer {
+            validation.set_issuer(&[issuer]);
+            required.push("iss");
+        }
+        // Without a configured audience a token's `aud` is not looked at; with one, it must
+        // match.
+        validation.validate_aud = audience.is_some();
+        if let Some(audience) = audience {
+            validation.set_audience(&[audience]);
+            required.push("aud");
+        }
+        validation.set_required_spec_claims(&required);
         validation.validate_exp = true;
         // A token with `nbf` is refused before that time (optional: most tokens have none).
         validation.validate_nbf = true;
@@ -65,6 +97,8 @@ impl Authenticator {
             encoding: EncodingKey::from_secret(bytes).context("bad JWT secret")?,
             decoding: DecodingKey::from_secret(bytes).context("bad JWT secret")?,
             validation,
+            issuer: issuer.map(str::to_owned),
+            audience: audience.map(str::to_owned),
         })
     }
 
@@ -84,6 +118,8 @@ impl Authenticator {
                 Vec::new()
             },
             vip: None,
+            iss: self.issuer.clone(),
+            aud: self.audience.clone(),
         };
         self.sign(&claims)
     }
@@ -103,9 +139,11 @@ impl Authenticator {
                     "TOKEN_EXPIRED",
                     "the token has expired",
                 ),
-                _ => invalid_token(format!("the token is not valid: {error}")),
+                kind => invalid_token(token_problem(kind)),
             })?;
         let claims = data.claims;
+        // A subject that breaks the id rule (an invisible or bidirectional character, a `/`)
+        // could pose as another user: refused like any other bad token.
         let user_id = UserId::new(&claims.sub)
             .map_err(|error| invalid_token(format!("the token's subject is not valid: {error}")))?;
         Ok(UserActor {
@@ -113,6 +151,27 @@ impl Authenticator {
             vip_level: claims.vip.unwrap_or(0),
             platform_admin: claims.roles.iter().any(|role| role == ADMIN_ROLE),
         })
+    }
+}
+
+/// What is wrong with a token, in the token's own terms (never the JWT library's wording).
+fn token_problem(kind: &ErrorKind) -> String {
+    match kind {
+        ErrorKind::InvalidSignature => "the token's signature does not match".into(),
+        ErrorKind::InvalidAlgorithm | ErrorKind::MissingAlgorithm => {
+            "the token must be signed with HS256".into()
+        }
+        ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".into(),
+        ErrorKind::InvalidIssuer => "the token's issuer (iss) is not accepted".into(),
+        ErrorKind::InvalidAudience => "the token's audience (aud) is not accepted".into(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("the token has no `{claim}` claim"),
+        ErrorKind::InvalidSubject => "the token's subject (sub) is not valid".into(),
+        ErrorKind::Json(_) | ErrorKind::Utf8(_) => {
+            "the token's header or claims are not the expected JSON (an HS256 JWT with a \
+             string `sub` and a numeric `exp`)"
+                .into()
+        }
+        _ => "the token is not a well-formed JWT (header.claims.signature, base64url)".into(),
     }
 }
 
@@ -212,6 +271,8 @@ mod tests {
                 exp: 1_000,
                 roles: vec![],
                 vip: None,
+                iss: None,
+                aud: None,
             })
             .unwrap();
         assert_eq!(auth.verify(&expired).unwrap_err().code, "TOKEN_EXPIRED");
@@ -221,9 +282,83 @@ mod tests {
                 exp: u64::MAX / 2,
                 roles: vec![],
                 vip: Some(3),
+                iss: None,
+                aud: None,
             })
             .unwrap();
         assert_eq!(auth.verify(&long_sub).unwrap_err().code, "INVALID_TOKEN");
+        for sub in ["ali\u{200B}ce", "\u{202E}nimda", "a/b", "a\u{2066}b"] {
+            let token = auth
+                .sign(&Claims {
+                    sub: sub.into(),
+                    exp: u64::MAX / 2,
+                    roles: vec![],
+                    vip: None,
+                    iss: None,
+                    aud: None,
+                })
+                .unwrap();
+            let error = auth.verify(&token).unwrap_err();
+            assert_eq!(
+                (error.status.as_u16(), &*error.code),
+                (401, "INVALID_TOKEN"),
+                "{sub:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn messages_speak_of_the_token_not_the_library() {
+        use base64::Engine;
+        let auth = authenticator("k");
+        // A header naming an algorithm the library does not know ("none").
+        let header = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"alg":"none","typ":"JWT"}"#);
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"sub":"a","exp":99999999999}"#);
+        for token in [format!("{header}.{claims}."), "garbage".to_owned()] {
+            let error = auth.verify(&token).unwrap_err();
+            assert_eq!(error.code, "INVALID_TOKEN");
+            for internal in ["variant", "expected one of", "Error(", "InvalidToken"] {
+                assert!(!error.message.contains(internal), "{}", error.message);
+            }
+        }
+        let other = authenticator("other")
+            .mint(&UserId::new("a").unwrap(), false, Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(
+            auth.verify(&other).unwrap_err().message,
+            "the token's signature does not match"
+        );
+    }
+
+    #[test]
+    fn issuer_and_audience_are_checked_when_configured() {
+        let secret = SecretString::from("k");
+        let strict =
+            Authenticator::with_claims(&secret, Some("https://id.example"), Some("rooms")).unwrap();
+        let alice = UserId::new("alice").unwrap();
+        let good = strict.mint(&alice, false, Duration::from_secs(60)).unwrap();
+        assert_eq!(strict.verify(&good).unwrap().user_id, alice);
+        // A token of the same secret without `iss`/`aud`, or with other values, is refused.
+        let plain = authenticator("k")
+            .mint(&alice, false, Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(strict.verify(&plain).unwrap_err().code, "INVALID_TOKEN");
+        let other = Authenticator::with_claims(&secret, Some("https://other"), Some("rooms"))
+            .unwrap()
+            .mint(&alice, false, Duration::from_secs(60))
+            .unwrap();
+        let error = strict.verify(&other).unwrap_err();
+        assert_eq!(error.message, "the token's issuer (iss) is not accepted");
+        let other = Authenticator::with_claims(&secret, Some("https://id.example"), Some("else"))
+            .unwrap()
+            .mint(&alice, false, Duration::from_secs(60))
+            .unwrap();
+        let error = strict.verify(&other).unwrap_err();
+        assert_eq!(error.message, "the token's audience (aud) is not accepted");
+        // Without configuration, `iss` and `aud` are not looked at.
+        assert!(authenticator("k").verify(&good).is_ok());
     }
 
     #[test]

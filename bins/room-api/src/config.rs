@@ -119,6 +119,10 @@ pub struct AuthSettings {
     pub jwt_secret: SecretString,
     /// Lifetime of tokens minted by `room-api token`, in seconds.
     pub token_ttl_secs: u64,
+    /// When set, tokens must carry this `iss` (`ROOM__AUTH__ISSUER`).
+    pub issuer: Option<String>,
+    /// When set, tokens must carry this `aud` (`ROOM__AUTH__AUDIENCE`).
+    pub audience: Option<String>,
 }
 
 impl Default for AuthSettings {
@@ -126,6 +130,8 @@ impl Default for AuthSettings {
         AuthSettings {
             jwt_secret: SecretString::from(DEV_JWT_SECRET),
             token_ttl_secs: 24 * 3600,
+            issuer: None,
+            audience: None,
         }
     }
 }
@@ -135,7 +141,20 @@ impl AuthSettings {
     pub fn uses_dev_secret(&self) -> bool {
         self.jwt_secret.expose_secret() == DEV_JWT_SECRET
     }
+
+    /// The token authority these settings describe.
+    pub fn authenticator(&self) -> anyhow::Result<crate::Authenticator> {
+        crate::Authenticator::with_claims(
+            &self.jwt_secret,
+            self.issuer.as_deref(),
+            self.audience.as_deref(),
+        )
+    }
 }
+
+/// The shortest JWT secret accepted, in bytes: HS256 keys shorter than its 32-byte output can
+/// be guessed faster than the hash can be broken.
+pub const MIN_JWT_SECRET_BYTES: usize = 32;
 
 /// `[rtc]`: the TRTC room and media callbacks.
 #[derive(Debug, Clone, Deserialize)]
@@ -298,6 +317,35 @@ impl Settings {
     /// choice works, only less well (a zero mailbox), are raised to a minimum where used
     /// instead.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if self.auth.uses_dev_secret() {
+            // Anyone who knows the public secret can mint an admin token and credit coins:
+            // only a service that nobody else can reach may use it.
+            anyhow::ensure!(
+                self.http.addr.ip().is_loopback(),
+                "ROOM__AUTH__JWT_SECRET is not set and the service listens on {}, which is not \
+                 a loopback address: the public development secret would let anyone reach it \
+                 as any user, admins included. Set ROOM__AUTH__JWT_SECRET (at least \
+                 {MIN_JWT_SECRET_BYTES} bytes), or listen on 127.0.0.1 for development",
+                self.http.addr
+            );
+        } else {
+            let len = self.auth.jwt_secret.expose_secret().len();
+            anyhow::ensure!(
+                len >= MIN_JWT_SECRET_BYTES,
+                "ROOM__AUTH__JWT_SECRET is {len} bytes long; it must be at least \
+                 {MIN_JWT_SECRET_BYTES} bytes (a random 32-byte value, e.g. \
+                 `openssl rand -base64 32`)"
+            );
+        }
+        for (name, value) in [
+            ("ROOM__AUTH__ISSUER", &self.auth.issuer),
+            ("ROOM__AUTH__AUDIENCE", &self.auth.audience),
+        ] {
+            anyhow::ensure!(
+                value.as_ref().is_none_or(|v| !v.trim().is_empty()),
+                "{name} is set but empty: leave it unset to accept tokens without it"
+            );
+        }
         let window = self.rtc.callback_window_secs;
         anyhow::ensure!(
             window > 0,
@@ -361,12 +409,18 @@ mod tests {
                 "[http]\naddr = \"0.0.0.0:9000\"\n[cell]\nmax_batch = 7\n",
             )?;
             jail.set_env("ROOM__HTTP__ADDR", "127.0.0.1:9001");
-            jail.set_env("ROOM__AUTH__JWT_SECRET", "s3cret-value");
+            jail.set_env(
+                "ROOM__AUTH__JWT_SECRET",
+                "s3cret-value-of-at-least-32-bytes",
+            );
             jail.set_env("ROOM__RTC__CALLBACK_KEY", "rtc-key");
             let settings = Settings::load(Path::new("room.toml")).unwrap();
             assert_eq!(settings.http.addr.to_string(), "127.0.0.1:9001");
             assert_eq!(settings.cell.max_batch, 7);
-            assert_eq!(settings.auth.jwt_secret.expose_secret(), "s3cret-value");
+            assert_eq!(
+                settings.auth.jwt_secret.expose_secret(),
+                "s3cret-value-of-at-least-32-bytes"
+            );
             let debug = format!("{settings:?}");
             assert!(!debug.contains("s3cret-value"), "{debug}");
             assert!(!debug.contains("rtc-key"), "{debug}");
@@ -428,5 +482,49 @@ mod tests {
             assert!(Settings::load(Path::new("room.toml")).is_err());
             Ok(())
         });
+    }
+
+    #[test]
+    fn the_development_secret_serves_loopback_only() {
+        let mut settings = Settings::default();
+        assert!(settings.auth.uses_dev_secret());
+        for addr in ["127.0.0.1:8080", "[::1]:8080", "127.0.0.2:0"] {
+            settings.http.addr = addr.parse().unwrap();
+            assert!(settings.validate().is_ok(), "{addr}");
+        }
+        for addr in ["0.0.0.0:8080", "[::]:8080", "10.1.2.3:8080"] {
+            settings.http.addr = addr.parse().unwrap();
+            let message = settings.validate().unwrap_err().to_string();
+            assert!(message.contains("ROOM__AUTH__JWT_SECRET"), "{message}");
+            assert!(message.contains("loopback"), "{message}");
+        }
+        // With a real secret, any address.
+        settings.auth.jwt_secret = SecretString::from("x".repeat(MIN_JWT_SECRET_BYTES));
+        assert!(settings.validate().is_ok());
+    }
+
+    #[test]
+    fn short_secrets_and_empty_claims_are_refused() {
+        let mut settings = Settings::default();
+        settings.auth.jwt_secret = SecretString::from("x".repeat(MIN_JWT_SECRET_BYTES - 1));
+        let message = settings.validate().unwrap_err().to_string();
+        assert!(message.contains("at least 32 bytes"), "{message}");
+        settings.auth.jwt_secret = SecretString::from("x".repeat(MIN_JWT_SECRET_BYTES));
+        assert!(settings.validate().is_ok());
+        settings.auth.issuer = Some(" ".into());
+        assert!(settings.validate().is_err());
+        settings.auth.issuer = Some("https://id.example".into());
+        settings.auth.audience = Some("rooms".into());
+        assert!(settings.validate().is_ok());
+        let auth = settings.auth.authenticator().unwrap();
+        let alice = room_domain::UserId::new("alice").unwrap();
+        let token = auth.mint(&alice, false, Duration::from_secs(60)).unwrap();
+        assert_eq!(auth.verify(&token).unwrap().user_id, alice);
+        // A token minted without the claims does not pass.
+        let plain = crate::Authenticator::new(&settings.auth.jwt_secret)
+            .unwrap()
+            .mint(&alice, false, Duration::from_secs(60))
+            .unwrap();
+        assert!(auth.verify(&plain).is_err());
     }
 }

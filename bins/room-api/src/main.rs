@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use room_api::{App, Authenticator, Settings};
+use room_api::{App, Settings};
 use room_domain::UserId;
 
 // Every request allocates (JSON, events, SQL rows) on both tokio workers and the SQLite
@@ -49,7 +49,7 @@ fn main() -> anyhow::Result<()> {
         } => {
             let user = UserId::new(&user).context("bad --user")?;
             let ttl = Duration::from_secs(ttl_secs.unwrap_or(settings.auth.token_ttl_secs));
-            let token = Authenticator::new(&settings.auth.jwt_secret)?.mint(&user, admin, ttl)?;
+            let token = settings.auth.authenticator()?.mint(&user, admin, ttl)?;
             #[allow(clippy::print_stdout)] // The token is the command's output.
             {
                 println!("{token}");

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::process::{Child, Command};
 
-const SECRET: &str = "process-test-secret";
+const SECRET: &str = "process-test-secret-of-at-least-32-bytes";
 const START: i64 = 1_000_000;
 
 fn shipped_catalog() -> String {

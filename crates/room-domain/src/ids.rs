@@ -31,8 +31,12 @@ pub enum IdError {
         /// The length that was given, in characters.
         len: usize,
     },
-    /// The string contains a control character or whitespace.
-    #[error("{kind} must not contain whitespace or control characters")]
+    /// The string contains whitespace, a control, format or bidirectional character, an
+    /// invisible character, or `/`.
+    #[error(
+        "{kind} must be printable: no whitespace, control, invisible or bidirectional \
+         characters, and no '/'"
+    )]
     BadCharacter {
         /// Which kind of id was being built.
         kind: &'static str,
@@ -54,10 +58,61 @@ fn validate(kind: &'static str, s: &str) -> Result<(), IdError> {
             });
         }
     }
-    if s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+    if s.chars().any(refused_in_id) {
         return Err(IdError::BadCharacter { kind });
     }
     Ok(())
+}
+
+/// Whether `c` may not stand in an id. Ids are shown to people and compared as strings, so
+/// two ids that look alike must be equal: no whitespace, no control characters, no format
+/// characters (Unicode category Cf: zero-width spaces and joiners, bidirectional marks,
+/// embeddings, overrides and isolates, the byte order mark, tags), no other default-ignorable
+/// (invisible) characters, no noncharacters; and no `/`, which would read as a path separator
+/// wherever an id stands in a URL or a key.
+fn refused_in_id(c: char) -> bool {
+    c.is_whitespace()
+        || c.is_control()
+        || c == '/'
+        || matches!(
+            c,
+            // Format characters (Cf).
+            '\u{00AD}'
+                | '\u{0600}'..='\u{0605}'
+                | '\u{061C}'
+                | '\u{06DD}'
+                | '\u{070F}'
+                | '\u{0890}'..='\u{0891}'
+                | '\u{08E2}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{206F}'
+                | '\u{FEFF}'
+                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{110BD}'
+                | '\u{110CD}'
+                | '\u{13430}'..='\u{1343F}'
+                | '\u{1BCA0}'..='\u{1BCA3}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0001}'
+                | '\u{E0020}'..='\u{E007F}'
+                // Other default-ignorable characters: invisible fillers, joiners and
+                // variation selectors.
+                | '\u{034F}'
+                | '\u{115F}'..='\u{1160}'
+                | '\u{17B4}'..='\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FFA0}'
+                | '\u{FFF0}'..='\u{FFF8}'
+                | '\u{E0000}'..='\u{E0FFF}'
+                // Noncharacters.
+                | '\u{FDD0}'..='\u{FDEF}'
+        )
+        || (c as u32) & 0xFFFE == 0xFFFE
 }
 
 /// The longest string id, in characters.
@@ -67,7 +122,8 @@ macro_rules! string_id {
     ($(#[$meta:meta])* $name:ident, $kind:literal) => {
         $(#[$meta])*
         ///
-        /// 1 to 64 characters, no whitespace or control characters. Serialized as a JSON string.
+        /// 1 to 64 printable characters: no whitespace, no control, format, bidirectional or
+        /// other invisible characters, no `/`. Serialized as a JSON string.
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
         #[serde(transparent)]
         pub struct $name(Arc<str>);
@@ -215,6 +271,43 @@ mod tests {
             Err(IdError::BadCharacter { kind: "user id" })
         );
         assert!(UserId::new("a\u{0}").is_err());
+    }
+
+    #[test]
+    fn refuses_ids_that_look_like_other_ids() {
+        for bad in [
+            "ali\u{200B}ce", // zero-width space
+            "\u{202E}nimda", // right-to-left override
+            "a\u{2066}b",    // left-to-right isolate
+            "a\u{200D}b",    // zero-width joiner
+            "\u{FEFF}alice", // byte order mark
+            "a\u{00AD}b",    // soft hyphen
+            "a\u{3164}",     // Hangul filler
+            "a\u{FE0F}",     // variation selector
+            "a\u{E0041}",    // tag
+            "a/b",           // path separator
+            "a\u{2028}b",    // line separator
+            "a\u{FFFF}",     // noncharacter
+        ] {
+            assert_eq!(
+                UserId::new(bad),
+                Err(IdError::BadCharacter { kind: "user id" }),
+                "{bad:?}"
+            );
+            assert!(RoomId::new(bad).is_err(), "{bad:?}");
+            assert!(serde_json::from_value::<UserId>(serde_json::json!(bad)).is_err());
+        }
+        for good in [
+            "alice",
+            "u_42",
+            "用户-7",
+            "élodie.b",
+            "a:b@c",
+            "😀",
+            "sys-rtc-104-x",
+        ] {
+            assert!(UserId::new(good).is_ok(), "{good:?}");
+        }
     }
 
     #[test]

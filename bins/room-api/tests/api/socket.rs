@@ -284,7 +284,10 @@ fn binary() -> Command {
     command
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("ROOM__AUTH__JWT_SECRET", "binary-test-secret")
+        .env(
+            "ROOM__AUTH__JWT_SECRET",
+            "binary-test-secret-of-at-least-32-bytes",
+        )
         .env("ROOM__STORAGE__URL", "memory://")
         .env("ROOM__CATALOG__PATH", "no-such-dir/gifts.toml")
         .env("RUST_LOG", "warn");
@@ -303,8 +306,10 @@ fn the_token_subcommand_prints_a_token_for_the_configured_secret() {
         String::from_utf8_lossy(&output.stderr)
     );
     let token = String::from_utf8(output.stdout).unwrap();
-    let auth =
-        room_api::Authenticator::new(&secrecy::SecretString::from("binary-test-secret")).unwrap();
+    let auth = room_api::Authenticator::new(&secrecy::SecretString::from(
+        "binary-test-secret-of-at-least-32-bytes",
+    ))
+    .unwrap();
     let actor = auth.verify(token.trim()).unwrap();
     assert_eq!(actor.user_id.as_str(), "alice");
     assert!(actor.platform_admin);
@@ -367,8 +372,10 @@ async fn terminate(mut child: std::process::Child) -> std::process::ExitStatus {
 async fn the_binary_stops_gracefully_on_sigterm_and_keeps_its_data() {
     let dir = TempDir::new().unwrap();
     let database = format!("sqlite://{}", dir.path().join("room.db").display());
-    let auth =
-        room_api::Authenticator::new(&secrecy::SecretString::from("binary-test-secret")).unwrap();
+    let auth = room_api::Authenticator::new(&secrecy::SecretString::from(
+        "binary-test-secret-of-at-least-32-bytes",
+    ))
+    .unwrap();
     let token = |user: &str, admin: bool| {
         auth.mint(&UserId::new(user).unwrap(), admin, Duration::from_secs(600))
             .unwrap()

@@ -22,7 +22,7 @@ pub const RTC_KEY: &str = "rtc-test-key";
 pub fn settings(dir: &TempDir) -> Settings {
     let mut settings = Settings::default();
     settings.storage.url = format!("sqlite://{}", dir.path().join("room.db").display());
-    settings.auth.jwt_secret = SecretString::from("test-secret");
+    settings.auth.jwt_secret = SecretString::from("test-secret-of-at-least-32-bytes!");
     settings.rtc.callback_key = Some(SecretString::from(RTC_KEY));
     settings.catalog.path = PathBuf::from("no-such-dir/gifts.toml");
     settings.http.addr = "127.0.0.1:0".parse().unwrap();
