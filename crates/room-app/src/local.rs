@@ -13,7 +13,7 @@ use room_domain::{RoomId, Timestamp, UserId};
 use tokio::sync::broadcast;
 
 use crate::Result;
-use crate::ports::{Clock, DisplayMessage, IdGen, Lease, Messenger, Presence};
+use crate::ports::{Clock, DisplayMessage, IdGen, Lease, LeaseHolder, Messenger, Presence};
 
 /// The lease of a single node: it owns every room. The epoch check in storage still fences a
 /// second process that opens the same database.
@@ -28,8 +28,15 @@ impl Lease for LocalLease {
     async fn renew(&self, _room_id: &RoomId) -> Result<bool> {
         Ok(true)
     }
+    async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>> {
+        Ok(vec![true; rooms.len()])
+    }
     async fn release(&self, _room_id: &RoomId) -> Result<()> {
         Ok(())
+    }
+    /// No other node exists to hold it: a room is always this node's to take.
+    async fn get_holder(&self, _room_id: &RoomId) -> Result<Option<LeaseHolder>> {
+        Ok(None)
     }
 }
 

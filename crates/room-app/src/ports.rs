@@ -389,16 +389,33 @@ pub trait RoomDirectory: Send + Sync {
     ) -> Result<Vec<RoomSummary>>;
 }
 
-/// Room ownership among nodes. Embedded mode always owns.
+/// The node holding a room's lease, as [`Lease::get_holder`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseHolder {
+    /// The holder's node id.
+    pub node_id: String,
+    /// Where other nodes reach the holder, from the node registry; `None` when the holder's
+    /// registration has expired (the node is not live, and its lease is about to expire too).
+    pub url: Option<String>,
+}
+
+/// Room ownership among nodes: liveness only. Safety comes from the epoch every commit is
+/// conditional on, so a node that lost its lease without noticing still cannot commit.
+/// Embedded mode always owns.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Lease: Send + Sync {
-    /// Takes the room if free (or already ours).
+    /// Takes the room if free (or already ours, extending the hold).
     async fn acquire(&self, room_id: &RoomId) -> Result<bool>;
-    /// Extends our hold; `false` if we lost it.
+    /// Extends our hold; `false` if we lost it (expired or taken).
     async fn renew(&self, room_id: &RoomId) -> Result<bool>;
-    /// Gives the room up if we hold it.
+    /// Extends our hold on each of `rooms` and refreshes this node's registration, in one
+    /// round trip to the backend; answers, room by room in order, whether we still hold it.
+    async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>>;
+    /// Gives the room up if we hold it; another node's hold is left alone.
     async fn release(&self, room_id: &RoomId) -> Result<()>;
+    /// Who holds the room, if anyone.
+    async fn get_holder(&self, room_id: &RoomId) -> Result<Option<LeaseHolder>>;
 }
 
 /// A display event on its way to the room's IM group (or the SSE stream in embedded mode).

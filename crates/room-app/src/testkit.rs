@@ -6,16 +6,62 @@
 //! Run the suites on a multi-threaded runtime: some checks race spawned tasks against each
 //! other.
 
+mod leases;
 mod suites;
 
 pub use crate::memory::InMemoryStore;
+pub use leases::InMemoryLeases;
 pub use suites::{
-    cell_store_suite, gift_catalog_suite, gift_orders_suite, outbox_suite, payouts_suite,
-    room_directory_suite, snapshot_store_suite, timers_suite, wallet_suite,
+    LeaseBackend, cell_store_suite, gift_catalog_suite, gift_orders_suite, lease_suite,
+    outbox_suite, payouts_suite, room_directory_suite, snapshot_store_suite, timers_suite,
+    wallet_suite,
 };
 
 use std::future::Future;
 use std::time::Duration;
+
+/// The variable that makes a missing service fail a test instead of skipping it (CI sets it).
+pub const REQUIRE_SERVICES_VAR: &str = "ROOM_TEST_REQUIRE_SERVICES";
+
+/// The URL of a real service for an adapter test, from the environment variable `var`
+/// (`ROOM_TEST_MYSQL_URL`, `ROOM_TEST_REDIS_URL`, `ROOM_TEST_KAFKA_BROKERS`). Unset: `None`,
+/// and the test says that it skipped; but with `ROOM_TEST_REQUIRE_SERVICES=1` (CI) an unset
+/// variable fails the test. A test that cannot reach the service it was given calls
+/// [`service_unreachable`].
+pub fn service_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            assert!(
+                !services_required(),
+                "{var} is not set, and {REQUIRE_SERVICES_VAR}=1 requires the service"
+            );
+            #[allow(clippy::print_stderr)] // The test's own word that it did not run.
+            {
+                eprintln!("skipped: {var} is not set");
+            }
+            None
+        }
+    }
+}
+
+/// Whether missing services fail the tests (`ROOM_TEST_REQUIRE_SERVICES=1`).
+pub fn services_required() -> bool {
+    std::env::var(REQUIRE_SERVICES_VAR).is_ok_and(|v| v == "1" || v == "true")
+}
+
+/// Fails the test when services are required, else says that it skipped: the service at
+/// `url` did not answer (`cause`).
+pub fn service_unreachable(url: &str, cause: impl std::fmt::Display) {
+    assert!(
+        !services_required(),
+        "the service at {url} is unreachable ({cause}), and {REQUIRE_SERVICES_VAR}=1 requires it"
+    );
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("skipped: the service at {url} is unreachable ({cause})");
+    }
+}
 
 /// Waits until `check` holds, asking every 5 ms; fails the test, naming `what`, after 30 s
 /// of tokio time (virtual when the test pauses time).
