@@ -153,7 +153,7 @@ async fn an_expired_lease_goes_to_another_node(backend: impl LeaseBackend) {
         "renewal after expiry fails"
     );
     assert_eq!(
-        ok(a.renew_all(&[r.clone()]).await, "renew_all"),
+        ok(a.renew_all(std::slice::from_ref(&r)).await, "renew_all"),
         vec![false]
     );
     assert!(
@@ -176,7 +176,10 @@ async fn renewals_keep_the_lease(backend: impl LeaseBackend) {
     assert!(ok(a.acquire(&r).await, "acquire"));
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(ok(a.renew_all(&[r.clone()]).await, "renew_all"), vec![true]);
+        assert_eq!(
+            ok(a.renew_all(std::slice::from_ref(&r)).await, "renew_all"),
+            vec![true]
+        );
         assert!(
             !ok(b.acquire(&r).await, "acquire"),
             "a renewed lease stays held"

@@ -1,0 +1,330 @@
+//! [`RedisLease`]: `SET NX PX` to acquire, compare-and-extend to renew, compare-and-delete to
+//! release, and the holder's address from the node registry.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_redis::{Config, Pool, Runtime};
+use redis::Script;
+use room_app::Error;
+use room_app::ports::{Lease, LeaseHolder};
+use room_domain::RoomId;
+
+use crate::Result;
+
+/// The default lease TTL: a dead node's rooms move within this time.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// Rooms renewed by one script call; a keeper tick sends all its calls in one pipeline.
+const RENEW_CHUNK: usize = 1_000;
+
+/// Takes the room if free (`SET NX PX`), or extends it if this node holds it; registers the
+/// node. KEYS: lease, node registration. ARGV: node id, TTL in ms, URL.
+const ACQUIRE: &str = r"
+redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 1
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+";
+
+/// Compare-and-extend of many leases. KEYS: leases. ARGV: node id, TTL in ms. Answers 1 or 0
+/// per key.
+const RENEW: &str = r"
+local held = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then
+    redis.call('PEXPIRE', key, ARGV[2])
+    held[i] = 1
+  else
+    held[i] = 0
+  end
+end
+return held
+";
+
+/// Compare-and-delete. KEYS: lease. ARGV: node id.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
+/// The holder and its registered URL. KEYS: lease. ARGV: the node key prefix.
+const HOLDER: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if not holder then
+  return {}
+end
+local url = redis.call('GET', ARGV[1] .. holder)
+if not url then
+  return {holder}
+end
+return {holder, url}
+";
+
+/// What a [`RedisLease`] needs.
+#[derive(Debug, Clone)]
+pub struct RedisLeaseSettings {
+    /// `redis://host:port/db`.
+    pub url: String,
+    /// This node's id (unique per node).
+    pub node_id: String,
+    /// Where other nodes reach this node's internal endpoint.
+    pub advertise_url: String,
+    /// How long a lease and a registration last unless renewed.
+    pub ttl: Duration,
+    /// Prepended to every key (tests use one per test; empty in production).
+    pub key_prefix: String,
+    /// The most connections the pool opens.
+    pub pool_size: usize,
+    /// How long one call may take before it fails as unavailable: a renewal that hangs must
+    /// not outlive the lease it renews.
+    pub op_timeout: Duration,
+}
+
+impl RedisLeaseSettings {
+    /// Settings with the defaults: 10 s TTL, no key prefix, 8 connections, 1 s per call.
+    pub fn new(
+        url: impl Into<String>,
+        node_id: impl Into<String>,
+        advertise_url: impl Into<String>,
+    ) -> Self {
+        RedisLeaseSettings {
+            url: url.into(),
+            node_id: node_id.into(),
+            advertise_url: advertise_url.into(),
+            ttl: DEFAULT_LEASE_TTL,
+            key_prefix: String::new(),
+            pool_size: 8,
+            op_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Room leases in Redis. Cheap to clone (the pool is shared).
+#[derive(Clone)]
+pub struct RedisLease {
+    pool: Pool,
+    node_id: String,
+    advertise_url: String,
+    ttl_ms: u64,
+    lease_prefix: String,
+    node_prefix: String,
+    op_timeout: Duration,
+    acquire: std::sync::Arc<Script>,
+    renew: std::sync::Arc<Script>,
+    release: std::sync::Arc<Script>,
+    holder: std::sync::Arc<Script>,
+}
+
+impl std::fmt::Debug for RedisLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLease")
+            .field("node_id", &self.node_id)
+            .field("ttl_ms", &self.ttl_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisLease {
+    /// Connects to Redis and checks that it answers.
+    pub async fn connect(settings: &RedisLeaseSettings) -> Result<Self> {
+        if settings.node_id.is_empty() || settings.ttl < Duration::from_millis(10) {
+            return Err(Error::Invalid(
+                "a Redis lease needs a node id and a TTL of at least 10 ms".into(),
+            ));
+        }
+        let mut config = Config::from_url(settings.url.clone());
+        config.pool = Some(deadpool_redis::PoolConfig::new(settings.pool_size.max(1)));
+        let pool = config
+            .create_pool(Some(Runtime::Tokio1))
+            .map_err(|error| Error::Invalid(format!("bad Redis URL: {error}")))?;
+        let prefix = &settings.key_prefix;
+        let lease = RedisLease {
+            pool,
+            node_id: settings.node_id.clone(),
+            advertise_url: settings.advertise_url.clone(),
+            ttl_ms: u64::try_from(settings.ttl.as_millis()).unwrap_or(u64::MAX),
+            lease_prefix: format!("{prefix}room:lease:"),
+            node_prefix: format!("{prefix}room:node:"),
+            op_timeout: settings.op_timeout.max(Duration::from_millis(10)),
+            acquire: std::sync::Arc::new(Script::new(ACQUIRE)),
+            renew: std::sync::Arc::new(Script::new(RENEW)),
+            release: std::sync::Arc::new(Script::new(RELEASE)),
+            holder: std::sync::Arc::new(Script::new(HOLDER)),
+        };
+        lease
+            .timed(async {
+                let mut conn = lease.connection().await?;
+                redis::cmd("PING")
+                    .query_async::<String>(&mut conn)
+                    .await
+                    .map_err(unavailable)
+            })
+            .await?;
+        Ok(lease)
+    }
+
+    /// The lease of another node id over the same connections and key prefix: several nodes
+    /// in one process, as tests run them.
+    pub fn for_node(&self, node_id: impl Into<String>, advertise_url: impl Into<String>) -> Self {
+        RedisLease {
+            node_id: node_id.into(),
+            advertise_url: advertise_url.into(),
+            ..self.clone()
+        }
+    }
+
+    fn lease_key(&self, room_id: &RoomId) -> String {
+        format!("{}{}", self.lease_prefix, room_id)
+    }
+
+    fn node_key(&self) -> String {
+        format!("{}{}", self.node_prefix, self.node_id)
+    }
+
+    async fn connection(&self) -> Result<deadpool_redis::Connection> {
+        self.pool.get().await.map_err(unavailable)
+    }
+
+    /// Runs `call` within the per-call timeout.
+    async fn timed<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
+        tokio::time::timeout(self.op_timeout, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::Unavailable(format!(
+                    "Redis did not answer within {:?}",
+                    self.op_timeout
+                )))
+            })
+    }
+
+    /// The renewal pipeline: every script call by hash. `None` when Redis does not know the
+    /// script yet (a restarted or new server): the caller loads it and sends again.
+    async fn try_renew_all(
+        &self,
+        conn: &mut deadpool_redis::Connection,
+        rooms: &[RoomId],
+    ) -> Result<Option<Vec<bool>>> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.node_key())
+            .arg(&self.advertise_url)
+            .arg("PX")
+            .arg(self.ttl_ms)
+            .ignore();
+        for chunk in rooms.chunks(RENEW_CHUNK) {
+            let cmd = pipe
+                .cmd("EVALSHA")
+                .arg(self.renew.get_hash())
+                .arg(chunk.len());
+            for room_id in chunk {
+                cmd.arg(self.lease_key(room_id));
+            }
+            cmd.arg(&self.node_id).arg(self.ttl_ms);
+        }
+        match pipe.query_async::<Vec<Vec<i64>>>(conn).await {
+            Ok(answers) => Ok(Some(
+                answers
+                    .into_iter()
+                    .flatten()
+                    .map(|held| held == 1)
+                    .collect(),
+            )),
+            Err(error) if is_no_script(&error) => Ok(None),
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+}
+
+#[async_trait]
+impl Lease for RedisLease {
+    async fn acquire(&self, room_id: &RoomId) -> Result<bool> {
+        self.timed(async {
+            let mut conn = self.connection().await?;
+            let taken: i64 = self
+                .acquire
+                .key(self.lease_key(room_id))
+                .key(self.node_key())
+                .arg(&self.node_id)
+                .arg(self.ttl_ms)
+                .arg(&self.advertise_url)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(unavailable)?;
+            Ok(taken == 1)
+        })
+        .await
+    }
+
+    async fn renew(&self, room_id: &RoomId) -> Result<bool> {
+        let held = self.renew_all(std::slice::from_ref(room_id)).await?;
+        Ok(held.first().copied().unwrap_or(false))
+    }
+
+    async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>> {
+        self.timed(async {
+            let mut conn = self.connection().await?;
+            if let Some(held) = self.try_renew_all(&mut conn, rooms).await? {
+                return Ok(held);
+            }
+            self.renew
+                .load_async(&mut conn)
+                .await
+                .map_err(unavailable)?;
+            self.try_renew_all(&mut conn, rooms)
+                .await?
+                .ok_or_else(|| Error::Unavailable("Redis forgot the renewal script".into()))
+        })
+        .await
+    }
+
+    async fn release(&self, room_id: &RoomId) -> Result<()> {
+        self.timed(async {
+            let mut conn = self.connection().await?;
+            let _: i64 = self
+                .release
+                .key(self.lease_key(room_id))
+                .arg(&self.node_id)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(unavailable)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_holder(&self, room_id: &RoomId) -> Result<Option<LeaseHolder>> {
+        self.timed(async {
+            let mut conn = self.connection().await?;
+            let found: Vec<String> = self
+                .holder
+                .key(self.lease_key(room_id))
+                .arg(&self.node_prefix)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(unavailable)?;
+            let mut found = found.into_iter();
+            Ok(found.next().map(|node_id| LeaseHolder {
+                node_id,
+                url: found.next(),
+            }))
+        })
+        .await
+    }
+}
+
+fn is_no_script(error: &redis::RedisError) -> bool {
+    error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+}
+
+/// Every Redis failure is one a retry can get past: the server, the network or the pool.
+fn unavailable(error: impl std::fmt::Display) -> Error {
+    Error::Unavailable(format!("Redis: {error}"))
+}
