@@ -345,8 +345,8 @@ use fixture::{
 };
 use room_domain::{
     Coins, CommandKind, DayKey, Event, Field, LAUNCH_WAIT_MS, LeaveReason, LuckyEntry,
-    LuckyOutcome, LuckyTable, MicChange, MicDownReason, PasswordHash, Rejection, RejectionKind, RocketId,
-    RocketLevel, RocketStatus, Role, RoomRules, RoomStatus, SeatSessionId, Timestamp,
+    LuckyOutcome, LuckyTable, MicChange, MicDownReason, PasswordHash, Rejection, RejectionKind,
+    RocketId, RocketLevel, RocketStatus, Role, RoomRules, RoomStatus, SeatSessionId, Timestamp,
 };
 
 fn kick(name: &str) -> CommandKind {

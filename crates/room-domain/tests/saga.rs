@@ -3,8 +3,8 @@
 
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandKind, Ctx, FailReason, GiftId, GiftOrder,
-    GiftSnapshot, InvalidTransition, OrderId, OrderKeys, OrderStatus, Rejection, RoomId, RoomRules, RoomState,
-    SagaOutcome, SagaStep, Timestamp, UserId, decide, evolve,
+    GiftSnapshot, InvalidTransition, OrderId, OrderKeys, OrderStatus, Rejection, RoomId, RoomRules,
+    RoomState, SagaOutcome, SagaStep, Timestamp, UserId, decide, evolve,
 };
 
 const CREATED_AT: Timestamp = Timestamp(1_764_158_400_000);
