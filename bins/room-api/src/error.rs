@@ -190,6 +190,12 @@ impl From<room_app::Error> for ApiError {
                 ),
             )
             .retryable(),
+            E::OrderInProgress(order_id) => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "ORDER_IN_PROGRESS",
+                format!("order {order_id} is being served already; retry shortly with the same order_id"),
+            )
+            .retryable(),
             E::Overloaded(_) => Self::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "ROOM_OVERLOADED",

@@ -1,10 +1,10 @@
-//! [`GiftOrders`]: the gift saga's orders, as JSON with their status and creation time in
-//! columns for the recovery worker's query.
+//! [`GiftOrders`]: the gift saga's orders, keyed by sender and order id, as JSON with their
+//! status and creation time in columns for the recovery worker's query.
 
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{GiftOrders, OrderCursor};
-use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp};
+use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp, UserId};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codec::{db, from_json, json_col, sql, to_json};
@@ -42,8 +42,8 @@ impl OrderRow {
         let updated = conn
             .prepare_cached(
                 "UPDATE gift_orders
-                 SET room_id = ?1, sender = ?2, status = ?3, created_at = ?4, body = ?5
-                 WHERE order_id = ?6 AND (?7 IS NULL OR status = ?7)",
+                 SET room_id = ?1, status = ?3, created_at = ?4, body = ?5
+                 WHERE sender = ?2 AND order_id = ?6 AND (?7 IS NULL OR status = ?7)",
             )
             .and_then(|mut update| {
                 update.execute(params![
@@ -61,11 +61,15 @@ impl OrderRow {
     }
 }
 
-fn stored_body(conn: &Connection, order_id: &str) -> Result<Option<(String, String)>> {
-    conn.prepare_cached("SELECT status, body FROM gift_orders WHERE order_id = ?1")
+fn stored_body(
+    conn: &Connection,
+    sender: &str,
+    order_id: &str,
+) -> Result<Option<(String, String)>> {
+    conn.prepare_cached("SELECT status, body FROM gift_orders WHERE sender = ?1 AND order_id = ?2")
         .and_then(|mut select| {
             select
-                .query_row([order_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_row([sender, order_id], |row| Ok((row.get(0)?, row.get(1)?)))
                 .optional()
         })
         .map_err(sql)
@@ -75,7 +79,7 @@ fn create_or_get(conn: &Connection, row: &OrderRow, order: GiftOrder) -> Result<
     let inserted = conn
         .prepare_cached(
             "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (order_id) DO NOTHING",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (sender, order_id) DO NOTHING",
         )
         .and_then(|mut insert| {
             insert.execute(params![
@@ -91,7 +95,7 @@ fn create_or_get(conn: &Connection, row: &OrderRow, order: GiftOrder) -> Result<
     if inserted > 0 {
         return Ok((order, true));
     }
-    let (_, body) = stored_body(conn, &row.order_id)?
+    let (_, body) = stored_body(conn, &row.sender, &row.order_id)?
         .ok_or_else(|| Error::corrupt(format!("order {} vanished", row.order_id)))?;
     Ok((from_json(&body, "order")?, false))
 }
@@ -100,7 +104,7 @@ fn update(conn: &Connection, row: &OrderRow, expected: OrderStatus) -> Result<()
     if row.replace(conn, Some(expected.as_str()))? {
         return Ok(());
     }
-    Err(match stored_body(conn, &row.order_id)? {
+    Err(match stored_body(conn, &row.sender, &row.order_id)? {
         None => Error::NotFound(format!("order {}", row.order_id)),
         Some((status, _)) => Error::Conflict(format!(
             "order {} is {status}, not {}",
@@ -119,8 +123,9 @@ impl GiftOrders for SqliteStore {
             .await
     }
 
-    async fn get(&self, order_id: &OrderId) -> Result<Option<GiftOrder>> {
-        let row = sqlx::query("SELECT body FROM gift_orders WHERE order_id = ?1")
+    async fn get(&self, sender: &UserId, order_id: &OrderId) -> Result<Option<GiftOrder>> {
+        let row = sqlx::query("SELECT body FROM gift_orders WHERE sender = ?1 AND order_id = ?2")
+            .bind(sender.as_str())
             .bind(order_id.as_str())
             .fetch_optional(&self.readers)
             .await
@@ -142,18 +147,24 @@ impl GiftOrders for SqliteStore {
         // The status condition is the partial index's, word for word, so the index serves it;
         // the row-value comparison lets the index start right after the cursor. Without a
         // cursor, start before every order: ids are never empty.
-        let (after_at, after_id) = after.map_or((i64::MIN, String::new()), |cursor| {
-            (cursor.created_at.as_millis(), cursor.order_id.to_string())
-        });
+        let (after_at, after_id, after_sender) =
+            after.map_or((i64::MIN, String::new(), String::new()), |cursor| {
+                (
+                    cursor.created_at.as_millis(),
+                    cursor.order_id.to_string(),
+                    cursor.sender.to_string(),
+                )
+            });
         let rows = sqlx::query(
             "SELECT body FROM gift_orders
              WHERE status NOT IN ('COMPLETED', 'FAILED', 'COMPENSATED') AND created_at < ?1
-               AND (created_at, order_id) > (?2, ?3)
-             ORDER BY created_at, order_id LIMIT ?4",
+               AND (created_at, order_id, sender) > (?2, ?3, ?4)
+             ORDER BY created_at, order_id, sender LIMIT ?5",
         )
         .bind(before.as_millis())
         .bind(after_at)
         .bind(after_id)
+        .bind(after_sender)
         .bind(i64::from(limit))
         .fetch_all(&self.readers)
         .await

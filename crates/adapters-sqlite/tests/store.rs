@@ -13,8 +13,8 @@ use room_app::ports::{
 };
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Event, EventEnvelope, GiftId,
-    GiftOrder, GiftSnapshot, OrderId, OrderStatus, RocketId, RoomId, RoomState, Snapshot,
-    Timestamp, UserId,
+    GiftOrder, GiftSnapshot, OrderId, OrderKeys, OrderStatus, RocketId, RoomId, RoomState,
+    Snapshot, Timestamp, UserId,
 };
 use sqlx::{ConnectOptions, Connection};
 use tempfile::TempDir;
@@ -180,7 +180,9 @@ async fn data_survives_closing_and_reopening() {
         b.outbox
     );
     assert_eq!(
-        GiftOrders::get(&store, &pending.order_id).await.unwrap(),
+        GiftOrders::get(&store, &pending.sender, &pending.order_id)
+            .await
+            .unwrap(),
         Some(applied)
     );
     assert_eq!(
@@ -289,7 +291,7 @@ async fn bad_stored_json_is_corrupt() {
     conn.close().await.unwrap();
 
     let store = open(&path).await;
-    let got = GiftOrders::get(&store, &OrderId::new("o-1").unwrap()).await;
+    let got = GiftOrders::get(&store, &user("alice"), &OrderId::new("o-1").unwrap()).await;
     assert!(matches!(got, Err(Error::Corrupt(_))), "got {got:?}");
     let listed = store.list_unfinished(T0.plus_secs(1), None, 10).await;
     assert!(matches!(listed, Err(Error::Corrupt(_))), "got {listed:?}");
@@ -495,4 +497,109 @@ async fn one_process_at_a_time_serves_a_database() {
     // Closing lets the next one in, as a restart does.
     first.close().await;
     open(&path).await.close().await;
+}
+
+/// A database made before orders were keyed by sender: its orders move to the new key when
+/// the store opens it, keep their order-id names (the wallet operation their debit was stored
+/// under still answers), and another sender can now use the same order id.
+#[tokio::test]
+async fn orders_stored_under_the_first_schema_move_to_the_sender_key() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let first_only = dir.path().join("first-migration");
+    std::fs::create_dir(&first_only).unwrap();
+    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+    std::fs::copy(
+        migrations.join("0001_room_service.sql"),
+        first_only.join("0001_room_service.sql"),
+    )
+    .unwrap();
+
+    // The first schema, with a pending order stored as it was then (no `keys` in its body)
+    // and its debit under the bare order id.
+    let a = room("room-a");
+    let mut old = order("o-old", &a);
+    old.keys = OrderKeys::OrderId;
+    let mut body = serde_json::to_value(&old).unwrap();
+    body.as_object_mut().unwrap().remove("keys");
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(first_only.as_path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
+         VALUES ('o-old', 'room-a', 'alice', 'PENDING', ?1, ?2)",
+    )
+    .bind(T0.as_millis())
+    .bind(body.to_string())
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         VALUES ('fund', 'credit_admin', 'done', 'alice', 100, 100),
+                ('o-old', 'debit', 'done', 'alice', 20, 80)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    assert_eq!(
+        GiftOrders::get(&store, &user("alice"), &old.order_id)
+            .await
+            .unwrap(),
+        Some(old.clone()),
+        "the order is found by sender and order id, with its old names"
+    );
+    assert_eq!(old.wallet_op_id(), "o-old");
+    assert_eq!(
+        store.settle_debit(&old.wallet_op_id()).await.unwrap(),
+        room_app::ports::DebitStatus::Debited,
+        "its debit is found under its operation id"
+    );
+    assert_eq!(
+        store
+            .debit(&old.wallet_op_id(), &user("alice"), Coins(20))
+            .await
+            .unwrap(),
+        Coins(80),
+        "a repeat of the debit moves nothing"
+    );
+
+    // Bob's order with the same id is another order.
+    let mut bobs = order("o-old", &a);
+    bobs.sender = user("bob");
+    bobs.recipients = vec![user("alice")];
+    assert_eq!(
+        store.create_or_get(&bobs).await.unwrap(),
+        (bobs.clone(), true)
+    );
+    let listed = store
+        .list_unfinished(T0.plus_secs(1), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(listed, vec![old.clone(), bobs.clone()]);
+    let mut debited = old.clone();
+    debited.status = OrderStatus::Debited;
+    store.update(&debited, OrderStatus::Pending).await.unwrap();
+    assert_eq!(
+        GiftOrders::get(&store, &user("bob"), &bobs.order_id)
+            .await
+            .unwrap(),
+        Some(bobs)
+    );
+    assert_eq!(
+        Wallet::balance(&store, &user("alice")).await.unwrap(),
+        Coins(80)
+    );
 }

@@ -46,6 +46,10 @@ pub enum Error {
     /// count or recipients differ). The stored order is untouched.
     #[error("order id {0} was already used for another gift")]
     OrderIdReused(room_domain::OrderId),
+    /// Requests for this gift order are already being served on this node, as many as may
+    /// wait for it: retry with the same order id shortly. Nothing moved.
+    #[error("order {0} is in progress")]
+    OrderInProgress(room_domain::OrderId),
     /// A fault of this service: a store refused what the service sent it (a statement that
     /// cannot run, a value it cannot hold). Not the caller's fault and not retryable; needs a
     /// person.
@@ -70,7 +74,11 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::NotOwner(_) | Error::Overloaded(_) | Error::Unavailable(_) | Error::Cancelled
+            Error::NotOwner(_)
+                | Error::Overloaded(_)
+                | Error::Unavailable(_)
+                | Error::Cancelled
+                | Error::OrderInProgress(_)
         )
     }
 

@@ -3,14 +3,16 @@
 //! left unfinished.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use room_domain::{
-    Actor, ApplyGift, Coins, Command, CommandKind, Event, GiftId, GiftOrder, GiftSnapshot,
-    LuckyOutcome, OrderId, OrderStatus, Rejection, RoomId, RoomStatus, SagaOutcome, SagaStep,
-    Timestamp, UserId,
+    Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Event, GiftId, GiftOrder,
+    GiftSnapshot, LuckyOutcome, OrderId, OrderKeys, OrderStatus, Rejection, RoomId, RoomStatus,
+    SagaOutcome, SagaStep, Timestamp, UserId,
 };
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::cell::CellRuntime;
 use crate::ports::{
@@ -66,13 +68,19 @@ pub struct GiftSaga {
     ids: IdGenRef,
     /// Per-user locks serializing lucky gifts of one sender.
     lucky_locks: KeyedLocks<UserId>,
-    /// Per-order locks: the drives of one order on this node (a client's repeats, recovery)
-    /// take turns, and each reads the order only once it holds the lock, so none acts on a
-    /// state another has moved on (such as applying a gift whose refund is under way).
-    order_locks: KeyedLocks<OrderId>,
+    /// Per-order locks, by sender and order id: the drives of one order on this node (a
+    /// client's repeats, recovery) take turns, and each reads the order only once it holds the
+    /// lock, so none acts on a state another has moved on (such as applying a gift whose refund
+    /// is under way). At most [`ORDER_LOCK_QUEUE`] tasks hold or wait for one order's lock.
+    order_locks: KeyedLocks<(UserId, OrderId)>,
     /// Catalog entries read recently: the catalog changes rarely and every gift reads it.
     catalog_cache: Mutex<HashMap<GiftId, (Option<CatalogGift>, std::time::Instant)>>,
 }
+
+/// The most tasks that may hold or wait for the lock of one order on one node. A client that
+/// resends one order in a loop cannot queue more: the request beyond is answered
+/// [`Error::OrderInProgress`] (retryable), and moves nothing.
+pub const ORDER_LOCK_QUEUE: usize = 4;
 
 /// How long a cached catalog entry is used. A change made on this node is seen at once
 /// ([`GiftSaga::forget_catalog`]); one made on another node within this time.
@@ -133,6 +141,12 @@ impl GiftSaga {
     /// Sends a gift: creates the order (or finds it, for a repeat), drives it as far as it
     /// goes, and answers with its state. A retryable error leaves the order for a retry or for
     /// recovery; it never loses or doubles a coin.
+    ///
+    /// An order is the sender's: another sender's order with the same order id is another
+    /// order. A repeat of a finished order is answered from the stored order alone (no write,
+    /// no wallet, no room). A repeat of an unfinished one waits for the drive under way on
+    /// this node, unless [`ORDER_LOCK_QUEUE`] requests for the order are there already: then
+    /// it is answered [`Error::OrderInProgress`].
     #[tracing::instrument(skip_all, fields(room_id = %request.room_id, order_id = %request.order_id), err(level = "debug"))]
     pub async fn send(&self, request: SendGift) -> Result<GiftReceipt> {
         if request
@@ -140,26 +154,59 @@ impl GiftSaga {
             .as_str()
             .starts_with(crate::SYSTEM_ID_PREFIX)
         {
-            // The order id becomes the room command's id: it must not claim a system one.
+            // Orders stored before orders were scoped by sender were applied under their order
+            // id: it must not claim a system command id. The rule stays, so that the answer to
+            // such an id does not change.
             return Err(Error::Invalid(format!(
                 "order ids starting with {:?} are reserved",
                 crate::SYSTEM_ID_PREFIX
             )));
         }
-        let _order_guard = self.order_locks.lock(&request.order_id).await;
-        let order = self.place(&request).await?;
+        let known = self.orders.get(&request.sender, &request.order_id).await?;
+        if let Some(order) = &known {
+            same_request(order, &request)?;
+            if order.status.is_terminal() {
+                // A finished order never changes: no lock, no write.
+                return self.receipt(order).await;
+            }
+        }
+        let key = (request.sender.clone(), request.order_id.clone());
+        let Some((_order_guard, waited)) = self.order_locks.lock_bounded(&key).await else {
+            metrics::counter!("room_gift_orders_busy_total").increment(1);
+            return Err(Error::OrderInProgress(request.order_id.clone()));
+        };
+        let order = match known {
+            // Nobody held the lock: nothing moved the order since it was found missing on
+            // this node (a create on another node is found by the create).
+            None if !waited => self.place(&request).await?,
+            // The request that held the lock may have created the order or moved it on.
+            _ => match self.orders.get(&request.sender, &request.order_id).await? {
+                Some(order) => {
+                    same_request(&order, &request)?;
+                    order
+                }
+                None => self.place(&request).await?,
+            },
+        };
         let _guard = self.lucky_guard(&order).await;
         let order = self.drive(order).await?;
         self.receipt(&order).await
+    }
+
+    /// The most tasks ever seen holding or waiting for the lock of one order on this node:
+    /// never more than [`ORDER_LOCK_QUEUE`].
+    pub fn order_lock_queue_peak(&self) -> usize {
+        self.order_locks.peak()
     }
 
     /// Validates the request against the rules, the catalog and the room, then stores a
     /// PENDING order, or finds the stored order of a repeat. A new request the pre-check
     /// refuses is answered with the rejection and stores nothing: no coin moved.
     ///
-    /// New orders are the common case, so the stored order is looked up only when the
-    /// pre-check refuses (a repeat of an order that went through must still get its first
-    /// answer, though the room may have closed since) or when the create finds one.
+    /// Called for an order [`GiftSaga::send`] did not find; another node may create it
+    /// meanwhile, so the stored order is looked up again when the pre-check refuses (a repeat
+    /// of an order that went through must still get its first answer, though the room may
+    /// have closed since), and the create finds one it did not make.
     async fn place(&self, request: &SendGift) -> Result<GiftOrder> {
         let checked = match self.catalog_gift(&request.gift_id).await? {
             Some(gift) => {
@@ -193,7 +240,7 @@ impl GiftSaga {
         let order = match order {
             Ok(order) => order,
             Err(refusal) => {
-                return match self.orders.get(&request.order_id).await? {
+                return match self.orders.get(&request.sender, &request.order_id).await? {
                     Some(existing) => {
                         same_request(&existing, request)?;
                         Ok(existing)
@@ -280,7 +327,7 @@ impl GiftSaga {
                     // (every step is idempotent).
                     order = self
                         .orders
-                        .get(&order.order_id)
+                        .get(&order.sender, &order.order_id)
                         .await?
                         .ok_or_else(|| Error::corrupt("gift order vanished"))?;
                     stored = order.status;
@@ -291,10 +338,10 @@ impl GiftSaga {
     }
 
     async fn take_step(&self, order: &GiftOrder, step: SagaStep) -> Result<SagaOutcome> {
-        let op = order.order_id.as_str();
         match step {
             SagaStep::Debit { amount } => {
-                match self.wallet.debit(op, &order.sender, amount).await {
+                let op = order.wallet_op_id();
+                match self.wallet.debit(&op, &order.sender, amount).await {
                     Ok(balance_after) => Ok(SagaOutcome::Debited { balance_after }),
                     // A refused debit leaves no trace in the wallet; a concurrent drive of the
                     // same order could still debit after a top-up. Void the operation before
@@ -320,7 +367,7 @@ impl GiftSaga {
             }
             SagaStep::Apply => {
                 let command = Command::new(
-                    order.order_id.clone().into(),
+                    gift_command_id(order),
                     CommandKind::ApplyGift(order.apply_command()),
                 );
                 match self
@@ -366,9 +413,9 @@ impl GiftSaga {
     /// the first balance after), `None` if it did not, and now never can (the operation is
     /// void).
     async fn settle_debit(&self, order: &GiftOrder, amount: Coins) -> Result<Option<Coins>> {
-        let op = order.order_id.as_str();
-        Ok(match self.wallet.settle_debit(op).await? {
-            DebitStatus::Debited => Some(self.wallet.debit(op, &order.sender, amount).await?),
+        let op = order.wallet_op_id();
+        Ok(match self.wallet.settle_debit(&op).await? {
+            DebitStatus::Debited => Some(self.wallet.debit(&op, &order.sender, amount).await?),
             DebitStatus::Void => None,
         })
     }
@@ -384,11 +431,11 @@ impl GiftSaga {
         kind: CreditKind,
         amount: Coins,
     ) -> Result<Coins> {
-        let op = order.order_id.as_str();
-        match self.wallet.credit(op, kind, &order.sender, amount).await {
+        let op = order.wallet_op_id();
+        match self.wallet.credit(&op, kind, &order.sender, amount).await {
             Err(error) if !error.is_retryable() => {
                 tracing::error!(
-                    order_id = op,
+                    order_id = %order.order_id,
                     sender = %order.sender,
                     ?kind,
                     amount = amount.0,
@@ -482,9 +529,13 @@ impl GiftSaga {
     /// Drives one unfinished order as far as it goes; returns whether it is now finished.
     #[tracing::instrument(skip_all, fields(order_id = %listed.order_id))]
     async fn recover_one(&self, listed: GiftOrder) -> Result<bool> {
-        let _order_guard = self.order_locks.lock(&listed.order_id).await;
+        let key = (listed.sender.clone(), listed.order_id.clone());
+        let Some(_order_guard) = self.order_locks.lock_bounded(&key).await else {
+            // Requests for the order are driving it: the next pass looks again.
+            return Err(Error::OrderInProgress(listed.order_id.clone()));
+        };
         // The listing may be stale: a request for the order may have moved it on.
-        let Some(mut order) = self.orders.get(&listed.order_id).await? else {
+        let Some(mut order) = self.orders.get(&listed.sender, &listed.order_id).await? else {
             return Err(Error::corrupt("gift order vanished"));
         };
         if order.status.is_terminal() {
@@ -528,6 +579,29 @@ pub struct RecoveryReport {
     pub failed: u64,
 }
 
+/// The id of the room command that applies `order`.
+///
+/// An order is its sender's, so its command id derives from the sender and the order id: two
+/// senders' orders with one order id are two gifts, in one room too. It is
+/// [`crate::SYSTEM_ID_PREFIX`]`gift-` and 40 hex digits (160 bits) of the SHA-256 of
+/// [`GiftOrder::wallet_op_id`], 49 characters in all, within the id length rule. No other
+/// command can take it: clients' order ids may not start with the system prefix, and no
+/// system command uses this form. An order stored before ([`OrderKeys::OrderId`]) was applied
+/// under its order id, and keeps it, so its stored command still answers its repeats.
+pub fn gift_command_id(order: &GiftOrder) -> CommandId {
+    match order.keys {
+        OrderKeys::OrderId => order.order_id.clone().into(),
+        OrderKeys::SenderAndOrderId => {
+            let digest = Sha256::digest(order.wallet_op_id().as_bytes());
+            let mut id = format!("{}gift-", crate::SYSTEM_ID_PREFIX);
+            for byte in &digest[..20] {
+                id.push_str(&format!("{byte:02x}"));
+            }
+            CommandId::new(id).expect("a hex digest with a short prefix is a valid id")
+        }
+    }
+}
+
 /// A repeated order id must name the same gift request.
 fn same_request(order: &GiftOrder, request: &SendGift) -> Result<()> {
     let same = order.room_id == request.room_id
@@ -546,12 +620,15 @@ fn same_request(order: &GiftOrder, request: &SendGift) -> Result<()> {
 /// once it grows, so made-up keys cannot make it grow without bound.
 struct KeyedLocks<K> {
     locks: Mutex<HashMap<K, Arc<tokio::sync::Mutex<()>>>>,
+    /// The most tasks seen holding or waiting for one key's lock by [`KeyedLocks::lock_bounded`].
+    peak: AtomicUsize,
 }
 
 impl<K> Default for KeyedLocks<K> {
     fn default() -> Self {
         KeyedLocks {
             locks: Mutex::new(HashMap::new()),
+            peak: AtomicUsize::new(0),
         }
     }
 }
@@ -567,5 +644,34 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLocks<K> {
             locks.entry(key.clone()).or_default().clone()
         };
         lock.lock_owned().await
+    }
+
+    /// Waits for the lock of `key` unless [`ORDER_LOCK_QUEUE`] tasks hold or wait for it
+    /// already (`None`). The flag says whether the lock was held when this call came.
+    async fn lock_bounded(&self, key: &K) -> Option<(tokio::sync::OwnedMutexGuard<()>, bool)> {
+        let lock = {
+            let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+            if locks.len() > 1024 {
+                locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+            }
+            let lock = locks.entry(key.clone()).or_default();
+            // Every holder and waiter keeps a clone, and clones are made only here, under the
+            // map's mutex: the count cannot pass the bound (a guard dropped meanwhile only
+            // lowers it).
+            let queued = Arc::strong_count(lock) - 1;
+            if queued >= ORDER_LOCK_QUEUE {
+                return None;
+            }
+            self.peak.fetch_max(queued + 1, Ordering::Relaxed);
+            lock.clone()
+        };
+        // A hint only: a lock taken in between makes this call wait though it says it did not.
+        let held = lock.try_lock().is_err();
+        Some((lock.lock_owned().await, held))
+    }
+
+    /// The most tasks seen holding or waiting for one key's lock.
+    fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
     }
 }

@@ -26,7 +26,9 @@ pub use error::{Error, Result};
 /// it: a gift's order id, which becomes its command id, is refused when it does.
 pub const SYSTEM_ID_PREFIX: &str = "sys-";
 pub use attempts::{MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
-pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
+pub use gifts::{
+    GiftReceipt, GiftSaga, ORDER_LOCK_QUEUE, RecoveryReport, SendGift, gift_command_id,
+};
 pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
 pub use memory::InMemoryStore;
 pub use service::{

@@ -47,7 +47,8 @@ struct Tables {
     snapshots: HashMap<RoomId, Snapshot>,
     outbox: BTreeMap<i64, (OutboxMessage, Option<Timestamp>)>,
     next_outbox_id: i64,
-    orders: HashMap<OrderId, GiftOrder>,
+    // By (sender, order id).
+    orders: HashMap<(UserId, OrderId), GiftOrder>,
     balances: HashMap<UserId, Coins>,
     ledger: HashMap<(String, &'static str), LedgerEntry>,
     catalog: BTreeMap<GiftId, CatalogGift>,
@@ -136,7 +137,7 @@ impl CellStore for InMemoryStore {
             }
         }
         for order in &batch.orders {
-            if !t.orders.contains_key(&order.order_id) {
+            if !t.orders.contains_key(&order_key(order)) {
                 return Err(Error::NotFound(format!("order {}", order.order_id)));
             }
         }
@@ -157,7 +158,7 @@ impl CellStore for InMemoryStore {
             t.outbox.insert(id, (message, None));
         }
         for order in &batch.orders {
-            t.orders.insert(order.order_id.clone(), order.clone());
+            t.orders.insert(order_key(order), order.clone());
         }
         for timer in &batch.timers {
             t.timers.insert(timer.timer_id.clone(), timer.clone());
@@ -266,26 +267,32 @@ impl Outbox for InMemoryStore {
     }
 }
 
+/// An order's key: its sender and its order id.
+fn order_key(order: &GiftOrder) -> (UserId, OrderId) {
+    (order.sender.clone(), order.order_id.clone())
+}
+
 #[async_trait]
 impl GiftOrders for InMemoryStore {
     async fn create_or_get(&self, order: &GiftOrder) -> Result<(GiftOrder, bool)> {
         let mut t = self.lock();
-        if let Some(existing) = t.orders.get(&order.order_id) {
+        if let Some(existing) = t.orders.get(&order_key(order)) {
             return Ok((existing.clone(), false));
         }
-        t.orders.insert(order.order_id.clone(), order.clone());
+        t.orders.insert(order_key(order), order.clone());
         Ok((order.clone(), true))
     }
 
-    async fn get(&self, order_id: &OrderId) -> Result<Option<GiftOrder>> {
-        Ok(self.lock().orders.get(order_id).cloned())
+    async fn get(&self, sender: &UserId, order_id: &OrderId) -> Result<Option<GiftOrder>> {
+        let key = (sender.clone(), order_id.clone());
+        Ok(self.lock().orders.get(&key).cloned())
     }
 
     async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()> {
         let mut t = self.lock();
         let stored = t
             .orders
-            .get_mut(&order.order_id)
+            .get_mut(&order_key(order))
             .ok_or_else(|| Error::NotFound(format!("order {}", order.order_id)))?;
         if stored.status != expected {
             return Err(Error::Conflict(format!(
@@ -311,9 +318,9 @@ impl GiftOrders for InMemoryStore {
             .values()
             .filter(|o| !o.status.is_terminal() && o.created_at < before)
             .filter(|o| {
-                after.as_ref().is_none_or(|after| {
-                    (o.created_at, &o.order_id) > (after.created_at, &after.order_id)
-                })
+                after
+                    .as_ref()
+                    .is_none_or(|after| OrderCursor::of(o) > *after)
             })
             .cloned()
             .collect();

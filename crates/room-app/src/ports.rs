@@ -207,22 +207,24 @@ pub trait Outbox: Send + Sync {
     async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64>;
 }
 
-/// Gift orders, the saga's memory.
+/// Gift orders, the saga's memory. An order is keyed by its sender and its order id: order ids
+/// are chosen by clients, so two senders may use the same one, and neither can claim or probe
+/// the other's.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait GiftOrders: Send + Sync {
-    /// Stores a new order, or returns the stored one with this id. The flag says whether this
-    /// call created it.
+    /// Stores a new order, or returns the stored one with this sender and order id. The flag
+    /// says whether this call created it.
     async fn create_or_get(&self, order: &GiftOrder) -> Result<(GiftOrder, bool)>;
-    /// An order by id.
-    async fn get(&self, order_id: &OrderId) -> Result<Option<GiftOrder>>;
-    /// Replaces the order if its stored status is still `expected`, else
-    /// [`Error::Conflict`](crate::Error::Conflict).
+    /// The order of `sender` with this order id.
+    async fn get(&self, sender: &UserId, order_id: &OrderId) -> Result<Option<GiftOrder>>;
+    /// Replaces the order (found by its sender and order id) if its stored status is still
+    /// `expected`, else [`Error::Conflict`](crate::Error::Conflict).
     async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()>;
     /// Unfinished orders (not COMPLETED, FAILED or COMPENSATED) created before `before`, in
-    /// [`OrderCursor`] order (oldest first, ties by order id), after `after` if given, at most
-    /// `limit`. Paging with the cursor of each page's last order lists every order once, even
-    /// while listed orders finish between pages.
+    /// [`OrderCursor`] order (oldest first, ties by order id, then sender), after `after` if
+    /// given, at most `limit`. Paging with the cursor of each page's last order lists every
+    /// order once, even while listed orders finish between pages.
     async fn list_unfinished(
         &self,
         before: Timestamp,
@@ -231,14 +233,17 @@ pub trait GiftOrders: Send + Sync {
     ) -> Result<Vec<GiftOrder>>;
 }
 
-/// A position in [`GiftOrders::list_unfinished`]: the creation time and id of the last order
-/// seen. Orders sort by creation time, then by id (byte order).
+/// A position in [`GiftOrders::list_unfinished`]: the creation time, order id and sender of
+/// the last order seen. Orders sort by creation time, then by order id, then by sender (byte
+/// order).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OrderCursor {
     /// The order's creation time.
     pub created_at: Timestamp,
     /// The order's id.
     pub order_id: OrderId,
+    /// The order's sender.
+    pub sender: UserId,
 }
 
 impl OrderCursor {
@@ -247,6 +252,7 @@ impl OrderCursor {
         OrderCursor {
             created_at: order.created_at,
             order_id: order.order_id.clone(),
+            sender: order.sender.clone(),
         }
     }
 }
@@ -274,8 +280,10 @@ pub enum CreditKind {
     RocketReward,
 }
 
-/// Coin balances. Every operation is idempotent by its operation id: repeating it returns the
-/// first answer and moves no more coins.
+/// Coin balances. Every operation is idempotent by its operation id (per kind: a debit, an
+/// admin credit, a refund, ... of one id are distinct): repeating it returns the first answer
+/// and moves no more coins. Gift orders use [`GiftOrder::wallet_op_id`], which names the
+/// sender.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Wallet: Send + Sync {

@@ -204,7 +204,9 @@ pub struct GiftSnapshot {
 /// Apply one paid gift order to the room.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApplyGift {
-    /// The order (also the command id).
+    /// The order; with the sender, it names the command (see [`GiftOrder::keys`]).
+    ///
+    /// [`GiftOrder::keys`]: crate::GiftOrder::keys
     pub order_id: OrderId,
     /// Who paid.
     pub sender: UserId,
@@ -221,7 +223,9 @@ pub struct ApplyGift {
 
 impl ApplyGift {
     /// The checks that need no room state: count and recipients within the rules, no
-    /// recipient named twice, no negative price, heat or fuel, a total that fits. Returns the
+    /// recipient named twice, the sender not among the recipients (a gift to oneself would
+    /// turn paid coins into the sender's own gift income and heat), no negative price, heat or
+    /// fuel, a total that fits. Returns the
     /// total. `decide` runs them first; the gift saga runs them before it debits anything.
     pub fn check_shape(&self, rules: &RoomRules) -> Result<Coins, Rejection> {
         if !(1..=rules.max_gift_count).contains(&self.count) {
@@ -236,6 +240,9 @@ impl ApplyGift {
                 count: u32::try_from(recipient_count).unwrap_or(u32::MAX),
                 max: rules.max_recipients,
             });
+        }
+        if self.recipients.contains(&self.sender) {
+            return Err(Rejection::SelfGift);
         }
         if self.gift.price.is_negative() || self.gift.heat < 0 || self.gift.fuel < 0 {
             return Err(Rejection::InvalidGift);

@@ -213,7 +213,8 @@ string_id!(
     "gift id"
 );
 string_id!(
-    /// A gift order: chosen by the client, the idempotency key of a gift from debit to apply.
+    /// A gift order: chosen by the client, unique per sender; with the sender, the idempotency
+    /// key of a gift from debit to apply.
     OrderId,
     "order id"
 );
@@ -224,7 +225,8 @@ string_id!(
 );
 
 impl From<OrderId> for CommandId {
-    /// A gift is applied under its order id, so retries of one order are one command.
+    /// The command id of an order stored before orders were scoped by sender
+    /// ([`OrderKeys::OrderId`](crate::OrderKeys::OrderId)): it was applied under its order id.
     fn from(order: OrderId) -> Self {
         CommandId(order.0)
     }

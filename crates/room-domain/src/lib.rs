@@ -100,7 +100,9 @@ pub use rules::{
     LuckyEntry, LuckyTable, MAX_GIFT_COUNT, MAX_RECIPIENTS, MAX_SEATS, RocketLevel, RoomRules,
     RulesError,
 };
-pub use saga::{FailReason, GiftOrder, InvalidTransition, OrderStatus, SagaOutcome, SagaStep};
+pub use saga::{
+    FailReason, GiftOrder, InvalidTransition, OrderKeys, OrderStatus, SagaOutcome, SagaStep,
+};
 pub use snapshot::{SNAPSHOT_SCHEMA_VERSION, Snapshot, SnapshotVersionError};
 pub use state::{
     Contribution, LAUNCH_WAIT_MS, Member, Occupant, PasswordHash, Rocket, RocketStatus, Role,

@@ -214,6 +214,9 @@ pub enum Rejection {
     /// An amount does not fit in 64 bits.
     #[error("the amount overflows")]
     AmountOverflow,
+    /// The sender names themselves as a recipient of their own gift.
+    #[error("a gift cannot be sent to its sender")]
+    SelfGift,
 }
 
 impl Rejection {
@@ -250,6 +253,7 @@ impl Rejection {
             Rejection::DuplicateRecipient { .. } => "DUPLICATE_RECIPIENT",
             Rejection::InvalidGift => "INVALID_GIFT",
             Rejection::AmountOverflow => "AMOUNT_OVERFLOW",
+            Rejection::SelfGift => "SELF_GIFT",
         }
     }
 

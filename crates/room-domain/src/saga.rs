@@ -83,19 +83,20 @@ pub enum FailReason {
 /// What the orchestrator must do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SagaStep {
-    /// Debit `amount` from the sender, idempotent by the order id.
+    /// Debit `amount` from the sender, idempotent by [`GiftOrder::wallet_op_id`].
     Debit {
         /// The order's total.
         amount: Coins,
     },
-    /// Apply the gift to the room (command id = order id).
+    /// Apply the gift to the room, under a command id derived from the sender and the order
+    /// id.
     Apply,
-    /// Refund `amount` to the sender, idempotent by the order id.
+    /// Refund `amount` to the sender, idempotent by [`GiftOrder::wallet_op_id`].
     Refund {
         /// The order's total.
         amount: Coins,
     },
-    /// Credit the lucky reward to the sender, idempotent by the order id.
+    /// Credit the lucky reward to the sender, idempotent by [`GiftOrder::wallet_op_id`].
     CreditLuckyReward {
         /// The reward.
         amount: Coins,
@@ -172,10 +173,27 @@ pub struct InvalidTransition {
     pub outcome: &'static str,
 }
 
+/// How an order names what it is idempotent by: its wallet operations and its room command.
+///
+/// Order ids are chosen by clients, so they are unique per sender only: an order is the pair
+/// (sender, order id), and so is everything derived from it. Orders stored before that rule
+/// were named by the order id alone, and keep those names so that their debits, refunds and
+/// applied commands are still found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderKeys {
+    /// Named by the order id alone: orders stored before the sender scoped them (an order
+    /// stored without `keys` is one of these).
+    #[default]
+    OrderId,
+    /// Named by the sender and the order id: every order created now.
+    SenderAndOrderId,
+}
+
 /// One gift order and its progress.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GiftOrder {
-    /// The order, chosen by the client.
+    /// The order, chosen by the client: unique per sender.
     pub order_id: OrderId,
     /// The room.
     pub room_id: RoomId,
@@ -203,6 +221,9 @@ pub struct GiftOrder {
     pub balance_after: Option<Coins>,
     /// When the order was created.
     pub created_at: Timestamp,
+    /// How its wallet operations and room command are named.
+    #[serde(default)]
+    pub keys: OrderKeys,
 }
 
 impl GiftOrder {
@@ -223,7 +244,20 @@ impl GiftOrder {
             lucky_reward: Coins::ZERO,
             balance_after: None,
             created_at,
+            keys: OrderKeys::SenderAndOrderId,
         })
+    }
+
+    /// The id of the order's wallet operations (its debit, its refund, its lucky reward; the
+    /// wallet keys each by id and kind). For a [`OrderKeys::SenderAndOrderId`] order it is the
+    /// sender and the order id with a space between them: neither holds whitespace, so the
+    /// pair is read back unambiguously, and no id of an [`OrderKeys::OrderId`] order (a bare
+    /// order id) can equal it.
+    pub fn wallet_op_id(&self) -> String {
+        match self.keys {
+            OrderKeys::OrderId => self.order_id.to_string(),
+            OrderKeys::SenderAndOrderId => format!("{} {}", self.sender, self.order_id),
+        }
     }
 
     /// The room command this order applies.

@@ -345,8 +345,8 @@ use fixture::{
 };
 use room_domain::{
     Coins, CommandKind, DayKey, Event, Field, LAUNCH_WAIT_MS, LeaveReason, LuckyEntry,
-    LuckyOutcome, LuckyTable, MicChange, MicDownReason, PasswordHash, Rejection, RocketId,
-    RocketLevel, RocketStatus, Role, RoomRules, RoomStatus, SeatSessionId, Timestamp,
+    LuckyOutcome, LuckyTable, MicChange, MicDownReason, PasswordHash, Rejection, RejectionKind,
+    RocketId, RocketLevel, RocketStatus, Role, RoomRules, RoomStatus, SeatSessionId, Timestamp,
 };
 
 fn kick(name: &str) -> CommandKind {
@@ -1978,6 +1978,30 @@ fn recipients_must_be_one_to_the_limit_and_distinct() {
 }
 
 #[test]
+fn a_sender_cannot_be_a_recipient_of_their_own_gift() {
+    let room = Room::open();
+    for recipients in [&["alice"][..], &["bob", "alice"][..]] {
+        let to_self = gift("alice", recipients, 10, 1);
+        // The saga's pre-check, before anything is debited...
+        assert_eq!(
+            to_self.check_shape(&room.rules),
+            Err(Rejection::SelfGift),
+            "{recipients:?}"
+        );
+        // ...and the room itself, whoever applies it.
+        for actor in [system(), user("alice")] {
+            assert_eq!(
+                room.ask(&actor, CommandKind::ApplyGift(to_self.clone())),
+                Err(Rejection::SelfGift),
+                "{recipients:?}"
+            );
+        }
+    }
+    assert_eq!(Rejection::SelfGift.code(), "SELF_GIFT");
+    assert_eq!(Rejection::SelfGift.kind(), RejectionKind::Rule);
+}
+
+#[test]
 fn sender_and_recipients_must_be_members() {
     let room = Room::open();
     assert_eq!(
@@ -2790,6 +2814,7 @@ fn one_of_each_rejection() -> Vec<Rejection> {
         Rejection::DuplicateRecipient { user },
         Rejection::InvalidGift,
         Rejection::AmountOverflow,
+        Rejection::SelfGift,
     ]
 }
 

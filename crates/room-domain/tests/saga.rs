@@ -3,8 +3,8 @@
 
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandKind, Ctx, FailReason, GiftId, GiftOrder,
-    GiftSnapshot, InvalidTransition, OrderId, OrderStatus, Rejection, RoomId, RoomRules, RoomState,
-    SagaOutcome, SagaStep, Timestamp, UserId, decide, evolve,
+    GiftSnapshot, InvalidTransition, OrderId, OrderKeys, OrderStatus, Rejection, RoomId, RoomRules,
+    RoomState, SagaOutcome, SagaStep, Timestamp, UserId, decide, evolve,
 };
 
 const CREATED_AT: Timestamp = Timestamp(1_764_158_400_000);
@@ -483,4 +483,31 @@ fn statuses_are_stored_as_their_names() {
         let json = serde_json::to_value(status).expect("serializes");
         assert_eq!(json, status.as_str(), "{stage:?}");
     }
+}
+
+#[test]
+fn a_new_order_names_its_wallet_operations_by_sender_and_order_id() {
+    let order = new_order();
+    assert_eq!(order.keys, OrderKeys::SenderAndOrderId);
+    assert_eq!(order.wallet_op_id(), "alice order-7");
+    // Another sender's order with the same id is another operation.
+    let mut bobs = apply();
+    bobs.sender = id("bob");
+    bobs.recipients = vec![id("carol")];
+    let bobs = GiftOrder::new(room_id(), &bobs, CREATED_AT).expect("the total fits");
+    assert_eq!(bobs.wallet_op_id(), "bob order-7");
+    assert_ne!(bobs.wallet_op_id(), order.wallet_op_id());
+}
+
+#[test]
+fn an_order_stored_before_sender_scoping_keeps_its_order_id_names() {
+    let mut json = serde_json::to_value(new_order()).expect("serializes");
+    assert_eq!(json["keys"], "sender_and_order_id");
+    json.as_object_mut().expect("an object").remove("keys");
+    let old: GiftOrder = serde_json::from_value(json).expect("an order without keys reads");
+    assert_eq!(old.keys, OrderKeys::OrderId);
+    assert_eq!(old.wallet_op_id(), "order-7");
+    let round_trip: GiftOrder =
+        serde_json::from_value(serde_json::to_value(&old).expect("serializes")).expect("reads");
+    assert_eq!(round_trip, old);
 }

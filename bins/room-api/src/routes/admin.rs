@@ -34,6 +34,12 @@ pub async fn credit_wallet(
 ) -> ApiResult<Json<CreditResponse>> {
     let user: UserId = parse_id("user_id", &user_id)?;
     // Operation ids follow the rules of every other id (1 to 64 characters, no whitespace).
+    //
+    // Unlike gift order ids, `op_id` is not scoped by the credited user: only platform admins
+    // choose it, so no user can claim or probe one, and it names one operation of the admin
+    // tooling. Reused for another user or amount, it is far likelier a tooling fault than a
+    // second credit: the wallet answers 409 OP_ID_REUSED instead of minting coins twice. (Its
+    // kind, an admin credit, keeps it apart from gift operations and rewards.)
     let op_id: CommandId = parse_id("op_id", &request.op_id)?;
     if !(1..=room_app::MAX_ADMIN_CREDIT).contains(&request.amount) {
         return Err(ApiError::bad_request(

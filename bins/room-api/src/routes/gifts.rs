@@ -2,8 +2,10 @@
 //!
 //! # How a gift is answered
 //!
-//! The answer depends only on how the order ended, so every repeat of one `order_id` gets the
-//! same status code and body:
+//! An order is the sender's: its `order_id` is unique per sender, and another user's order with
+//! the same id is another order. The answer depends only on how the order ended, so every
+//! repeat of one `order_id` by one sender gets the same status code and body (a repeat of a
+//! finished order is answered from the stored order and moves nothing):
 //!
 //! - `COMPLETED`: 200 with `{order_id, status, coin_balance_after, lucky?}`.
 //! - `FAILED` (nothing was debited): an error answer, `{"error":{...},"order":{...}}` —
@@ -12,10 +14,11 @@
 //! - `COMPENSATED` (debited, then refused by the room, then refunded): the room's refusal as
 //!   the error (e.g. 422 `NOT_A_MEMBER` for a recipient who left), with the order; its
 //!   `coin_balance_after` includes the refund.
-//! - A request refused before an order exists (unknown gift, bad count, closed room) is a plain
-//!   error and leaves no order behind.
+//! - A request refused before an order exists (unknown gift, bad count, closed room, the sender
+//!   among the recipients: 422 `SELF_GIFT`) is a plain error and leaves no order behind.
 //! - An outcome not known yet (the room is busy or moving): 429/503 with `retryable: true`;
-//!   retry with the same `order_id`.
+//!   retry with the same `order_id`. So is a repeat of an unfinished order while as many
+//!   requests for it as may wait are waiting already: 429 `ORDER_IN_PROGRESS`.
 
 use axum::Json;
 use axum::extract::State;
@@ -33,7 +36,8 @@ use crate::error::{ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, parse_id};
 use crate::state::AppState;
 
-/// Sends a gift from the caller to members of the room. Idempotent by `order_id`.
+/// Sends a gift from the caller to other members of the room. Idempotent by the caller's
+/// `order_id`.
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/gifts", tag = "gifts",
     params(("room_id" = String, Path, description = "The room id")),
@@ -42,9 +46,9 @@ use crate::state::AppState;
         (status = 200, description = "Sent (COMPLETED)", body = GiftResponse),
         (status = 400, description = "Bad input: ids, count outside 1..=9999, 1 to 20 distinct recipients", body = ErrorResponse),
         (status = 404, description = "No such room or gift", body = ErrorResponse),
-        (status = 409, description = "order_id used for another gift, or a void order", body = GiftErrorResponse),
-        (status = 422, description = "FAILED (INSUFFICIENT_COINS) or COMPENSATED (the room refused it; refunded)", body = GiftErrorResponse),
-        (status = 429, description = "The room is busy; retry with the same order_id", body = ErrorResponse),
+        (status = 409, description = "order_id used by the caller for another gift, or a void order", body = GiftErrorResponse),
+        (status = 422, description = "FAILED (INSUFFICIENT_COINS) or COMPENSATED (the room refused it; refunded); SELF_GIFT before any order", body = GiftErrorResponse),
+        (status = 429, description = "The room is busy, or the order is being served already (ORDER_IN_PROGRESS); retry with the same order_id", body = ErrorResponse),
         (status = 503, description = "Outcome not known yet; retry with the same order_id", body = ErrorResponse),
     ),
     security(("bearer" = []))

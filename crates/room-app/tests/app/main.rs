@@ -3,6 +3,7 @@
 //! idempotency, overload, fencing, snapshots, timers and payouts.
 
 mod lease;
+mod order_identity;
 mod runtime;
 mod saga_interactions;
 mod saga_state;

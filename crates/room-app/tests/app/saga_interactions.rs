@@ -25,7 +25,9 @@ use crate::support::{
 fn debits(wallet: &mut MockWallet, order: &'static str, amount: i64, after: i64, times: usize) {
     wallet
         .expect_debit()
-        .withf(move |op, who, coins| op == order && *who == uid("alice") && *coins == Coins(amount))
+        .withf(move |op, who, coins| {
+            op == alice_op(order) && *who == uid("alice") && *coins == Coins(amount)
+        })
         .times(times)
         .returning(move |_, _, _| Ok(Coins(after)));
 }
@@ -33,6 +35,11 @@ fn debits(wallet: &mut MockWallet, order: &'static str, amount: i64, after: i64,
 /// A wallet that takes `amount` from alice under `order` once, answering `after`.
 fn debits_once(wallet: &mut MockWallet, order: &'static str, amount: i64, after: i64) {
     debits(wallet, order, amount, after, 1);
+}
+
+/// The wallet operation id of alice's order `order`.
+fn alice_op(order: &str) -> String {
+    format!("alice {order}")
 }
 
 fn never_credits(wallet: &mut MockWallet) {
@@ -50,7 +57,7 @@ async fn a_definite_rejection_refunds_exactly_once() {
     wallet
         .expect_credit()
         .withf(|op, kind, who, coins| {
-            op == "o-1"
+            op == "alice o-1"
                 && *kind == CreditKind::Refund
                 && *who == uid("alice")
                 && *coins == Coins(20)
@@ -72,7 +79,9 @@ async fn a_definite_rejection_refunds_exactly_once() {
 
     // A repeat answers the same and moves nothing (the mock allows one refund only).
     assert_eq!(world.saga().send(request).await.unwrap(), receipt);
-    let stored = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let stored = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(stored.unwrap().status, OrderStatus::Compensated);
     assert!(gifts_in(&world.log(&room).await).is_empty());
 }
@@ -142,7 +151,7 @@ async fn lost_ownership_at_commit_never_refunds() {
     debits(&mut wallet, "o-1", 10, 90, 2);
     wallet
         .expect_settle_debit()
-        .withf(|op| op == "o-1")
+        .withf(|op| op == "alice o-1")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
     let (world, commits) =
@@ -157,7 +166,9 @@ async fn lost_ownership_at_commit_never_refunds() {
     assert!(matches!(error, Error::NotOwner(_)), "{error:?}");
     assert!(error.is_retryable());
     assert_eq!(commits.load(Ordering::SeqCst), 1);
-    let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(order.unwrap().status, OrderStatus::Pending);
 
     // Recovery tries again, meets the same fence, and still refunds nothing.
@@ -172,7 +183,9 @@ async fn lost_ownership_at_commit_never_refunds() {
         (1, 1, 0)
     );
     assert_eq!(commits.load(Ordering::SeqCst), 2);
-    let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(order.unwrap().status, OrderStatus::Debited);
 }
 
@@ -192,7 +205,9 @@ async fn an_unavailable_commit_leaves_the_order_pending_until_a_retry_applies_it
 
     let error = world.saga().send(request.clone()).await.unwrap_err();
     assert!(matches!(error, Error::Unavailable(_)), "{error:?}");
-    let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(order.unwrap().status, OrderStatus::Pending);
 
     // The client's retry applies it.
@@ -224,7 +239,9 @@ async fn a_commit_the_store_refuses_alone_is_answered_as_definite() {
     assert_eq!(commits.load(Ordering::SeqCst), 1);
     // Not refunded either: only the room's own refusal ends an order that way. The debit
     // stays with the PENDING order, for recovery or a person.
-    let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(order.unwrap().status, OrderStatus::Pending);
 }
 
@@ -234,7 +251,7 @@ async fn untouchable_world() -> World {
     wallet.expect_debit().never();
     wallet.expect_credit().never();
     let mut orders = MockGiftOrders::new();
-    orders.expect_get().returning(|_| Ok(None));
+    orders.expect_get().returning(|_, _| Ok(None));
     orders.expect_create_or_get().never();
     orders.expect_update().never();
     let gifts: HashMap<_, _> = catalog()
@@ -351,7 +368,7 @@ async fn insufficient_funds_fail_the_order_without_apply_or_refund() {
     // The refusal is made final before the order fails: the operation id is voided once.
     wallet
         .expect_settle_debit()
-        .withf(|op| op == "o-1")
+        .withf(|op| op == "alice o-1")
         .times(1)
         .returning(|_| Ok(DebitStatus::Void));
     never_credits(&mut wallet);
@@ -367,7 +384,9 @@ async fn insufficient_funds_fail_the_order_without_apply_or_refund() {
     assert_eq!(receipt.lucky, None);
     assert_eq!(world.probe.commit_calls(), commits, "nothing was applied");
     assert_eq!(world.state(&room).await.version, version);
-    let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(order.unwrap().status, OrderStatus::Failed);
 
     // A repeat answers from the order: no second debit.
@@ -382,7 +401,10 @@ fn is_lucky_reward_of_o1(
     coins: Coins,
     reward: i64,
 ) -> bool {
-    op == "o-1" && kind == CreditKind::LuckyReward && *who == uid("alice") && coins == Coins(reward)
+    op == "alice o-1"
+        && kind == CreditKind::LuckyReward
+        && *who == uid("alice")
+        && coins == Coins(reward)
 }
 
 #[tokio::test]
@@ -438,7 +460,9 @@ async fn a_refused_reward_credit_leaves_the_order_applied_and_retryable() {
     let request = gift(&room, "alice", "o-1", "clover", 1, &["bob"]);
     let refused = world.saga().send(request.clone()).await.unwrap_err();
     assert!(refused.is_retryable(), "{refused:?}");
-    let stored = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let stored = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(stored.unwrap().status, OrderStatus::Applied);
 
     let receipt = world.saga().send(request).await.unwrap();
@@ -475,7 +499,6 @@ async fn an_order_id_reused_for_another_gift_is_refused() {
         gift(&room, "alice", "o-1", "rose", 2, &["bob"]),
         gift(&room, "alice", "o-1", "rose", 1, &["carol"]),
         gift(&room, "alice", "o-1", "clover", 1, &["bob"]),
-        gift(&room, "bob", "o-1", "rose", 1, &["alice"]),
         gift(&rid("r2"), "alice", "o-1", "rose", 1, &["bob"]),
     ];
 
@@ -486,7 +509,7 @@ async fn an_order_id_reused_for_another_gift_is_refused() {
     let existing = stored.clone();
     orders
         .expect_get()
-        .returning(move |_| Ok(Some(existing.clone())));
+        .returning(move |_, _| Ok(Some(existing.clone())));
     orders.expect_create_or_get().never();
     let world = World::builder()
         .wallet(Arc::new(wallet))
@@ -505,7 +528,7 @@ async fn an_order_id_reused_for_another_gift_is_refused() {
     let mut wallet = MockWallet::new();
     wallet.expect_debit().never();
     let mut orders = MockGiftOrders::new();
-    orders.expect_get().returning(|_| Ok(None));
+    orders.expect_get().returning(|_, _| Ok(None));
     orders
         .expect_create_or_get()
         .returning(move |_| Ok((stored.clone(), false)));
@@ -529,7 +552,7 @@ async fn a_debit_of_unknown_outcome_is_settled_by_recovery() {
         .returning(|_, _, _| Err(Error::Unavailable("wallet timeout".into())));
     wallet
         .expect_settle_debit()
-        .withf(|op| op == "o-1")
+        .withf(|op| op == "alice o-1")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
     // Recovery repeats the debit that happened, under its operation id, for its balance after.
@@ -544,14 +567,18 @@ async fn a_debit_of_unknown_outcome_is_settled_by_recovery() {
         .await
         .unwrap_err();
     assert!(error.is_retryable(), "{error:?}");
-    let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(order.unwrap().status, OrderStatus::Pending);
     assert!(gifts_in(&world.log(&room).await).is_empty());
 
     // The wallet says it did debit: recovery applies the gift, and refunds nothing.
     let report = world.saga().recover(later(), 10).await.unwrap();
     assert_eq!((report.examined, report.settled), (1, 1));
-    let order = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(order.unwrap().status, OrderStatus::Completed);
     assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
     // A repeat is answered from the order, with the debit's own balance after.
@@ -606,17 +633,17 @@ async fn a_page_of_deferred_orders_does_not_hide_a_newer_one() {
         .returning(|_, _, _| Err(Error::Unavailable("wallet timeout".into())));
     wallet
         .expect_settle_debit()
-        .withf(|op| op.starts_with("stuck-"))
+        .withf(|op| op.starts_with("alice stuck-"))
         .times(3)
         .returning(|_| Err(Error::Unavailable("wallet timeout".into())));
     wallet
         .expect_settle_debit()
-        .withf(|op| op == "fresh")
+        .withf(|op| op == "alice fresh")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
     wallet
         .expect_debit()
-        .withf(|op, _, _| op == "fresh")
+        .withf(|op, _, _| op == "alice fresh")
         .times(1)
         .returning(|_, _, _| Ok(Coins(90)));
     never_credits(&mut wallet);
@@ -640,10 +667,14 @@ async fn a_page_of_deferred_orders_does_not_hide_a_newer_one() {
         (4, 1, 3, 0)
     );
     for order in ["stuck-1", "stuck-2", "stuck-3"] {
-        let stored = GiftOrders::get(&*world.store, &oid(order)).await.unwrap();
+        let stored = GiftOrders::get(&*world.store, &uid("alice"), &oid(order))
+            .await
+            .unwrap();
         assert_eq!(stored.unwrap().status, OrderStatus::Pending, "{order}");
     }
-    let fresh = GiftOrders::get(&*world.store, &oid("fresh")).await.unwrap();
+    let fresh = GiftOrders::get(&*world.store, &uid("alice"), &oid("fresh"))
+        .await
+        .unwrap();
     assert_eq!(fresh.unwrap().status, OrderStatus::Completed);
     assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
 }
@@ -657,7 +688,7 @@ async fn a_failed_refund_is_retried_and_refunds_once() {
     wallet
         .expect_credit()
         .withf(|op, kind, _, coins| {
-            op == "o-1" && *kind == CreditKind::Refund && *coins == Coins(10)
+            op == "alice o-1" && *kind == CreditKind::Refund && *coins == Coins(10)
         })
         .times(2)
         .returning(
@@ -672,7 +703,7 @@ async fn a_failed_refund_is_retried_and_refunds_once() {
 
     let error = world.saga().send(request.clone()).await.unwrap_err();
     assert!(error.is_retryable(), "{error:?}");
-    let order = GiftOrders::get(&*world.store, &oid("o-1"))
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
         .await
         .unwrap()
         .unwrap();
@@ -715,7 +746,9 @@ async fn recovery_never_settles_an_order_of_a_room_another_node_owns() {
         (report.examined, report.settled, report.deferred),
         (1, 0, 1)
     );
-    let stored = GiftOrders::get(&*world.store, &oid("o-1")).await.unwrap();
+    let stored = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
+        .await
+        .unwrap();
     assert_eq!(stored.unwrap().status, OrderStatus::Debited);
     assert_eq!(world.probe.commit_calls(), 0);
 }

@@ -11,7 +11,7 @@ use room_domain::{
     OrderStatus, RoomId, SagaOutcome, Timestamp,
 };
 
-use crate::support::{Fault, LUCKY_MULTIPLIER, World, catalog, gift, gifts_in, oid, user};
+use crate::support::{Fault, LUCKY_MULTIPLIER, World, catalog, gift, gifts_in, oid, uid, user};
 
 /// Coins that left the balances through gifts, worked out from the rooms' logs and the orders
 /// alone (never from the wallet): the value of every applied gift, less the lucky rewards
@@ -27,7 +27,7 @@ async fn gift_income(world: &World, rooms: &[&RoomId]) -> i64 {
             match &stored.event {
                 Event::RoomGiftSent(sent) => {
                     income += sent.total_value.0;
-                    let order = GiftOrders::get(&*world.store, &sent.order_id)
+                    let order = GiftOrders::get(&*world.store, &sent.sender, &sent.order_id)
                         .await
                         .unwrap()
                         .expect("an applied gift has its order");
@@ -151,7 +151,15 @@ async fn fifty_concurrent_sends_of_one_order_debit_once() {
         for _ in 0..50 {
             let world = world.clone();
             let request = request.clone();
-            tasks.spawn(async move { world.saga().send(request).await });
+            // As a client does: a request beyond the order's queue is retried.
+            tasks.spawn(async move {
+                loop {
+                    match world.saga().send(request.clone()).await {
+                        Err(Error::OrderInProgress(_)) => tokio::task::yield_now().await,
+                        answer => break answer,
+                    }
+                }
+            });
         }
         let receipts: Vec<_> = tasks
             .join_all()
@@ -169,6 +177,11 @@ async fn fifty_concurrent_sends_of_one_order_debit_once() {
         );
         assert_eq!(world.balance("alice").await, expected, "{gift_id}");
         assert_eq!(gifts_in(&world.log(&room).await).len(), 1, "{gift_id}");
+        let peak = world.saga().order_lock_queue_peak();
+        assert!(
+            peak <= room_app::ORDER_LOCK_QUEUE,
+            "{gift_id}: {peak} queued"
+        );
     }
 }
 
@@ -202,7 +215,7 @@ async fn a_commit_whose_acknowledgement_is_lost_is_neither_repeated_nor_refunded
     let error = world.saga().send(request.clone()).await.unwrap_err();
     assert!(matches!(error, Error::Unavailable(_)), "{error:?}");
     // The commit stored the gift and its order together.
-    let order = GiftOrders::get(&*world.store, &oid("o-1"))
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
         .await
         .unwrap()
         .unwrap();
@@ -252,7 +265,7 @@ async fn an_unaffordable_order_stays_failed_after_a_top_up() {
     top_up(&world, "alice", 100).await;
     let late = Wallet::debit(
         &*world.store,
-        "o-1",
+        "alice o-1",
         &room_domain::UserId::new("alice").unwrap(),
         Coins(10),
     )
@@ -272,7 +285,7 @@ async fn top_up(world: &World, name: &str, coins: i64) {
         &*world.store,
         &format!("top-up:{name}"),
         room_app::ports::CreditKind::Admin,
-        &crate::support::uid(name),
+        &uid(name),
         Coins(coins),
     )
     .await
@@ -310,7 +323,7 @@ async fn pending_order(world: &World, request: &room_app::SendGift) -> GiftOrder
 async fn debit(world: &World, order: &GiftOrder) -> Coins {
     Wallet::debit(
         &*world.store,
-        order.order_id.as_str(),
+        &order.wallet_op_id(),
         &order.sender,
         order.total,
     )
@@ -332,7 +345,7 @@ async fn debited_order(world: &World, request: &room_app::SendGift) -> GiftOrder
 }
 
 async fn status(world: &World, order: &str) -> OrderStatus {
-    GiftOrders::get(&*world.store, &oid(order))
+    GiftOrders::get(&*world.store, &uid("alice"), &oid(order))
         .await
         .unwrap()
         .unwrap()
@@ -410,13 +423,7 @@ async fn recovery_settles_every_kind_of_unfinished_order() {
     assert_conserved(&world, &[&room], 1_000, "after recovery").await;
 
     // The voided debit cannot land late.
-    let late = Wallet::debit(
-        &*world.store,
-        "p2",
-        &crate::support::uid("alice"),
-        Coins(10),
-    )
-    .await;
+    let late = Wallet::debit(&*world.store, "alice p2", &uid("alice"), Coins(10)).await;
     assert!(matches!(late, Err(Error::Conflict(_))), "{late:?}");
     assert_eq!(world.balance("alice").await, expected);
     // Nothing is left to settle.
@@ -434,7 +441,9 @@ async fn a_repeat_of_an_order_whose_debit_was_voided_fails_it() {
     let room = world.open_room("r1", "alice", &["bob"]).await;
     let request = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
     pending_order(&world, &request).await;
-    Wallet::settle_debit(&*world.store, "o-1").await.unwrap();
+    Wallet::settle_debit(&*world.store, "alice o-1")
+        .await
+        .unwrap();
     top_up(&world, "alice", 100).await;
 
     let first = world.saga().send(request.clone()).await.unwrap();
@@ -460,7 +469,7 @@ async fn an_order_failed_by_recovery_answers_every_repeat_with_one_balance() {
     let later = Timestamp(world.clock.now().0 + 1);
     let report = world.saga().recover(later, 100).await.unwrap();
     assert_eq!((report.examined, report.settled), (1, 1));
-    let order = GiftOrders::get(&*world.store, &oid("p1"))
+    let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("p1"))
         .await
         .unwrap()
         .unwrap();

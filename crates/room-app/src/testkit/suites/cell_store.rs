@@ -43,7 +43,7 @@ where
     let mut orders = Vec::new();
     for order in &batch.orders {
         orders.push(ok(
-            GiftOrders::get(store, &order.order_id).await,
+            GiftOrders::get(store, &order.sender, &order.order_id).await,
             "GiftOrders::get",
         ));
     }

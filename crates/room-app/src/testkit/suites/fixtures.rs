@@ -85,11 +85,21 @@ pub(crate) fn snapshot(room_id: &RoomId, version: u64) -> Snapshot {
     Snapshot::new(state)
 }
 
-/// A PENDING order of `sender` in `room_id`, created at `created_at`.
+/// A PENDING order of alice in `room_id`, created at `created_at`.
 pub(crate) fn order(id: &str, room_id: &RoomId, created_at: Timestamp) -> GiftOrder {
+    order_of("alice", id, room_id, created_at)
+}
+
+/// A PENDING order of `sender` in `room_id`, created at `created_at`.
+pub(crate) fn order_of(
+    sender: &str,
+    id: &str,
+    room_id: &RoomId,
+    created_at: Timestamp,
+) -> GiftOrder {
     let apply = ApplyGift {
         order_id: order_id(id),
-        sender: user("alice"),
+        sender: user(sender),
         recipients: vec![user("bob"), user("carol")],
         gift: GiftSnapshot {
             gift_id: gift_id("rose"),

@@ -4,9 +4,9 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use room_domain::{GiftOrder, OrderStatus};
+use room_domain::{GiftOrder, OrderKeys, OrderStatus, UserId};
 
-use super::fixtures::{at, expect_err, ok, order, order_id, order_in, room, same};
+use super::fixtures::{at, expect_err, ok, order, order_id, order_in, order_of, room, same, user};
 use crate::Error;
 use crate::ports::{GiftOrders, OrderCursor};
 
@@ -18,16 +18,26 @@ where
     S: GiftOrders + 'static,
 {
     create_or_get_is_idempotent(fresh().await).await;
+    one_order_id_of_two_senders_is_two_orders(fresh().await).await;
+    an_order_stored_before_sender_scoping_reads_back(fresh().await).await;
     every_field_round_trips(fresh().await).await;
     update_is_conditional_on_status(fresh().await).await;
     list_unfinished_filters_and_orders(fresh().await).await;
     list_unfinished_pages_by_cursor(fresh().await).await;
+    list_unfinished_pages_through_one_order_id_of_many_senders(fresh().await).await;
+}
+
+fn alice() -> UserId {
+    user("alice")
 }
 
 async fn create_or_get_is_idempotent<S: GiftOrders>(store: Arc<S>) {
     let a = room("room-a");
     same(
-        ok(GiftOrders::get(&*store, &order_id("o-1")).await, "get"),
+        ok(
+            GiftOrders::get(&*store, &alice(), &order_id("o-1")).await,
+            "get",
+        ),
         None,
         "an unknown order is absent",
     );
@@ -45,9 +55,83 @@ async fn create_or_get_is_idempotent<S: GiftOrders>(store: Arc<S>) {
         "a repeated id returns the stored order and false",
     );
     same(
-        ok(GiftOrders::get(&*store, &order_id("o-1")).await, "get"),
+        ok(
+            GiftOrders::get(&*store, &alice(), &order_id("o-1")).await,
+            "get",
+        ),
         Some(first),
         "the stored order is unchanged",
+    );
+}
+
+async fn one_order_id_of_two_senders_is_two_orders<S: GiftOrders>(store: Arc<S>) {
+    let a = room("room-a");
+    let alices = order_of("alice", "o-1", &a, at(0));
+    let mut bobs = order_of("bob", "o-1", &a, at(0));
+    bobs.recipients = vec![user("alice")];
+    same(
+        ok(store.create_or_get(&alices).await, "create_or_get"),
+        (alices.clone(), true),
+        "alice's order is created",
+    );
+    same(
+        ok(
+            GiftOrders::get(&*store, &user("bob"), &order_id("o-1")).await,
+            "get",
+        ),
+        None,
+        "another sender's order id is not bob's",
+    );
+    same(
+        ok(store.create_or_get(&bobs).await, "create_or_get"),
+        (bobs.clone(), true),
+        "bob's order with the same id is another order",
+    );
+    let debited = order_in(&bobs, OrderStatus::Debited);
+    ok(store.update(&debited, OrderStatus::Pending).await, "update");
+    same(
+        ok(
+            GiftOrders::get(&*store, &user("bob"), &order_id("o-1")).await,
+            "get",
+        ),
+        Some(debited),
+        "bob's order moved on",
+    );
+    same(
+        ok(
+            GiftOrders::get(&*store, &alice(), &order_id("o-1")).await,
+            "get",
+        ),
+        Some(alices.clone()),
+        "alice's order did not",
+    );
+    let failed = order_in(&alices, OrderStatus::Failed);
+    ok(
+        store.update(&failed, OrderStatus::Pending).await,
+        "alice's update expects her order's status, not bob's",
+    );
+    let listed = ok(
+        store.list_unfinished(at(10), None, 10).await,
+        "list_unfinished",
+    );
+    same(
+        listed.iter().map(|o| o.sender.clone()).collect::<Vec<_>>(),
+        vec![user("bob")],
+        "each sender's order is listed on its own",
+    );
+}
+
+async fn an_order_stored_before_sender_scoping_reads_back<S: GiftOrders>(store: Arc<S>) {
+    let mut old = order("o-old", &room("room-a"), at(0));
+    old.keys = OrderKeys::OrderId;
+    ok(store.create_or_get(&old).await, "create_or_get");
+    same(
+        ok(
+            GiftOrders::get(&*store, &alice(), &old.order_id).await,
+            "get",
+        ),
+        Some(old),
+        "an order named by its order id alone keeps its keys",
     );
 }
 
@@ -67,7 +151,7 @@ async fn every_field_round_trips<S: GiftOrders>(store: Arc<S>) {
         let o = order_in(&order(&format!("o-{i}"), &a, at(i as i64)), status);
         ok(store.create_or_get(&o).await, "create_or_get");
         same(
-            ok(GiftOrders::get(&*store, &o.order_id).await, "get"),
+            ok(GiftOrders::get(&*store, &alice(), &o.order_id).await, "get"),
             Some(o),
             "an order reads back with every field",
         );
@@ -84,7 +168,10 @@ async fn update_is_conditional_on_status<S: GiftOrders>(store: Arc<S>) {
         "update from the expected status",
     );
     same(
-        ok(GiftOrders::get(&*store, &pending.order_id).await, "get"),
+        ok(
+            GiftOrders::get(&*store, &alice(), &pending.order_id).await,
+            "get",
+        ),
         Some(debited.clone()),
         "the update replaced the order",
     );
@@ -95,7 +182,10 @@ async fn update_is_conditional_on_status<S: GiftOrders>(store: Arc<S>) {
         "an update expecting a status the order left"
     );
     same(
-        ok(GiftOrders::get(&*store, &pending.order_id).await, "get"),
+        ok(
+            GiftOrders::get(&*store, &alice(), &pending.order_id).await,
+            "get",
+        ),
         Some(debited),
         "a conflicting update changes nothing",
     );
@@ -107,7 +197,10 @@ async fn update_is_conditional_on_status<S: GiftOrders>(store: Arc<S>) {
         "an update of an order that does not exist"
     );
     same(
-        ok(GiftOrders::get(&*store, &order_id("o-none")).await, "get"),
+        ok(
+            GiftOrders::get(&*store, &alice(), &order_id("o-none")).await,
+            "get",
+        ),
         None,
         "a failed update does not create the order",
     );
@@ -262,6 +355,7 @@ async fn list_unfinished_pages_by_cursor<S: GiftOrders>(store: Arc<S>) {
     let between = OrderCursor {
         created_at: at(10),
         order_id: order_id("o-185"),
+        sender: alice(),
     };
     let names: Vec<String> = ok(
         store.list_unfinished(at(500), Some(between), 3).await,
@@ -275,4 +369,42 @@ async fn list_unfinished_pages_by_cursor<S: GiftOrders>(store: Arc<S>) {
         vec!["o-19".to_owned(), "o-16".to_owned(), "o-14".to_owned()],
         "a page starts right after the cursor",
     );
+}
+
+async fn list_unfinished_pages_through_one_order_id_of_many_senders<S: GiftOrders>(store: Arc<S>) {
+    let a = room("room-a");
+    // Seven senders use the same order id in the same millisecond: the sender breaks the tie.
+    let mut expected = Vec::new();
+    for name in ["gus", "bob", "fay", "alice", "eve", "carl", "dan"] {
+        let mut o = order_of(name, "o-same", &a, at(10));
+        o.recipients = vec![user("zed")];
+        ok(store.create_or_get(&o).await, "create_or_get");
+        expected.push(o);
+    }
+    expected.sort_by_key(OrderCursor::of);
+    let mut seen: Vec<GiftOrder> = Vec::new();
+    let mut after = None;
+    for _ in 0..4 {
+        let page = ok(
+            store.list_unfinished(at(500), after.clone(), 3).await,
+            "list_unfinished",
+        );
+        let full = page.len() == 3;
+        after = page.last().map(OrderCursor::of);
+        seen.extend(page);
+        if !full {
+            break;
+        }
+    }
+    same(
+        seen.iter()
+            .map(|o| o.sender.to_string())
+            .collect::<Vec<_>>(),
+        vec!["alice", "bob", "carl", "dan", "eve", "fay", "gus"]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>(),
+        "orders with one id and creation time are listed once each, by sender",
+    );
+    same(seen, expected, "every order is listed whole");
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use room_domain::{Coins, UserId};
 
-use super::fixtures::{expect_err, ok, same, user};
+use super::fixtures::{at, expect_err, ok, order_of, room, same, user};
 use crate::Error;
 use crate::ports::{CreditKind, DebitStatus, Wallet};
 
@@ -23,6 +23,7 @@ where
     insufficient_funds_moves_nothing(fresh().await).await;
     reusing_an_op_id_differently_is_conflict(fresh().await).await;
     kinds_have_separate_op_ids(fresh().await).await;
+    one_order_id_of_two_senders_is_two_operations(fresh().await).await;
     settle_debit_reports_or_voids(fresh().await).await;
     negative_amounts_are_invalid(fresh().await).await;
     overflow_is_invalid(fresh().await).await;
@@ -267,6 +268,69 @@ async fn kinds_have_separate_op_ids<S: Wallet>(store: Arc<S>) {
         "a repeated refund returns its first answer",
     );
     same(balance(&*store, &alice).await, 110, "each kind moved once");
+}
+
+/// Gift orders name their operations with [`GiftOrder::wallet_op_id`]: two senders' orders
+/// with one order id debit, refund and reward independently, and voiding one leaves the other.
+///
+/// [`GiftOrder::wallet_op_id`]: room_domain::GiftOrder::wallet_op_id
+async fn one_order_id_of_two_senders_is_two_operations<S: Wallet>(store: Arc<S>) {
+    let (alice, bob) = (user("alice"), user("bob"));
+    ok(
+        store
+            .credit("top-a", CreditKind::Admin, &alice, Coins(100))
+            .await,
+        "credit",
+    );
+    ok(
+        store
+            .credit("top-b", CreditKind::Admin, &bob, Coins(100))
+            .await,
+        "credit",
+    );
+    let alices = order_of("alice", "o-1", &room("room-a"), at(0)).wallet_op_id();
+    let bobs = order_of("bob", "o-1", &room("room-a"), at(0)).wallet_op_id();
+    assert_ne!(alices, bobs, "the operation ids differ");
+    same(
+        ok(store.settle_debit(&bobs).await, "settle_debit"),
+        DebitStatus::Void,
+        "bob's debit is voided",
+    );
+    same(
+        ok(store.debit(&alices, &alice, Coins(30)).await, "debit"),
+        Coins(70),
+        "alice's debit is not bob's void one",
+    );
+    expect_err!(
+        store.debit(&bobs, &bob, Coins(30)).await,
+        Error::Conflict(_),
+        "bob's voided debit stays void"
+    );
+    same(
+        ok(
+            store
+                .credit(&alices, CreditKind::Refund, &alice, Coins(30))
+                .await,
+            "credit",
+        ),
+        Coins(100),
+        "alice's refund",
+    );
+    same(
+        ok(
+            store
+                .credit(&bobs, CreditKind::LuckyReward, &bob, Coins(5))
+                .await,
+            "credit",
+        ),
+        Coins(105),
+        "bob's reward is not alice's refund",
+    );
+    same(
+        (balance(&*store, &alice).await, balance(&*store, &bob).await),
+        (100, 105),
+        "each sender's coins moved by their own operations",
+    );
 }
 
 async fn settle_debit_reports_or_voids<S: Wallet>(store: Arc<S>) {
