@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use room_domain::{
-    Actor, Coins, Command, CommandId, CommandKind, DayKey, PasswordHash, Rejection, RocketStatus,
-    Role, RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserActor, UserId,
+    Actor, Coins, Command, CommandId, CommandKind, Ctx, DayKey, PasswordHash, Rejection,
+    RocketStatus, Role, RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserActor, UserId,
+    decide,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -261,6 +262,27 @@ impl RoomService {
     ) -> Result<RoomView> {
         let room_id =
             RoomId::new(format!("r{}", self.ports.ids.next_id())).map_err(Error::corrupt)?;
+        let actor = Actor::User(actor.clone());
+        let kind = CommandKind::CreateRoom {
+            name,
+            seat_count,
+            region,
+        };
+        // Whatever the room would refuse is refused before anything is written: a short id
+        // reserved (or a cell activated) for a room that is never created would stay behind.
+        // The domain's own decision on an absent room is the check, so the rules live in one
+        // place.
+        let ctx = Ctx {
+            now: self.ports.clock.now(),
+            actor: &actor,
+            random: 0,
+            rules: self.runtime.rules(),
+        };
+        let probe = Command::new(
+            CommandId::new("create-check").map_err(Error::corrupt)?,
+            kind,
+        );
+        decide(&RoomState::new(room_id.clone()), &probe, &ctx).map_err(Error::Rejected)?;
         let mut reserved = false;
         for _ in 0..16 {
             // 6 to 8 digits: 100000 ..= 99999999.
@@ -278,16 +300,7 @@ impl RoomService {
         if !reserved {
             return Err(Error::Unavailable("no free short id found".into()));
         }
-        self.run(
-            &room_id,
-            Actor::User(actor.clone()),
-            CommandKind::CreateRoom {
-                name,
-                seat_count,
-                region,
-            },
-        )
-        .await?;
+        self.run(&room_id, actor, probe.kind).await?;
         self.get_room(&room_id).await
     }
 

@@ -587,3 +587,12 @@ impl<T> Started<T> {
         out
     }
 }
+
+/// An ordinary user as the service's use cases take them.
+pub fn user_actor(name: &str) -> room_domain::UserActor {
+    room_domain::UserActor {
+        user_id: uid(name),
+        vip_level: 0,
+        platform_admin: false,
+    }
+}
