@@ -573,16 +573,24 @@ impl Cell {
                 Some(Stop::Fenced)
             }
             Err(Error::AlreadyExists(_)) => self.resolve_duplicates(commands, mailbox).await,
+            Err(error) if !error.is_retryable() && commands.len() > 1 => {
+                // The store refused the batch for good, and so wrote nothing: one command in it
+                // may be the culprit. Each runs again in a commit of its own, on the state
+                // rebuilt from storage, so the bad one fails alone and the others apply.
+                tracing::warn!(room_id = %self.room_id, error = %error, commands = commands.len(), "commit refused; committing its commands one by one");
+                metrics::counter!("room_cell_commit_errors_total").increment(1);
+                metrics::counter!("room_cell_batch_splits_total").increment(1);
+                self.split(commands, mailbox).await
+            }
             Err(error) => {
                 // A retryable failure leaves the outcome unknown: the transaction may have
                 // committed. Callers retry under the same command ids; the state is rebuilt
                 // from what storage holds. A definite failure (the store refused what it was
-                // sent) wrote nothing; it is the answer when the batch held one command only,
-                // else the culprit is unknown and every caller retries, each in a batch of
-                // its own or with others.
+                // sent) wrote nothing and is the answer: the batch held this one command
+                // only, since a larger one refused for good is split above.
                 tracing::warn!(room_id = %self.room_id, error = %error, "commit failed");
                 metrics::counter!("room_cell_commit_errors_total").increment(1);
-                let definite = !error.is_retryable() && commands.len() == 1;
+                let definite = !error.is_retryable();
                 for command in commands {
                     let answer = match &error {
                         // The domain accepted the command: whatever the store refused for
@@ -618,6 +626,36 @@ impl Cell {
                 Err(error) => *outcome = Outcome::Done(Err(error)),
             }
         }
+    }
+
+    /// Commits each command in a batch of its own, after the state of a refused batch is
+    /// taken back.
+    async fn split(
+        &mut self,
+        commands: Vec<CommandRequest>,
+        mailbox: &mut Mailbox,
+    ) -> Option<Stop> {
+        if let Some(stop) = self.reload().await {
+            for command in commands {
+                let _ = command
+                    .reply
+                    .send(Err(Error::Unavailable("room reload failed".into())));
+            }
+            return Some(stop);
+        }
+        let mut commands = commands.into_iter();
+        while let Some(command) = commands.next() {
+            // A batch of one is never split again, so this recursion is one level deep.
+            if let Some(stop) = Box::pin(self.process_commands(vec![command], mailbox)).await {
+                for command in commands {
+                    let _ = command
+                        .reply
+                        .send(Err(Error::NotOwner(self.room_id.to_string())));
+                }
+                return Some(stop);
+            }
+        }
+        None
     }
 
     /// Some command of the batch is already in the log (a retry after a restart): answer those

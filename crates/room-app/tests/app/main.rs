@@ -2,6 +2,7 @@
 //! effects on balances and orders (in-memory store), and the Room Cell runtime: group commit,
 //! idempotency, overload, fencing, snapshots, timers and payouts.
 
+mod batch_faults;
 mod creation;
 mod runtime;
 mod saga_interactions;
