@@ -43,6 +43,9 @@ pub struct CellConfig {
     pub lease_renew_every: Duration,
     /// Command ids remembered per cell for idempotent answers without a storage read.
     pub recent_commands: usize,
+    /// The most bytes (estimated) the replies remembered per cell may take; the oldest are
+    /// forgotten first. A repeat of a forgotten command is answered from the log.
+    pub recent_commands_bytes: usize,
     /// The room rules.
     pub rules: Arc<RoomRules>,
 }
@@ -57,6 +60,7 @@ impl Default for CellConfig {
             idle_after: Duration::from_secs(300),
             lease_renew_every: Duration::from_secs(3),
             recent_commands: 4096,
+            recent_commands_bytes: 256 * 1024,
             rules: Arc::new(RoomRules::default()),
         }
     }
@@ -88,6 +92,15 @@ pub struct CommandReply {
     pub events: Vec<StoredEvent>,
 }
 
+/// What an active cell keeps in memory to answer repeated commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentReplies {
+    /// Replies remembered.
+    pub count: usize,
+    /// Their estimated size in bytes, within [`CellConfig::recent_commands_bytes`].
+    pub bytes: usize,
+}
+
 type Query = Box<dyn FnOnce(&RoomState) + Send>;
 
 enum Request {
@@ -96,6 +109,8 @@ enum Request {
     Query(Query),
     /// Reads the newest state, which may hold a batch whose commit is in flight.
     Peek(Query),
+    /// Reads what the cell remembers of recent commands.
+    Recent(oneshot::Sender<RecentReplies>),
 }
 
 struct CommandRequest {
@@ -210,6 +225,15 @@ impl CellRuntime {
             let _ = reply.send(read(state));
         });
         self.send(room_id, kind(query))?;
+        answer
+            .await
+            .map_err(|_| Error::NotOwner(room_id.to_string()))
+    }
+
+    /// What the room's cell remembers of recent commands (activating it if needed).
+    pub async fn recent_replies(&self, room_id: &RoomId) -> Result<RecentReplies> {
+        let (reply, answer) = oneshot::channel();
+        self.send(room_id, Request::Recent(reply))?;
         answer
             .await
             .map_err(|_| Error::NotOwner(room_id.to_string()))
@@ -450,7 +474,10 @@ struct Cell {
     state: RoomState,
     snapshot_version: u64,
     recent: HashMap<CommandId, Arc<CommandReply>>,
-    recent_order: VecDeque<CommandId>,
+    /// Remembered ids, oldest first, with the estimated bytes of each entry.
+    recent_order: VecDeque<(CommandId, usize)>,
+    /// The estimated bytes of everything in `recent`.
+    recent_bytes: usize,
     /// When the rocket-reset timer this cell last committed is due: every gift fuels the
     /// rocket, and re-arming the same timer each time would cost a write per gift.
     reset_armed_at: Option<Timestamp>,
@@ -487,6 +514,7 @@ impl Cell {
             snapshot_version,
             recent: HashMap::new(),
             recent_order: VecDeque::new(),
+            recent_bytes: 0,
             reset_armed_at: None,
         })
     }
@@ -502,6 +530,12 @@ impl Cell {
                 Request::Query(query) => queries.push(query),
                 // Nothing is in flight yet: the state is what storage holds.
                 Request::Peek(peek) => peek(&self.state),
+                Request::Recent(reply) => {
+                    let _ = reply.send(RecentReplies {
+                        count: self.recent.len(),
+                        bytes: self.recent_bytes,
+                    });
+                }
             }
         }
         let stop = if commands.is_empty() {
@@ -727,6 +761,7 @@ impl Cell {
                 self.snapshot_version = snapshot_version;
                 self.recent.clear();
                 self.recent_order.clear();
+                self.recent_bytes = 0;
                 self.reset_armed_at = None;
                 None
             }
@@ -940,8 +975,12 @@ impl Cell {
         }
     }
 
+    /// Remembers the replies of applied commands, within the count and the byte budget: the
+    /// oldest go first, and a reply larger than the whole budget is not kept. A forgotten one
+    /// is answered from the log when its command repeats.
     fn remember(&mut self, commands: &[CommandRequest], outcomes: &[Outcome]) {
         let cap = self.inner.config.recent_commands;
+        let budget = self.inner.config.recent_commands_bytes;
         for (command, outcome) in commands.iter().zip(outcomes) {
             let Outcome::Done(Ok(reply)) = outcome else {
                 continue;
@@ -950,14 +989,22 @@ impl Cell {
                 continue;
             }
             let id = command.command.command_id.clone();
-            self.recent.insert(id.clone(), reply.clone());
-            self.recent_order.push_back(id);
-            while self.recent_order.len() > cap {
-                if let Some(old) = self.recent_order.pop_front() {
-                    self.recent.remove(&old);
-                }
+            let bytes = reply_bytes(&id, reply);
+            if cap == 0 || bytes > budget {
+                continue;
             }
+            while self.recent_order.len() >= cap || self.recent_bytes + bytes > budget {
+                let Some((old, old_bytes)) = self.recent_order.pop_front() else {
+                    break;
+                };
+                self.recent.remove(&old);
+                self.recent_bytes -= old_bytes;
+            }
+            self.recent.insert(id.clone(), reply.clone());
+            self.recent_order.push_back((id, bytes));
+            self.recent_bytes += bytes;
         }
+        metrics::histogram!("room_cell_recent_bytes").record(self.recent_bytes as f64);
     }
 
     async fn write_snapshot(&mut self) {
@@ -975,6 +1022,32 @@ impl Cell {
             }
         }
     }
+}
+
+/// What a remembered reply costs, roughly: its id and the entry around it, plus each event's
+/// JSON length (the text its strings hold dominates) and its place in the reply. Counting the
+/// JSON as it is written allocates nothing.
+fn reply_bytes(id: &CommandId, reply: &CommandReply) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    for stored in &reply.events {
+        // Serializing an event to a writer that cannot fail does not fail.
+        let _ = serde_json::to_writer(&mut counter, &stored.event);
+    }
+    const ENTRY: usize = 2 * size_of::<CommandId>()
+        + size_of::<Arc<CommandReply>>()
+        + size_of::<CommandReply>()
+        + size_of::<(CommandId, usize)>();
+    ENTRY + 2 * id.as_str().len() + counter.0 + reply.events.len() * size_of::<StoredEvent>()
 }
 
 struct Plan {
