@@ -4,6 +4,7 @@
 
 mod batch_faults;
 mod creation;
+mod eviction;
 mod recent_replies;
 mod runtime;
 mod saga_interactions;
