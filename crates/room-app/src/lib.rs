@@ -30,6 +30,6 @@ pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
 pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
 pub use memory::InMemoryStore;
 pub use service::{
-    BannedUser, MAX_ADMIN_CREDIT, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch,
-    RoomService, RoomView, SeatView, ServicePorts,
+    BannedUser, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS, OnlineUser, RankEntry,
+    RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView, ServicePorts,
 };

@@ -17,7 +17,10 @@ async fn a_refused_creation_leaves_no_short_id_and_no_cell() {
         ("room".to_owned(), None, "r".repeat(1000)),
     ];
     for (name, seats, region) in refusals {
-        let refused = world.service.create_room(&alice, name, seats, region).await;
+        let refused = world
+            .service
+            .create_room(&alice, name, seats, region, None)
+            .await;
         assert!(matches!(refused, Err(Error::Rejected(_))), "{refused:?}");
     }
     // The test ids make the room ids `rid-1`, `rid-2`, ...: none got a short id or a cell.
@@ -33,7 +36,7 @@ async fn a_refused_creation_leaves_no_short_id_and_no_cell() {
 
     let created = world
         .service
-        .create_room(&alice, "room".into(), None, "sg".into())
+        .create_room(&alice, "room".into(), None, "sg".into(), None)
         .await
         .expect("a valid creation goes through");
     assert!(created.short_id.is_some());

@@ -59,14 +59,14 @@ async fn bob_gone_quiet() -> (World, Arc<EarlierListing>, RoomId, Vec<StaleMembe
     let alice = user_actor("alice");
     let room = world
         .service
-        .create_room(&alice, "room".into(), None, "sg".into())
+        .create_room(&alice, "room".into(), None, "sg".into(), None)
         .await
         .unwrap()
         .room_id;
-    world.service.join(&alice, &room, None).await.unwrap();
+    world.service.join(&alice, &room, None, None).await.unwrap();
     world
         .service
-        .join(&user_actor("bob"), &room, None)
+        .join(&user_actor("bob"), &room, None, None)
         .await
         .unwrap();
     world.clock.advance_secs(100);
@@ -122,9 +122,9 @@ async fn a_heartbeat_between_the_listing_and_the_eviction_keeps_the_member() {
 async fn a_rejoin_between_the_listing_and_the_eviction_keeps_the_member() {
     let (world, presence, room, listing) = bob_gone_quiet().await;
     let bob = user_actor("bob");
-    world.service.leave(&bob, &room).await.unwrap();
+    world.service.leave(&bob, &room, None).await.unwrap();
     world.clock.advance_secs(1);
-    world.service.join(&bob, &room, None).await.unwrap();
+    world.service.join(&bob, &room, None, None).await.unwrap();
 
     *presence.next_listing.lock().unwrap() = Some(listing);
     let evicted = workers::evict_stale_members(&world.service, TIMEOUT, 100)
@@ -150,9 +150,9 @@ async fn a_rejoin_after_presence_let_go_still_keeps_the_member() {
             .unwrap()
     );
     let bob = user_actor("bob");
-    world.service.leave(&bob, &room).await.unwrap();
+    world.service.leave(&bob, &room, None).await.unwrap();
     world.clock.advance_secs(1);
-    world.service.join(&bob, &room, None).await.unwrap();
+    world.service.join(&bob, &room, None, None).await.unwrap();
     let reply = world
         .service
         .system_command(
