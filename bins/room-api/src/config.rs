@@ -198,6 +198,8 @@ pub struct CellSettings {
     pub idle_secs: u64,
     /// Command ids each active room remembers for idempotent answers without a storage read.
     pub recent_commands: usize,
+    /// The most bytes (estimated) the replies each active room remembers may take.
+    pub recent_commands_bytes: usize,
 }
 
 impl Default for CellSettings {
@@ -210,6 +212,7 @@ impl Default for CellSettings {
             snapshot_every: defaults.snapshot_every,
             idle_secs: defaults.idle_after.as_secs(),
             recent_commands: defaults.recent_commands,
+            recent_commands_bytes: defaults.recent_commands_bytes,
         }
     }
 }
@@ -373,6 +376,7 @@ impl Settings {
             snapshot_every: self.cell.snapshot_every.max(1),
             idle_after: Duration::from_secs(self.cell.idle_secs.max(1)),
             recent_commands: self.cell.recent_commands,
+            recent_commands_bytes: self.cell.recent_commands_bytes,
             rules: std::sync::Arc::new(rules),
             ..room_app::CellConfig::default()
         }

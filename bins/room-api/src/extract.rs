@@ -177,3 +177,54 @@ where
     T::try_from(value.to_owned())
         .map_err(|error| ApiError::bad_request("INVALID_ID", format!("{field}: {error}")))
 }
+
+/// The `Idempotency-Key` header of a mutating request, scoped to the route it came on
+/// (method and path template). Absent, the request runs under fresh ids; a key that is not 1
+/// to 64 printable ASCII characters becomes 400 `INVALID_IDEMPOTENCY_KEY`.
+#[derive(Debug, Clone, Default)]
+pub struct IdempotencyKey(pub Option<room_app::IdempotencyKey>);
+
+/// The header an [`IdempotencyKey`] comes in.
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
+impl<S> FromRequestParts<S> for IdempotencyKey
+where
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let mut values = parts.headers.get_all(IDEMPOTENCY_KEY_HEADER).iter();
+        let Some(value) = values.next() else {
+            return Ok(IdempotencyKey(None));
+        };
+        let invalid = || {
+            ApiError::bad_request(
+                "INVALID_IDEMPOTENCY_KEY",
+                format!(
+                    "Idempotency-Key: one header of 1 to {} printable ASCII characters",
+                    room_app::MAX_IDEMPOTENCY_KEY_CHARS
+                ),
+            )
+        };
+        if values.next().is_some() {
+            return Err(invalid());
+        }
+        let key = value.to_str().map_err(|_| invalid())?;
+        let path = parts
+            .extensions
+            .get::<axum::extract::MatchedPath>()
+            .map_or_else(|| parts.uri.path(), |path| path.as_str());
+        let route = format!("{} {path}", parts.method);
+        room_app::IdempotencyKey::new(route, key)
+            .map(|key| IdempotencyKey(Some(key)))
+            .map_err(|_| invalid())
+    }
+}
+
+impl IdempotencyKey {
+    /// The key, if the request has one.
+    pub fn get(&self) -> Option<&room_app::IdempotencyKey> {
+        self.0.as_ref()
+    }
+}

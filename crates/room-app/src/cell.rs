@@ -43,6 +43,9 @@ pub struct CellConfig {
     pub lease_renew_every: Duration,
     /// Command ids remembered per cell for idempotent answers without a storage read.
     pub recent_commands: usize,
+    /// The most bytes (estimated) the replies remembered per cell may take; the oldest are
+    /// forgotten first. A repeat of a forgotten command is answered from the log.
+    pub recent_commands_bytes: usize,
     /// The room rules.
     pub rules: Arc<RoomRules>,
 }
@@ -57,6 +60,7 @@ impl Default for CellConfig {
             idle_after: Duration::from_secs(300),
             lease_renew_every: Duration::from_secs(3),
             recent_commands: 4096,
+            recent_commands_bytes: 256 * 1024,
             rules: Arc::new(RoomRules::default()),
         }
     }
@@ -88,6 +92,15 @@ pub struct CommandReply {
     pub events: Vec<StoredEvent>,
 }
 
+/// What an active cell keeps in memory to answer repeated commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentReplies {
+    /// Replies remembered.
+    pub count: usize,
+    /// Their estimated size in bytes, within [`CellConfig::recent_commands_bytes`].
+    pub bytes: usize,
+}
+
 type Query = Box<dyn FnOnce(&RoomState) + Send>;
 
 enum Request {
@@ -96,6 +109,8 @@ enum Request {
     Query(Query),
     /// Reads the newest state, which may hold a batch whose commit is in flight.
     Peek(Query),
+    /// Reads what the cell remembers of recent commands.
+    Recent(oneshot::Sender<RecentReplies>),
 }
 
 struct CommandRequest {
@@ -210,6 +225,15 @@ impl CellRuntime {
             let _ = reply.send(read(state));
         });
         self.send(room_id, kind(query))?;
+        answer
+            .await
+            .map_err(|_| Error::NotOwner(room_id.to_string()))
+    }
+
+    /// What the room's cell remembers of recent commands (activating it if needed).
+    pub async fn recent_replies(&self, room_id: &RoomId) -> Result<RecentReplies> {
+        let (reply, answer) = oneshot::channel();
+        self.send(room_id, Request::Recent(reply))?;
         answer
             .await
             .map_err(|_| Error::NotOwner(room_id.to_string()))
@@ -450,7 +474,10 @@ struct Cell {
     state: RoomState,
     snapshot_version: u64,
     recent: HashMap<CommandId, Arc<CommandReply>>,
-    recent_order: VecDeque<CommandId>,
+    /// Remembered ids, oldest first, with the estimated bytes of each entry.
+    recent_order: VecDeque<(CommandId, usize)>,
+    /// The estimated bytes of everything in `recent`.
+    recent_bytes: usize,
     /// When the rocket-reset timer this cell last committed is due: every gift fuels the
     /// rocket, and re-arming the same timer each time would cost a write per gift.
     reset_armed_at: Option<Timestamp>,
@@ -487,6 +514,7 @@ impl Cell {
             snapshot_version,
             recent: HashMap::new(),
             recent_order: VecDeque::new(),
+            recent_bytes: 0,
             reset_armed_at: None,
         })
     }
@@ -502,6 +530,12 @@ impl Cell {
                 Request::Query(query) => queries.push(query),
                 // Nothing is in flight yet: the state is what storage holds.
                 Request::Peek(peek) => peek(&self.state),
+                Request::Recent(reply) => {
+                    let _ = reply.send(RecentReplies {
+                        count: self.recent.len(),
+                        bytes: self.recent_bytes,
+                    });
+                }
             }
         }
         let stop = if commands.is_empty() {
@@ -573,16 +607,24 @@ impl Cell {
                 Some(Stop::Fenced)
             }
             Err(Error::AlreadyExists(_)) => self.resolve_duplicates(commands, mailbox).await,
+            Err(error) if !error.is_retryable() && commands.len() > 1 => {
+                // The store refused the batch for good, and so wrote nothing: one command in it
+                // may be the culprit. Each runs again in a commit of its own, on the state
+                // rebuilt from storage, so the bad one fails alone and the others apply.
+                tracing::warn!(room_id = %self.room_id, error = %error, commands = commands.len(), "commit refused; committing its commands one by one");
+                metrics::counter!("room_cell_commit_errors_total").increment(1);
+                metrics::counter!("room_cell_batch_splits_total").increment(1);
+                self.split(commands, mailbox).await
+            }
             Err(error) => {
                 // A retryable failure leaves the outcome unknown: the transaction may have
                 // committed. Callers retry under the same command ids; the state is rebuilt
                 // from what storage holds. A definite failure (the store refused what it was
-                // sent) wrote nothing; it is the answer when the batch held one command only,
-                // else the culprit is unknown and every caller retries, each in a batch of
-                // its own or with others.
+                // sent) wrote nothing and is the answer: the batch held this one command
+                // only, since a larger one refused for good is split above.
                 tracing::warn!(room_id = %self.room_id, error = %error, "commit failed");
                 metrics::counter!("room_cell_commit_errors_total").increment(1);
-                let definite = !error.is_retryable() && commands.len() == 1;
+                let definite = !error.is_retryable();
                 for command in commands {
                     let answer = match &error {
                         // The domain accepted the command: whatever the store refused for
@@ -618,6 +660,36 @@ impl Cell {
                 Err(error) => *outcome = Outcome::Done(Err(error)),
             }
         }
+    }
+
+    /// Commits each command in a batch of its own, after the state of a refused batch is
+    /// taken back.
+    async fn split(
+        &mut self,
+        commands: Vec<CommandRequest>,
+        mailbox: &mut Mailbox,
+    ) -> Option<Stop> {
+        if let Some(stop) = self.reload().await {
+            for command in commands {
+                let _ = command
+                    .reply
+                    .send(Err(Error::Unavailable("room reload failed".into())));
+            }
+            return Some(stop);
+        }
+        let mut commands = commands.into_iter();
+        while let Some(command) = commands.next() {
+            // A batch of one is never split again, so this recursion is one level deep.
+            if let Some(stop) = Box::pin(self.process_commands(vec![command], mailbox)).await {
+                for command in commands {
+                    let _ = command
+                        .reply
+                        .send(Err(Error::NotOwner(self.room_id.to_string())));
+                }
+                return Some(stop);
+            }
+        }
+        None
     }
 
     /// Some command of the batch is already in the log (a retry after a restart): answer those
@@ -689,6 +761,7 @@ impl Cell {
                 self.snapshot_version = snapshot_version;
                 self.recent.clear();
                 self.recent_order.clear();
+                self.recent_bytes = 0;
                 self.reset_armed_at = None;
                 None
             }
@@ -902,8 +975,12 @@ impl Cell {
         }
     }
 
+    /// Remembers the replies of applied commands, within the count and the byte budget: the
+    /// oldest go first, and a reply larger than the whole budget is not kept. A forgotten one
+    /// is answered from the log when its command repeats.
     fn remember(&mut self, commands: &[CommandRequest], outcomes: &[Outcome]) {
         let cap = self.inner.config.recent_commands;
+        let budget = self.inner.config.recent_commands_bytes;
         for (command, outcome) in commands.iter().zip(outcomes) {
             let Outcome::Done(Ok(reply)) = outcome else {
                 continue;
@@ -912,14 +989,22 @@ impl Cell {
                 continue;
             }
             let id = command.command.command_id.clone();
-            self.recent.insert(id.clone(), reply.clone());
-            self.recent_order.push_back(id);
-            while self.recent_order.len() > cap {
-                if let Some(old) = self.recent_order.pop_front() {
-                    self.recent.remove(&old);
-                }
+            let bytes = reply_bytes(&id, reply);
+            if cap == 0 || bytes > budget {
+                continue;
             }
+            while self.recent_order.len() >= cap || self.recent_bytes + bytes > budget {
+                let Some((old, old_bytes)) = self.recent_order.pop_front() else {
+                    break;
+                };
+                self.recent.remove(&old);
+                self.recent_bytes -= old_bytes;
+            }
+            self.recent.insert(id.clone(), reply.clone());
+            self.recent_order.push_back((id, bytes));
+            self.recent_bytes += bytes;
         }
+        metrics::histogram!("room_cell_recent_bytes").record(self.recent_bytes as f64);
     }
 
     async fn write_snapshot(&mut self) {
@@ -937,6 +1022,32 @@ impl Cell {
             }
         }
     }
+}
+
+/// What a remembered reply costs, roughly: its id and the entry around it, plus each event's
+/// JSON length (the text its strings hold dominates) and its place in the reply. Counting the
+/// JSON as it is written allocates nothing.
+fn reply_bytes(id: &CommandId, reply: &CommandReply) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    for stored in &reply.events {
+        // Serializing an event to a writer that cannot fail does not fail.
+        let _ = serde_json::to_writer(&mut counter, &stored.event);
+    }
+    const ENTRY: usize = 2 * size_of::<CommandId>()
+        + size_of::<Arc<CommandReply>>()
+        + size_of::<CommandReply>()
+        + size_of::<(CommandId, usize)>();
+    ENTRY + 2 * id.as_str().len() + counter.0 + reply.events.len() * size_of::<StoredEvent>()
 }
 
 struct Plan {

@@ -18,7 +18,7 @@ mod service;
 pub mod testkit;
 pub mod workers;
 
-pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply};
+pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply, RecentReplies};
 pub use error::{Error, Result};
 
 /// The prefix of command ids the service makes up itself from outside facts (an RTC
@@ -32,6 +32,6 @@ pub use gifts::{
 pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
 pub use memory::InMemoryStore;
 pub use service::{
-    BannedUser, MAX_ADMIN_CREDIT, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch,
-    RoomService, RoomView, SeatView, ServicePorts,
+    BannedUser, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS, OnlineUser, RankEntry,
+    RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView, ServicePorts,
 };

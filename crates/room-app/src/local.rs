@@ -13,7 +13,9 @@ use room_domain::{RoomId, Timestamp, UserId};
 use tokio::sync::broadcast;
 
 use crate::Result;
-use crate::ports::{Clock, DisplayMessage, IdGen, Lease, LeaseHolder, Messenger, Presence};
+use crate::ports::{
+    Clock, DisplayMessage, IdGen, Lease, LeaseHolder, Messenger, Presence, StaleMember,
+};
 
 /// The lease of a single node: it owns every room. The epoch check in storage still fences a
 /// second process that opens the same database.
@@ -88,17 +90,35 @@ impl Presence for LocalPresence {
         Ok(())
     }
 
+    async fn remove_if_seen(
+        &self,
+        room_id: &RoomId,
+        user: &UserId,
+        seen: Timestamp,
+    ) -> Result<bool> {
+        let mut users = self.lock();
+        let unchanged = users.get(user) == Some(&(room_id.clone(), seen));
+        if unchanged {
+            users.remove(user);
+        }
+        Ok(unchanged)
+    }
+
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>> {
         Ok(self.lock().get(user).map(|(room, _)| room.clone()))
     }
 
-    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<(RoomId, UserId)>> {
+    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<StaleMember>> {
         Ok(self
             .lock()
             .iter()
             .filter(|(_, (_, seen))| *seen < before)
             .take(limit as usize)
-            .map(|(user, (room, _))| (room.clone(), user.clone()))
+            .map(|(user, (room, seen))| StaleMember {
+                room_id: room.clone(),
+                user: user.clone(),
+                seen: *seen,
+            })
             .collect())
     }
 }

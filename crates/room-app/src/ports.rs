@@ -463,10 +463,30 @@ pub trait Presence: Send + Sync {
     async fn restore(&self, room_id: &RoomId, user: &UserId, now: Timestamp) -> Result<()>;
     /// Forgets `user` in `room_id` (a later heartbeat in another room is kept).
     async fn remove(&self, room_id: &RoomId, user: &UserId) -> Result<()>;
+    /// Forgets `user` in `room_id` only if their last heartbeat there is still `seen` (as
+    /// [`Presence::list_stale`] reported it), in one step: `Ok(false)`, changing nothing, when
+    /// they heartbeat or joined anywhere since.
+    async fn remove_if_seen(
+        &self,
+        room_id: &RoomId,
+        user: &UserId,
+        seen: Timestamp,
+    ) -> Result<bool>;
     /// The room `user` is in.
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>>;
     /// Users whose last heartbeat is before `before`, at most `limit`.
-    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<(RoomId, UserId)>>;
+    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<StaleMember>>;
+}
+
+/// A user whose heartbeat stopped, as [`Presence::list_stale`] finds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleMember {
+    /// The room they were last seen in.
+    pub room_id: RoomId,
+    /// Who.
+    pub user: UserId,
+    /// Their last heartbeat (or join).
+    pub seen: Timestamp,
 }
 
 /// The time.

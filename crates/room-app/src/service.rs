@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use room_domain::{
-    Actor, Coins, Command, CommandId, CommandKind, DayKey, PasswordHash, Rejection, RocketStatus,
-    Role, RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserActor, UserId,
+    Actor, Coins, Command, CommandId, CommandKind, Ctx, DayKey, PasswordHash, Rejection,
+    RocketStatus, Role, RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserActor, UserId,
+    decide,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -41,6 +42,78 @@ pub struct ServicePorts {
 /// The most one admin credit may give: a trillion coins. Balances grow only by such credits
 /// and by what gifts pay back, so they stay far from the `i64` limit.
 pub const MAX_ADMIN_CREDIT: i64 = 1_000_000_000_000;
+
+/// The longest idempotency key, in characters.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 64;
+
+/// A client's idempotency key for one request, scoped to the route it came on: the same key
+/// on another route, or from another user, is another request.
+///
+/// A keyed request runs its room commands under ids derived from (user, route, key), so a
+/// repeat gets the first answer from the cell (or from the command log) and changes nothing
+/// more. A keyed room creation derives its room id the same way: a repeat answers the same
+/// room.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey {
+    route: String,
+    key: String,
+}
+
+impl IdempotencyKey {
+    /// The key `key` sent on `route` (say `"POST /v1/rooms/{room_id}/kick"`): 1 to
+    /// [`MAX_IDEMPOTENCY_KEY_CHARS`] printable ASCII characters (space to `~`), else
+    /// [`Error::Invalid`].
+    pub fn new(route: impl Into<String>, key: &str) -> Result<Self> {
+        let printable = key.bytes().all(|b| (b' '..=b'~').contains(&b));
+        if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_CHARS || !printable {
+            return Err(Error::Invalid(format!(
+                "an idempotency key has 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters"
+            )));
+        }
+        Ok(IdempotencyKey {
+            route: route.into(),
+            key: key.to_owned(),
+        })
+    }
+
+    /// The key as the client sent it.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// 48 hex digits of SHA-256 over the user, the route, the key and `step` (which of the
+    /// request's commands), each length-prefixed so that no two tuples hash the same input.
+    fn digest(&self, user: &UserId, step: &str) -> String {
+        let mut hasher = Sha256::new();
+        for part in [user.as_str(), &self.route, &self.key, step] {
+            hasher.update((part.len() as u64).to_be_bytes());
+            hasher.update(part.as_bytes());
+        }
+        hasher.finalize()[..24]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// The id of the request's command `step`. Under the [`SYSTEM_ID_PREFIX`], which no
+    /// client-chosen id may take.
+    ///
+    /// [`SYSTEM_ID_PREFIX`]: crate::SYSTEM_ID_PREFIX
+    fn command_id(&self, user: &UserId, step: &str) -> Result<CommandId> {
+        CommandId::new(format!(
+            "{}key-{}",
+            crate::SYSTEM_ID_PREFIX,
+            self.digest(user, step)
+        ))
+        .map_err(Error::corrupt)
+    }
+
+    /// The id of the room a keyed creation makes: `rk` and 48 hex digits (generated room ids
+    /// are hex digits after the `r`, so they never take this form).
+    fn room_id(&self, user: &UserId) -> Result<RoomId> {
+        RoomId::new(format!("rk{}", self.digest(user, "room"))).map_err(Error::corrupt)
+    }
+}
 
 /// The room service's use cases.
 pub struct RoomService {
@@ -218,10 +291,26 @@ impl RoomService {
         actor: Actor,
         kind: CommandKind,
     ) -> Result<Arc<CommandReply>> {
+        self.run_keyed(room_id, actor, None, "", kind).await
+    }
+
+    /// Runs `kind` under the id `key` gives step `step` of the actor's request, or under a
+    /// fresh id without a key.
+    async fn run_keyed(
+        &self,
+        room_id: &RoomId,
+        actor: Actor,
+        key: Option<&IdempotencyKey>,
+        step: &str,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
         if !matches!(kind, CommandKind::CreateRoom { .. }) {
             self.ensure_known(room_id).await?;
         }
-        let command_id = CommandId::new(self.ports.ids.next_id()).map_err(Error::corrupt)?;
+        let command_id = match (key, actor.user_id()) {
+            (Some(key), Some(user)) => key.command_id(user, step)?,
+            _ => CommandId::new(self.ports.ids.next_id()).map_err(Error::corrupt)?,
+        };
         self.runtime
             .execute(room_id, Command::new(command_id, kind), actor, None)
             .await
@@ -251,6 +340,7 @@ impl RoomService {
     }
 
     /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
+    /// With a key, the room id comes from the key: a repeat answers the same room.
     #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn create_room(
         &self,
@@ -258,11 +348,39 @@ impl RoomService {
         name: String,
         seat_count: Option<u8>,
         region: String,
+        key: Option<&IdempotencyKey>,
     ) -> Result<RoomView> {
-        let room_id =
-            RoomId::new(format!("r{}", self.ports.ids.next_id())).map_err(Error::corrupt)?;
-        let mut reserved = false;
-        for _ in 0..16 {
+        let room_id = match key {
+            Some(key) => key.room_id(&actor.user_id)?,
+            None => {
+                RoomId::new(format!("r{}", self.ports.ids.next_id())).map_err(Error::corrupt)?
+            }
+        };
+        let actor = Actor::User(actor.clone());
+        let kind = CommandKind::CreateRoom {
+            name,
+            seat_count,
+            region,
+        };
+        // Whatever the room would refuse is refused before anything is written: a short id
+        // reserved (or a cell activated) for a room that is never created would stay behind.
+        // The domain's own decision on an absent room is the check, so the rules live in one
+        // place.
+        let ctx = Ctx {
+            now: self.ports.clock.now(),
+            actor: &actor,
+            random: 0,
+            rules: self.runtime.rules(),
+        };
+        let probe = Command::new(
+            CommandId::new("create-check").map_err(Error::corrupt)?,
+            kind,
+        );
+        decide(&RoomState::new(room_id.clone()), &probe, &ctx).map_err(Error::Rejected)?;
+        // A repeat of a keyed creation finds its short id reserved already.
+        let mut reserved =
+            key.is_some() && self.ports.directory.get_short_id(&room_id).await?.is_some();
+        for _ in 0..if reserved { 0 } else { 16 } {
             // 6 to 8 digits: 100000 ..= 99999999.
             let short_id = 100_000 + (self.ports.ids.random() % 99_900_000) as u32;
             if self
@@ -274,20 +392,17 @@ impl RoomService {
                 reserved = true;
                 break;
             }
+            // A concurrent repeat of the same keyed creation may have reserved one first.
+            if key.is_some() && self.ports.directory.get_short_id(&room_id).await?.is_some() {
+                reserved = true;
+                break;
+            }
         }
         if !reserved {
             return Err(Error::Unavailable("no free short id found".into()));
         }
-        self.run(
-            &room_id,
-            Actor::User(actor.clone()),
-            CommandKind::CreateRoom {
-                name,
-                seat_count,
-                region,
-            },
-        )
-        .await?;
+        self.run_keyed(&room_id, actor, key, "create", probe.kind)
+            .await?;
         self.get_room(&room_id).await
     }
 
@@ -323,17 +438,21 @@ impl RoomService {
     }
 
     /// Applies a profile patch as several commands, in order; stops at the first refusal.
+    /// With a key, each command's id comes from it.
     pub async fn update_room(
         &self,
         actor: &UserActor,
         room_id: &RoomId,
         patch: RoomPatch,
+        key: Option<&IdempotencyKey>,
     ) -> Result<RoomView> {
         let actor = Actor::User(actor.clone());
         if patch.name.is_some() || patch.notice.is_some() || patch.cover_url.is_some() {
-            self.run(
+            self.run_keyed(
                 room_id,
                 actor.clone(),
+                key,
+                "profile",
                 CommandKind::UpdateProfile {
                     name: patch.name,
                     notice: patch.notice,
@@ -344,32 +463,48 @@ impl RoomService {
         }
         if let Some(background) = patch.background_url {
             let background_url = Some(background).filter(|url| !url.trim().is_empty());
-            self.run(
+            self.run_keyed(
                 room_id,
                 actor.clone(),
+                key,
+                "background",
                 CommandKind::ChangeBackground { background_url },
             )
             .await?;
         }
         if let Some(enabled) = patch.chat_enabled {
-            self.run(
+            self.run_keyed(
                 room_id,
                 actor.clone(),
+                key,
+                "chat",
                 CommandKind::SetChatEnabled { enabled },
             )
             .await?;
         }
         if let Some(password) = patch.password {
             let password_hash = password.map(|p| hash_password(&p, self.ports.ids.random()));
-            self.run(room_id, actor, CommandKind::SetLock { password_hash })
-                .await?;
+            self.run_keyed(
+                room_id,
+                actor,
+                key,
+                "lock",
+                CommandKind::SetLock { password_hash },
+            )
+            .await?;
         }
         self.get_room(room_id).await
     }
 
     /// Closes the room.
-    pub async fn close_room(&self, actor: &UserActor, room_id: &RoomId) -> Result<()> {
-        self.run(room_id, Actor::User(actor.clone()), CommandKind::CloseRoom)
+    pub async fn close_room(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<()> {
+        let actor = Actor::User(actor.clone());
+        self.run_keyed(room_id, actor, key, "close", CommandKind::CloseRoom)
             .await
             .map(drop)
     }
@@ -382,6 +517,7 @@ impl RoomService {
         actor: &UserActor,
         room_id: &RoomId,
         password: Option<String>,
+        key: Option<&IdempotencyKey>,
     ) -> Result<RoomView> {
         let user = &actor.user_id;
         let joiner = actor.clone();
@@ -411,9 +547,11 @@ impl RoomService {
             None
         };
         let joined = self
-            .run(
+            .run_keyed(
                 room_id,
                 Actor::User(actor.clone()),
+                key,
+                "join",
                 CommandKind::Join {
                     password_verified,
                     verified_lock: lock.filter(|_| password_verified),
@@ -470,8 +608,14 @@ impl RoomService {
     }
 
     /// Leaves a room.
-    pub async fn leave(&self, actor: &UserActor, room_id: &RoomId) -> Result<()> {
-        self.run(room_id, Actor::User(actor.clone()), CommandKind::Leave)
+    pub async fn leave(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<()> {
+        let user = Actor::User(actor.clone());
+        self.run_keyed(room_id, user, key, "leave", CommandKind::Leave)
             .await?;
         self.ports.presence.remove(room_id, &actor.user_id).await
     }
@@ -523,14 +667,16 @@ impl RoomService {
         .await
     }
 
-    /// Runs a seat or moderation command as the actor.
+    /// Runs a seat or moderation command as the actor; with a key, under the id it gives.
     pub async fn command(
         &self,
         actor: &UserActor,
         room_id: &RoomId,
         kind: CommandKind,
+        key: Option<&IdempotencyKey>,
     ) -> Result<Arc<CommandReply>> {
-        self.run(room_id, Actor::User(actor.clone()), kind).await
+        self.run_keyed(room_id, Actor::User(actor.clone()), key, "command", kind)
+            .await
     }
 
     /// Runs a command as the system (timers, RTC callbacks, presence).

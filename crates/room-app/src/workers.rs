@@ -8,7 +8,7 @@ use std::time::Duration;
 use room_domain::{CommandKind, Rejection};
 use tokio_util::sync::CancellationToken;
 
-use crate::ports::{PayoutsRef, TimersRef};
+use crate::ports::{PayoutsRef, StaleMember, TimersRef};
 use crate::service::RoomService;
 use crate::{Error, Result};
 
@@ -56,6 +56,10 @@ pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u
 }
 
 /// Evicts members whose last heartbeat is older than `timeout`. Returns how many left.
+///
+/// Each eviction is conditional on the heartbeat the listing saw: presence forgets the member
+/// only if that is still their last heartbeat (one that came since keeps them), and the room
+/// evicts them only if they joined before it (one who left and came back since stays).
 pub async fn evict_stale_members(
     service: &RoomService,
     timeout: Duration,
@@ -66,16 +70,30 @@ pub async fn evict_stale_members(
     let cutoff =
         room_domain::Timestamp(now.0 - i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
     let mut evicted = 0;
-    for (room_id, user) in ports.presence.list_stale(cutoff, limit).await? {
-        match service
-            .system_command(&room_id, CommandKind::Evict { user: user.clone() })
-            .await
-        {
+    for stale in ports.presence.list_stale(cutoff, limit).await? {
+        let StaleMember {
+            room_id,
+            user,
+            seen,
+        } = stale;
+        // From here on the member counts as gone: a heartbeat that comes later finds them
+        // evicted, as one that comes after the eviction would.
+        if !ports.presence.remove_if_seen(&room_id, &user, seen).await? {
+            metrics::counter!("room_presence_eviction_skipped_total").increment(1);
+            continue;
+        }
+        let evict = CommandKind::Evict {
+            user: user.clone(),
+            seen: Some(seen),
+        };
+        match service.system_command(&room_id, evict).await {
             Ok(_) | Err(Error::Rejected(Rejection::RoomNotFound | Rejection::RoomClosed)) => {
-                ports.presence.remove(&room_id, &user).await?;
                 evicted += 1;
             }
             Err(error) => {
+                // Put the member back as last seen, for the next pass (unless they have
+                // come back meanwhile).
+                ports.presence.restore(&room_id, &user, seen).await?;
                 tracing::debug!(room_id = %room_id, error = %error, "eviction deferred");
             }
         }

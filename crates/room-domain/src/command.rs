@@ -89,6 +89,10 @@ pub enum CommandKind {
     Evict {
         /// Who.
         user: UserId,
+        /// The last heartbeat the eviction saw. A member who joined after it (left and came
+        /// back since) is not the one whose heartbeat stopped, and stays.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seen: Option<Timestamp>,
     },
     /// The actor takes a seat (moving from another seat if they sit on one).
     TakeSeat {

@@ -181,9 +181,12 @@ pub fn decide(
             }
             Ok(leave_events(state, user, LeaveReason::Left))
         }
-        CommandKind::Evict { user } => {
+        CommandKind::Evict { user, seen } => {
             require_system(standing)?;
-            if !state.members.contains_key(user) {
+            let Some(member) = state.members.get(user) else {
+                return Ok(Vec::new());
+            };
+            if seen.is_some_and(|seen| member.joined_at > seen) {
                 return Ok(Vec::new());
             }
             Ok(leave_events(state, user, LeaveReason::Evicted))

@@ -421,7 +421,10 @@ fn sample_commands() -> Vec<Command> {
             verified_lock: None,
         },
         CommandKind::Leave,
-        CommandKind::Evict { user: user("dave") },
+        CommandKind::Evict {
+            user: user("dave"),
+            seen: None,
+        },
         CommandKind::TakeSeat { seat: SeatIndex(2) },
         CommandKind::LeaveSeat { seat: SeatIndex(2) },
         CommandKind::LockSeat {

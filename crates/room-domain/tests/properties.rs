@@ -880,7 +880,10 @@ impl Run<'_> {
                 verified_lock: None,
             },
             Op::Leave => CommandKind::Leave,
-            Op::Evict(u) => CommandKind::Evict { user: resolve(u) },
+            Op::Evict(u) => CommandKind::Evict {
+                user: resolve(u),
+                seen: None,
+            },
             Op::TakeSeat(pick) => CommandKind::TakeSeat { seat: seat(pick) },
             Op::LeaveSeat(pick) => CommandKind::LeaveSeat { seat: seat(pick) },
             Op::LockSeat(pick, locked) => CommandKind::LockSeat {

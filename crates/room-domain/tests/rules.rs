@@ -261,7 +261,10 @@ mod fixture {
                 verified_lock: None,
             },
             CommandKind::Leave,
-            CommandKind::Evict { user: id("alice") },
+            CommandKind::Evict {
+                user: id("alice"),
+                seen: None,
+            },
             CommandKind::TakeSeat { seat: seat(0) },
             CommandKind::LeaveSeat { seat: seat(0) },
             CommandKind::LockSeat {
@@ -1077,7 +1080,10 @@ fn leaving_the_room_frees_the_seat() {
 fn eviction_frees_the_seat_and_is_idempotent() {
     let mut room = Room::open();
     room.sit("alice", 4);
-    let evict = || CommandKind::Evict { user: id("alice") };
+    let evict = || CommandKind::Evict {
+        user: id("alice"),
+        seen: None,
+    };
     let events = room.ok(&system(), evict());
     assert_eq!(downs(&events), [(4, "alice", MicDownReason::LeftRoom)]);
     assert_eq!(
@@ -1089,6 +1095,32 @@ fn eviction_frees_the_seat_and_is_idempotent() {
     );
     assert!(!room.is_member("alice"));
     assert_eq!(room.ok(&system(), evict()), []);
+}
+
+#[test]
+fn an_eviction_keeps_a_member_who_joined_after_the_heartbeat_it_saw() {
+    let mut room = Room::open();
+    let seen = room.now;
+    room.advance_secs(120);
+    room.ok(&user("alice"), CommandKind::Leave);
+    room.join("alice");
+    let evict = |seen| CommandKind::Evict {
+        user: id("alice"),
+        seen: Some(seen),
+    };
+    // The heartbeat seen belongs to the membership before the rejoin.
+    assert_eq!(room.ok(&system(), evict(seen)), []);
+    assert!(room.is_member("alice"));
+    // A heartbeat of this membership (from its join on) is one the eviction may act on.
+    let events = room.ok(&system(), evict(room.now));
+    assert_eq!(
+        events.last(),
+        Some(&Event::RoomUserLeft {
+            user: id("alice"),
+            reason: LeaveReason::Evicted,
+        })
+    );
+    assert!(!room.is_member("alice"));
 }
 
 #[test]
@@ -1611,7 +1643,10 @@ fn system_commands_are_forbidden_to_users() {
     let session = room.session(0);
     let system_only = || {
         [
-            CommandKind::Evict { user: id("alice") },
+            CommandKind::Evict {
+                user: id("alice"),
+                seen: None,
+            },
             CommandKind::ConfirmMicPublish {
                 user: id("alice"),
                 at: None,

@@ -19,7 +19,7 @@ use crate::dto::{
     RoomListResponse, RoomResponse, UnbanRequest,
 };
 use crate::error::{ApiError, ApiResult, ErrorResponse};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson, parse_id};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey, OptionalJson, parse_id};
 use crate::state::AppState;
 
 /// The most items one page may ask for.
@@ -97,6 +97,7 @@ async fn room_response(state: &AppState, room_id: &RoomId) -> ApiResult<Json<Roo
 pub async fn create_room(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiJson(request): ApiJson<CreateRoomRequest>,
 ) -> ApiResult<impl IntoResponse> {
     let seat_count = match request.seat_count {
@@ -115,6 +116,7 @@ pub async fn create_room(
             request.name,
             seat_count,
             request.region.unwrap_or_default(),
+            key.get(),
         )
         .await?;
     Ok((StatusCode::CREATED, Json(RoomResponse::from(view))))
@@ -219,6 +221,7 @@ pub async fn get_room_by_short_id(
 pub async fn patch_room(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath(room_id): ApiPath<String>,
     ApiJson(request): ApiJson<PatchRoomRequest>,
 ) -> ApiResult<Json<RoomResponse>> {
@@ -240,7 +243,10 @@ pub async fn patch_room(
         chat_enabled: request.chat_enabled,
         password: request.password,
     };
-    let view = state.service.update_room(&actor, &room_id, patch).await?;
+    let view = state
+        .service
+        .update_room(&actor, &room_id, patch, key.get())
+        .await?;
     Ok(Json(view.into()))
 }
 
@@ -259,10 +265,14 @@ pub async fn patch_room(
 pub async fn close_room(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath(room_id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     let room_id = state.existing_room(&room_id).await?;
-    state.service.close_room(&actor, &room_id).await?;
+    state
+        .service
+        .close_room(&actor, &room_id, key.get())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -283,6 +293,7 @@ pub async fn close_room(
 pub async fn join_room(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath(room_id): ApiPath<String>,
     OptionalJson(request): OptionalJson<JoinRequest>,
 ) -> ApiResult<Json<RoomResponse>> {
@@ -299,7 +310,7 @@ pub async fn join_room(
     }
     let view = state
         .service
-        .join(&actor, &room_id, request.password)
+        .join(&actor, &room_id, request.password, key.get())
         .await?;
     Ok(Json(view.into()))
 }
@@ -318,10 +329,11 @@ pub async fn join_room(
 pub async fn leave_room(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath(room_id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     let room_id = state.existing_room(&room_id).await?;
-    state.service.leave(&actor, &room_id).await?;
+    state.service.leave(&actor, &room_id, key.get()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -340,6 +352,8 @@ pub async fn leave_room(
 pub async fn heartbeat(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    // Checked like on every mutating route; a heartbeat is the same whenever it repeats.
+    _key: IdempotencyKey,
     ApiPath(room_id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     let room_id = state.existing_room(&room_id).await?;
@@ -384,13 +398,17 @@ pub async fn online_users(
 async fn seat_command(
     state: &AppState,
     actor: &room_domain::UserActor,
+    key: &IdempotencyKey,
     room_id: &str,
     seat: &str,
     kind: impl FnOnce(SeatIndex) -> CommandKind,
 ) -> ApiResult<Json<RoomResponse>> {
     let room_id = state.existing_room(room_id).await?;
     let seat = seat_index(seat)?;
-    state.service.command(actor, &room_id, kind(seat)).await?;
+    state
+        .service
+        .command(actor, &room_id, kind(seat), key.get())
+        .await?;
     room_response(state, &room_id).await
 }
 
@@ -409,9 +427,10 @@ async fn seat_command(
 pub async fn take_seat(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath((room_id, seat)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<RoomResponse>> {
-    seat_command(&state, &actor, &room_id, &seat, |seat| {
+    seat_command(&state, &actor, &key, &room_id, &seat, |seat| {
         CommandKind::TakeSeat { seat }
     })
     .await
@@ -430,9 +449,10 @@ pub async fn take_seat(
 pub async fn leave_seat(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath((room_id, seat)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<RoomResponse>> {
-    seat_command(&state, &actor, &room_id, &seat, |seat| {
+    seat_command(&state, &actor, &key, &room_id, &seat, |seat| {
         CommandKind::LeaveSeat { seat }
     })
     .await
@@ -452,10 +472,11 @@ pub async fn leave_seat(
 pub async fn lock_seat(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath((room_id, seat)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<LockSeatRequest>,
 ) -> ApiResult<Json<RoomResponse>> {
-    seat_command(&state, &actor, &room_id, &seat, |seat| {
+    seat_command(&state, &actor, &key, &room_id, &seat, |seat| {
         CommandKind::LockSeat {
             seat,
             locked: request.locked,
@@ -478,10 +499,11 @@ pub async fn lock_seat(
 pub async fn mute_seat(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath((room_id, seat)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<MuteSeatRequest>,
 ) -> ApiResult<Json<RoomResponse>> {
-    seat_command(&state, &actor, &room_id, &seat, |seat| {
+    seat_command(&state, &actor, &key, &room_id, &seat, |seat| {
         CommandKind::MuteSeat {
             seat,
             muted: request.muted,
@@ -504,9 +526,10 @@ pub async fn mute_seat(
 pub async fn remove_from_seat(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath((room_id, seat)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<RoomResponse>> {
-    seat_command(&state, &actor, &room_id, &seat, |seat| {
+    seat_command(&state, &actor, &key, &room_id, &seat, |seat| {
         CommandKind::RemoveFromSeat { seat }
     })
     .await
@@ -515,11 +538,15 @@ pub async fn remove_from_seat(
 async fn moderate(
     state: &AppState,
     actor: &room_domain::UserActor,
+    key: &IdempotencyKey,
     room_id: &str,
     kind: CommandKind,
 ) -> ApiResult<StatusCode> {
     let room_id = state.existing_room(room_id).await?;
-    state.service.command(actor, &room_id, kind).await?;
+    state
+        .service
+        .command(actor, &room_id, kind, key.get())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -538,6 +565,7 @@ async fn moderate(
 pub async fn kick(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath(room_id): ApiPath<String>,
     ApiJson(request): ApiJson<KickRequest>,
 ) -> ApiResult<StatusCode> {
@@ -546,7 +574,7 @@ pub async fn kick(
         user,
         ban_seconds: request.ban_seconds,
     };
-    moderate(&state, &actor, &room_id, kind).await
+    moderate(&state, &actor, &key, &room_id, kind).await
 }
 
 /// Lifts a ban (owner, admins).
@@ -564,11 +592,12 @@ pub async fn kick(
 pub async fn unban(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath(room_id): ApiPath<String>,
     ApiJson(request): ApiJson<UnbanRequest>,
 ) -> ApiResult<StatusCode> {
     let user = parse_id("user_id", &request.user_id)?;
-    moderate(&state, &actor, &room_id, CommandKind::Unban { user }).await
+    moderate(&state, &actor, &key, &room_id, CommandKind::Unban { user }).await
 }
 
 /// Mutes a member on the public screen for `seconds`; 0 unmutes (owner, admins).
@@ -585,6 +614,7 @@ pub async fn unban(
 pub async fn chat_mute(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath(room_id): ApiPath<String>,
     ApiJson(request): ApiJson<ChatMuteRequest>,
 ) -> ApiResult<StatusCode> {
@@ -593,7 +623,7 @@ pub async fn chat_mute(
         user,
         seconds: request.seconds,
     };
-    moderate(&state, &actor, &room_id, kind).await
+    moderate(&state, &actor, &key, &room_id, kind).await
 }
 
 /// Bans in force (owner, admins).
@@ -632,11 +662,12 @@ pub async fn banned_users(
 pub async fn put_admin(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath((room_id, user_id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let user = parse_id("user_id", &user_id)?;
     let kind = CommandKind::SetAdmin { user, admin: true };
-    moderate(&state, &actor, &room_id, kind).await
+    moderate(&state, &actor, &key, &room_id, kind).await
 }
 
 /// Dismisses an admin (owner).
@@ -652,11 +683,12 @@ pub async fn put_admin(
 pub async fn delete_admin(
     State(state): State<AppState>,
     Auth(actor): Auth,
+    key: IdempotencyKey,
     ApiPath((room_id, user_id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let user = parse_id("user_id", &user_id)?;
     let kind = CommandKind::SetAdmin { user, admin: false };
-    moderate(&state, &actor, &room_id, kind).await
+    moderate(&state, &actor, &key, &room_id, kind).await
 }
 
 /// The top givers of the day or the week.

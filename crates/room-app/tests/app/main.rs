@@ -2,8 +2,12 @@
 //! effects on balances and orders (in-memory store), and the Room Cell runtime: group commit,
 //! idempotency, overload, fencing, snapshots, timers and payouts.
 
+mod batch_faults;
+mod creation;
+mod eviction;
 mod lease;
 mod order_identity;
+mod recent_replies;
 mod runtime;
 mod saga_interactions;
 mod saga_state;

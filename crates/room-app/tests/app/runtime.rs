@@ -631,12 +631,12 @@ async fn unknown_room_ids_never_activate_a_cell() {
     };
     assert!(refused(service.get_room(&ghost).await.map(drop)));
     assert!(refused(
-        service.join(&stranger, &ghost, None).await.map(drop)
+        service.join(&stranger, &ghost, None, None).await.map(drop)
     ));
     assert!(refused(service.heartbeat(&stranger, &ghost).await));
     assert!(refused(
         service
-            .command(&stranger, &ghost, take_seat(0))
+            .command(&stranger, &ghost, take_seat(0), None)
             .await
             .map(drop)
     ));
@@ -819,7 +819,7 @@ async fn lock_room(world: &World, room: &RoomId, owner: &str, password: &str) {
     };
     world
         .service
-        .update_room(&actor(owner), room, patch)
+        .update_room(&actor(owner), room, patch, None)
         .await
         .unwrap();
 }
@@ -837,7 +837,12 @@ async fn joins_at_once(
     for _ in 0..n {
         let (service, room) = (world.service.clone(), room.clone());
         let (who, password) = (actor(name), password.to_owned());
-        joins.spawn(async move { service.join(&who, &room, Some(password)).await.map(drop) });
+        joins.spawn(async move {
+            service
+                .join(&who, &room, Some(password), None)
+                .await
+                .map(drop)
+        });
     }
     joins.join_all().await
 }
@@ -853,7 +858,7 @@ async fn wrong_passwords_lock_a_user_out_until_the_window_ends() {
         let (service, room) = (&world.service, room.clone());
         async move {
             service
-                .join(&actor(name), &room, Some(password.to_owned()))
+                .join(&actor(name), &room, Some(password.to_owned()), None)
                 .await
                 .map(drop)
         }
@@ -903,7 +908,7 @@ async fn bob_in_x_moving_to_r(
     let x = world.open_room("x", "alice", &[]).await;
     let r = world.open_room("r", "dave", &[]).await;
     let bob = actor("bob");
-    world.service.join(&bob, &x, None).await.unwrap();
+    world.service.join(&bob, &x, None, None).await.unwrap();
     world.probe.fail_next_commit(Fault::Pass);
     world.probe.fail_next_commit(leave_fault);
     (world, x, r, bob)
@@ -916,12 +921,12 @@ async fn bob_in_x_moving_to_r(
 async fn a_join_whose_leave_of_the_previous_room_failed_leaves_it_on_retry() {
     let (world, x, r, bob) = bob_in_x_moving_to_r(Fault::UnavailableBefore).await;
 
-    let first = world.service.join(&bob, &r, None).await;
+    let first = world.service.join(&bob, &r, None, None).await;
     assert!(first.as_ref().is_err_and(Error::is_retryable), "{first:?}");
     let current = world.service.current_room(&uid("bob")).await.unwrap();
     assert_eq!(current, Some(x.clone()));
 
-    world.service.join(&bob, &r, None).await.unwrap();
+    world.service.join(&bob, &r, None, None).await.unwrap();
     assert!(!world.state(&x).await.members.contains_key(&uid("bob")));
     assert!(world.state(&r).await.members.contains_key(&uid("bob")));
     let current = world.service.current_room(&uid("bob")).await.unwrap();
@@ -934,7 +939,7 @@ async fn a_join_whose_leave_of_the_previous_room_failed_leaves_it_on_retry() {
 async fn a_previous_room_that_cannot_be_left_does_not_block_joins() {
     let (world, _x, r, bob) = bob_in_x_moving_to_r(Fault::Refused).await;
 
-    world.service.join(&bob, &r, None).await.unwrap();
+    world.service.join(&bob, &r, None, None).await.unwrap();
     let current = world.service.current_room(&uid("bob")).await.unwrap();
     assert_eq!(current, Some(r));
 }

@@ -292,9 +292,15 @@ pub struct WorldBuilder {
     wallet: Option<WalletRef>,
     orders: Option<GiftOrdersRef>,
     catalog: Option<GiftCatalogRef>,
+    presence: Option<room_app::ports::PresenceRef>,
 }
 
 impl WorldBuilder {
+    pub fn presence(mut self, presence: room_app::ports::PresenceRef) -> Self {
+        self.presence = Some(presence);
+        self
+    }
+
     pub fn config(mut self, config: CellConfig) -> Self {
         self.config = config;
         self
@@ -356,7 +362,9 @@ impl WorldBuilder {
             wallet: self.wallet.unwrap_or_else(|| store.clone()),
             catalog: self.catalog.unwrap_or_else(|| store.clone()),
             directory: store.clone(),
-            presence: Arc::new(LocalPresence::new()),
+            presence: self
+                .presence
+                .unwrap_or_else(|| Arc::new(LocalPresence::new())),
             clock: clock.clone(),
             ids: ids.clone(),
         };
@@ -380,6 +388,7 @@ impl World {
             wallet: None,
             orders: None,
             catalog: None,
+            presence: None,
         }
     }
 
@@ -585,5 +594,14 @@ impl<T> Started<T> {
             });
         }
         out
+    }
+}
+
+/// An ordinary user as the service's use cases take them.
+pub fn user_actor(name: &str) -> room_domain::UserActor {
+    room_domain::UserActor {
+        user_id: uid(name),
+        vip_level: 0,
+        platform_admin: false,
     }
 }
