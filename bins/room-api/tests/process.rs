@@ -310,11 +310,13 @@ struct Books {
     given_by_week: HashMap<WeekKey, HashMap<String, i64>>,
     lucky: HashMap<String, i64>,
     rocket: HashMap<String, i64>,
-    /// The orders the room applied, with the lucky reward it drew.
+    /// The orders the room applied (by wallet operation id: sender and order id), with the
+    /// lucky reward it drew.
     applied: HashMap<String, i64>,
     /// Every rocket reward: (payout op id, coins).
     rocket_rewards: Vec<(String, i64)>,
-    /// Order id -> (status, sender, total, lucky reward) from `gift_orders`.
+    /// Wallet operation id of the order (sender and order id) -> (status, sender, total, lucky
+    /// reward) from `gift_orders`.
     orders: HashMap<String, (String, String, i64, i64)>,
     /// (op id, kind) -> (state, amount) from `wallet_entries`; a void entry has no amount.
     entries: HashMap<(String, String), (String, Option<i64>)>,
@@ -378,10 +380,11 @@ impl Books {
                         .or_default()
                         .entry(sender.clone())
                         .or_default() += value;
+                    let order_id = payload["order_id"].as_str().unwrap();
+                    let op_id = format!("{sender} {order_id}");
                     *books.lucky.entry(sender).or_default() += reward;
-                    let order_id = payload["order_id"].as_str().unwrap().to_owned();
                     assert!(
-                        books.applied.insert(order_id, reward).is_none(),
+                        books.applied.insert(op_id, reward).is_none(),
                         "an order applied twice: {payload}"
                     );
                 }
@@ -417,9 +420,8 @@ impl Books {
             let sender = body["sender"].as_str().unwrap().to_owned();
             let total = body["total"].as_i64().unwrap();
             let reward = body["lucky_reward"].as_i64().unwrap();
-            books
-                .orders
-                .insert(order_id, (status, sender, total, reward));
+            let op_id = format!("{sender} {order_id}");
+            books.orders.insert(op_id, (status, sender, total, reward));
         }
         let mut entries = conn
             .prepare("SELECT op_id, kind, state, amount FROM wallet_entries")

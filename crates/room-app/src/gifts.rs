@@ -176,8 +176,9 @@ impl GiftSaga {
             return Err(Error::OrderInProgress(request.order_id.clone()));
         };
         let order = match known {
-            // Nobody held the lock: nothing moved the order since it was found missing on
-            // this node (a create on another node is found by the create).
+            // Nobody held the lock: the order is most likely new. Should a request have
+            // created it meanwhile (on this node just before, or on another), the create finds
+            // it and the drive goes on from where it stands.
             None if !waited => self.place(&request).await?,
             // The request that held the lock may have created the order or moved it on.
             _ => match self.orders.get(&request.sender, &request.order_id).await? {
