@@ -14,8 +14,10 @@ mod config;
 mod dto;
 mod error;
 mod extract;
+mod limits;
 mod routes;
 mod rtc;
+mod serve;
 mod state;
 mod storage;
 
@@ -24,7 +26,7 @@ pub use auth::{ADMIN_ROLE, Auth, Authenticator, AuthenticatorRef, Claims, Platfo
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, DEFAULT_CONFIG_FILE, DEV_JWT_SECRET, HttpSettings,
-    MAX_CALLBACK_WINDOW_SECS, PresenceSettings, RtcSettings, Settings, SseSettings,
+    LimitSettings, MAX_CALLBACK_WINDOW_SECS, PresenceSettings, RtcSettings, Settings, SseSettings,
     StorageSettings, WorkerSettings,
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};

@@ -132,7 +132,12 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
         })
-        .with_state(state)
+        .with_state(state.clone())
+        // Innermost, where the route is known; its 429s are counted by `record_metrics`.
+        .layer(middleware::from_fn_with_state(
+            state,
+            crate::limits::rate_limit,
+        ))
         // Layers run bottom-up on the way in: the last added is the outermost.
         .layer(axum::Extension(crate::extract::BodyDeadline(
             request_timeout / 2,

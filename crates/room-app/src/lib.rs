@@ -27,7 +27,7 @@ pub use error::{Error, Result};
 pub const SYSTEM_ID_PREFIX: &str = "sys-";
 pub use attempts::{MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
 pub use gifts::{GiftReceipt, GiftSaga, RecoveryReport, SendGift};
-pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
+pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch, SystemClock};
 pub use memory::InMemoryStore;
 pub use service::{
     BannedUser, MAX_ADMIN_CREDIT, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch,
