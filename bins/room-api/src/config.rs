@@ -421,6 +421,11 @@ mod tests {
             assert!(settings.rtc.callback_key.is_none());
             assert_eq!(settings.rtc.callback_window_secs, 300);
             assert_eq!(settings.presence.timeout_secs, 90);
+            assert_eq!(settings.http.header_timeout_secs, 10);
+            assert_eq!(settings.http.idle_timeout_secs, 60);
+            assert_eq!(settings.http.max_connections, 10_000);
+            assert_eq!(settings.sse.max_streams_per_user, 8);
+            assert!(settings.limits.enabled);
             Ok(())
         });
     }

@@ -7,6 +7,11 @@
 //! `lagged` event with the number of events it missed, and the stream ends (reconnect: the
 //! membership is checked again). The stream also ends when the watcher leaves or is kicked,
 //! when the room closes, and when the service stops.
+//!
+//! A user holds at most `sse.max_streams_per_user` streams at once; one more is answered 429
+//! `TOO_MANY_STREAMS` until one of them ends. A refused call holds nothing: membership is
+//! checked before the room's channel is subscribed to, and a room's channel lives only as long
+//! as its watchers.
 
 use std::convert::Infallible;
 
