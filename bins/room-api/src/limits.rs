@@ -140,8 +140,9 @@ impl RateLimits {
     /// Takes one token from `user`'s bucket of `class`, or says how long to wait.
     pub fn check(&self, class: RouteClass, user: &UserId) -> Result<(), RetryAfter> {
         let limiter = &self.classes[class.index()];
-        // A full table takes no new users until the next prune forgets the quiet ones: the
-        // table's memory stays bounded whatever the number of users.
+        // A full table refuses until the next prune forgets the quiet users: its memory stays
+        // bounded whatever the number of users. (The store cannot tell a known user from a
+        // new one without inserting it, so known users wait too.)
         if limiter.len() >= self.max_users {
             return Err(RetryAfter(self.prune_every));
         }
