@@ -23,7 +23,9 @@ use tokio_util::task::TaskTracker;
 use crate::auth::AuthenticatorRef;
 use crate::catalog::CatalogFile;
 use crate::config::Settings;
+use crate::limits::{RateLimits, StreamSlots};
 use crate::routes;
+use crate::serve::{self, ConnectionLimits};
 use crate::state::AppState;
 use crate::storage::Storage;
 
@@ -135,6 +137,8 @@ impl App {
             ready: Arc::new(AtomicBool::new(false)),
             shutdown: root.clone(),
             sse_keep_alive: Duration::from_secs(settings.sse.keep_alive_secs.max(1)),
+            limits: RateLimits::new(&settings.limits).map(Arc::new),
+            streams: StreamSlots::new(settings.sse.max_streams_per_user),
         };
         let router = routes::router(
             state.clone(),
@@ -168,6 +172,11 @@ impl App {
     /// The token authority (to mint tokens in tests and for `room-api token`).
     pub fn authenticator(&self) -> &AuthenticatorRef {
         &self.state.auth
+    }
+
+    /// The in-process display event channels (the SSE streams' source).
+    pub fn messenger(&self) -> &Arc<BroadcastMessenger> {
+        &self.state.messenger
     }
 
     /// The settings the service was built with.
@@ -267,6 +276,21 @@ impl App {
             },
         ));
 
+        // The buckets of users who went quiet are as good as new: forget them, so the tables
+        // hold only recent users.
+        if let Some(limits) = self.state.limits.clone() {
+            self.tasks.spawn(workers::run_every(
+                "rate_limit_prune",
+                limits.prune_every(),
+                self.root.child_token(),
+                move || {
+                    limits.prune();
+                    metrics::gauge!("http_rate_limited_users").set(limits.tracked_users() as f64);
+                    std::future::ready(Ok(0))
+                },
+            ));
+        }
+
         let s = service.clone();
         let older_than = Duration::from_secs(workers.recovery_older_than_secs);
         self.tasks.spawn(workers::run_every(
@@ -300,12 +324,15 @@ impl App {
             tracing::info!("stopping: no new requests");
             root.cancel();
         };
-        let served = axum::serve(listener, self.router.clone())
-            .with_graceful_shutdown(stop)
-            .await
-            .context("the HTTP server failed");
+        let http = &self.settings.http;
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(http.header_timeout_secs.max(1)),
+            idle_timeout: Duration::from_secs(http.idle_timeout_secs.max(1)),
+            max_connections: http.max_connections.max(1),
+        };
+        serve::serve(listener, self.router.clone(), limits, stop).await;
         self.stop().await;
-        served
+        Ok(())
     }
 
     /// Stops background passes and drains every cell. Idempotent.

@@ -46,6 +46,8 @@ pub struct Settings {
     pub catalog: CatalogSettings,
     /// The Server-Sent Events stream.
     pub sse: SseSettings,
+    /// Per-user rate limits.
+    pub limits: LimitSettings,
 }
 
 /// `[http]`: the listener and request limits.
@@ -57,6 +59,15 @@ pub struct HttpSettings {
     /// A request that has not produced its response after this many seconds is answered with
     /// a retryable `TIMEOUT` error.
     pub request_timeout_secs: u64,
+    /// A connection that has not sent a whole request head this many seconds after it opened
+    /// (or after the first byte of a later request) is closed (`ROOM__HTTP__HEADER_TIMEOUT_SECS`).
+    pub header_timeout_secs: u64,
+    /// A keep-alive connection with no request for this many seconds after its last response
+    /// is closed (`ROOM__HTTP__IDLE_TIMEOUT_SECS`).
+    pub idle_timeout_secs: u64,
+    /// Most connections open at once; further connections wait in the listen queue until one
+    /// closes (`ROOM__HTTP__MAX_CONNECTIONS`).
+    pub max_connections: usize,
 }
 
 impl Default for HttpSettings {
@@ -64,6 +75,9 @@ impl Default for HttpSettings {
         HttpSettings {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             request_timeout_secs: 10,
+            header_timeout_secs: 10,
+            idle_timeout_secs: 60,
+            max_connections: 10_000,
         }
     }
 }
@@ -290,6 +304,9 @@ pub struct SseSettings {
     pub buffer: usize,
     /// Seconds between keep-alive comments on an idle stream.
     pub keep_alive_secs: u64,
+    /// Streams one user may have open at once; one more is answered 429 `TOO_MANY_STREAMS`
+    /// (`ROOM__SSE__MAX_STREAMS_PER_USER`).
+    pub max_streams_per_user: usize,
 }
 
 impl Default for SseSettings {
@@ -297,6 +314,63 @@ impl Default for SseSettings {
         SseSettings {
             buffer: 256,
             keep_alive_secs: 15,
+            max_streams_per_user: 8,
+        }
+    }
+}
+
+/// `[limits]`: token buckets per user and route class. A request over its class's budget is
+/// answered 429 `RATE_LIMITED` with `Retry-After`. Rates and bursts below 1 count as 1.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitSettings {
+    /// Whether the limits apply at all (`ROOM__LIMITS__ENABLED`).
+    pub enabled: bool,
+    /// Users tracked per class. A class tracking this many answers every request 429
+    /// `RATE_LIMITED` until the next prune forgets the quiet ones: its memory stays bounded
+    /// whatever the number of users.
+    pub max_users: usize,
+    /// How often users whose bucket is full again are forgotten, in seconds.
+    pub prune_every_secs: u64,
+    /// `POST /v1/rooms`: room creations per minute per user, sustained.
+    pub create_room_per_minute: u32,
+    /// `POST /v1/rooms`: room creations at once after a quiet period.
+    pub create_room_burst: u32,
+    /// `POST /v1/rooms/{room_id}/join`: joins per minute per user.
+    pub join_per_minute: u32,
+    /// `POST /v1/rooms/{room_id}/join`: joins at once.
+    pub join_burst: u32,
+    /// `POST /v1/rooms/{room_id}/gifts`: gifts per minute per user.
+    pub gift_per_minute: u32,
+    /// `POST /v1/rooms/{room_id}/gifts`: gifts at once.
+    pub gift_burst: u32,
+    /// `GET /v1/rooms/{room_id}/events`: streams opened per minute per user.
+    pub stream_per_minute: u32,
+    /// `GET /v1/rooms/{room_id}/events`: streams opened at once.
+    pub stream_burst: u32,
+    /// Every other `POST`, `PUT`, `PATCH` and `DELETE` (heartbeats are not limited): requests
+    /// per minute per user.
+    pub write_per_minute: u32,
+    /// Every other `POST`, `PUT`, `PATCH` and `DELETE`: requests at once.
+    pub write_burst: u32,
+}
+
+impl Default for LimitSettings {
+    fn default() -> Self {
+        LimitSettings {
+            enabled: true,
+            max_users: 100_000,
+            prune_every_secs: 60,
+            create_room_per_minute: 60,
+            create_room_burst: 20,
+            join_per_minute: 600,
+            join_burst: 60,
+            gift_per_minute: 6_000,
+            gift_burst: 300,
+            stream_per_minute: 120,
+            stream_burst: 30,
+            write_per_minute: 3_000,
+            write_burst: 200,
         }
     }
 }
@@ -400,6 +474,11 @@ mod tests {
             assert!(settings.rtc.callback_key.is_none());
             assert_eq!(settings.rtc.callback_window_secs, 300);
             assert_eq!(settings.presence.timeout_secs, 90);
+            assert_eq!(settings.http.header_timeout_secs, 10);
+            assert_eq!(settings.http.idle_timeout_secs, 60);
+            assert_eq!(settings.http.max_connections, 10_000);
+            assert_eq!(settings.sse.max_streams_per_user, 8);
+            assert!(settings.limits.enabled);
             Ok(())
         });
     }

@@ -14,8 +14,10 @@ mod config;
 mod dto;
 mod error;
 mod extract;
+mod limits;
 mod routes;
 mod rtc;
+mod serve;
 mod state;
 mod storage;
 
@@ -24,8 +26,8 @@ pub use auth::{ADMIN_ROLE, Auth, Authenticator, AuthenticatorRef, Claims, Platfo
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, DEFAULT_CONFIG_FILE, DEV_JWT_SECRET, HttpSettings,
-    MAX_CALLBACK_WINDOW_SECS, MIN_JWT_SECRET_BYTES, PresenceSettings, RtcSettings, Settings,
-    SseSettings, StorageSettings, WorkerSettings,
+    LimitSettings, MAX_CALLBACK_WINDOW_SECS, MIN_JWT_SECRET_BYTES, PresenceSettings, RtcSettings,
+    Settings, SseSettings, StorageSettings, WorkerSettings,
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
 pub use routes::{MAX_BODY_BYTES, openapi};

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
@@ -132,7 +132,12 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
         })
-        .with_state(state)
+        .with_state(state.clone())
+        // Innermost, where the route is known; its 429s are counted by `record_metrics`.
+        .layer(middleware::from_fn_with_state(
+            state,
+            crate::limits::rate_limit,
+        ))
         // Layers run bottom-up on the way in: the last added is the outermost.
         .layer(axum::Extension(crate::extract::BodyDeadline(
             request_timeout / 2,
@@ -183,16 +188,34 @@ async fn normalize_errors(response: Response) -> Response {
 /// template and status (bounded sets: never an id).
 async fn record_metrics(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
-    metrics::counter!("http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+    metrics::counter!("http_requests_total", "method" => method, "route" => route.clone(), "status" => status)
         .increment(1);
     metrics::histogram!("http_request_duration_seconds", "method" => method, "route" => route)
         .record(started.elapsed().as_secs_f64());
     response.into_response()
+}
+
+/// The `method` label: a standard method's name, `OTHER` for any other. A client chooses the
+/// method freely (any token up to the header size), and every label value is a series kept for
+/// the life of the process.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "OTHER",
+    }
 }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::AuthenticatorRef;
 use crate::error::ApiResult;
 use crate::extract::parse_id;
+use crate::limits::{RateLimits, StreamSlots};
 
 /// Shared state of the handlers. Cheap to clone.
 #[derive(Clone)]
@@ -39,6 +40,10 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Keep-alive period of SSE streams.
     pub sse_keep_alive: Duration,
+    /// Per-user token buckets per class of request; `None` when the limits are off.
+    pub limits: Option<Arc<RateLimits>>,
+    /// The event streams each user has open, capped.
+    pub streams: Arc<StreamSlots>,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

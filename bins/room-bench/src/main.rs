@@ -222,6 +222,10 @@ impl Server {
                 format!("sqlite://{}", dir.join("room.db").display()),
             )
             .env("ROOM__AUTH__JWT_SECRET", SECRET)
+            // A few users drive the whole load (one owner creates every room, each sender
+            // sends about a hundred gifts a second): the per-user limits would measure
+            // themselves, not the service.
+            .env("ROOM__LIMITS__ENABLED", "false")
             // The service logs to stdout; its warnings (a slow write transaction, a slow WAL
             // restart) show where a stall comes from, so they stay visible.
             .env("RUST_LOG", "warn")

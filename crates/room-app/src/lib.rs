@@ -29,7 +29,7 @@ pub use attempts::{MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
 pub use gifts::{
     GiftReceipt, GiftSaga, ORDER_LOCK_QUEUE, RecoveryReport, SendGift, gift_command_id,
 };
-pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, SystemClock};
+pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch, SystemClock};
 pub use memory::InMemoryStore;
 pub use service::{
     BannedUser, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS, OnlineUser, RankEntry,

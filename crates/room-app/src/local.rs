@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -124,11 +124,18 @@ impl Presence for LocalPresence {
 }
 
 /// Display events on an in-process broadcast channel per room: the embedded stand-in for IM,
-/// read by the API's Server-Sent Events stream. Rooms nobody watches cost nothing.
+/// read by the API's Server-Sent Events stream. Rooms nobody watches cost nothing: a room's
+/// channel is made by its first [`RoomWatch`] and dropped with its last.
 #[derive(Debug)]
 pub struct BroadcastMessenger {
-    rooms: Mutex<HashMap<RoomId, broadcast::Sender<DisplayMessage>>>,
+    rooms: Arc<Mutex<RoomChannels>>,
     capacity: usize,
+}
+
+type RoomChannels = HashMap<RoomId, broadcast::Sender<DisplayMessage>>;
+
+fn lock_channels(rooms: &Mutex<RoomChannels>) -> std::sync::MutexGuard<'_, RoomChannels> {
+    rooms.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl BroadcastMessenger {
@@ -136,32 +143,68 @@ impl BroadcastMessenger {
     /// skips ahead).
     pub fn new(capacity: usize) -> Self {
         BroadcastMessenger {
-            rooms: Mutex::new(HashMap::new()),
+            rooms: Arc::new(Mutex::new(HashMap::new())),
             capacity,
         }
     }
 
-    /// Watches a room's display events from now on.
-    pub fn subscribe(&self, room_id: &RoomId) -> broadcast::Receiver<DisplayMessage> {
-        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        rooms
+    /// Watches a room's display events from now on, until the [`RoomWatch`] is dropped.
+    pub fn subscribe(&self, room_id: &RoomId) -> RoomWatch {
+        let mut rooms = lock_channels(&self.rooms);
+        let receiver = rooms
             .entry(room_id.clone())
             .or_insert_with(|| broadcast::channel(self.capacity).0)
-            .subscribe()
+            .subscribe();
+        RoomWatch {
+            receiver,
+            room_id: room_id.clone(),
+            rooms: self.rooms.clone(),
+        }
+    }
+
+    /// How many rooms have a channel, that is at least one watcher.
+    pub fn channel_count(&self) -> usize {
+        lock_channels(&self.rooms).len()
+    }
+}
+
+/// One watcher of a room's display events ([`BroadcastMessenger::subscribe`]). Dropping the
+/// last watcher of a room drops the room's channel and its buffer.
+#[derive(Debug)]
+pub struct RoomWatch {
+    receiver: broadcast::Receiver<DisplayMessage>,
+    room_id: RoomId,
+    rooms: Arc<Mutex<RoomChannels>>,
+}
+
+impl RoomWatch {
+    /// The next message; see [`broadcast::Receiver::recv`] (a watcher that fell behind learns
+    /// how many messages it missed).
+    pub async fn recv(&mut self) -> Result<DisplayMessage, broadcast::error::RecvError> {
+        self.receiver.recv().await
+    }
+}
+
+impl Drop for RoomWatch {
+    fn drop(&mut self) {
+        // Under the lock no one subscribes in between: a count of one is this watcher alone.
+        let mut rooms = lock_channels(&self.rooms);
+        if rooms
+            .get(&self.room_id)
+            .is_some_and(|sender| sender.receiver_count() <= 1)
+        {
+            rooms.remove(&self.room_id);
+        }
     }
 }
 
 #[async_trait]
 impl Messenger for BroadcastMessenger {
     async fn publish(&self, room_id: &RoomId, messages: Vec<DisplayMessage>) {
-        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
+        let rooms = lock_channels(&self.rooms);
         let Some(sender) = rooms.get(room_id) else {
             return;
         };
-        if sender.receiver_count() == 0 {
-            rooms.remove(room_id);
-            return;
-        }
         for message in messages {
             let _ = sender.send(message);
         }
@@ -207,5 +250,29 @@ impl IdGen for RandomIds {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_u64(n);
         hasher.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_room_has_a_channel_while_it_has_a_watcher() {
+        let messenger = BroadcastMessenger::new(4);
+        let (room, other) = (RoomId::new("r1").unwrap(), RoomId::new("r2").unwrap());
+        let first = messenger.subscribe(&room);
+        let second = messenger.subscribe(&room);
+        let third = messenger.subscribe(&other);
+        assert_eq!(messenger.channel_count(), 2);
+        drop(first);
+        assert_eq!(messenger.channel_count(), 2);
+        drop(second);
+        assert_eq!(messenger.channel_count(), 1);
+        drop(third);
+        assert_eq!(messenger.channel_count(), 0);
+        // A new watcher gets a new channel.
+        let _again = messenger.subscribe(&room);
+        assert_eq!(messenger.channel_count(), 1);
     }
 }

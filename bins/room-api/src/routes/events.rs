@@ -7,19 +7,26 @@
 //! `lagged` event with the number of events it missed, and the stream ends (reconnect: the
 //! membership is checked again). The stream also ends when the watcher leaves or is kicked,
 //! when the room closes, and when the service stops.
+//!
+//! A user holds at most `sse.max_streams_per_user` streams at once; one more is answered 429
+//! `TOO_MANY_STREAMS` until one of them ends. A refused call holds nothing: membership is
+//! checked before the room's channel is subscribed to, and a room's channel lives only as long
+//! as its watchers.
 
 use std::convert::Infallible;
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt, stream};
-use room_app::ports::DisplayMessage;
-use room_domain::{Event, Rejection, UserId};
-use tokio::sync::broadcast::{self, error::RecvError};
+use room_app::RoomWatch;
+use room_domain::{Event, Rejection, RoomId, UserId};
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::Auth;
-use crate::error::{ApiResult, ErrorResponse};
+use crate::error::{ApiError, ApiResult, ErrorResponse};
 use crate::extract::ApiPath;
+use crate::limits::StreamSlot;
 use crate::state::AppState;
 
 /// Streams the room's display events to a member.
@@ -30,6 +37,7 @@ use crate::state::AppState;
         (status = 200, description = "text/event-stream of the room's display events", content_type = "text/event-stream", body = String),
         (status = 404, description = "No such room", body = ErrorResponse),
         (status = 422, description = "Not a member", body = ErrorResponse),
+        (status = 429, description = "Too many streams open for this user (`TOO_MANY_STREAMS`) or opened too fast (`RATE_LIMITED`)", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -39,22 +47,20 @@ pub async fn room_events(
     ApiPath(room_id): ApiPath<String>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let room_id = state.existing_room(&room_id).await?;
-    // Subscribe before reading the room, so nothing committed after the check is missed.
+    // Outsiders are refused before anything is held for them.
+    membership(&state, &room_id, &actor.user_id).await?;
+    let slot = state.streams.try_acquire(&actor.user_id).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "TOO_MANY_STREAMS",
+            "this user has as many event streams open as allowed; close one first",
+        )
+        .retryable()
+    })?;
+    // Subscribe, then read the room again: nothing committed after this read is missed, and a
+    // watcher who left in between is refused (dropping the subscription).
     let receiver = state.messenger.subscribe(&room_id);
-    let user = actor.user_id.clone();
-    let (member, version) = state
-        .service
-        .runtime()
-        .query(&room_id, move |room| {
-            (room.members.contains_key(&user), room.version)
-        })
-        .await?;
-    if !member {
-        return Err(Rejection::NotAMember {
-            user: actor.user_id,
-        }
-        .into());
-    }
+    let version = membership(&state, &room_id, &actor.user_id).await?;
     metrics::counter!("room_sse_streams_total").increment(1);
     let subscribed = SseEvent::default()
         .event("subscribed")
@@ -63,6 +69,7 @@ pub async fn room_events(
         receiver,
         user: actor.user_id,
         done: false,
+        _slot: slot,
     };
     let events = stream::once(async move { Ok(subscribed) })
         .chain(stream::unfold(watch, next_event))
@@ -70,10 +77,28 @@ pub async fn room_events(
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.sse_keep_alive)))
 }
 
+/// The room's version when `user` is a member; `NOT_A_MEMBER` otherwise.
+async fn membership(state: &AppState, room_id: &RoomId, user: &UserId) -> ApiResult<u64> {
+    let who = user.clone();
+    let (member, version) = state
+        .service
+        .runtime()
+        .query(room_id, move |room| {
+            (room.members.contains_key(&who), room.version)
+        })
+        .await?;
+    if !member {
+        return Err(Rejection::NotAMember { user: user.clone() }.into());
+    }
+    Ok(version)
+}
+
 struct Watch {
-    receiver: broadcast::Receiver<DisplayMessage>,
+    receiver: RoomWatch,
     user: UserId,
     done: bool,
+    /// Counts the stream against its user's cap until the stream is dropped.
+    _slot: StreamSlot,
 }
 
 async fn next_event(mut watch: Watch) -> Option<(Result<SseEvent, Infallible>, Watch)> {

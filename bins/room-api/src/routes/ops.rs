@@ -64,6 +64,7 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     state.metrics.run_upkeep();
     metrics::gauge!("room_cells_active").set(state.service.runtime().active_rooms() as f64);
+    metrics::gauge!("room_sse_channels").set(state.messenger.channel_count() as f64);
     (
         [(
             header::CONTENT_TYPE,

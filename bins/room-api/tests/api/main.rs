@@ -6,6 +6,7 @@ mod bad_input;
 mod flow;
 mod gifts;
 mod identity;
+mod limits;
 mod rooms;
 mod rtc;
 mod socket;

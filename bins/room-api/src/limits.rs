@@ -1,0 +1,345 @@
+//! Per-user bounds of the API: token buckets per class of request ([`RateLimits`]) and the cap
+//! on the event streams one user holds open ([`StreamSlots`]).
+//!
+//! Both are keyed by the user of the bearer token. Their memory is bounded: the buckets track
+//! at most `limits.max_users` users per class and forget users whose bucket is full again
+//! (a background pass calls [`RateLimits::prune`]); the stream slots hold one entry per user
+//! with an open stream, and open streams are bounded by the connection cap.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::clock::{Clock, DefaultClock};
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
+use room_domain::UserId;
+
+use crate::auth::Auth;
+use crate::config::LimitSettings;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A class of requests with a budget of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteClass {
+    /// `POST /v1/rooms`.
+    CreateRoom,
+    /// `POST /v1/rooms/{room_id}/join`.
+    Join,
+    /// `POST /v1/rooms/{room_id}/gifts`.
+    Gift,
+    /// `GET /v1/rooms/{room_id}/events`.
+    Stream,
+    /// Any other `POST`, `PUT`, `PATCH` or `DELETE` (heartbeats excepted).
+    Write,
+}
+
+impl RouteClass {
+    const ALL: [RouteClass; 5] = [
+        RouteClass::CreateRoom,
+        RouteClass::Join,
+        RouteClass::Gift,
+        RouteClass::Stream,
+        RouteClass::Write,
+    ];
+
+    /// The class of a request to the route template `route`; `None` for reads and heartbeats,
+    /// which are not limited.
+    pub fn of(method: &Method, route: &str) -> Option<RouteClass> {
+        match (method.as_str(), route) {
+            ("POST", "/v1/rooms") => Some(RouteClass::CreateRoom),
+            ("POST", "/v1/rooms/{room_id}/join") => Some(RouteClass::Join),
+            ("POST", "/v1/rooms/{room_id}/gifts") => Some(RouteClass::Gift),
+            ("GET", "/v1/rooms/{room_id}/events") => Some(RouteClass::Stream),
+            // A heartbeat reads the room and refreshes an entry in memory: it costs what a
+            // read costs and, like reads, is not limited.
+            ("POST", "/v1/rooms/{room_id}/heartbeat") => None,
+            ("POST" | "PUT" | "PATCH" | "DELETE", _) => Some(RouteClass::Write),
+            _ => None,
+        }
+    }
+
+    /// The metrics label.
+    pub fn label(self) -> &'static str {
+        match self {
+            RouteClass::CreateRoom => "create_room",
+            RouteClass::Join => "join",
+            RouteClass::Gift => "gift",
+            RouteClass::Stream => "stream",
+            RouteClass::Write => "write",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+type UserLimiter = RateLimiter<UserId, DefaultKeyedStateStore<UserId>, DefaultClock>;
+
+/// Token buckets per user and [`RouteClass`].
+pub struct RateLimits {
+    classes: Vec<UserLimiter>,
+    max_users: usize,
+    prune_every: Duration,
+}
+
+impl std::fmt::Debug for RateLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimits")
+            .field("max_users", &self.max_users)
+            .field("tracked_users", &self.tracked_users())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a request was refused: when the same request may succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryAfter(pub Duration);
+
+impl RateLimits {
+    /// The buckets of `settings`; `None` when the limits are turned off.
+    pub fn new(settings: &LimitSettings) -> Option<RateLimits> {
+        if !settings.enabled {
+            return None;
+        }
+        let quota = |per_minute: u32, burst: u32| {
+            let period = Duration::from_secs(60) / per_minute.max(1);
+            Quota::with_period(period.max(Duration::from_nanos(1)))
+                .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+                .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN))
+        };
+        let classes = RouteClass::ALL
+            .iter()
+            .map(|class| {
+                let (per_minute, burst) = match class {
+                    RouteClass::CreateRoom => {
+                        (settings.create_room_per_minute, settings.create_room_burst)
+                    }
+                    RouteClass::Join => (settings.join_per_minute, settings.join_burst),
+                    RouteClass::Gift => (settings.gift_per_minute, settings.gift_burst),
+                    RouteClass::Stream => (settings.stream_per_minute, settings.stream_burst),
+                    RouteClass::Write => (settings.write_per_minute, settings.write_burst),
+                };
+                RateLimiter::keyed(quota(per_minute, burst))
+            })
+            .collect();
+        Some(RateLimits {
+            classes,
+            max_users: settings.max_users.max(1),
+            prune_every: Duration::from_secs(settings.prune_every_secs.max(1)),
+        })
+    }
+
+    /// Takes one token from `user`'s bucket of `class`, or says how long to wait.
+    pub fn check(&self, class: RouteClass, user: &UserId) -> Result<(), RetryAfter> {
+        let limiter = &self.classes[class.index()];
+        // A full table refuses until the next prune forgets the quiet users: its memory stays
+        // bounded whatever the number of users. (The store cannot tell a known user from a
+        // new one without inserting it, so known users wait too.)
+        if limiter.len() >= self.max_users {
+            return Err(RetryAfter(self.prune_every));
+        }
+        limiter
+            .check_key(user)
+            .map_err(|not_until| RetryAfter(not_until.wait_time_from(limiter.clock().now())))
+    }
+
+    /// Forgets users whose buckets are full again (they are as good as new).
+    pub fn prune(&self) {
+        for limiter in &self.classes {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+    }
+
+    /// Users tracked, over all classes.
+    pub fn tracked_users(&self) -> usize {
+        self.classes.iter().map(UserLimiter::len).sum()
+    }
+
+    /// How often [`RateLimits::prune`] should run.
+    pub fn prune_every(&self) -> Duration {
+        self.prune_every
+    }
+}
+
+/// The middleware: a request of a limited class, with a valid bearer token, takes a token from
+/// its user's bucket or is answered 429 `RATE_LIMITED` with `Retry-After`. Requests without a
+/// valid token pass (their handler refuses them).
+pub async fn rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(limits) = state.limits.as_deref() else {
+        return next.run(request).await;
+    };
+    let class = request
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|route| RouteClass::of(request.method(), route.as_str()));
+    let Some(class) = class else {
+        return next.run(request).await;
+    };
+    let (mut parts, body) = request.into_parts();
+    let user = <Auth as FromRequestParts<AppState>>::from_request_parts(&mut parts, &state)
+        .await
+        .ok()
+        .map(|Auth(actor)| actor.user_id);
+    let request = Request::from_parts(parts, body);
+    let Some(user) = user else {
+        return next.run(request).await;
+    };
+    match limits.check(class, &user) {
+        Ok(()) => next.run(request).await,
+        Err(RetryAfter(wait)) => {
+            metrics::counter!("http_rate_limited_total", "class" => class.label()).increment(1);
+            rate_limited(class, wait)
+        }
+    }
+}
+
+/// 429 `RATE_LIMITED`, retryable, with `Retry-After` in whole seconds (at least 1).
+fn rate_limited(class: RouteClass, wait: Duration) -> Response {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut response = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "RATE_LIMITED",
+        format!(
+            "too many {} requests from this user; retry after the Retry-After header's seconds",
+            class.label()
+        ),
+    )
+    .retryable()
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    response
+}
+
+/// The open event streams per user, capped.
+#[derive(Debug)]
+pub struct StreamSlots {
+    max_per_user: usize,
+    users: Mutex<HashMap<UserId, usize>>,
+}
+
+impl StreamSlots {
+    /// At most `max_per_user` streams per user (at least 1).
+    pub fn new(max_per_user: usize) -> Arc<StreamSlots> {
+        Arc::new(StreamSlots {
+            max_per_user: max_per_user.max(1),
+            users: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A slot for one more stream of `user`, held until the [`StreamSlot`] is dropped; `None`
+    /// when the user has all theirs open.
+    pub fn try_acquire(self: &Arc<Self>, user: &UserId) -> Option<StreamSlot> {
+        let mut users = self.lock();
+        let open = users.entry(user.clone()).or_insert(0);
+        if *open >= self.max_per_user {
+            return None;
+        }
+        *open += 1;
+        metrics::gauge!("room_sse_streams_open").increment(1.0);
+        Some(StreamSlot {
+            slots: self.clone(),
+            user: user.clone(),
+        })
+    }
+
+    /// Users with at least one open stream.
+    pub fn users(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<UserId, usize>> {
+        self.users.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One open stream of a user ([`StreamSlots::try_acquire`]).
+#[derive(Debug)]
+pub struct StreamSlot {
+    slots: Arc<StreamSlots>,
+    user: UserId,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut users = self.slots.lock();
+        if let Some(open) = users.get_mut(&self.user) {
+            *open -= 1;
+            if *open == 0 {
+                users.remove(&self.user);
+            }
+        }
+        metrics::gauge!("room_sse_streams_open").decrement(1.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_cover_the_writes_and_the_stream() {
+        let class = |method: Method, route: &str| RouteClass::of(&method, route);
+        assert_eq!(
+            class(Method::POST, "/v1/rooms"),
+            Some(RouteClass::CreateRoom)
+        );
+        assert_eq!(
+            class(Method::POST, "/v1/rooms/{room_id}/join"),
+            Some(RouteClass::Join)
+        );
+        assert_eq!(
+            class(Method::POST, "/v1/rooms/{room_id}/gifts"),
+            Some(RouteClass::Gift)
+        );
+        assert_eq!(
+            class(Method::GET, "/v1/rooms/{room_id}/events"),
+            Some(RouteClass::Stream)
+        );
+        assert_eq!(
+            class(Method::DELETE, "/v1/rooms/{room_id}/admins/{user_id}"),
+            Some(RouteClass::Write)
+        );
+        assert_eq!(class(Method::GET, "/v1/rooms"), None);
+        assert_eq!(class(Method::POST, "/v1/rooms/{room_id}/heartbeat"), None);
+    }
+
+    #[test]
+    fn the_user_table_is_bounded() {
+        let settings = LimitSettings {
+            max_users: 2,
+            ..LimitSettings::default()
+        };
+        let limits = RateLimits::new(&settings).unwrap();
+        let user = |name: &str| UserId::new(name).unwrap();
+        assert!(limits.check(RouteClass::Join, &user("a")).is_ok());
+        assert!(limits.check(RouteClass::Join, &user("b")).is_ok());
+        assert!(limits.check(RouteClass::Join, &user("c")).is_err());
+        // Another class has a table of its own.
+        assert!(limits.check(RouteClass::Gift, &user("c")).is_ok());
+        assert_eq!(limits.tracked_users(), 3);
+    }
+
+    #[test]
+    fn a_stream_slot_returns_when_dropped() {
+        let slots = StreamSlots::new(2);
+        let alice = UserId::new("alice").unwrap();
+        let first = slots.try_acquire(&alice).unwrap();
+        let _second = slots.try_acquire(&alice).unwrap();
+        assert!(slots.try_acquire(&alice).is_none());
+        assert!(slots.try_acquire(&UserId::new("bob").unwrap()).is_some());
+        drop(first);
+        assert!(slots.try_acquire(&alice).is_some());
+        assert_eq!(slots.users(), 1);
+    }
+}
