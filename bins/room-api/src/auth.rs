@@ -10,7 +10,6 @@ use anyhow::Context;
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
-use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use room_domain::{UserActor, UserId};
 use secrecy::{ExposeSecret, SecretString};
@@ -97,14 +96,7 @@ impl Authenticator {
     /// Checks a token and returns who it names.
     pub fn verify(&self, token: &str) -> Result<UserActor, ApiError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
-            .map_err(|error| match error.kind() {
-                ErrorKind::ExpiredSignature => ApiError::new(
-                    axum::http::StatusCode::UNAUTHORIZED,
-                    "TOKEN_EXPIRED",
-                    "the token has expired",
-                ),
-                _ => invalid_token(format!("the token is not valid: {error}")),
-            })?;
+            .map_err(|error| crate::error::token_refusal(&error))?;
         let claims = data.claims;
         let user_id = UserId::new(&claims.sub)
             .map_err(|error| invalid_token(format!("the token's subject is not valid: {error}")))?;

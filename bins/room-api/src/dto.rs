@@ -2,43 +2,178 @@
 //! in the handlers so that a bad one gets the `INVALID_ID` code) and responses built from the
 //! use cases' types. Times are milliseconds since the Unix epoch; coins are integers.
 
+use std::borrow::Cow;
+
 use room_app::ports::{CatalogGift, RoomSummary};
 use room_app::{BannedUser, GiftReceipt, OnlineUser, RankEntry, RoomView};
 use serde::{Deserialize, Deserializer, Serialize};
-use utoipa::ToSchema;
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::ErrorBody;
+
+// The characters the server refuses, spelled as regular expression ranges that ECMA-262 and
+// the common generators read alike (`\uXXXX` escapes, no `\s`, whose meaning varies).
+// Control characters (`char::is_control`):
+//   \u0000-\u001f \u007f-\u009f
+// Whitespace besides those (`char::is_whitespace`):
+//   \u0020 \u00a0 \u1680 \u2000-\u200a \u2028 \u2029 \u202f \u205f \u3000
+// Bidirectional embeddings, overrides and isolates, refused in texts people read:
+//   \u202a-\u202e \u2066-\u2069
+
+/// String schemas that say in the OpenAPI document exactly what the server enforces on a
+/// string (`room_domain`'s id rule, the room's text rules), so that generated clients and
+/// fuzzers send what the server takes.
+macro_rules! string_schema {
+    ($(#[$meta:meta])* $name:ident, $description:literal, $min:expr, $max:expr, $pattern:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name;
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some($description))
+                    .min_length($min)
+                    .max_length(Some($max))
+                    .pattern(Some($pattern))
+                    .into()
+            }
+        }
+
+        impl ToSchema for $name {
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+        }
+    };
+}
+
+string_schema!(
+    /// The schema of every id (room, user, gift, order, operation): `room_domain`'s rule.
+    Id,
+    "1 to 64 characters, none of them whitespace or a control character.",
+    Some(1),
+    room_domain::MAX_ID_CHARS,
+    r"^[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$"
+);
+
+string_schema!(
+    /// The schema of a gift order id: an [`Id`] that does not start with `sys-` (reserved for
+    /// the ids the service makes up).
+    OrderIdSchema,
+    "The client's idempotency key: 1 to 64 characters, none of them whitespace or a control \
+     character, not starting with `sys-` (reserved).",
+    Some(1),
+    room_domain::MAX_ID_CHARS,
+    r"^(?!sys-)[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$"
+);
+
+string_schema!(
+    /// The schema of a room name.
+    RoomName,
+    "1 to 30 characters with at least one that is not whitespace (the name is trimmed), \
+     no control character, no bidirectional embedding, override or isolate.",
+    Some(1),
+    30,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202a-\u202f\u205f\u2066-\u2069\u3000][^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a room's notice board.
+    Notice,
+    "Up to 500 characters; line breaks and tabs are allowed, other control characters and \
+     bidirectional embeddings, overrides and isolates are not.",
+    None,
+    500,
+    r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of an image URL.
+    ImageUrl,
+    "Up to 512 characters, no control character, no bidirectional embedding, override or \
+     isolate; `\"\"` removes the image.",
+    None,
+    512,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a region code.
+    Region,
+    "Up to 32 characters, no control character, no bidirectional embedding, override or \
+     isolate.",
+    None,
+    32,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a catalog gift's display name.
+    GiftName,
+    "1 to 64 characters with at least one that is not whitespace.",
+    Some(1),
+    room_app::ports::MAX_GIFT_NAME_CHARS,
+    r"[^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+);
 
 /// `POST /v1/rooms`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRoomRequest {
     /// 1 to 30 characters.
-    #[schema(example = "Night talk")]
+    #[schema(value_type = RoomName, example = "Night talk")]
     pub name: String,
     /// Mic seats, 1 to 20 (default 8).
+    #[schema(minimum = 1, maximum = 20)]
     pub seat_count: Option<i64>,
     /// Region code, up to 32 characters.
+    #[schema(value_type = Option<Region>)]
     pub region: Option<String>,
 }
+
+/// The schema of a gift's recipients: 1 to 20 distinct user ids.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipients;
+
+impl PartialSchema for Recipients {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(Id::schema())
+            .min_items(Some(1))
+            .max_items(Some(room_domain::MAX_RECIPIENTS as usize))
+            .unique_items(true)
+            .description(Some("1 to 20 distinct members of the room"))
+            .into()
+    }
+}
+
+impl ToSchema for Recipients {}
 
 /// `PATCH /v1/rooms/{room_id}`: absent fields stay as they are.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PatchRoomRequest {
     /// New name (1 to 30 characters).
+    #[schema(value_type = Option<RoomName>)]
     pub name: Option<String>,
     /// New notice board text.
+    #[schema(value_type = Option<Notice>)]
     pub notice: Option<String>,
     /// New cover image URL; `""` removes it.
+    #[schema(value_type = Option<ImageUrl>)]
     pub cover_url: Option<String>,
     /// New background image URL; `""` removes it.
+    #[schema(value_type = Option<ImageUrl>)]
     pub background_url: Option<String>,
     /// Public chat on or off.
     pub chat_enabled: Option<bool>,
     /// A string (1 to 64 characters) locks the room with that password; `null` unlocks it.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
     pub password: Option<Option<String>>,
 }
 
@@ -55,7 +190,8 @@ where
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JoinRequest {
-    /// The password of a locked room.
+    /// The password of a locked room, up to 64 characters.
+    #[schema(max_length = 64)]
     pub password: Option<String>,
 }
 
@@ -80,6 +216,7 @@ pub struct MuteSeatRequest {
 #[serde(deny_unknown_fields)]
 pub struct KickRequest {
     /// Who.
+    #[schema(value_type = Id)]
     pub user_id: String,
     /// Also ban them for this many seconds.
     pub ban_seconds: Option<u32>,
@@ -90,6 +227,7 @@ pub struct KickRequest {
 #[serde(deny_unknown_fields)]
 pub struct UnbanRequest {
     /// Who.
+    #[schema(value_type = Id)]
     pub user_id: String,
 }
 
@@ -98,6 +236,7 @@ pub struct UnbanRequest {
 #[serde(deny_unknown_fields)]
 pub struct ChatMuteRequest {
     /// Who.
+    #[schema(value_type = Id)]
     pub user_id: String,
     /// For how long; 0 unmutes.
     pub seconds: u32,
@@ -109,16 +248,16 @@ pub struct ChatMuteRequest {
 pub struct SendGiftRequest {
     /// The client's idempotency key (1 to 64 characters): a repeat with the same id gets the
     /// same answer and is debited once.
-    #[schema(example = "9f1c2e4a-order-1", min_length = 1, max_length = 64)]
+    #[schema(value_type = OrderIdSchema, example = "9f1c2e4a-order-1")]
     pub order_id: String,
     /// The catalog gift.
-    #[schema(example = "rose", min_length = 1, max_length = 64)]
+    #[schema(value_type = Id, example = "rose")]
     pub gift_id: String,
     /// Units per recipient, 1 to 9999.
     #[schema(example = 3, minimum = 1, maximum = 9999)]
     pub count: i64,
     /// 1 to 20 distinct members of the room.
-    #[schema(min_items = 1, max_items = 20)]
+    #[schema(value_type = Recipients)]
     pub recipients: Vec<String>,
 }
 
@@ -165,10 +304,15 @@ impl From<&GiftReceipt> for GiftResponse {
 /// error plus the order. Repeats of the order get the same answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct GiftErrorResponse {
-    /// Why: `INSUFFICIENT_COINS`, or the room's refusal (`NOT_A_MEMBER`, `ROOM_CLOSED`, ...).
+    /// Why: `INSUFFICIENT_COINS`, `ORDER_FAILED`, `GIFT_PENDING`, or the room's refusal
+    /// (`NOT_A_MEMBER`, `ROOM_CLOSED`, ...).
     pub error: ErrorBody,
-    /// The order as it ended.
-    pub order: GiftResponse,
+    /// The order, when one was stored: `FAILED` (nothing debited), `COMPENSATED` (debited,
+    /// refused by the room, refunded), or not settled yet (`GIFT_PENDING`). Absent when the
+    /// request was refused before any coin moved (bad input, unknown gift, closed room, a
+    /// recipient who is not in the room): no order exists then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<GiftResponse>,
 }
 
 /// A room as clients see it (never its password).
@@ -457,14 +601,18 @@ pub struct GiftCatalogResponse {
 #[serde(deny_unknown_fields)]
 pub struct PutGiftRequest {
     /// Display name, 1 to 64 characters.
+    #[schema(value_type = GiftName)]
     pub name: String,
-    /// Coins per unit (not negative).
+    /// Coins per unit, 0 to 10^9.
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub price: i64,
-    /// Heat per unit and recipient (not negative).
+    /// Heat per unit and recipient, 0 to 10^9.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub heat: i64,
-    /// Rocket fuel per unit and recipient (not negative).
+    /// Rocket fuel per unit and recipient, 0 to 10^9.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub fuel: i64,
     /// Lucky gift.
     #[serde(default)]
@@ -499,10 +647,10 @@ pub struct CurrentRoomResponse {
 #[serde(deny_unknown_fields)]
 pub struct CreditRequest {
     /// Idempotency key (1 to 64 characters): a repeat credits once and gets the same balance.
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(value_type = Id)]
     pub op_id: String,
-    /// Coins to add (positive).
-    #[schema(minimum = 1)]
+    /// Coins to add, 1 to 10^12.
+    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
     pub amount: i64,
 }
 

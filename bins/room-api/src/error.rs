@@ -144,6 +144,46 @@ impl ApiError {
     }
 }
 
+/// The 401 answer to a bearer token that does not verify, said in the token's terms (its
+/// parts, its claims, its signature) rather than the JWT library's.
+pub fn token_refusal(error: &jsonwebtoken::errors::Error) -> ApiError {
+    use jsonwebtoken::errors::ErrorKind as K;
+    let message = match error.kind() {
+        K::ExpiredSignature => {
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "TOKEN_EXPIRED",
+                "the token has expired",
+            );
+        }
+        K::InvalidSignature => {
+            "the token's signature does not match: it was not issued by this service"
+        }
+        K::InvalidAlgorithm | K::InvalidAlgorithmName | K::UnsupportedAlgorithm | K::MissingAlgorithm => {
+            "the token must be signed with HS256"
+        }
+        K::MissingRequiredClaim(claim) => {
+            return invalid_token(format!("the token has no `{claim}` claim"));
+        }
+        K::InvalidClaimFormat(claim) => {
+            return invalid_token(format!("the token's `{claim}` claim is not valid"));
+        }
+        K::ImmatureSignature => "the token is not valid yet (`nbf` is in the future)",
+        // Json: a header naming an algorithm other than HS256 (`none`, ...), or claims of the
+        // wrong types; Base64, Utf8, InvalidToken: not three base64url parts.
+        K::Json(_) => {
+            "the token's header or claims are not those of an HS256 token with a string `sub` \
+             and a numeric `exp`"
+        }
+        _ => "the token is not a JWT: three base64url parts (header, claims, signature)",
+    };
+    invalid_token(message.to_owned())
+}
+
+fn invalid_token(message: String) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "INVALID_TOKEN", message)
+}
+
 impl From<Rejection> for ApiError {
     fn from(rejection: Rejection) -> Self {
         Self::from_rejection(&rejection)
