@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use room_app::ports::{CatalogGift, RoomSummary};
 use room_app::{BannedUser, GiftReceipt, OnlineUser, RankEntry, RoomView};
 use serde::{Deserialize, Deserializer, Serialize};
-use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::ErrorBody;
@@ -128,11 +128,74 @@ pub struct CreateRoomRequest {
     #[schema(value_type = RoomName, example = "Night talk")]
     pub name: String,
     /// Mic seats, 1 to 20 (default 8).
+    #[serde(default, deserialize_with = "whole::option_i64")]
     #[schema(minimum = 1, maximum = 20)]
     pub seat_count: Option<i64>,
     /// Region code, up to 32 characters.
     #[schema(value_type = Option<Region>)]
     pub region: Option<String>,
+}
+
+/// Integers of request bodies as JSON Schema counts them: `3` and `3.0` are the same
+/// integer there, so both are taken; `3.5` is refused, and so is a value outside the field's
+/// range, with a message in JSON's terms.
+mod whole {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer};
+
+    fn number<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i128, D::Error> {
+        let number = serde_json::Number::deserialize(deserializer)?;
+        if let Some(value) = number.as_i64() {
+            return Ok(i128::from(value));
+        }
+        if let Some(value) = number.as_u64() {
+            return Ok(i128::from(value));
+        }
+        match number.as_f64() {
+            // Within ±2^63 a float's integer value converts exactly.
+            Some(value) if value.fract() == 0.0 && value.abs() < 9.2e18 => Ok(value as i128),
+            _ => Err(D::Error::custom(format!(
+                "invalid value: {number}, expected a whole number"
+            ))),
+        }
+    }
+
+    fn within<E: serde::de::Error, T: TryFrom<i128>>(value: i128, range: &str) -> Result<T, E> {
+        T::try_from(value).map_err(|_| {
+            E::custom(format!(
+                "invalid value: {value}, expected a whole number from {range}"
+            ))
+        })
+    }
+
+    /// An `i64`.
+    pub fn i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+        within(
+            number(deserializer)?,
+            "-9223372036854775808 to 9223372036854775807",
+        )
+    }
+
+    /// An optional `i64`.
+    pub fn option_i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+        let Some(value) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        i64(value).map(Some).map_err(D::Error::custom)
+    }
+
+    /// A `u32`.
+    pub fn u32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+        within(number(deserializer)?, "0 to 4294967295")
+    }
+
+    /// An optional `u32`.
+    pub fn option_u32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+        let Some(value) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        u32(value).map(Some).map_err(D::Error::custom)
+    }
 }
 
 /// The schema of a gift's recipients: 1 to 20 distinct user ids.
@@ -218,7 +281,9 @@ pub struct KickRequest {
     /// Who.
     #[schema(value_type = Id)]
     pub user_id: String,
-    /// Also ban them for this many seconds.
+    /// Also ban them for this many seconds (0: no ban).
+    #[serde(default, deserialize_with = "whole::option_u32")]
+    #[schema(format = Int64, minimum = 0, maximum = 4_294_967_295_i64)]
     pub ban_seconds: Option<u32>,
 }
 
@@ -239,6 +304,8 @@ pub struct ChatMuteRequest {
     #[schema(value_type = Id)]
     pub user_id: String,
     /// For how long; 0 unmutes.
+    #[serde(deserialize_with = "whole::u32")]
+    #[schema(format = Int64, minimum = 0, maximum = 4_294_967_295_i64)]
     pub seconds: u32,
 }
 
@@ -254,6 +321,7 @@ pub struct SendGiftRequest {
     #[schema(value_type = Id, example = "rose")]
     pub gift_id: String,
     /// Units per recipient, 1 to 9999.
+    #[serde(deserialize_with = "whole::i64")]
     #[schema(example = 3, minimum = 1, maximum = 9999)]
     pub count: i64,
     /// 1 to 20 distinct members of the room.
@@ -604,14 +672,15 @@ pub struct PutGiftRequest {
     #[schema(value_type = GiftName)]
     pub name: String,
     /// Coins per unit, 0 to 10^9.
+    #[serde(deserialize_with = "whole::i64")]
     #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub price: i64,
     /// Heat per unit and recipient, 0 to 10^9.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole::i64")]
     #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub heat: i64,
     /// Rocket fuel per unit and recipient, 0 to 10^9.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole::i64")]
     #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub fuel: i64,
     /// Lucky gift.
@@ -650,6 +719,7 @@ pub struct CreditRequest {
     #[schema(value_type = Id)]
     pub op_id: String,
     /// Coins to add, 1 to 10^12.
+    #[serde(deserialize_with = "whole::i64")]
     #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
     pub amount: i64,
 }
@@ -663,6 +733,23 @@ pub struct CreditResponse {
     pub op_id: String,
     /// The balance right after this credit.
     pub balance: i64,
+}
+
+/// One event of a Server-Sent Events stream, as a client reads it: the schema of the event
+/// stream's answer.
+#[derive(Debug, Clone, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "only its schema is used: the stream's events are written by axum's `Sse`"
+)]
+pub struct StreamEvent {
+    /// `subscribed`, a room event's type (`RoomGiftSent`, `RoomMicChanged`, ...) or `lagged`.
+    pub event: String,
+    /// JSON: `{"room_id","version"}` for `subscribed`, the event's envelope for a room event,
+    /// `{"missed"}` for `lagged`.
+    pub data: String,
+    /// The room event's `seq`; absent on `subscribed` and `lagged`.
+    pub id: Option<String>,
 }
 
 /// The answer to TRTC.

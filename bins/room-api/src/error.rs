@@ -159,9 +159,10 @@ pub fn token_refusal(error: &jsonwebtoken::errors::Error) -> ApiError {
         K::InvalidSignature => {
             "the token's signature does not match: it was not issued by this service"
         }
-        K::InvalidAlgorithm | K::InvalidAlgorithmName | K::UnsupportedAlgorithm | K::MissingAlgorithm => {
-            "the token must be signed with HS256"
-        }
+        K::InvalidAlgorithm
+        | K::InvalidAlgorithmName
+        | K::UnsupportedAlgorithm
+        | K::MissingAlgorithm => "the token must be signed with HS256",
         K::MissingRequiredClaim(claim) => {
             return invalid_token(format!("the token has no `{claim}` claim"));
         }

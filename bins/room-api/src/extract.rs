@@ -69,7 +69,7 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
     }
 }
 
-/// A JSON body that may be left out entirely (then `T::default()`).
+/// A JSON body that may be left out entirely, or sent as `null` (then `T::default()`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OptionalJson<T>(pub T);
 
@@ -93,8 +93,9 @@ where
         if json_type != Some(true) {
             return Err(ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
         }
-        Json::<T>::from_bytes(&bytes)
-            .map(|Json(value)| OptionalJson(value))
+        // JSON `null` is the same as no body.
+        Json::<Option<T>>::from_bytes(&bytes)
+            .map(|Json(value)| OptionalJson(value.unwrap_or_default()))
             .map_err(json_rejection)
     }
 }
@@ -223,7 +224,10 @@ pub fn plain_terms(message: &str) -> String {
         ("i8", "a whole number from -128 to 127"),
         ("i16", "a whole number from -32768 to 32767"),
         ("i32", "a whole number from -2147483648 to 2147483647"),
-        ("i64", "a whole number from -9223372036854775808 to 9223372036854775807"),
+        (
+            "i64",
+            "a whole number from -9223372036854775808 to 9223372036854775807",
+        ),
     ];
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
@@ -238,14 +242,14 @@ pub fn plain_terms(message: &str) -> String {
             "struct" | "map" => {
                 // `struct Name`: skip the type's name as well.
                 let tail = &after[word_end..];
-                let name_end = tail
-                    .strip_prefix(' ')
-                    .filter(|_| word == "struct")
-                    .map_or(0, |name| {
-                        1 + name
-                            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                            .unwrap_or(name.len())
-                    });
+                let name_end =
+                    tail.strip_prefix(' ')
+                        .filter(|_| word == "struct")
+                        .map_or(0, |name| {
+                            1 + name
+                                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                                .unwrap_or(name.len())
+                        });
                 rest = &tail[name_end..];
                 out.push_str("a JSON object");
                 continue;

@@ -27,7 +27,7 @@ use crate::state::AppState;
     get, path = "/v1/rooms/{room_id}/events", tag = "rooms",
     params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
-        (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"room_id\",\"version\"}`), then each room event named by its type (`RoomGiftSent`, ...) with the event's `seq` as id and its JSON envelope as data; `lagged` (`{\"missed\"}`) ends a stream that fell behind", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"room_id\",\"version\"}`), then each room event named by its type (`RoomGiftSent`, ...) with the event's `seq` as id and its JSON envelope as data; `lagged` (`{\"missed\"}`) ends a stream that fell behind", content_type = "text/event-stream", body = crate::dto::StreamEvent),
         (status = 400, description = "`INVALID_ID`", body = ErrorResponse),
         (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
         (status = 422, description = "`NOT_A_MEMBER`: join the room first", body = ErrorResponse),

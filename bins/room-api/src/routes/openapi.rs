@@ -107,12 +107,14 @@ const REUSABLE: [&Reusable; 8] = [
 
 impl Reusable {
     fn response(&self) -> Response {
-        let mut response = ResponseBuilder::new().description(self.description).content(
-            "application/json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name("ErrorResponse")))
-                .build(),
-        );
+        let mut response = ResponseBuilder::new()
+            .description(self.description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorResponse")))
+                    .build(),
+            );
         if self.retry_after {
             response = response.header(
                 "Retry-After",
