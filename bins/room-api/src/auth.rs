@@ -12,7 +12,6 @@ use anyhow::Context;
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
-use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use room_domain::{UserActor, UserId};
 use secrecy::{ExposeSecret, SecretString};
@@ -158,9 +157,11 @@ impl Authenticator {
 fn token_problem(kind: &ErrorKind) -> String {
     match kind {
         ErrorKind::InvalidSignature => "the token's signature does not match".into(),
-        ErrorKind::InvalidAlgorithm | ErrorKind::MissingAlgorithm => {
-            "the token must be signed with HS256".into()
-        }
+        ErrorKind::InvalidAlgorithm
+        | ErrorKind::InvalidAlgorithmName
+        | ErrorKind::UnsupportedAlgorithm
+        | ErrorKind::MissingAlgorithm => "the token must be signed with HS256".into(),
+        ErrorKind::InvalidClaimFormat(claim) => format!("the token's `{claim}` claim is not valid"),
         ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".into(),
         ErrorKind::InvalidIssuer => "the token's issuer (iss) is not accepted".into(),
         ErrorKind::InvalidAudience => "the token's audience (aud) is not accepted".into(),

@@ -2,43 +2,241 @@
 //! in the handlers so that a bad one gets the `INVALID_ID` code) and responses built from the
 //! use cases' types. Times are milliseconds since the Unix epoch; coins are integers.
 
+use std::borrow::Cow;
+
 use room_app::ports::{CatalogGift, RoomSummary};
 use room_app::{BannedUser, GiftReceipt, OnlineUser, RankEntry, RoomView};
 use serde::{Deserialize, Deserializer, Serialize};
-use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::ErrorBody;
+
+// The characters the server refuses, spelled as regular expression ranges that ECMA-262 and
+// the common generators read alike (`\uXXXX` escapes, no `\s`, whose meaning varies).
+// Control characters (`char::is_control`):
+//   \u0000-\u001f \u007f-\u009f
+// Whitespace besides those (`char::is_whitespace`):
+//   \u0020 \u00a0 \u1680 \u2000-\u200a \u2028 \u2029 \u202f \u205f \u3000
+// Bidirectional embeddings, overrides and isolates, refused in texts people read:
+//   \u202a-\u202e \u2066-\u2069
+
+/// String schemas that say in the OpenAPI document exactly what the server enforces on a
+/// string (`room_domain`'s id rule, the room's text rules), so that generated clients and
+/// fuzzers send what the server takes.
+macro_rules! string_schema {
+    ($(#[$meta:meta])* $name:ident, $description:literal, $min:expr, $max:expr, $pattern:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name;
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some($description))
+                    .min_length($min)
+                    .max_length(Some($max))
+                    .pattern(Some($pattern))
+                    .into()
+            }
+        }
+
+        impl ToSchema for $name {
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+        }
+    };
+}
+
+string_schema!(
+    /// The schema of every id (room, user, gift, order, operation): `room_domain`'s rule.
+    Id,
+    "1 to 64 characters, none of them whitespace or a control character.",
+    Some(1),
+    room_domain::MAX_ID_CHARS,
+    r"^[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$"
+);
+
+string_schema!(
+    /// The schema of a gift order id: an [`Id`] that does not start with `sys-` (reserved for
+    /// the ids the service makes up).
+    OrderIdSchema,
+    "The client's idempotency key: 1 to 64 characters, none of them whitespace or a control \
+     character, not starting with `sys-` (reserved).",
+    Some(1),
+    room_domain::MAX_ID_CHARS,
+    r"^(?!sys-)[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$"
+);
+
+string_schema!(
+    /// The schema of a room name.
+    RoomName,
+    "1 to 30 characters with at least one that is not whitespace (the name is trimmed), \
+     no control character, no bidirectional embedding, override or isolate.",
+    Some(1),
+    30,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202a-\u202f\u205f\u2066-\u2069\u3000][^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a room's notice board.
+    Notice,
+    "Up to 500 characters; line breaks and tabs are allowed, other control characters and \
+     bidirectional embeddings, overrides and isolates are not.",
+    None,
+    500,
+    r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of an image URL.
+    ImageUrl,
+    "Up to 512 characters, no control character, no bidirectional embedding, override or \
+     isolate; `\"\"` removes the image.",
+    None,
+    512,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a region code.
+    Region,
+    "Up to 32 characters, no control character, no bidirectional embedding, override or \
+     isolate.",
+    None,
+    32,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a catalog gift's display name.
+    GiftName,
+    "1 to 64 characters with at least one that is not whitespace.",
+    Some(1),
+    room_app::ports::MAX_GIFT_NAME_CHARS,
+    r"[^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+);
 
 /// `POST /v1/rooms`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRoomRequest {
     /// 1 to 30 characters.
-    #[schema(example = "Night talk")]
+    #[schema(value_type = RoomName, example = "Night talk")]
     pub name: String,
     /// Mic seats, 1 to 20 (default 8).
+    #[serde(default, deserialize_with = "whole::option_i64")]
+    #[schema(minimum = 1, maximum = 20)]
     pub seat_count: Option<i64>,
     /// Region code, up to 32 characters.
+    #[schema(value_type = Option<Region>)]
     pub region: Option<String>,
 }
+
+/// Integers of request bodies as JSON Schema counts them: `3` and `3.0` are the same
+/// integer there, so both are taken; `3.5` is refused, and so is a value outside the field's
+/// range, with a message in JSON's terms.
+mod whole {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer};
+
+    fn number<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i128, D::Error> {
+        let number = serde_json::Number::deserialize(deserializer)?;
+        if let Some(value) = number.as_i64() {
+            return Ok(i128::from(value));
+        }
+        if let Some(value) = number.as_u64() {
+            return Ok(i128::from(value));
+        }
+        match number.as_f64() {
+            // Within ±2^63 a float's integer value converts exactly.
+            Some(value) if value.fract() == 0.0 && value.abs() < 9.2e18 => Ok(value as i128),
+            _ => Err(D::Error::custom(format!(
+                "invalid value: {number}, expected a whole number"
+            ))),
+        }
+    }
+
+    fn within<E: serde::de::Error, T: TryFrom<i128>>(value: i128, range: &str) -> Result<T, E> {
+        T::try_from(value).map_err(|_| {
+            E::custom(format!(
+                "invalid value: {value}, expected a whole number from {range}"
+            ))
+        })
+    }
+
+    /// An `i64`.
+    pub fn i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+        within(
+            number(deserializer)?,
+            "-9223372036854775808 to 9223372036854775807",
+        )
+    }
+
+    /// An optional `i64`.
+    pub fn option_i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+        let Some(value) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        i64(value).map(Some).map_err(D::Error::custom)
+    }
+
+    /// A `u32`.
+    pub fn u32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+        within(number(deserializer)?, "0 to 4294967295")
+    }
+
+    /// An optional `u32`.
+    pub fn option_u32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+        let Some(value) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        u32(value).map(Some).map_err(D::Error::custom)
+    }
+}
+
+/// The schema of a gift's recipients: 1 to 20 distinct user ids.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipients;
+
+impl PartialSchema for Recipients {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(Id::schema())
+            .min_items(Some(1))
+            .max_items(Some(room_domain::MAX_RECIPIENTS as usize))
+            .unique_items(true)
+            .description(Some("1 to 20 distinct members of the room"))
+            .into()
+    }
+}
+
+impl ToSchema for Recipients {}
 
 /// `PATCH /v1/rooms/{room_id}`: absent fields stay as they are.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PatchRoomRequest {
     /// New name (1 to 30 characters).
+    #[schema(value_type = Option<RoomName>)]
     pub name: Option<String>,
     /// New notice board text.
+    #[schema(value_type = Option<Notice>)]
     pub notice: Option<String>,
     /// New cover image URL; `""` removes it.
+    #[schema(value_type = Option<ImageUrl>)]
     pub cover_url: Option<String>,
     /// New background image URL; `""` removes it.
+    #[schema(value_type = Option<ImageUrl>)]
     pub background_url: Option<String>,
     /// Public chat on or off.
     pub chat_enabled: Option<bool>,
     /// A string (1 to 64 characters) locks the room with that password; `null` unlocks it.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
     pub password: Option<Option<String>>,
 }
 
@@ -55,7 +253,8 @@ where
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JoinRequest {
-    /// The password of a locked room.
+    /// The password of a locked room, up to 64 characters.
+    #[schema(max_length = 64)]
     pub password: Option<String>,
 }
 
@@ -80,8 +279,11 @@ pub struct MuteSeatRequest {
 #[serde(deny_unknown_fields)]
 pub struct KickRequest {
     /// Who.
+    #[schema(value_type = Id)]
     pub user_id: String,
-    /// Also ban them for this many seconds.
+    /// Also ban them for this many seconds (0: no ban).
+    #[serde(default, deserialize_with = "whole::option_u32")]
+    #[schema(format = Int64, minimum = 0, maximum = 4_294_967_295_i64)]
     pub ban_seconds: Option<u32>,
 }
 
@@ -90,6 +292,7 @@ pub struct KickRequest {
 #[serde(deny_unknown_fields)]
 pub struct UnbanRequest {
     /// Who.
+    #[schema(value_type = Id)]
     pub user_id: String,
 }
 
@@ -98,8 +301,11 @@ pub struct UnbanRequest {
 #[serde(deny_unknown_fields)]
 pub struct ChatMuteRequest {
     /// Who.
+    #[schema(value_type = Id)]
     pub user_id: String,
     /// For how long; 0 unmutes.
+    #[serde(deserialize_with = "whole::u32")]
+    #[schema(format = Int64, minimum = 0, maximum = 4_294_967_295_i64)]
     pub seconds: u32,
 }
 
@@ -109,16 +315,17 @@ pub struct ChatMuteRequest {
 pub struct SendGiftRequest {
     /// The client's idempotency key (1 to 64 characters): a repeat with the same id gets the
     /// same answer and is debited once.
-    #[schema(example = "9f1c2e4a-order-1", min_length = 1, max_length = 64)]
+    #[schema(value_type = OrderIdSchema, example = "9f1c2e4a-order-1")]
     pub order_id: String,
     /// The catalog gift.
-    #[schema(example = "rose", min_length = 1, max_length = 64)]
+    #[schema(value_type = Id, example = "rose")]
     pub gift_id: String,
     /// Units per recipient, 1 to 9999.
+    #[serde(deserialize_with = "whole::i64")]
     #[schema(example = 3, minimum = 1, maximum = 9999)]
     pub count: i64,
     /// 1 to 20 distinct members of the room.
-    #[schema(min_items = 1, max_items = 20)]
+    #[schema(value_type = Recipients)]
     pub recipients: Vec<String>,
 }
 
@@ -165,10 +372,15 @@ impl From<&GiftReceipt> for GiftResponse {
 /// error plus the order. Repeats of the order get the same answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct GiftErrorResponse {
-    /// Why: `INSUFFICIENT_COINS`, or the room's refusal (`NOT_A_MEMBER`, `ROOM_CLOSED`, ...).
+    /// Why: `INSUFFICIENT_COINS`, `ORDER_FAILED`, `GIFT_PENDING`, or the room's refusal
+    /// (`NOT_A_MEMBER`, `ROOM_CLOSED`, ...).
     pub error: ErrorBody,
-    /// The order as it ended.
-    pub order: GiftResponse,
+    /// The order, when one was stored: `FAILED` (nothing debited), `COMPENSATED` (debited,
+    /// refused by the room, refunded), or not settled yet (`GIFT_PENDING`). Absent when the
+    /// request was refused before any coin moved (bad input, unknown gift, closed room, a
+    /// recipient who is not in the room): no order exists then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<GiftResponse>,
 }
 
 /// A room as clients see it (never its password).
@@ -457,14 +669,19 @@ pub struct GiftCatalogResponse {
 #[serde(deny_unknown_fields)]
 pub struct PutGiftRequest {
     /// Display name, 1 to 64 characters.
+    #[schema(value_type = GiftName)]
     pub name: String,
-    /// Coins per unit (not negative).
+    /// Coins per unit, 0 to 10^9.
+    #[serde(deserialize_with = "whole::i64")]
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub price: i64,
-    /// Heat per unit and recipient (not negative).
-    #[serde(default)]
+    /// Heat per unit and recipient, 0 to 10^9.
+    #[serde(default, deserialize_with = "whole::i64")]
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub heat: i64,
-    /// Rocket fuel per unit and recipient (not negative).
-    #[serde(default)]
+    /// Rocket fuel per unit and recipient, 0 to 10^9.
+    #[serde(default, deserialize_with = "whole::i64")]
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub fuel: i64,
     /// Lucky gift.
     #[serde(default)]
@@ -499,10 +716,11 @@ pub struct CurrentRoomResponse {
 #[serde(deny_unknown_fields)]
 pub struct CreditRequest {
     /// Idempotency key (1 to 64 characters): a repeat credits once and gets the same balance.
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(value_type = Id)]
     pub op_id: String,
-    /// Coins to add (positive).
-    #[schema(minimum = 1)]
+    /// Coins to add, 1 to 10^12.
+    #[serde(deserialize_with = "whole::i64")]
+    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
     pub amount: i64,
 }
 
@@ -515,6 +733,23 @@ pub struct CreditResponse {
     pub op_id: String,
     /// The balance right after this credit.
     pub balance: i64,
+}
+
+/// One event of a Server-Sent Events stream, as a client reads it: the schema of the event
+/// stream's answer.
+#[derive(Debug, Clone, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "only its schema is used: the stream's events are written by axum's `Sse`"
+)]
+pub struct StreamEvent {
+    /// `subscribed`, a room event's type (`RoomGiftSent`, `RoomMicChanged`, ...) or `lagged`.
+    pub event: String,
+    /// JSON: `{"room_id","version"}` for `subscribed`, the event's envelope for a room event,
+    /// `{"missed"}` for `lagged`.
+    pub data: String,
+    /// The room event's `seq`; absent on `subscribed` and `lagged`.
+    pub id: Option<String>,
 }
 
 /// The answer to TRTC.

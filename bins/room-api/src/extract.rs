@@ -3,7 +3,8 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, JsonRejection};
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
@@ -68,7 +69,7 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
     }
 }
 
-/// A JSON body that may be left out entirely (then `T::default()`).
+/// A JSON body that may be left out entirely, or sent as `null` (then `T::default()`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OptionalJson<T>(pub T);
 
@@ -92,8 +93,9 @@ where
         if json_type != Some(true) {
             return Err(ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
         }
-        Json::<T>::from_bytes(&bytes)
-            .map(|Json(value)| OptionalJson(value))
+        // JSON `null` is the same as no body.
+        Json::<Option<T>>::from_bytes(&bytes)
+            .map(|Json(value)| OptionalJson(value.unwrap_or_default()))
             .map_err(json_rejection)
     }
 }
@@ -119,7 +121,7 @@ where
         Path::<T>::from_request_parts(parts, state)
             .await
             .map(|Path(value)| ApiPath(value))
-            .map_err(|rejection| ApiError::bad_request("INVALID_PATH", rejection.body_text()))
+            .map_err(path_rejection)
     }
 }
 
@@ -138,25 +140,152 @@ where
         Query::<T>::from_request_parts(parts, state)
             .await
             .map(|Query(value)| ApiQuery(value))
-            .map_err(|rejection| ApiError::bad_request("INVALID_QUERY", rejection.body_text()))
+            .map_err(query_rejection)
     }
+}
+
+/// A path that does not fit its route's parameters, said in the path's terms.
+fn path_rejection(rejection: PathRejection) -> ApiError {
+    let message = match &rejection {
+        PathRejection::FailedToDeserializePathParams(error) => match error.kind() {
+            ErrorKind::InvalidUtf8InPathParam { key } => {
+                format!("path parameter `{key}` is not valid UTF-8 once percent-decoded")
+            }
+            ErrorKind::ParseErrorAtKey { key, value, .. }
+            | ErrorKind::DeserializeError { key, value, .. } => {
+                format!("path parameter `{key}`: {value:?} is not valid")
+            }
+            ErrorKind::ParseErrorAtIndex { value, .. } | ErrorKind::ParseError { value, .. } => {
+                format!("path parameter {value:?} is not valid")
+            }
+            _ => "the path does not fit this route".to_owned(),
+        },
+        _ => "the path does not fit this route".to_owned(),
+    };
+    ApiError::bad_request("INVALID_PATH", message)
+}
+
+/// A query string that does not fit its route's parameters, said in the query's terms.
+fn query_rejection(rejection: QueryRejection) -> ApiError {
+    let text = rejection.body_text();
+    let detail = text
+        .strip_prefix("Failed to deserialize query string: ")
+        .unwrap_or("it does not fit this route");
+    ApiError::bad_request(
+        "INVALID_QUERY",
+        format!("the query string is not valid: {}", plain_terms(detail)),
+    )
 }
 
 /// Maps axum's JSON rejections to API errors.
 pub fn json_rejection(rejection: JsonRejection) -> ApiError {
     match rejection {
         JsonRejection::JsonSyntaxError(error) => {
-            ApiError::bad_request("MALFORMED_JSON", error.body_text())
+            let text = error.body_text();
+            let detail = text
+                .strip_prefix("Failed to parse the request body as JSON: ")
+                .unwrap_or(&text);
+            ApiError::bad_request(
+                "MALFORMED_JSON",
+                format!("the body is not valid JSON: {}", plain_terms(detail)),
+            )
         }
         JsonRejection::JsonDataError(error) => {
-            ApiError::bad_request("INVALID_BODY", error.body_text())
+            let text = error.body_text();
+            let detail = text
+                .strip_prefix("Failed to deserialize the JSON body into the target type: ")
+                .unwrap_or(&text);
+            ApiError::bad_request(
+                "INVALID_BODY",
+                format!(
+                    "the body does not fit this request: {}",
+                    plain_terms(detail)
+                ),
+            )
         }
         JsonRejection::MissingJsonContentType(_) => {
             ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
         }
         JsonRejection::BytesRejection(error) => bytes_rejection(error),
-        other => ApiError::bad_request("INVALID_BODY", other.body_text()),
+        _ => ApiError::bad_request("INVALID_BODY", "the body cannot be read as JSON"),
     }
+}
+
+/// Says a deserializer's complaint in JSON's terms instead of the server's Rust types:
+/// "expected struct SendGiftRequest" becomes "expected a JSON object", "expected u32"
+/// "expected a whole number from 0 to 4294967295", and so on. Field names, positions and the
+/// offending values stay: they are the request's own.
+pub fn plain_terms(message: &str) -> String {
+    const INTEGERS: [(&str, &str); 8] = [
+        ("u8", "a whole number from 0 to 255"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u32", "a whole number from 0 to 4294967295"),
+        ("u64", "a whole number from 0 to 18446744073709551615"),
+        ("i8", "a whole number from -128 to 127"),
+        ("i16", "a whole number from -32768 to 32767"),
+        ("i32", "a whole number from -2147483648 to 2147483647"),
+        (
+            "i64",
+            "a whole number from -9223372036854775808 to 9223372036854775807",
+        ),
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("expected ") {
+        let (before, after) = rest.split_at(at + "expected ".len());
+        out.push_str(before);
+        let word_end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let word = &after[..word_end];
+        let replacement = match word {
+            "struct" | "map" => {
+                // `struct Name`: skip the type's name as well.
+                let tail = &after[word_end..];
+                let name_end =
+                    tail.strip_prefix(' ')
+                        .filter(|_| word == "struct")
+                        .map_or(0, |name| {
+                            1 + name
+                                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                                .unwrap_or(name.len())
+                        });
+                rest = &tail[name_end..];
+                out.push_str("a JSON object");
+                continue;
+            }
+            "enum" => {
+                let tail = &after[word_end..];
+                let name_end = tail.strip_prefix(' ').map_or(0, |name| {
+                    1 + name
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(name.len())
+                });
+                rest = &tail[name_end..];
+                out.push_str("one of the listed names");
+                continue;
+            }
+            "f32" | "f64" => Some("a number"),
+            "a" if after.starts_with("a sequence") => {
+                rest = &after["a sequence".len()..];
+                out.push_str("a JSON array");
+                continue;
+            }
+            other => INTEGERS
+                .iter()
+                .find(|(name, _)| *name == other)
+                .map(|(_, plain)| *plain),
+        };
+        match replacement {
+            Some(plain) => {
+                out.push_str(plain);
+                rest = &after[word_end..];
+            }
+            None => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Maps a failure to read the body (too large, broken connection) to an API error.
@@ -164,7 +293,7 @@ pub fn bytes_rejection(rejection: BytesRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE)
     } else {
-        ApiError::bad_request("INVALID_BODY", rejection.body_text())
+        ApiError::bad_request("INVALID_BODY", "the request body could not be read")
     }
 }
 

@@ -5,6 +5,7 @@ mod admin;
 mod callbacks;
 mod events;
 mod gifts;
+mod openapi;
 mod ops;
 mod rooms;
 
@@ -41,7 +42,18 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
             error is `{\"error\":{\"code\",\"message\",\"retryable\"}}`.",
     ),
     modifiers(&BearerAuth),
-    components(schemas(ErrorResponse)),
+    components(schemas(
+        ErrorResponse,
+        rooms::PeriodParam,
+        crate::dto::Id,
+        crate::dto::OrderIdSchema,
+        crate::dto::RoomName,
+        crate::dto::Notice,
+        crate::dto::ImageUrl,
+        crate::dto::Region,
+        crate::dto::GiftName,
+        crate::dto::Recipients,
+    )),
     tags(
         (name = "rooms", description = "Rooms, membership and the event stream"),
         (name = "seats", description = "Mic seats"),
@@ -113,12 +125,15 @@ fn api_routes() -> OpenApiRouter<AppState> {
 
 /// The OpenAPI document of the API.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_routes().into_openapi()
+    let mut document = api_routes().into_openapi();
+    openapi::complete(&mut document);
+    document
 }
 
 /// The whole application: routes, `/openapi.json`, and the layers.
 pub fn router(state: AppState, request_timeout: Duration) -> Router {
-    let (routes, document) = api_routes().split_for_parts();
+    let (routes, mut document) = api_routes().split_for_parts();
+    openapi::complete(&mut document);
     let document = Arc::new(document);
     routes
         .route(

@@ -16,13 +16,13 @@ use crate::state::AppState;
 /// answers the balance of the first credit.
 #[utoipa::path(
     post, path = "/v1/admin/wallets/{user_id}/credit", tag = "admin",
-    params(("user_id" = String, Path, description = "Whose wallet")),
+    params(("user_id" = crate::dto::Id, Path, description = "Whose wallet")),
     request_body = CreditRequest,
     responses(
         (status = 200, description = "Credited", body = CreditResponse),
-        (status = 400, description = "Bad id, or an amount outside 1..=1,000,000,000,000", body = ErrorResponse),
-        (status = 403, description = "Not a platform admin", body = ErrorResponse),
-        (status = 409, description = "op_id already used for another credit", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, or `INVALID_AMOUNT` (outside 1..=1,000,000,000,000)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+        (status = 409, description = "`OP_ID_REUSED`: the op_id was used for another credit", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -69,12 +69,12 @@ pub async fn credit_wallet(
 /// Creates or replaces a catalog gift.
 #[utoipa::path(
     put, path = "/v1/admin/gifts/{gift_id}", tag = "admin",
-    params(("gift_id" = String, Path, description = "The gift id")),
+    params(("gift_id" = crate::dto::Id, Path, description = "The gift id")),
     request_body = PutGiftRequest,
     responses(
         (status = 200, description = "Stored", body = GiftCatalogEntry),
-        (status = 400, description = "Bad id, name, or a price, heat or fuel outside 0..=1,000,000,000", body = ErrorResponse),
-        (status = 403, description = "Not a platform admin", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, or `INVALID_GIFT` (a name that is blank or longer than 64 characters; a price, heat or fuel outside 0..=1,000,000,000)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]

@@ -29,16 +29,17 @@ use crate::state::AppState;
 /// `INVALID_BODY`.
 #[utoipa::path(
     post, path = "/v1/rtc/callbacks", tag = "rtc",
-    request_body(content = String, description = "TRTC's JSON callback, signed in the `Sign` header", content_type = "application/json"),
+    request_body(content = Object, description = "TRTC's JSON callback (`EventGroupId`, `EventType`, `CallbackTs`, `EventInfo`), signed in the `Sign` header", content_type = "application/json"),
     params(
         ("Sign" = String, Header, description = "base64(HMAC-SHA256(callback key, raw body))"),
         ("SdkAppId" = Option<String>, Header, description = "The TRTC application"),
     ),
     responses(
         (status = 200, description = "Handled or ignored", body = RtcAck),
-        (status = 400, description = "Not a TRTC callback body", body = ErrorResponse),
-        (status = 401, description = "Missing or bad signature, or a callback too old or dated in the future", body = ErrorResponse),
-        (status = 503, description = "Retry later", body = ErrorResponse),
+        (status = 400, description = "`INVALID_BODY`: not a TRTC callback body, or one without any time", body = ErrorResponse),
+        (status = 401, description = "`BAD_SIGNATURE` (callbacks not configured, a missing or wrong `Sign`, another `SdkAppId`) or `CALLBACK_OUT_OF_WINDOW` (dated too far in the past or the future)", body = ErrorResponse),
+        (status = 413, description = "`PAYLOAD_TOO_LARGE`: the body is larger than 64 KiB", body = ErrorResponse),
+        (status = 503, description = "`retryable: true`: retry later", body = ErrorResponse),
     )
 )]
 pub async fn rtc_callback(

@@ -32,12 +32,13 @@ use crate::state::AppState;
 /// Streams the room's display events to a member.
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}/events", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
-        (status = 200, description = "text/event-stream of the room's display events", content_type = "text/event-stream", body = String),
-        (status = 404, description = "No such room", body = ErrorResponse),
-        (status = 422, description = "Not a member", body = ErrorResponse),
-        (status = 429, description = "Too many streams open for this user (`TOO_MANY_STREAMS`) or opened too fast (`RATE_LIMITED`)", body = ErrorResponse),
+        (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"room_id\",\"version\"}`), then each room event named by its type (`RoomGiftSent`, ...) with the event's `seq` as id and its JSON envelope as data; `lagged` (`{\"missed\"}`) ends a stream that fell behind", content_type = "text/event-stream", body = crate::dto::StreamEvent),
+        (status = 400, description = "`INVALID_ID`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`NOT_A_MEMBER`: join the room first", body = ErrorResponse),
+        (status = 429, description = "`TOO_MANY_STREAMS` (too many streams open for this user) or `RATE_LIMITED` (opened too fast)", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]

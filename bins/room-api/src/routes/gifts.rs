@@ -40,16 +40,19 @@ use crate::state::AppState;
 /// `order_id`.
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/gifts", tag = "gifts",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     request_body = SendGiftRequest,
     responses(
-        (status = 200, description = "Sent (COMPLETED)", body = GiftResponse),
-        (status = 400, description = "Bad input: ids, count outside 1..=9999, 1 to 20 distinct recipients", body = ErrorResponse),
-        (status = 404, description = "No such room or gift", body = ErrorResponse),
-        (status = 409, description = "order_id used by the caller for another gift, or a void order", body = GiftErrorResponse),
-        (status = 422, description = "FAILED (INSUFFICIENT_COINS) or COMPENSATED (the room refused it; refunded); SELF_GIFT before any order", body = GiftErrorResponse),
-        (status = 429, description = "The room is busy, or the order is being served already (ORDER_IN_PROGRESS); retry with the same order_id", body = ErrorResponse),
-        (status = 503, description = "Outcome not known yet; retry with the same order_id", body = ErrorResponse),
+        (status = 200, description = "Sent (`COMPLETED`)", body = GiftResponse),
+        (status = 400, description = "Bad input, no order stored: `MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_REQUEST` (an order id starting with `sys-`), `INVALID_GIFT_COUNT`, `INVALID_RECIPIENT_COUNT`, `DUPLICATE_RECIPIENT`, `INVALID_GIFT`, `AMOUNT_OVERFLOW`. With `order` when the room refused the order after the debit (`COMPENSATED`)", body = GiftErrorResponse),
+        (status = 403, description = "The room refused the sender or a recipient (`BANNED`, `FORBIDDEN`); with `order` when it refused after the debit (`COMPENSATED`)", body = GiftErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND` or `GIFT_NOT_FOUND`; no order stored", body = GiftErrorResponse),
+        (status = 409, description = "`ORDER_ID_REUSED` (the caller used the order id for another gift; no `order`), or `ORDER_FAILED` with `order` (`FAILED`: recovery found it never debited; send again with a new order id)", body = GiftErrorResponse),
+        (status = 422, description = "With `order`: `FAILED` (`INSUFFICIENT_COINS`, nothing debited) or `COMPENSATED` (the room refused it after the debit, e.g. `NOT_A_MEMBER` for a recipient who left; refunded). Without `order`: refused before any coin moved (`SELF_GIFT`, `ROOM_CLOSED`, `NOT_A_MEMBER`, ...)", body = GiftErrorResponse),
+        (status = 429, description = "`ROOM_OVERLOADED`, `ORDER_IN_PROGRESS` (the same order is being served already), `RATE_LIMITED`; the outcome is not known yet: retry with the same `order_id` after `Retry-After` seconds", body = ErrorResponse,
+            headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
+        (status = 503, description = "The outcome is not known yet, `retryable: true`: `GIFT_PENDING` with `order` (debited or not, not settled), or `TIMEOUT`, `UNAVAILABLE`, `NOT_OWNER`, `SHUTTING_DOWN` without; retry with the same `order_id`", body = GiftErrorResponse,
+            headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
     ),
     security(("bearer" = []))
 )]
@@ -127,7 +130,7 @@ fn gift_answer(receipt: &GiftReceipt) -> Response {
     };
     let body = GiftErrorResponse {
         error: error.body().error,
-        order,
+        order: Some(order),
     };
     (error.status, Json(body)).into_response()
 }

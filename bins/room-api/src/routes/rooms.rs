@@ -89,8 +89,7 @@ async fn room_response(state: &AppState, room_id: &RoomId) -> ApiResult<Json<Roo
     request_body = CreateRoomRequest,
     responses(
         (status = 201, description = "The new room", body = RoomResponse),
-        (status = 400, description = "Bad input", body = ErrorResponse),
-        (status = 401, description = "Missing or bad token", body = ErrorResponse),
+        (status = 400, description = "Bad input: `MALFORMED_JSON`, `INVALID_BODY`, `INVALID_SEAT_COUNT`, `FIELD_EMPTY`, `FIELD_TOO_LONG`, `FIELD_INVALID_CHARACTER`", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -125,10 +124,13 @@ pub async fn create_room(
 /// Open rooms, hottest first.
 #[utoipa::path(
     get, path = "/v1/rooms", tag = "rooms",
-    params(PageQuery),
+    params(
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page, 1 to 100 (default 20)"),
+        ("cursor" = Option<String>, Query, max_length = 84, pattern = r"^(-?[0-9]{1,18}\.[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]{1,64})?$", description = "The `next_cursor` of the previous page"),
+    ),
     responses(
         (status = 200, description = "A page of rooms", body = RoomListResponse),
-        (status = 400, description = "Bad limit or cursor", body = ErrorResponse),
+        (status = 400, description = "`INVALID_QUERY`, `INVALID_LIMIT` or `INVALID_CURSOR`", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -164,10 +166,10 @@ fn parse_room_cursor(cursor: &str) -> ApiResult<(i64, RoomId)> {
 /// A room's snapshot: profile, settings, seats, online count, heat, rocket, version.
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
         (status = 200, description = "The room", body = RoomResponse),
-        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -183,11 +185,11 @@ pub async fn get_room(
 /// The room with a short numeric id.
 #[utoipa::path(
     get, path = "/v1/rooms/by-short-id/{short_id}", tag = "rooms",
-    params(("short_id" = u32, Path, description = "6 to 8 digits")),
+    params(("short_id" = u32, Path, minimum = 100000, maximum = 99999999, description = "6 to 8 digits")),
     responses(
         (status = 200, description = "The room", body = RoomResponse),
-        (status = 400, description = "Not a short id", body = ErrorResponse),
-        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`: not a number of 6 to 8 digits", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -208,13 +210,14 @@ pub async fn get_room_by_short_id(
 /// Changes the profile and settings (owner, admins). `password: null` unlocks.
 #[utoipa::path(
     patch, path = "/v1/rooms/{room_id}", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     request_body = PatchRoomRequest,
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
-        (status = 400, description = "Bad input", body = ErrorResponse),
-        (status = 403, description = "Not the owner or an admin", body = ErrorResponse),
-        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 400, description = "Bad input: `MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_PASSWORD`, `FIELD_EMPTY`, `FIELD_TOO_LONG`, `FIELD_INVALID_CHARACTER`", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not the owner or an admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "A room rule refused it, e.g. `ROOM_CLOSED`", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -253,12 +256,12 @@ pub async fn patch_room(
 /// Closes the room for good (owner, platform admins).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/close", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
         (status = 204, description = "Closed"),
-        (status = 403, description = "Not the owner or a platform admin", body = ErrorResponse),
-        (status = 404, description = "No such room", body = ErrorResponse),
-        (status = 422, description = "Already closed", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not the owner or a platform admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`ROOM_CLOSED`: already closed", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -279,14 +282,16 @@ pub async fn close_room(
 /// Joins the room (then leaves the room the caller was in) and returns its snapshot.
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/join", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id")),
-    request_body(content = JoinRequest, description = "Optional: the password of a locked room"),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
+    request_body(content = Option<JoinRequest>, description = "Optional: the password of a locked room"),
     responses(
         (status = 200, description = "The room", body = RoomResponse),
-        (status = 403, description = "Banned or wrong password", body = ErrorResponse),
-        (status = 404, description = "No such room", body = ErrorResponse),
-        (status = 422, description = "Closed or full", body = ErrorResponse),
-        (status = 429, description = "5 wrong passwords of this user for this room within a minute: TOO_MANY_ATTEMPTS until the minute ends", body = ErrorResponse),
+        (status = 400, description = "Bad input: `MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_PASSWORD`", body = ErrorResponse),
+        (status = 403, description = "`BANNED` or `WRONG_PASSWORD`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`ROOM_CLOSED` or `ROOM_FULL`", body = ErrorResponse),
+        (status = 429, description = "`TOO_MANY_ATTEMPTS`: 5 wrong passwords of this user for this room within a minute, refused until the minute ends; or another limit (`ROOM_OVERLOADED`, ...). `retryable: true`; retry after `Retry-After` seconds", body = ErrorResponse,
+            headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
     ),
     security(("bearer" = []))
 )]
@@ -318,11 +323,11 @@ pub async fn join_room(
 /// Leaves the room.
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/leave", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
         (status = 204, description = "Left"),
-        (status = 404, description = "No such room", body = ErrorResponse),
-        (status = 422, description = "Not a member", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`NOT_A_MEMBER`, or another room rule", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -341,11 +346,11 @@ pub async fn leave_room(
 /// evicted.
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/heartbeat", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
         (status = 204, description = "Recorded"),
-        (status = 404, description = "No such room", body = ErrorResponse),
-        (status = 422, description = "Not a member", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`NOT_A_MEMBER`, or another room rule", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -364,10 +369,15 @@ pub async fn heartbeat(
 /// Members present, by user id.
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}/online-users", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id"), PageQuery),
+    params(
+        ("room_id" = crate::dto::Id, Path, description = "The room id"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page, 1 to 100 (default 20)"),
+        ("cursor" = Option<String>, Query, max_length = 64, pattern = r"^[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$", description = "The `next_cursor` of the previous page"),
+    ),
     responses(
         (status = 200, description = "A page of members", body = OnlineUsersResponse),
-        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`, `INVALID_QUERY`, `INVALID_LIMIT` or `INVALID_CURSOR`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -415,12 +425,14 @@ async fn seat_command(
 /// Takes a seat (moving from another seat if the caller sits on one).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/seats/{seat}/take", tag = "seats",
-    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id"), ("seat" = u8, Path, minimum = 0, maximum = 255, description = "Seat index, from 0 (400 `INVALID_SEAT` for a seat the room does not have)")),
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
-        (status = 400, description = "No such seat", body = ErrorResponse),
-        (status = 409, description = "Seat occupied", body = ErrorResponse),
-        (status = 422, description = "Seat locked, or not a member", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`, `INVALID_SEAT` (a seat the room does not have))", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN` or `BANNED`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 409, description = "`SEAT_OCCUPIED`", body = ErrorResponse),
+        (status = 422, description = "`SEAT_LOCKED`, `NOT_A_MEMBER`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -439,10 +451,13 @@ pub async fn take_seat(
 /// Leaves a seat.
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/seats/{seat}/leave", tag = "seats",
-    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id"), ("seat" = u8, Path, minimum = 0, maximum = 255, description = "Seat index, from 0 (400 `INVALID_SEAT` for a seat the room does not have)")),
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
-        (status = 422, description = "Not on the seat", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`, `INVALID_SEAT` (a seat the room does not have))", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`NOT_ON_SEAT`, `NOT_A_MEMBER`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -461,11 +476,14 @@ pub async fn leave_seat(
 /// Locks (freeing it) or unlocks a seat (owner, admins).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/seats/{seat}/lock", tag = "seats",
-    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id"), ("seat" = u8, Path, minimum = 0, maximum = 255, description = "Seat index, from 0 (400 `INVALID_SEAT` for a seat the room does not have)")),
     request_body = LockSeatRequest,
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
-        (status = 403, description = "Not the owner or an admin", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`, `INVALID_SEAT` (a seat the room does not have), `MALFORMED_JSON`, `INVALID_BODY`)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not the owner or an admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`NOT_A_MEMBER`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -488,11 +506,14 @@ pub async fn lock_seat(
 /// Mutes or unmutes a seat (owner, admins, or its holder).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/seats/{seat}/mute", tag = "seats",
-    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id"), ("seat" = u8, Path, minimum = 0, maximum = 255, description = "Seat index, from 0 (400 `INVALID_SEAT` for a seat the room does not have)")),
     request_body = MuteSeatRequest,
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
-        (status = 403, description = "Not allowed", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`, `INVALID_SEAT` (a seat the room does not have), `MALFORMED_JSON`, `INVALID_BODY`)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not the holder, the owner or an admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`SEAT_EMPTY`, `SEAT_MUTED_BY_MODERATOR`, `NOT_A_MEMBER`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -515,11 +536,13 @@ pub async fn mute_seat(
 /// Takes the holder off a seat (owner, admins).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/seats/{seat}/remove", tag = "seats",
-    params(("room_id" = String, Path, description = "The room id"), ("seat" = u8, Path, description = "Seat index, from 0")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id"), ("seat" = u8, Path, minimum = 0, maximum = 255, description = "Seat index, from 0 (400 `INVALID_SEAT` for a seat the room does not have)")),
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
-        (status = 403, description = "Not allowed", body = ErrorResponse),
-        (status = 422, description = "Seat empty", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`, `INVALID_SEAT` (a seat the room does not have))", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`, `CANNOT_MODERATE` or `VIP_PROTECTED`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`SEAT_EMPTY`, `NOT_A_MEMBER`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -553,12 +576,14 @@ async fn moderate(
 /// Removes a member, optionally banning them (owner, admins).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/kick", tag = "moderation",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     request_body = KickRequest,
     responses(
         (status = 204, description = "Kicked"),
-        (status = 403, description = "Not allowed", body = ErrorResponse),
-        (status = 422, description = "Not a member", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`, `CANNOT_MODERATE` or `VIP_PROTECTED`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`NOT_A_MEMBER` (and no ban asked), `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -580,12 +605,14 @@ pub async fn kick(
 /// Lifts a ban (owner, admins).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/unban", tag = "moderation",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     request_body = UnbanRequest,
     responses(
         (status = 204, description = "Unbanned"),
-        (status = 403, description = "Not allowed", body = ErrorResponse),
-        (status = 422, description = "Not banned", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`, `CANNOT_MODERATE` or `VIP_PROTECTED`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`NOT_BANNED`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -603,11 +630,14 @@ pub async fn unban(
 /// Mutes a member on the public screen for `seconds`; 0 unmutes (owner, admins).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/mute", tag = "moderation",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     request_body = ChatMuteRequest,
     responses(
         (status = 204, description = "Muted or unmuted"),
-        (status = 403, description = "Not allowed", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`, `CANNOT_MODERATE` or `VIP_PROTECTED`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`NOT_A_MEMBER`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -629,10 +659,11 @@ pub async fn chat_mute(
 /// Bans in force (owner, admins).
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}/banned-users", tag = "moderation",
-    params(("room_id" = String, Path, description = "The room id")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
         (status = 200, description = "Bans in force", body = BannedUsersResponse),
-        (status = 403, description = "Not the owner or an admin", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not the owner or an admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -651,11 +682,12 @@ pub async fn banned_users(
 /// Appoints an admin (owner).
 #[utoipa::path(
     put, path = "/v1/rooms/{room_id}/admins/{user_id}", tag = "moderation",
-    params(("room_id" = String, Path, description = "The room id"), ("user_id" = String, Path, description = "Who")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id"), ("user_id" = crate::dto::Id, Path, description = "Who")),
     responses(
         (status = 204, description = "Appointed"),
-        (status = 403, description = "Not the owner", body = ErrorResponse),
-        (status = 422, description = "Too many admins, or not a member", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not the owner or a platform admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`TOO_MANY_ADMINS`, `NOT_A_MEMBER`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -673,10 +705,12 @@ pub async fn put_admin(
 /// Dismisses an admin (owner).
 #[utoipa::path(
     delete, path = "/v1/rooms/{room_id}/admins/{user_id}", tag = "moderation",
-    params(("room_id" = String, Path, description = "The room id"), ("user_id" = String, Path, description = "Who")),
+    params(("room_id" = crate::dto::Id, Path, description = "The room id"), ("user_id" = crate::dto::Id, Path, description = "Who")),
     responses(
         (status = 204, description = "Dismissed"),
-        (status = 403, description = "Not the owner", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not the owner or a platform admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -694,10 +728,15 @@ pub async fn delete_admin(
 /// The top givers of the day or the week.
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}/contribution-rank", tag = "rooms",
-    params(("room_id" = String, Path, description = "The room id"), RankQuery),
+    params(
+        ("room_id" = crate::dto::Id, Path, description = "The room id"),
+        ("period" = Option<PeriodParam>, Query, description = "`day` (default) or `week`"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Entries, 1 to 100 (default 20)"),
+    ),
     responses(
         (status = 200, description = "The rank", body = RankResponse),
-        (status = 404, description = "No such room", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`, `INVALID_QUERY` or `INVALID_LIMIT`", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]

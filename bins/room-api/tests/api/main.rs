@@ -7,6 +7,7 @@ mod flow;
 mod gifts;
 mod identity;
 mod limits;
+mod openapi;
 mod rooms;
 mod rtc;
 mod socket;

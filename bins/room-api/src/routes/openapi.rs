@@ -1,0 +1,190 @@
+//! The shared parts of the OpenAPI document: the reusable error responses
+//! (`components.responses`) and the statuses every operation of a kind can answer, added to
+//! each operation after the routes are collected, so that no route can forget one.
+//!
+//! What each route answers by its own logic (403, 404, 409, 422, a 400 with route-specific
+//! codes) stays in its `#[utoipa::path]` attribute; what the layers and extractors answer for
+//! every route is added here:
+//!
+//! - every operation: 503 (`TIMEOUT` from the request timeout, `UNAVAILABLE`, `NOT_OWNER`,
+//!   `SHUTTING_DOWN`);
+//! - an authenticated operation: 401 (missing or bad token) and 429 (`ROOM_OVERLOADED` and
+//!   other limits, with `Retry-After`);
+//! - an authenticated operation with a JSON body: 400 (`MALFORMED_JSON`, `INVALID_BODY`), 408
+//!   (`BODY_TIMEOUT`), 413 (`PAYLOAD_TOO_LARGE`) and 415 (`UNSUPPORTED_MEDIA_TYPE`). The one
+//!   unauthenticated route with a body, the TRTC webhook, reads raw bytes and documents its
+//!   own statuses;
+//! - an operation with path or query parameters: 400 (`INVALID_ID`, `INVALID_PATH`,
+//!   `INVALID_QUERY`, ...).
+//!
+//! A status the route documents itself is left as the route wrote it.
+
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response, ResponseBuilder};
+
+/// A reusable error response: its name in `components.responses`, its status, and what it
+/// says.
+struct Reusable {
+    name: &'static str,
+    status: &'static str,
+    description: &'static str,
+    retry_after: bool,
+}
+
+const BAD_REQUEST: Reusable = Reusable {
+    name: "BadRequest",
+    status: "400",
+    description: "Bad input: `INVALID_ID` (an id that is empty, longer than 64 characters, or \
+        holds whitespace or a control character), `INVALID_PATH`, `INVALID_QUERY`, \
+        `MALFORMED_JSON` (the body is not JSON), `INVALID_BODY` (JSON of the wrong shape: a \
+        missing or unknown field, a value of the wrong type or out of its type's range), or a \
+        code of the route's own",
+    retry_after: false,
+};
+const UNAUTHORIZED: Reusable = Reusable {
+    name: "Unauthorized",
+    status: "401",
+    description: "`UNAUTHENTICATED` (no `Authorization: Bearer <token>`), `INVALID_TOKEN` \
+        (not a token of this service, or not valid yet) or `TOKEN_EXPIRED`. Answered with \
+        `WWW-Authenticate: Bearer`",
+    retry_after: false,
+};
+const METHOD_NOT_ALLOWED: Reusable = Reusable {
+    name: "MethodNotAllowed",
+    status: "405",
+    description: "`METHOD_NOT_ALLOWED`: the path exists but does not take this method",
+    retry_after: false,
+};
+const REQUEST_TIMEOUT: Reusable = Reusable {
+    name: "RequestTimeout",
+    status: "408",
+    description: "`BODY_TIMEOUT`: the request body stopped arriving (half the request timeout)",
+    retry_after: false,
+};
+const PAYLOAD_TOO_LARGE: Reusable = Reusable {
+    name: "PayloadTooLarge",
+    status: "413",
+    description: "`PAYLOAD_TOO_LARGE`: the request body is larger than 64 KiB",
+    retry_after: false,
+};
+const UNSUPPORTED_MEDIA_TYPE: Reusable = Reusable {
+    name: "UnsupportedMediaType",
+    status: "415",
+    description: "`UNSUPPORTED_MEDIA_TYPE`: the body is not sent as `application/json`",
+    retry_after: false,
+};
+const TOO_MANY_REQUESTS: Reusable = Reusable {
+    name: "TooManyRequests",
+    status: "429",
+    description: "Too many requests, `retryable: true`: `ROOM_OVERLOADED` (the room's queue \
+        is full) or another limit of the caller; retry after `Retry-After` seconds with the \
+        same ids",
+    retry_after: true,
+};
+const UNAVAILABLE: Reusable = Reusable {
+    name: "Unavailable",
+    status: "503",
+    description: "Not answered now, `retryable: true`: `TIMEOUT` (the request took longer \
+        than the request timeout; it may still have been applied), `UNAVAILABLE` (a backend is \
+        down), `NOT_OWNER` (the room is moving) or `SHUTTING_DOWN`; retry after `Retry-After` \
+        seconds with the same ids",
+    retry_after: true,
+};
+
+/// Every reusable response, in `components.responses`.
+const REUSABLE: [&Reusable; 8] = [
+    &BAD_REQUEST,
+    &UNAUTHORIZED,
+    &METHOD_NOT_ALLOWED,
+    &REQUEST_TIMEOUT,
+    &PAYLOAD_TOO_LARGE,
+    &UNSUPPORTED_MEDIA_TYPE,
+    &TOO_MANY_REQUESTS,
+    &UNAVAILABLE,
+];
+
+impl Reusable {
+    fn response(&self) -> Response {
+        let mut response = ResponseBuilder::new()
+            .description(self.description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorResponse")))
+                    .build(),
+            );
+        if self.retry_after {
+            response = response.header(
+                "Retry-After",
+                HeaderBuilder::new()
+                    .schema(Some(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(0)),
+                    ))
+                    .description(Some("Seconds to wait before retrying"))
+                    .build(),
+            );
+        }
+        response.build()
+    }
+}
+
+/// Adds the reusable responses and each operation's common statuses to `document`.
+pub(super) fn complete(document: &mut OpenApi) {
+    let components = document.components.get_or_insert_with(Default::default);
+    for reusable in REUSABLE {
+        components
+            .responses
+            .insert(reusable.name.to_owned(), RefOr::T(reusable.response()));
+    }
+    for item in document.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            complete_operation(operation);
+        }
+    }
+}
+
+fn complete_operation(operation: &mut Operation) {
+    let authenticated = operation
+        .security
+        .as_ref()
+        .is_some_and(|requirements| !requirements.is_empty());
+    let has_params = operation.parameters.iter().flatten().any(|parameter| {
+        matches!(
+            parameter,
+            RefOr::T(parameter)
+                if matches!(parameter.parameter_in, ParameterIn::Path | ParameterIn::Query)
+        )
+    });
+    let json_body = authenticated && operation.request_body.is_some();
+    let mut add = |reusable: &Reusable| {
+        operation
+            .responses
+            .responses
+            .entry(reusable.status.to_owned())
+            .or_insert_with(|| RefOr::Ref(Ref::from_response_name(reusable.name)));
+    };
+    if has_params || json_body {
+        add(&BAD_REQUEST);
+    }
+    if authenticated {
+        add(&UNAUTHORIZED);
+        add(&TOO_MANY_REQUESTS);
+    }
+    if json_body {
+        add(&REQUEST_TIMEOUT);
+        add(&PAYLOAD_TOO_LARGE);
+        add(&UNSUPPORTED_MEDIA_TYPE);
+    }
+    add(&UNAVAILABLE);
+}
