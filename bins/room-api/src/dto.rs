@@ -54,21 +54,23 @@ macro_rules! string_schema {
 string_schema!(
     /// The schema of every id (room, user, gift, order, operation): `room_domain`'s rule.
     Id,
-    "1 to 64 characters, none of them whitespace or a control character.",
+    "1 to 64 printable characters of the Basic Multilingual Plane: no whitespace, no control, \
+     format, bidirectional or other invisible character, no `/`.",
     Some(1),
     room_domain::MAX_ID_CHARS,
-    r"^[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$"
+    r"^[\u0021-\u002e\u0030-\u007e\u00a1-\u00ac\u00ae-\u034e\u0350-\u05ff\u0606-\u061b\u061d-\u06dc\u06de-\u070e\u0710-\u088f\u0892-\u08e1\u08e3-\u115e\u1161-\u167f\u1681-\u17b3\u17b6-\u180a\u1810-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\u3163\u3165-\ud7ff\ue000-\ufdcf\ufdf0-\ufdff\ufe10-\ufefe\uff00-\uff9f\uffa1-\uffef\ufffc-\ufffd]+$"
 );
 
 string_schema!(
     /// The schema of a gift order id: an [`Id`] that does not start with `sys-` (reserved for
     /// the ids the service makes up).
     OrderIdSchema,
-    "The client's idempotency key: 1 to 64 characters, none of them whitespace or a control \
-     character, not starting with `sys-` (reserved).",
+    "The client's idempotency key, the sender's own: an id (1 to 64 printable characters of the \
+     Basic Multilingual Plane: no whitespace, no control, format, bidirectional or other \
+     invisible character, no `/`) not starting with `sys-` (reserved).",
     Some(1),
     room_domain::MAX_ID_CHARS,
-    r"^(?!sys-)[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$"
+    r"^(?!sys-)[\u0021-\u002e\u0030-\u007e\u00a1-\u00ac\u00ae-\u034e\u0350-\u05ff\u0606-\u061b\u061d-\u06dc\u06de-\u070e\u0710-\u088f\u0892-\u08e1\u08e3-\u115e\u1161-\u167f\u1681-\u17b3\u17b6-\u180a\u1810-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\u3163\u3165-\ud7ff\ue000-\ufdcf\ufdf0-\ufdff\ufe10-\ufefe\uff00-\uff9f\uffa1-\uffef\ufffc-\ufffd]+$"
 );
 
 string_schema!(
@@ -764,4 +766,33 @@ pub struct RtcAck {
 pub struct HealthResponse {
     /// `ok`, `starting` or `stopping`.
     pub status: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern_of<S: PartialSchema>() -> regex::Regex {
+        let RefOr::T(Schema::Object(object)) = S::schema() else {
+            panic!("an object schema");
+        };
+        regex::Regex::new(object.pattern.as_deref().expect("a pattern")).expect("a valid regex")
+    }
+
+    #[test]
+    fn the_id_pattern_takes_exactly_the_characters_the_domain_takes() {
+        let pattern = pattern_of::<Id>();
+        let mut checked = 0;
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            let id = c.to_string();
+            assert_eq!(
+                pattern.is_match(&id),
+                room_domain::UserId::new(&id).is_ok(),
+                "U+{:04X}",
+                u32::from(c)
+            );
+            checked += 1;
+        }
+        assert!(checked > 1_000_000);
+    }
 }

@@ -67,13 +67,17 @@ fn validate(kind: &'static str, s: &str) -> Result<(), IdError> {
 /// Whether `c` may not stand in an id. Ids are shown to people and compared as strings, so
 /// two ids that look alike must be equal: no whitespace, no control characters, no format
 /// characters (Unicode category Cf: zero-width spaces and joiners, bidirectional marks,
-/// embeddings, overrides and isolates, the byte order mark, tags), no other default-ignorable
-/// (invisible) characters, no noncharacters; and no `/`, which would read as a path separator
-/// wherever an id stands in a URL or a key.
+/// embeddings, overrides and isolates, the byte order mark), no other default-ignorable
+/// (invisible) characters, no noncharacters, and nothing outside the Basic Multilingual Plane
+/// (where the tag characters and the other invisible supplementary characters are, and which
+/// a pattern in a JSON Schema can only describe the same way in every regex dialect by
+/// leaving out); and no `/`, which would read as a path separator wherever an id stands in a
+/// URL or a key. The OpenAPI document's id pattern lists the complement of this set.
 fn refused_in_id(c: char) -> bool {
     c.is_whitespace()
         || c.is_control()
         || c == '/'
+        || c > '\u{FFFF}'
         || matches!(
             c,
             // Format characters (Cf).
@@ -87,17 +91,9 @@ fn refused_in_id(c: char) -> bool {
                 | '\u{180E}'
                 | '\u{200B}'..='\u{200F}'
                 | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{2064}'
-                | '\u{2066}'..='\u{206F}'
+                | '\u{2060}'..='\u{206F}'
                 | '\u{FEFF}'
                 | '\u{FFF9}'..='\u{FFFB}'
-                | '\u{110BD}'
-                | '\u{110CD}'
-                | '\u{13430}'..='\u{1343F}'
-                | '\u{1BCA0}'..='\u{1BCA3}'
-                | '\u{1D173}'..='\u{1D17A}'
-                | '\u{E0001}'
-                | '\u{E0020}'..='\u{E007F}'
                 // Other default-ignorable characters: invisible fillers, joiners and
                 // variation selectors.
                 | '\u{034F}'
@@ -108,11 +104,10 @@ fn refused_in_id(c: char) -> bool {
                 | '\u{FE00}'..='\u{FE0F}'
                 | '\u{FFA0}'
                 | '\u{FFF0}'..='\u{FFF8}'
-                | '\u{E0000}'..='\u{E0FFF}'
                 // Noncharacters.
                 | '\u{FDD0}'..='\u{FDEF}'
+                | '\u{FFFE}'..='\u{FFFF}'
         )
-        || (c as u32) & 0xFFFE == 0xFFFE
 }
 
 /// The longest string id, in characters.
@@ -122,8 +117,9 @@ macro_rules! string_id {
     ($(#[$meta:meta])* $name:ident, $kind:literal) => {
         $(#[$meta])*
         ///
-        /// 1 to 64 printable characters: no whitespace, no control, format, bidirectional or
-        /// other invisible characters, no `/`. Serialized as a JSON string.
+        /// 1 to 64 printable characters of the Basic Multilingual Plane: no whitespace, no
+        /// control, format, bidirectional or other invisible characters, no `/`. Serialized as
+        /// a JSON string.
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
         #[serde(transparent)]
         pub struct $name(Arc<str>);
