@@ -12,6 +12,7 @@ use anyhow::Context;
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
+use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use room_domain::{UserActor, UserId};
 use secrecy::{ExposeSecret, SecretString};

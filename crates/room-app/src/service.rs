@@ -925,6 +925,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn idempotency_keys_are_printable_ascii_and_scoped_by_user_route_and_step() {
+        for bad in ["", "tab\there", "clé", &"k".repeat(65)] {
+            assert!(
+                IdempotencyKey::new("POST /v1/rooms", bad).is_err(),
+                "{bad:?}"
+            );
+        }
+        let user = |name: &str| UserId::new(name).unwrap();
+        let key = IdempotencyKey::new("POST /v1/rooms/{room_id}/kick", "a b~1").unwrap();
+        let other_route = IdempotencyKey::new("POST /v1/rooms/{room_id}/unban", "a b~1").unwrap();
+        let id = |key: &IdempotencyKey, name: &str, step: &str| {
+            key.command_id(&user(name), step).unwrap()
+        };
+        assert_eq!(id(&key, "alice", "command"), id(&key, "alice", "command"));
+        assert_ne!(id(&key, "alice", "command"), id(&key, "bob", "command"));
+        assert_ne!(
+            id(&key, "alice", "command"),
+            id(&other_route, "alice", "command")
+        );
+        assert_ne!(id(&key, "alice", "command"), id(&key, "alice", "join"));
+        assert!(
+            id(&key, "alice", "command")
+                .as_str()
+                .starts_with(crate::SYSTEM_ID_PREFIX)
+        );
+        assert!(IdempotencyKey::new("r", &"k".repeat(64)).is_ok());
+    }
+
+    #[test]
     fn passwords_verify_only_with_the_right_text() {
         let hash = hash_password("1234", 42);
         assert!(!hash.0.contains("1234"));

@@ -5,6 +5,7 @@
 mod bad_input;
 mod flow;
 mod gifts;
+mod idempotency;
 mod identity;
 mod limits;
 mod openapi;

@@ -1,0 +1,191 @@
+//! The `Idempotency-Key` header: a repeated mutating request with the same key gets the first
+//! answer and changes nothing more; the same key from another user is another request.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, Method, Request, StatusCode, header};
+use serde_json::{Value, json};
+
+use crate::support::{TestApp, error_code, parse};
+
+/// Sends `body` (if any) as `user`, with `key` as the `Idempotency-Key` header.
+async fn keyed(
+    t: &TestApp,
+    method: Method,
+    path: &str,
+    user: &str,
+    key: HeaderValue,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::AUTHORIZATION, format!("Bearer {}", t.token(user)))
+        .header("idempotency-key", key);
+    let request = match body {
+        Some(body) => request
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .unwrap();
+    let (status, _, body) = t.send(request).await;
+    (status, parse(&body))
+}
+
+fn key(text: &str) -> HeaderValue {
+    HeaderValue::from_str(text).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_created_twice_with_one_key_is_one_room() {
+    let t = TestApp::new().await;
+    let create = |user: &'static str| {
+        keyed(
+            &t,
+            Method::POST,
+            "/v1/rooms",
+            user,
+            key("create-1"),
+            Some(json!({"name": "Night talk"})),
+        )
+    };
+    let (status, first) = create("alice").await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let (status, again) = create("alice").await;
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+    assert_eq!(again["room_id"], first["room_id"]);
+    assert_eq!(again["short_id"], first["short_id"]);
+    assert_eq!(again["version"], first["version"]);
+
+    let (status, page) = t.get("/v1/rooms", &t.token("reader")).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let rooms = page["rooms"].as_array().expect("a list of rooms");
+    assert_eq!(rooms.len(), 1, "{page}");
+
+    // The same key from bob is his own request: his own room.
+    let (status, bobs) = create("bob").await;
+    assert_eq!(status, StatusCode::CREATED, "{bobs}");
+    assert_ne!(bobs["room_id"], first["room_id"]);
+    assert_eq!(bobs["owner"], "bob");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kick_with_ban_sent_twice_with_one_key_kicks_once() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(0).await;
+    let kick = format!("/v1/rooms/{room_id}/kick");
+    let send = || {
+        keyed(
+            &t,
+            Method::POST,
+            &kick,
+            "alice",
+            key("kick-bob"),
+            Some(json!({"user_id": "bob", "ban_seconds": 600})),
+        )
+    };
+    let (status, body) = send().await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let version = t.room(&room_id).await["version"].clone();
+    // Without a key the repeat is refused: bob is no longer a member.
+    let (status, body) = send().await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    assert_eq!(t.room(&room_id).await["version"], version);
+
+    // Bob is let back in; a late repeat of the kick changes nothing.
+    let (status, body) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/unban"),
+            &t.token("alice"),
+            json!({"user_id": "bob"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    t.join(&room_id, "bob").await;
+    let (status, body) = send().await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, online) = t
+        .get(
+            &format!("/v1/rooms/{room_id}/online-users"),
+            &t.token("alice"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{online}");
+    assert!(online.to_string().contains("\"bob\""), "{online}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_taken_twice_with_one_key_is_taken_once_and_other_users_keys_are_their_own() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(0).await;
+    t.join(&room_id, "carol").await;
+    let take = format!("/v1/rooms/{room_id}/seats/1/take");
+    let (status, room) = keyed(&t, Method::POST, &take, "bob", key("seat"), None).await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["seats"][1]["user_id"], "bob");
+    t.seat(&room_id, "bob", 1, "leave").await;
+
+    // The repeat answers as the first time and does not seat bob again.
+    let (status, body) = keyed(&t, Method::POST, &take, "bob", key("seat"), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(t.room(&room_id).await["seats"][1]["user_id"], Value::Null);
+
+    // Carol's request under the same key is hers.
+    let (status, room) = keyed(&t, Method::POST, &take, "carol", key("seat"), None).await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["seats"][1]["user_id"], "carol");
+
+    // Bob's key on another route is another request too (the same route template, for
+    // another seat, would be a repeat).
+    let leave = format!("/v1/rooms/{room_id}/leave");
+    let (status, body) = keyed(&t, Method::POST, &leave, "bob", key("seat"), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, online) = t
+        .get(
+            &format!("/v1/rooms/{room_id}/online-users"),
+            &t.token("alice"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{online}");
+    assert!(!online.to_string().contains("\"bob\""), "{online}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_idempotency_keys_are_refused() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(0).await;
+    let bad = [
+        key(""),
+        key(&"k".repeat(65)),
+        key("tab\there"),
+        HeaderValue::from_bytes("clé".as_bytes()).unwrap(),
+    ];
+    for value in bad {
+        for (method, path) in [
+            (Method::POST, "/v1/rooms".to_owned()),
+            (Method::POST, format!("/v1/rooms/{room_id}/seats/1/take")),
+            (Method::POST, format!("/v1/rooms/{room_id}/heartbeat")),
+            (Method::DELETE, format!("/v1/rooms/{room_id}/admins/bob")),
+        ] {
+            let (status, body) = keyed(
+                &t,
+                method,
+                &path,
+                "alice",
+                value.clone(),
+                Some(json!({"name": "x"})),
+            )
+            .await;
+            assert_eq!(
+                (status, error_code(&body)),
+                (StatusCode::BAD_REQUEST, "INVALID_IDEMPOTENCY_KEY"),
+                "{path} {value:?}"
+            );
+        }
+    }
+    // 64 printable characters, space included, are fine.
+    let fine = format!("a b~{}", "z".repeat(60));
+    let take = format!("/v1/rooms/{room_id}/seats/1/take");
+    let (status, body) = keyed(&t, Method::POST, &take, "bob", key(&fine), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
