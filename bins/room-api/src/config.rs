@@ -326,9 +326,9 @@ impl Default for SseSettings {
 pub struct LimitSettings {
     /// Whether the limits apply at all (`ROOM__LIMITS__ENABLED`).
     pub enabled: bool,
-    /// Users tracked per class. A class tracking this many answers every request 429
-    /// `RATE_LIMITED` until the next prune forgets the quiet ones: its memory stays bounded
-    /// whatever the number of users.
+    /// Users tracked per class. While a class tracks this many, its requests pass unlimited
+    /// until the next prune forgets the quiet ones: its memory stays bounded whatever the
+    /// number of users, and no crowd of users can lock the others out.
     pub max_users: usize,
     /// How often users whose bucket is full again are forgotten, in seconds.
     pub prune_every_secs: u64,

@@ -3,8 +3,11 @@
 //!
 //! Both are keyed by the user of the bearer token. Their memory is bounded: the buckets track
 //! at most `limits.max_users` users per class and forget users whose bucket is full again
-//! (a background pass calls [`RateLimits::prune`]); the stream slots hold one entry per user
-//! with an open stream, and open streams are bounded by the connection cap.
+//! (a background pass calls [`RateLimits::prune`]); while a class's table is full, users it
+//! does not track yet pass unlimited until the next prune (counted in
+//! `http_rate_limit_table_full_total`), so a crowd of users can neither grow the table nor
+//! lock everyone else out. The stream slots hold one entry per user with an open stream, and
+//! open streams are bounded by the connection cap.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -140,11 +143,14 @@ impl RateLimits {
     /// Takes one token from `user`'s bucket of `class`, or says how long to wait.
     pub fn check(&self, class: RouteClass, user: &UserId) -> Result<(), RetryAfter> {
         let limiter = &self.classes[class.index()];
-        // A full table refuses until the next prune forgets the quiet users: its memory stays
-        // bounded whatever the number of users. (The store cannot tell a known user from a
-        // new one without inserting it, so known users wait too.)
+        // A full table takes no one new until the next prune forgets the quiet users, so its
+        // memory stays bounded whatever the number of users. Refusing instead would let many
+        // users lock everyone out of the class; the store cannot tell a known user from a new
+        // one without inserting it, so while full every request of the class passes.
         if limiter.len() >= self.max_users {
-            return Err(RetryAfter(self.prune_every));
+            metrics::counter!("http_rate_limit_table_full_total", "class" => class.label())
+                .increment(1);
+            return Ok(());
         }
         limiter
             .check_key(user)
@@ -324,7 +330,11 @@ mod tests {
         let user = |name: &str| UserId::new(name).unwrap();
         assert!(limits.check(RouteClass::Join, &user("a")).is_ok());
         assert!(limits.check(RouteClass::Join, &user("b")).is_ok());
-        assert!(limits.check(RouteClass::Join, &user("c")).is_err());
+        // Full: a third user passes without being tracked, however often.
+        for _ in 0..100 {
+            assert!(limits.check(RouteClass::Join, &user("c")).is_ok());
+        }
+        assert_eq!(limits.tracked_users(), 2);
         // Another class has a table of its own.
         assert!(limits.check(RouteClass::Gift, &user("c")).is_ok());
         assert_eq!(limits.tracked_users(), 3);

@@ -30,6 +30,8 @@ pub async fn credit_wallet(
     State(state): State<AppState>,
     PlatformAdmin(_): PlatformAdmin,
     ApiPath(user_id): ApiPath<String>,
+    // Checked like on every mutating route; the route is idempotent by its own ids.
+    _key: crate::extract::IdempotencyKey,
     ApiJson(request): ApiJson<CreditRequest>,
 ) -> ApiResult<Json<CreditResponse>> {
     let user: UserId = parse_id("user_id", &user_id)?;
@@ -82,6 +84,8 @@ pub async fn put_gift(
     State(state): State<AppState>,
     PlatformAdmin(_): PlatformAdmin,
     ApiPath(gift_id): ApiPath<String>,
+    // Checked like on every mutating route; the route is idempotent by its own ids.
+    _key: crate::extract::IdempotencyKey,
     ApiJson(request): ApiJson<PutGiftRequest>,
 ) -> ApiResult<Json<GiftCatalogEntry>> {
     let gift_id: GiftId = parse_id("gift_id", &gift_id)?;

@@ -60,6 +60,8 @@ pub async fn send_gift(
     State(state): State<AppState>,
     Auth(actor): Auth,
     ApiPath(room_id): ApiPath<String>,
+    // Checked like on every mutating route; the route is idempotent by its own ids.
+    _key: crate::extract::IdempotencyKey,
     ApiJson(request): ApiJson<SendGiftRequest>,
 ) -> ApiResult<Response> {
     // The ranges (count, recipients) are the domain's to check, in the saga's pre-check,

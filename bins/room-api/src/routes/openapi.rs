@@ -20,7 +20,7 @@
 //! A status the route documents itself is left as the route wrote it.
 
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response, ResponseBuilder};
 
@@ -36,8 +36,10 @@ struct Reusable {
 const BAD_REQUEST: Reusable = Reusable {
     name: "BadRequest",
     status: "400",
-    description: "Bad input: `INVALID_ID` (an id that is empty, longer than 64 characters, or \
-        holds whitespace or a control character), `INVALID_PATH`, `INVALID_QUERY`, \
+    description: "Bad input: `INVALID_ID` (an id that breaks the id rule: 1 to 64 printable \
+        characters of the Basic Multilingual Plane, no whitespace, control, format, \
+        bidirectional or invisible character, no `/`), `INVALID_PATH`, `INVALID_QUERY`, \
+        `INVALID_IDEMPOTENCY_KEY`, \
         `MALFORMED_JSON` (the body is not JSON), `INVALID_BODY` (JSON of the wrong shape: a \
         missing or unknown field, a value of the wrong type or out of its type's range), or a \
         code of the route's own",
@@ -79,8 +81,9 @@ const TOO_MANY_REQUESTS: Reusable = Reusable {
     name: "TooManyRequests",
     status: "429",
     description: "Too many requests, `retryable: true`: `ROOM_OVERLOADED` (the room's queue \
-        is full) or another limit of the caller; retry after `Retry-After` seconds with the \
-        same ids",
+        is full), `RATE_LIMITED` (the caller's rate limit of this kind of request), \
+        `TOO_MANY_STREAMS`, `ORDER_IN_PROGRESS` or `TOO_MANY_ATTEMPTS`; retry after \
+        `Retry-After` seconds with the same ids",
     retry_after: true,
 };
 const UNAVAILABLE: Reusable = Reusable {
@@ -141,6 +144,15 @@ pub(super) fn complete(document: &mut OpenApi) {
             .insert(reusable.name.to_owned(), RefOr::T(reusable.response()));
     }
     for item in document.paths.paths.values_mut() {
+        let writes = [
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in writes.into_iter().flatten() {
+            add_idempotency_key(operation);
+        }
         let operations = [
             &mut item.get,
             &mut item.put,
@@ -152,6 +164,41 @@ pub(super) fn complete(document: &mut OpenApi) {
             complete_operation(operation);
         }
     }
+}
+
+/// Every mutating route of a signed-in user takes an `Idempotency-Key` header: a repeat of the
+/// same key by the same user on the same route gets the first answer. (Gifts, the admin
+/// credit and the catalog's `PUT` are idempotent by their own ids; they check the header and
+/// need nothing more from it.)
+fn add_idempotency_key(operation: &mut Operation) {
+    let authenticated = operation
+        .security
+        .as_ref()
+        .is_some_and(|requirements| !requirements.is_empty());
+    if !authenticated {
+        return;
+    }
+    let parameter = ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(utoipa::openapi::Required::False)
+        .description(Some(
+            "1 to 64 printable ASCII characters, no space at either end. A repeat by the same \
+             user on the same route (method and path template) gets the first answer and \
+             changes nothing more; else 400 `INVALID_IDEMPOTENCY_KEY`",
+        ))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(room_app::MAX_IDEMPOTENCY_KEY_CHARS))
+                .pattern(Some(r"^[!-~]([ -~]*[!-~])?$")),
+        ))
+        .build();
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(parameter);
 }
 
 fn complete_operation(operation: &mut Operation) {
