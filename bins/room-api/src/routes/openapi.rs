@@ -198,7 +198,7 @@ fn add_idempotency_key(operation: &mut Operation) {
     operation
         .parameters
         .get_or_insert_with(Vec::new)
-        .push(parameter);
+        .push(RefOr::T(parameter));
 }
 
 fn complete_operation(operation: &mut Operation) {
