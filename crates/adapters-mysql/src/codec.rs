@@ -202,3 +202,6 @@ pub(crate) fn u64_col(row: &MySqlRow, name: &str) -> Result<u64> {
 pub(crate) fn stored_u64(value: i64, name: &str) -> Result<u64> {
     u64::try_from(value).map_err(|_| Error::corrupt(format!("stored {name} {value} is negative")))
 }
+
+#[cfg(test)]
+mod tests;

@@ -112,6 +112,12 @@ impl MySqlStore {
     /// malformed url and [`Error::Unavailable`] when the server cannot be reached or
     /// migrated.
     pub async fn open(settings: &MySqlSettings) -> Result<Self> {
+        if !(settings.url.starts_with("mysql://") || settings.url.starts_with("mariadb://")) {
+            return Err(Error::Invalid(format!(
+                "the MySQL url must start with mysql:// or mariadb://, got {:?}",
+                redacted(&settings.url)
+            )));
+        }
         let options = MySqlConnectOptions::from_str(&settings.url).map_err(|e| {
             Error::Invalid(format!("bad MySQL url {:?}: {e}", redacted(&settings.url)))
         })?;
