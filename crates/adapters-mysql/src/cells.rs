@@ -136,7 +136,11 @@ impl PreparedCommit {
     }
 }
 
-async fn activate_once(store: &MySqlStore, room_id: &str, node: &str) -> Result<Activation, TxError> {
+async fn activate_once(
+    store: &MySqlStore,
+    room_id: &str,
+    node: &str,
+) -> Result<Activation, TxError> {
     let mut tx = store.pool.begin().await?;
     sqlx::query(
         "INSERT INTO room_cells (room_id, epoch, version, owner_node) VALUES (?, 1, 0, ?)

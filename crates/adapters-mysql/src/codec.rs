@@ -73,7 +73,8 @@ pub(crate) fn is_lock_failure(error: &sqlx::Error) -> bool {
 
 /// Whether the server refused a row because its key is taken.
 pub(crate) fn is_duplicate_key(error: &sqlx::Error) -> bool {
-    server_error(error).is_some_and(|e| matches!(DatabaseError::kind(e), ErrorKind::UniqueViolation))
+    server_error(error)
+        .is_some_and(|e| matches!(DatabaseError::kind(e), ErrorKind::UniqueViolation))
 }
 
 /// Translates a driver error: a duplicate key is [`Error::AlreadyExists`]; another constraint
@@ -101,9 +102,9 @@ pub(crate) fn db(error: sqlx::Error) -> Error {
                 | number::PARSE_ERROR
                 | number::BAD_FIELD
                 | number::NO_SUCH_TABLE => Error::internal(format!("mysql: {e}")),
-                number::LOCK_DEADLOCK | number::LOCK_WAIT_TIMEOUT => Error::unavailable(format!(
-                    "mysql: {e} (the transaction is safe to retry)"
-                )),
+                number::LOCK_DEADLOCK | number::LOCK_WAIT_TIMEOUT => {
+                    Error::unavailable(format!("mysql: {e} (the transaction is safe to retry)"))
+                }
                 number::OPTION_PREVENTS_STATEMENT
                 | number::READ_ONLY_TRANSACTION
                 | number::READ_ONLY_MODE => {

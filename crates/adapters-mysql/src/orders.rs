@@ -100,10 +100,11 @@ async fn create_or_get_once(
         Err(error) if is_duplicate_key(&error) => {}
         Err(error) => return Err(error.into()),
     }
-    let body: Option<String> = sqlx::query_scalar("SELECT body FROM gift_orders WHERE order_id = ?")
-        .bind(&row.order_id)
-        .fetch_optional(&mut *conn)
-        .await?;
+    let body: Option<String> =
+        sqlx::query_scalar("SELECT body FROM gift_orders WHERE order_id = ?")
+            .bind(&row.order_id)
+            .fetch_optional(&mut *conn)
+            .await?;
     let body = body.ok_or_else(|| Error::corrupt(format!("order {} vanished", row.order_id)))?;
     Ok((from_json(&body, "order")?, false))
 }
@@ -139,10 +140,12 @@ impl GiftOrders for MySqlStore {
     async fn get(&self, order_id: &OrderId) -> Result<Option<GiftOrder>> {
         let row = self
             .retrying("get_order", || async move {
-                Ok(sqlx::query("SELECT body FROM gift_orders WHERE order_id = ?")
-                    .bind(order_id.as_str())
-                    .fetch_optional(&self.pool)
-                    .await?)
+                Ok(
+                    sqlx::query("SELECT body FROM gift_orders WHERE order_id = ?")
+                        .bind(order_id.as_str())
+                        .fetch_optional(&self.pool)
+                        .await?,
+                )
             })
             .await?;
         row.map(|row| json_col(&row, "body")).transpose()

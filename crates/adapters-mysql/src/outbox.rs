@@ -39,7 +39,8 @@ impl Outbox for MySqlStore {
     async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()> {
         for chunk in ids.chunks(IDS_PER_UPDATE) {
             self.retrying("mark_outbox_delivered", || async move {
-                let mut update = QueryBuilder::<MySql>::new("UPDATE room_outbox SET delivered_at = ");
+                let mut update =
+                    QueryBuilder::<MySql>::new("UPDATE room_outbox SET delivered_at = ");
                 update
                     .push_bind(at.as_millis())
                     .push(" WHERE delivered_at IS NULL AND id IN (");

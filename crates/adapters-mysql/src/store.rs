@@ -180,7 +180,9 @@ impl MySqlStore {
             match attempt().await {
                 Ok(value) => return Ok(value),
                 Err(TxError::Port(error)) => return Err(error),
-                Err(TxError::Db(error)) if is_lock_failure(&error) && attempts < self.lock_attempts => {
+                Err(TxError::Db(error))
+                    if is_lock_failure(&error) && attempts < self.lock_attempts =>
+                {
                     tracing::debug!(operation = what, attempts, %error, "retrying after a lock failure");
                     self.lock_retries.fetch_add(1, Ordering::Relaxed);
                     metrics::counter!("room_mysql_lock_retries_total", "operation" => what)
@@ -212,7 +214,10 @@ mod tests {
         let settings = MySqlSettings::new("mysql://room:s3cret@db.internal:3306/room");
         let shown = format!("{settings:?}");
         assert!(!shown.contains("s3cret"), "{shown}");
-        assert!(shown.contains("mysql://room:***@db.internal:3306/room"), "{shown}");
+        assert!(
+            shown.contains("mysql://room:***@db.internal:3306/room"),
+            "{shown}"
+        );
         assert_eq!(
             redacted("mysql://root@127.0.0.1:3306"),
             "mysql://root@127.0.0.1:3306"

@@ -155,7 +155,11 @@ async fn a_stale_epoch_commits_nothing_and_is_not_owner() {
     let fenced = f.store.commit(&batch(&a, old, 1, "c2")).await;
     assert!(matches!(fenced, Err(Error::NotOwner(_))), "{fenced:?}");
     assert!(fenced.unwrap_err().is_retryable());
-    assert_eq!(rows(&mut conn).await, before, "a fenced commit writes no row");
+    assert_eq!(
+        rows(&mut conn).await,
+        before,
+        "a fenced commit writes no row"
+    );
 
     f.store.commit(&batch(&a, new, 1, "c2")).await.unwrap();
     let after = rows(&mut conn).await;
@@ -199,14 +203,23 @@ async fn a_commit_that_keeps_timing_out_on_a_lock_is_retried_then_retryable() {
     assert!(matches!(error, Error::Unavailable(_)), "{error:?}");
     assert!(error.is_retryable(), "{error:?}");
     let message = error.to_string();
-    assert!(message.contains("1205"), "names the lock wait timeout: {message}");
+    assert!(
+        message.contains("1205"),
+        "names the lock wait timeout: {message}"
+    );
     assert!(message.contains("3 attempts"), "says it retried: {message}");
-    assert_eq!(f.store.lock_retries(), 2, "two retries after the first attempt");
+    assert_eq!(
+        f.store.lock_retries(),
+        2,
+        "two retries after the first attempt"
+    );
 
     holder.execute("ROLLBACK").await.unwrap();
     let mut conn = f.database.connect().await;
     assert!(
-        rows(&mut conn).await[..6].iter().all(|(_, count)| *count == 0),
+        rows(&mut conn).await[..6]
+            .iter()
+            .all(|(_, count)| *count == 0),
         "the timed-out commit wrote nothing"
     );
     f.store
@@ -234,10 +247,13 @@ async fn a_commit_that_timed_out_on_a_lock_succeeds_on_a_later_attempt() {
     let commit =
         tokio::spawn(async move { store.commit(&batch(&room_a, activation, 0, "c1")).await });
     let store = f.store.clone();
-    eventually("the first attempt timed out and the commit is retried", || {
-        let store = store.clone();
-        async move { store.lock_retries() >= 1 }
-    })
+    eventually(
+        "the first attempt timed out and the commit is retried",
+        || {
+            let store = store.clone();
+            async move { store.lock_retries() >= 1 }
+        },
+    )
     .await;
     holder.execute("ROLLBACK").await.unwrap();
 
@@ -259,7 +275,10 @@ async fn ids_compare_as_exact_strings_and_hold_64_characters() {
     for r in &rooms {
         let activation = f.store.activate(r, "node-1").await.unwrap();
         assert_eq!(activation.epoch, 1, "{r} is a room of its own");
-        f.store.commit(&batch(r, activation, 0, "c1")).await.unwrap();
+        f.store
+            .commit(&batch(r, activation, 0, "c1"))
+            .await
+            .unwrap();
     }
     for r in &rooms {
         let events = f.store.list_events(r, 0, 10).await.unwrap();
@@ -288,7 +307,10 @@ async fn opening_a_migrated_database_again_keeps_its_rows() {
     };
     let a = room("room-a");
     let activation = f.store.activate(&a, "node-1").await.unwrap();
-    f.store.commit(&batch(&a, activation, 0, "c1")).await.unwrap();
+    f.store
+        .commit(&batch(&a, activation, 0, "c1"))
+        .await
+        .unwrap();
     f.store.close().await;
 
     let settings = MySqlSettings::new(f.database.url.clone());
@@ -304,7 +326,9 @@ async fn an_unreachable_server_is_unavailable_and_a_bad_url_is_invalid() {
     // Port 1 on loopback: nothing listens there.
     let mut settings = MySqlSettings::new("mysql://root@127.0.0.1:1/room");
     settings.acquire_timeout_ms = 2_000;
-    let error = MySqlStore::open(&settings).await.expect_err("nothing listens");
+    let error = MySqlStore::open(&settings)
+        .await
+        .expect_err("nothing listens");
     assert!(matches!(error, Error::Unavailable(_)), "{error:?}");
 
     let error = MySqlStore::open(&MySqlSettings::new("postgres://x"))
@@ -312,4 +336,3 @@ async fn an_unreachable_server_is_unavailable_and_a_bad_url_is_invalid() {
         .expect_err("not a MySQL url");
     assert!(matches!(error, Error::Invalid(_)), "{error:?}");
 }
-

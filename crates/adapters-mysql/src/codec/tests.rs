@@ -33,11 +33,17 @@ async fn constraint_violations_are_already_exists_or_invalid() {
     let Some((_database, mut conn)) = table("codec::constraints").await else {
         return;
     };
-    let duplicate = conn.execute("INSERT INTO t VALUES ('a', 2)").await.unwrap_err();
+    let duplicate = conn
+        .execute("INSERT INTO t VALUES ('a', 2)")
+        .await
+        .unwrap_err();
     assert!(is_duplicate_key(&duplicate));
     assert!(matches!(db(duplicate), Error::AlreadyExists(_)));
 
-    let negative = conn.execute("INSERT INTO t VALUES ('b', -1)").await.unwrap_err();
+    let negative = conn
+        .execute("INSERT INTO t VALUES ('b', -1)")
+        .await
+        .unwrap_err();
     let error = db(negative);
     assert!(matches!(error, Error::Invalid(_)), "{error:?}");
 }
@@ -47,7 +53,10 @@ async fn values_the_columns_cannot_hold_are_internal_and_bad_columns_corrupt() {
     let Some((_database, mut conn)) = table("codec::values").await else {
         return;
     };
-    let too_long = conn.execute("INSERT INTO t VALUES ('abcde', 1)").await.unwrap_err();
+    let too_long = conn
+        .execute("INSERT INTO t VALUES ('abcde', 1)")
+        .await
+        .unwrap_err();
     let error = db(too_long);
     assert!(matches!(error, Error::Internal(_)), "{error:?}");
     assert!(!error.is_retryable());
@@ -55,7 +64,10 @@ async fn values_the_columns_cannot_hold_are_internal_and_bad_columns_corrupt() {
     let unknown = conn.execute("SELECT nope FROM t").await.unwrap_err();
     assert!(matches!(db(unknown), Error::Internal(_)));
 
-    let row = sqlx::query("SELECT id FROM t").fetch_one(&mut conn).await.unwrap();
+    let row = sqlx::query("SELECT id FROM t")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
     let error = col::<i64>(&row, "id").unwrap_err();
     assert!(matches!(error, Error::Corrupt(_)), "{error:?}");
 }
@@ -65,9 +77,14 @@ async fn a_read_only_server_and_lock_failures_are_retryable() {
     let Some((database, mut conn)) = table("codec::retryable").await else {
         return;
     };
-    conn.execute("SET SESSION TRANSACTION READ ONLY").await.unwrap();
+    conn.execute("SET SESSION TRANSACTION READ ONLY")
+        .await
+        .unwrap();
     conn.execute("BEGIN").await.unwrap();
-    let read_only = conn.execute("INSERT INTO t VALUES ('c', 1)").await.unwrap_err();
+    let read_only = conn
+        .execute("INSERT INTO t VALUES ('c', 1)")
+        .await
+        .unwrap_err();
     let number = server_error(&read_only).map(|e| e.number());
     assert_eq!(number, Some(number::READ_ONLY_TRANSACTION), "{read_only:?}");
     assert!(!is_lock_failure(&read_only));

@@ -130,7 +130,10 @@ impl Drop for TestDatabase {
         })
         .join();
         if !matches!(dropped, Ok(Ok(()))) {
-            eprintln!("could not drop the test database {}: {dropped:?}", self.name);
+            eprintln!(
+                "could not drop the test database {}: {dropped:?}",
+                self.name
+            );
         }
     }
 }
