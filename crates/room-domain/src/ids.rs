@@ -301,11 +301,15 @@ mod tests {
             "用户-7",
             "élodie.b",
             "a:b@c",
-            "😀",
+            "☺",
             "sys-rtc-104-x",
         ] {
             assert!(UserId::new(good).is_ok(), "{good:?}");
         }
+        assert!(
+            UserId::new("a\u{1F600}").is_err(),
+            "outside the Basic Multilingual Plane"
+        );
     }
 
     #[test]

@@ -193,13 +193,24 @@ async fn the_schema_states_the_limits_the_server_enforces() {
         (id["minLength"].as_u64(), id["maxLength"].as_u64()),
         (Some(1), Some(64))
     );
-    let pattern = id["pattern"].as_str().unwrap();
-    for refused in ["\\u0000-\\u0020", "\\u007f-\\u00a0", "\\u3000"] {
+    // A class of the characters allowed: none of the refused ones falls in it (the unit test
+    // of `dto` checks the pattern against the rule for every character).
+    let pattern = regex::Regex::new(id["pattern"].as_str().unwrap()).unwrap();
+    for refused in [
+        "a b",
+        "a\u{7f}",
+        "a\u{a0}",
+        "a\u{3000}",
+        "a\u{200b}",
+        "a/b",
+        "a\u{202e}",
+    ] {
         assert!(
-            pattern.contains(refused),
-            "{pattern} lets {refused} through"
+            !pattern.is_match(refused),
+            "the id pattern lets {refused:?} through"
         );
     }
+    assert!(pattern.is_match("alice-42"));
     let room_id = &parameter(&document, "/v1/rooms/{room_id}", "get", "room_id")["schema"];
     assert_eq!(resolve(&document, room_id), id);
     assert_eq!(

@@ -1,0 +1,35 @@
+//! MySQL / MariaDB storage for the room service, for deployments where many nodes share one
+//! database: [`MySqlStore`] implements the storage ports of `room-app` (the cell log with its
+//! epoch fence, snapshots, the outbox, gift orders, the gift catalog, timers, payouts and the
+//! room directory) with the sqlx MySQL driver. It runs on MariaDB 10.11 and MySQL 8.
+//!
+//! Each group commit is one InnoDB transaction whose first statement locks the room's cell row
+//! (`SELECT ... FOR UPDATE`) and checks the epoch and version the batch carries; when they do
+//! not hold, the transaction writes nothing and the commit answers
+//! [`Error::NotOwner`] or [`Error::Conflict`], as every store of the port does. A transaction
+//! chosen as a deadlock victim or timed out waiting for a row lock is run again, a bounded
+//! number of times ([`MySqlSettings::lock_attempts`]), then reported as retryable
+//! [`Error::Unavailable`]. Driver errors become port errors at this boundary: a duplicate key
+//! is [`Error::AlreadyExists`], a lost connection or a read-only server is
+//! [`Error::Unavailable`].
+//!
+//! The schema lives in `migrations/mysql` at the workspace root and is applied by
+//! [`MySqlStore::open`] (with `sqlx::migrate!`).
+
+mod catalog;
+mod cells;
+mod codec;
+mod directory;
+mod orders;
+mod outbox;
+mod payouts;
+mod store;
+mod timers;
+
+pub use store::{MySqlSettings, MySqlStore};
+
+/// The errors of this crate are the ports' errors.
+pub use room_app::Error;
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

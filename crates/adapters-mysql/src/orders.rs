@@ -1,0 +1,205 @@
+//! [`GiftOrders`]: the gift saga's orders, as JSON with their status and creation time in
+//! columns for the recovery worker's query. Keyed by sender and order id: an order id is its
+//! sender's own.
+
+use async_trait::async_trait;
+use room_app::Error;
+use room_app::ports::{GiftOrders, OrderCursor};
+use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp, UserId};
+use sqlx::MySqlConnection;
+
+use crate::codec::{TxError, from_json, is_duplicate_key, json_col, to_json};
+use crate::{MySqlStore, Result};
+
+/// An order encoded for its table.
+pub(crate) struct OrderRow {
+    order_id: String,
+    room_id: String,
+    sender: String,
+    status: &'static str,
+    created_at: i64,
+    body: String,
+}
+
+impl OrderRow {
+    pub(crate) fn new(order: &GiftOrder) -> Result<Self> {
+        Ok(OrderRow {
+            order_id: order.order_id.to_string(),
+            room_id: order.room_id.to_string(),
+            sender: order.sender.to_string(),
+            status: order.status.as_str(),
+            created_at: order.created_at.as_millis(),
+            body: to_json(order)?,
+        })
+    }
+
+    pub(crate) fn order_id(&self) -> &str {
+        &self.order_id
+    }
+
+    /// Replaces the stored order if it exists and its status is `expected` (any status
+    /// without `expected`); returns whether it did. The driver asks the server for matched
+    /// rather than changed rows, so replacing an order by an identical one counts.
+    pub(crate) async fn replace(
+        &self,
+        conn: &mut MySqlConnection,
+        expected: Option<&str>,
+    ) -> Result<bool, TxError> {
+        let updated = sqlx::query(
+            "UPDATE gift_orders
+             SET room_id = ?, sender = ?, status = ?, created_at = ?, body = ?
+             WHERE sender = ? AND order_id = ? AND (? IS NULL OR status = ?)",
+        )
+        .bind(&self.room_id)
+        .bind(&self.sender)
+        .bind(self.status)
+        .bind(self.created_at)
+        .bind(&self.body)
+        .bind(&self.sender)
+        .bind(&self.order_id)
+        .bind(expected)
+        .bind(expected)
+        .execute(&mut *conn)
+        .await?;
+        Ok(updated.rows_affected() > 0)
+    }
+}
+
+async fn stored_status(
+    conn: &mut MySqlConnection,
+    sender: &str,
+    order_id: &str,
+) -> Result<Option<String>, TxError> {
+    Ok(
+        sqlx::query_scalar("SELECT status FROM gift_orders WHERE sender = ? AND order_id = ?")
+            .bind(sender)
+            .bind(order_id)
+            .fetch_optional(&mut *conn)
+            .await?,
+    )
+}
+
+async fn create_or_get_once(
+    store: &MySqlStore,
+    row: &OrderRow,
+    order: &GiftOrder,
+) -> Result<(GiftOrder, bool), TxError> {
+    let mut conn = store.pool.acquire().await?;
+    // A plain insert, and the duplicate key error when the id is taken: with the found-rows
+    // flag the driver sets, an upsert's affected rows cannot tell an insert from a no-op.
+    let inserted = sqlx::query(
+        "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
+         VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&row.order_id)
+    .bind(&row.room_id)
+    .bind(&row.sender)
+    .bind(row.status)
+    .bind(row.created_at)
+    .bind(&row.body)
+    .execute(&mut *conn)
+    .await;
+    match inserted {
+        Ok(_) => return Ok((order.clone(), true)),
+        Err(error) if is_duplicate_key(&error) => {}
+        Err(error) => return Err(error.into()),
+    }
+    let body: Option<String> =
+        sqlx::query_scalar("SELECT body FROM gift_orders WHERE sender = ? AND order_id = ?")
+            .bind(&row.sender)
+            .bind(&row.order_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let body = body.ok_or_else(|| Error::corrupt(format!("order {} vanished", row.order_id)))?;
+    Ok((from_json(&body, "order")?, false))
+}
+
+async fn update_once(
+    store: &MySqlStore,
+    row: &OrderRow,
+    expected: OrderStatus,
+) -> Result<(), TxError> {
+    let mut conn = store.pool.acquire().await?;
+    if row.replace(&mut conn, Some(expected.as_str())).await? {
+        return Ok(());
+    }
+    Err(
+        match stored_status(&mut conn, &row.sender, &row.order_id).await? {
+            None => Error::NotFound(format!("order {}", row.order_id)),
+            Some(status) => Error::Conflict(format!(
+                "order {} is {status}, not {}",
+                row.order_id,
+                expected.as_str()
+            )),
+        }
+        .into(),
+    )
+}
+
+#[async_trait]
+impl GiftOrders for MySqlStore {
+    async fn create_or_get(&self, order: &GiftOrder) -> Result<(GiftOrder, bool)> {
+        let row = OrderRow::new(order)?;
+        self.retrying("create_order", || create_or_get_once(self, &row, order))
+            .await
+    }
+
+    async fn get(&self, sender: &UserId, order_id: &OrderId) -> Result<Option<GiftOrder>> {
+        let row = self
+            .retrying("get_order", || async move {
+                Ok(
+                    sqlx::query("SELECT body FROM gift_orders WHERE sender = ? AND order_id = ?")
+                        .bind(sender.as_str())
+                        .bind(order_id.as_str())
+                        .fetch_optional(&self.pool)
+                        .await?,
+                )
+            })
+            .await?;
+        row.map(|row| json_col(&row, "body")).transpose()
+    }
+
+    async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()> {
+        let row = OrderRow::new(order)?;
+        self.retrying("update_order", || update_once(self, &row, expected))
+            .await
+    }
+
+    async fn list_unfinished(
+        &self,
+        before: Timestamp,
+        after: Option<OrderCursor>,
+        limit: u32,
+    ) -> Result<Vec<GiftOrder>> {
+        // Without a cursor, start before every order: ids are never empty. The row-value
+        // comparison lets the (created_at, order_id, sender) index start right after the
+        // cursor.
+        let (after_at, after_id, after_sender) =
+            after.map_or((i64::MIN, String::new(), String::new()), |cursor| {
+                (
+                    cursor.created_at.as_millis(),
+                    cursor.order_id.to_string(),
+                    cursor.sender.to_string(),
+                )
+            });
+        let (after_id, after_sender) = (after_id.as_str(), after_sender.as_str());
+        let rows = self
+            .retrying("list_unfinished_orders", || async move {
+                Ok(sqlx::query(
+                    "SELECT body FROM gift_orders
+                     WHERE status NOT IN ('COMPLETED', 'FAILED', 'COMPENSATED')
+                       AND created_at < ? AND (created_at, order_id, sender) > (?, ?, ?)
+                     ORDER BY created_at, order_id, sender LIMIT ?",
+                )
+                .bind(before.as_millis())
+                .bind(after_at)
+                .bind(after_id)
+                .bind(after_sender)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?)
+            })
+            .await?;
+        rows.iter().map(|row| json_col(row, "body")).collect()
+    }
+}

@@ -1,0 +1,75 @@
+//! [`Outbox`]: durable facts written by commits, read in id order by the publisher, marked
+//! delivered, and deleted by the retention job in bounded batches.
+
+use async_trait::async_trait;
+use room_app::ports::{Outbox, OutboxMessage};
+use room_domain::Timestamp;
+use sqlx::{MySql, QueryBuilder};
+
+use crate::codec::{col, json_col};
+use crate::{MySqlStore, Result};
+
+/// The most ids one `UPDATE ... IN (...)` carries.
+const IDS_PER_UPDATE: usize = 1_000;
+
+#[async_trait]
+impl Outbox for MySqlStore {
+    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
+        let rows = self
+            .retrying("list_outbox", || async move {
+                Ok(sqlx::query(
+                    "SELECT id, envelope FROM room_outbox
+                     WHERE delivered_at IS NULL ORDER BY id LIMIT ?",
+                )
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?)
+            })
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(OutboxMessage {
+                    id: col(row, "id")?,
+                    envelope: json_col(row, "envelope")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()> {
+        for chunk in ids.chunks(IDS_PER_UPDATE) {
+            self.retrying("mark_outbox_delivered", || async move {
+                let mut update =
+                    QueryBuilder::<MySql>::new("UPDATE room_outbox SET delivered_at = ");
+                update
+                    .push_bind(at.as_millis())
+                    .push(" WHERE delivered_at IS NULL AND id IN (");
+                let mut list = update.separated(", ");
+                for id in chunk {
+                    list.push_bind(*id);
+                }
+                list.push_unseparated(")");
+                update.build().execute(&self.pool).await?;
+                Ok(())
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        self.retrying("delete_delivered_outbox", || async move {
+            let deleted = sqlx::query(
+                "DELETE FROM room_outbox
+                 WHERE delivered_at IS NOT NULL AND delivered_at < ?
+                 ORDER BY delivered_at LIMIT ?",
+            )
+            .bind(before.as_millis())
+            .bind(i64::from(limit))
+            .execute(&self.pool)
+            .await?;
+            Ok(deleted.rows_affected())
+        })
+        .await
+    }
+}

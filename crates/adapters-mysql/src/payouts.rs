@@ -1,0 +1,112 @@
+//! [`Payouts`]: credits owed by commits, oldest first, until the payout worker deletes them.
+
+use async_trait::async_trait;
+use room_app::Error;
+use room_app::ports::{CreditKind, Payout, Payouts};
+use room_domain::Coins;
+use sqlx::MySqlConnection;
+
+use crate::codec::{TxError, col, id_col};
+use crate::{MySqlStore, Result};
+
+fn kind_name(kind: CreditKind) -> &'static str {
+    match kind {
+        CreditKind::Admin => "admin",
+        CreditKind::Refund => "refund",
+        CreditKind::LuckyReward => "lucky_reward",
+        CreditKind::RocketReward => "rocket_reward",
+    }
+}
+
+fn kind_from(name: &str) -> Result<CreditKind> {
+    Ok(match name {
+        "admin" => CreditKind::Admin,
+        "refund" => CreditKind::Refund,
+        "lucky_reward" => CreditKind::LuckyReward,
+        "rocket_reward" => CreditKind::RocketReward,
+        other => return Err(Error::corrupt(format!("stored payout kind {other:?}"))),
+    })
+}
+
+/// A payout encoded for its table.
+pub(crate) struct PayoutRow {
+    op_id: String,
+    kind: &'static str,
+    user_id: String,
+    amount: i64,
+    room_id: String,
+}
+
+impl PayoutRow {
+    pub(crate) fn new(payout: &Payout) -> Self {
+        PayoutRow {
+            op_id: payout.op_id.clone(),
+            kind: kind_name(payout.kind),
+            user_id: payout.user.to_string(),
+            amount: payout.amount.0,
+            room_id: payout.room_id.to_string(),
+        }
+    }
+
+    /// Records the owed credit unless one is already owed under the same op id: that one is
+    /// kept as first recorded, in its place in the queue (a replay never changes a payout).
+    /// Runs inside a commit.
+    pub(crate) async fn record(&self, conn: &mut MySqlConnection) -> Result<(), TxError> {
+        // The no-op update keeps the stored row; unlike INSERT IGNORE, it turns no other
+        // error into a warning.
+        sqlx::query(
+            "INSERT INTO room_payouts (op_id, kind, user_id, amount, room_id)
+             VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE op_id = op_id",
+        )
+        .bind(&self.op_id)
+        .bind(self.kind)
+        .bind(&self.user_id)
+        .bind(self.amount)
+        .bind(&self.room_id)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Payouts for MySqlStore {
+    async fn list_pending(&self, after: Option<String>, limit: u32) -> Result<Vec<Payout>> {
+        let after = after.as_deref();
+        let rows = self
+            .retrying("list_payouts", || async move {
+                Ok(sqlx::query(
+                    "SELECT op_id, kind, user_id, amount, room_id FROM room_payouts
+                     WHERE id > COALESCE((SELECT id FROM room_payouts WHERE op_id = ?), 0)
+                     ORDER BY id LIMIT ?",
+                )
+                .bind(after)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?)
+            })
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Payout {
+                    op_id: col(row, "op_id")?,
+                    kind: kind_from(&col::<String>(row, "kind")?)?,
+                    user: id_col(row, "user_id")?,
+                    amount: Coins(col(row, "amount")?),
+                    room_id: id_col(row, "room_id")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete(&self, op_id: &str) -> Result<()> {
+        self.retrying("delete_payout", || async move {
+            sqlx::query("DELETE FROM room_payouts WHERE op_id = ?")
+                .bind(op_id)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+}

@@ -1,0 +1,226 @@
+//! [`MySqlStore`]: the connection pool (with the session settings every connection needs),
+//! the migrations, and the retry of transactions that lost a row-lock race, which the port
+//! implementations share.
+
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use room_app::Error;
+use serde::{Deserialize, Serialize};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::{AssertSqlSafe, Executor};
+
+use crate::Result;
+use crate::codec::{TxError, db, is_lock_failure};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/mysql");
+
+/// How to open a [`MySqlStore`].
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MySqlSettings {
+    /// The database, as `mysql://user:password@host:3306/room`. The database must exist; its
+    /// tables are created by the migrations. A secret: `Debug` hides the password.
+    pub url: String,
+    /// The most connections the pool opens.
+    pub max_connections: u32,
+    /// How long a call waits for a free connection before it fails with
+    /// [`Error::Unavailable`], in milliseconds.
+    pub acquire_timeout_ms: u64,
+    /// How long a statement waits for a row lock before the server gives up
+    /// (`innodb_lock_wait_timeout`, whole seconds, at least 1).
+    pub lock_wait_timeout_secs: u32,
+    /// How many times a transaction runs when the server rolls it back as a deadlock victim
+    /// or after a lock wait timeout (at least 1). The last failure is [`Error::Unavailable`].
+    pub lock_attempts: u32,
+}
+
+impl Default for MySqlSettings {
+    fn default() -> Self {
+        MySqlSettings {
+            url: "mysql://room@127.0.0.1:3306/room".into(),
+            max_connections: 16,
+            acquire_timeout_ms: 5_000,
+            lock_wait_timeout_secs: 5,
+            lock_attempts: 3,
+        }
+    }
+}
+
+impl MySqlSettings {
+    /// The default settings for the database at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        MySqlSettings {
+            url: url.into(),
+            ..MySqlSettings::default()
+        }
+    }
+}
+
+/// `url` with its password, if any, replaced.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((credentials, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match credentials.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+impl std::fmt::Debug for MySqlSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MySqlSettings")
+            .field("url", &redacted(&self.url))
+            .field("max_connections", &self.max_connections)
+            .field("acquire_timeout_ms", &self.acquire_timeout_ms)
+            .field("lock_wait_timeout_secs", &self.lock_wait_timeout_secs)
+            .field("lock_attempts", &self.lock_attempts)
+            .finish()
+    }
+}
+
+/// The storage ports of the room service on one MySQL or MariaDB database.
+///
+/// Cheap to clone: clones share the pool. Open with [`MySqlStore::open`], and
+/// [`close`](MySqlStore::close) on shutdown.
+#[derive(Clone)]
+pub struct MySqlStore {
+    pub(crate) pool: MySqlPool,
+    lock_attempts: u32,
+    lock_retries: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for MySqlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MySqlStore")
+            .field("connections", &self.pool.size())
+            .field("lock_retries", &self.lock_retries())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MySqlStore {
+    /// Connects to the database and applies the pending migrations (several nodes may do so
+    /// at once: the migrator takes a server-side lock). Fails with [`Error::Invalid`] for a
+    /// malformed url and [`Error::Unavailable`] when the server cannot be reached or
+    /// migrated.
+    pub async fn open(settings: &MySqlSettings) -> Result<Self> {
+        if !(settings.url.starts_with("mysql://") || settings.url.starts_with("mariadb://")) {
+            return Err(Error::Invalid(format!(
+                "the MySQL url must start with mysql:// or mariadb://, got {:?}",
+                redacted(&settings.url)
+            )));
+        }
+        let options = MySqlConnectOptions::from_str(&settings.url).map_err(|e| {
+            Error::Invalid(format!("bad MySQL url {:?}: {e}", redacted(&settings.url)))
+        })?;
+        let lock_wait = settings.lock_wait_timeout_secs.max(1);
+        let pool = MySqlPoolOptions::new()
+            .max_connections(settings.max_connections.max(1))
+            .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    // READ COMMITTED: no gap locks, so upserts of neighbouring keys by
+                    // different rooms' commits do not deadlock each other; every check that
+                    // needs a stable row locks it. Strict mode: a value its column cannot hold
+                    // is an error, never silently truncated.
+                    conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                        .await?;
+                    conn.execute(AssertSqlSafe(format!(
+                        "SET SESSION innodb_lock_wait_timeout = {lock_wait},
+                             SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES')"
+                    )))
+                    .await?;
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await
+            .map_err(db)?;
+        MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|e| Error::unavailable(format!("migrating the MySQL database: {e}")))?;
+        Ok(MySqlStore {
+            pool,
+            lock_attempts: settings.lock_attempts.max(1),
+            lock_retries: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Closes every connection. Later calls fail with [`Error::Unavailable`].
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// How many times so far a transaction was run again after a deadlock or a lock wait
+    /// timeout (also the counter `room_mysql_lock_retries_total`).
+    pub fn lock_retries(&self) -> u64 {
+        self.lock_retries.load(Ordering::Relaxed)
+    }
+
+    /// Runs `attempt` (one whole transaction, or one statement) until it succeeds, fails with
+    /// anything but a lock failure, or has failed on locks [`MySqlSettings::lock_attempts`]
+    /// times. The server has rolled the failed attempt back (the adapter drops the
+    /// transaction), so running it again is safe.
+    pub(crate) async fn retrying<T, F, Fut>(&self, what: &'static str, mut attempt: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, TxError>>,
+    {
+        let mut attempts = 1;
+        loop {
+            match attempt().await {
+                Ok(value) => return Ok(value),
+                Err(TxError::Port(error)) => return Err(error),
+                Err(TxError::Db(error))
+                    if is_lock_failure(&error) && attempts < self.lock_attempts =>
+                {
+                    tracing::debug!(operation = what, attempts, %error, "retrying after a lock failure");
+                    self.lock_retries.fetch_add(1, Ordering::Relaxed);
+                    metrics::counter!("room_mysql_lock_retries_total", "operation" => what)
+                        .increment(1);
+                    // A short pause lets the transaction that won the lock finish first.
+                    tokio::time::sleep(Duration::from_millis(5 * u64::from(attempts))).await;
+                    attempts += 1;
+                }
+                Err(TxError::Db(error)) => {
+                    let error = db(error);
+                    return Err(match error {
+                        Error::Unavailable(message) if attempts > 1 => Error::Unavailable(format!(
+                            "{message}; gave up after {attempts} attempts"
+                        )),
+                        other => other,
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_the_password() {
+        let settings = MySqlSettings::new("mysql://room:s3cret@db.internal:3306/room");
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("mysql://room:***@db.internal:3306/room"),
+            "{shown}"
+        );
+        assert_eq!(
+            redacted("mysql://root@127.0.0.1:3306"),
+            "mysql://root@127.0.0.1:3306"
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Runs the conformance suite of every port [`MySqlStore`] implements, each instance on a
+//! database of its own on the server in `ROOM_TEST_MYSQL_URL` (skipped when unset; a failure
+//! when unset or unreachable with `ROOM_TEST_REQUIRE_SERVICES=1`).
+
+mod support {
+    pub mod mysql;
+    pub mod services;
+}
+
+use std::sync::{Arc, Mutex};
+
+use adapters_mysql::{MySqlSettings, MySqlStore};
+use room_app::testkit;
+use support::mysql::{MySqlServer, TestDatabase};
+
+/// Opens fresh stores, each on a new database, and drops the databases when the test ends.
+struct Fresh {
+    server: MySqlServer,
+    databases: Mutex<Vec<TestDatabase>>,
+}
+
+impl Fresh {
+    async fn new(test: &str) -> Option<Self> {
+        Some(Fresh {
+            server: MySqlServer::from_env(test).await?,
+            databases: Mutex::new(Vec::new()),
+        })
+    }
+
+    async fn store(&self) -> Arc<MySqlStore> {
+        let database = self.server.database().await;
+        let mut settings = MySqlSettings::new(database.url.clone());
+        settings.max_connections = 8;
+        let store = MySqlStore::open(&settings).await.expect("the store opens");
+        self.databases.lock().unwrap().push(database);
+        Arc::new(store)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cell_store() {
+    let Some(fresh) = Fresh::new("conformance::cell_store").await else {
+        return;
+    };
+    testkit::cell_store_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn snapshot_store() {
+    let Some(fresh) = Fresh::new("conformance::snapshot_store").await else {
+        return;
+    };
+    testkit::snapshot_store_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn outbox() {
+    let Some(fresh) = Fresh::new("conformance::outbox").await else {
+        return;
+    };
+    testkit::outbox_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gift_orders() {
+    let Some(fresh) = Fresh::new("conformance::gift_orders").await else {
+        return;
+    };
+    testkit::gift_orders_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gift_catalog() {
+    let Some(fresh) = Fresh::new("conformance::gift_catalog").await else {
+        return;
+    };
+    testkit::gift_catalog_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn timers() {
+    let Some(fresh) = Fresh::new("conformance::timers").await else {
+        return;
+    };
+    testkit::timers_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn payouts() {
+    let Some(fresh) = Fresh::new("conformance::payouts").await else {
+        return;
+    };
+    testkit::payouts_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn room_directory() {
+    let Some(fresh) = Fresh::new("conformance::room_directory").await else {
+        return;
+    };
+    testkit::room_directory_suite(|| fresh.store()).await;
+}
