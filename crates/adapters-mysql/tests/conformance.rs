@@ -4,7 +4,6 @@
 
 mod support {
     pub mod mysql;
-    pub mod services;
 }
 
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,6 @@
 
 mod support {
     pub mod mysql;
-    pub mod services;
 }
 
 use std::sync::Arc;

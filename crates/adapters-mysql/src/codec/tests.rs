@@ -1,10 +1,8 @@
 //! The error translation against a real server's errors (on the server in
-//! `ROOM_TEST_MYSQL_URL`; skipped when it is unset, see `tests/support/services.rs`).
+//! `ROOM_TEST_MYSQL_URL`; skipped when it is unset, see `room_app::testkit::service_url`).
 
 #[path = "../../tests/support/mysql.rs"]
 mod mysql;
-#[path = "../../tests/support/services.rs"]
-mod services;
 
 use sqlx::{Connection, Executor, MySqlConnection};
 

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::{AssertSqlSafe, Connection, Executor, MySqlConnection};
 
-use super::services;
+use room_app::testkit;
 
 /// The variable naming the server.
 pub const MYSQL_URL: &str = "ROOM_TEST_MYSQL_URL";
@@ -27,9 +27,9 @@ pub struct MySqlServer {
 
 impl MySqlServer {
     /// The server in `ROOM_TEST_MYSQL_URL`, after checking it answers; `None` when `test`
-    /// skips (see [`services`]).
+    /// skips (see [`testkit::service_url`]).
     pub async fn from_env(test: &str) -> Option<Self> {
-        let url = services::address(MYSQL_URL, test)?;
+        let url = testkit::service_url(MYSQL_URL)?;
         let (without_options, options) = match url.split_once('?') {
             Some((head, options)) => (head.to_owned(), format!("?{options}")),
             None => (url.clone(), String::new()),
@@ -50,8 +50,17 @@ impl MySqlServer {
                 let _ = conn.close().await;
                 Some(server)
             }
-            Ok(Err(e)) => services::unreachable(MYSQL_URL, test, e),
-            Err(_) => services::unreachable(MYSQL_URL, test, "no answer within 10 s"),
+            Ok(Err(e)) => {
+                testkit::service_unreachable(&format!("{MYSQL_URL} ({test})"), e);
+                None
+            }
+            Err(_) => {
+                testkit::service_unreachable(
+                    &format!("{MYSQL_URL} ({test})"),
+                    "no answer within 10 s",
+                );
+                None
+            }
         }
     }
 
