@@ -284,8 +284,9 @@ async fn ids_compare_as_exact_strings_and_hold_64_characters() {
         assert_eq!(events.len(), 1, "{r} has its own log");
     }
 
-    // 64 characters of 4 bytes each: the limit is in characters.
-    let long = room(&"😀".repeat(64));
+    // 64 characters of 3 bytes each (the most an id's characters take: they are of the Basic
+    // Multilingual Plane): the limit is in characters.
+    let long = room(&"用".repeat(64));
     let activation = f.store.activate(&long, "node-1").await.unwrap();
     f.store
         .commit(&batch(&long, activation, 0, &"c".repeat(64)))
