@@ -71,7 +71,7 @@ CREATE TABLE gift_orders (
     status     VARCHAR(16) NOT NULL,
     created_at BIGINT      NOT NULL,
     body       LONGTEXT    NOT NULL,
-    PRIMARY KEY (sender, order_id),
+    PRIMARY KEY (order_id, sender),
     KEY gift_orders_by_age (created_at, order_id, sender)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
