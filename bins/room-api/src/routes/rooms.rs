@@ -126,7 +126,7 @@ pub async fn create_room(
     get, path = "/v1/rooms", tag = "rooms",
     params(
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page, 1 to 100 (default 20)"),
-        ("cursor" = Option<String>, Query, max_length = 84, pattern = r"^(-?[0-9]{1,18}\.[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]{1,64})?$", description = "The `next_cursor` of the previous page"),
+        ("cursor" = Option<String>, Query, max_length = 84, pattern = r"^(-?[0-9]{1,18}\.[\u0021-\u002e\u0030-\u007e\u00a1-\u00ac\u00ae-\u034e\u0350-\u05ff\u0606-\u061b\u061d-\u06dc\u06de-\u070e\u0710-\u088f\u0892-\u08e1\u08e3-\u115e\u1161-\u167f\u1681-\u17b3\u17b6-\u180a\u1810-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\u3163\u3165-\ud7ff\ue000-\ufdcf\ufdf0-\ufdff\ufe10-\ufefe\uff00-\uff9f\uffa1-\uffef\ufffc-\ufffd]{1,64})?$", description = "The `next_cursor` of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of rooms", body = RoomListResponse),
@@ -372,7 +372,7 @@ pub async fn heartbeat(
     params(
         ("room_id" = crate::dto::Id, Path, description = "The room id"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page, 1 to 100 (default 20)"),
-        ("cursor" = Option<String>, Query, max_length = 64, pattern = r"^[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$", description = "The `next_cursor` of the previous page"),
+        ("cursor" = Option<String>, Query, max_length = 64, pattern = r"^[\u0021-\u002e\u0030-\u007e\u00a1-\u00ac\u00ae-\u034e\u0350-\u05ff\u0606-\u061b\u061d-\u06dc\u06de-\u070e\u0710-\u088f\u0892-\u08e1\u08e3-\u115e\u1161-\u167f\u1681-\u17b3\u17b6-\u180a\u1810-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\u3163\u3165-\ud7ff\ue000-\ufdcf\ufdf0-\ufdff\ufe10-\ufefe\uff00-\uff9f\uffa1-\uffef\ufffc-\ufffd]*$", description = "The `next_cursor` of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of members", body = OnlineUsersResponse),
