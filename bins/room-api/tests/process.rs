@@ -381,7 +381,7 @@ impl Books {
                         .entry(sender.clone())
                         .or_default() += value;
                     let order_id = payload["order_id"].as_str().unwrap();
-                    let op_id = format!("{sender} {order_id}");
+                    let op_id = format!("{order_id} {sender}");
                     *books.lucky.entry(sender).or_default() += reward;
                     assert!(
                         books.applied.insert(op_id, reward).is_none(),
@@ -420,7 +420,7 @@ impl Books {
             let sender = body["sender"].as_str().unwrap().to_owned();
             let total = body["total"].as_i64().unwrap();
             let reward = body["lucky_reward"].as_i64().unwrap();
-            let op_id = format!("{sender} {order_id}");
+            let op_id = format!("{order_id} {sender}");
             books.orders.insert(op_id, (status, sender, total, reward));
         }
         let mut entries = conn

@@ -250,13 +250,15 @@ impl GiftOrder {
 
     /// The id of the order's wallet operations (its debit, its refund, its lucky reward; the
     /// wallet keys each by id and kind). For a [`OrderKeys::SenderAndOrderId`] order it is the
-    /// sender and the order id with a space between them: neither holds whitespace, so the
+    /// order id and the sender with a space between them: neither holds whitespace, so the
     /// pair is read back unambiguously, and no id of an [`OrderKeys::OrderId`] order (a bare
-    /// order id) can equal it.
+    /// order id) can equal it. The order id comes first so that operations created together,
+    /// whose order ids clients often draw from a rising counter, sit together in the wallet's
+    /// index rather than one place per sender.
     pub fn wallet_op_id(&self) -> String {
         match self.keys {
             OrderKeys::OrderId => self.order_id.to_string(),
-            OrderKeys::SenderAndOrderId => format!("{} {}", self.sender, self.order_id),
+            OrderKeys::SenderAndOrderId => format!("{} {}", self.order_id, self.sender),
         }
     }
 

@@ -489,13 +489,13 @@ fn statuses_are_stored_as_their_names() {
 fn a_new_order_names_its_wallet_operations_by_sender_and_order_id() {
     let order = new_order();
     assert_eq!(order.keys, OrderKeys::SenderAndOrderId);
-    assert_eq!(order.wallet_op_id(), "alice order-7");
+    assert_eq!(order.wallet_op_id(), "order-7 alice");
     // Another sender's order with the same id is another operation.
     let mut bobs = apply();
     bobs.sender = id("bob");
     bobs.recipients = vec![id("carol")];
     let bobs = GiftOrder::new(room_id(), &bobs, CREATED_AT).expect("the total fits");
-    assert_eq!(bobs.wallet_op_id(), "bob order-7");
+    assert_eq!(bobs.wallet_op_id(), "order-7 bob");
     assert_ne!(bobs.wallet_op_id(), order.wallet_op_id());
 }
 

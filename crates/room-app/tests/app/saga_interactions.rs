@@ -57,7 +57,7 @@ async fn a_definite_rejection_refunds_exactly_once() {
     wallet
         .expect_credit()
         .withf(|op, kind, who, coins| {
-            op == "alice o-1"
+            op == "o-1 alice"
                 && *kind == CreditKind::Refund
                 && *who == uid("alice")
                 && *coins == Coins(20)
@@ -151,7 +151,7 @@ async fn lost_ownership_at_commit_never_refunds() {
     debits(&mut wallet, "o-1", 10, 90, 2);
     wallet
         .expect_settle_debit()
-        .withf(|op| op == "alice o-1")
+        .withf(|op| op == "o-1 alice")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
     let (world, commits) =
@@ -368,7 +368,7 @@ async fn insufficient_funds_fail_the_order_without_apply_or_refund() {
     // The refusal is made final before the order fails: the operation id is voided once.
     wallet
         .expect_settle_debit()
-        .withf(|op| op == "alice o-1")
+        .withf(|op| op == "o-1 alice")
         .times(1)
         .returning(|_| Ok(DebitStatus::Void));
     never_credits(&mut wallet);
@@ -401,7 +401,7 @@ fn is_lucky_reward_of_o1(
     coins: Coins,
     reward: i64,
 ) -> bool {
-    op == "alice o-1"
+    op == "o-1 alice"
         && kind == CreditKind::LuckyReward
         && *who == uid("alice")
         && coins == Coins(reward)
@@ -552,7 +552,7 @@ async fn a_debit_of_unknown_outcome_is_settled_by_recovery() {
         .returning(|_, _, _| Err(Error::Unavailable("wallet timeout".into())));
     wallet
         .expect_settle_debit()
-        .withf(|op| op == "alice o-1")
+        .withf(|op| op == "o-1 alice")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
     // Recovery repeats the debit that happened, under its operation id, for its balance after.
@@ -688,7 +688,7 @@ async fn a_failed_refund_is_retried_and_refunds_once() {
     wallet
         .expect_credit()
         .withf(|op, kind, _, coins| {
-            op == "alice o-1" && *kind == CreditKind::Refund && *coins == Coins(10)
+            op == "o-1 alice" && *kind == CreditKind::Refund && *coins == Coins(10)
         })
         .times(2)
         .returning(

@@ -265,7 +265,7 @@ async fn an_unaffordable_order_stays_failed_after_a_top_up() {
     top_up(&world, "alice", 100).await;
     let late = Wallet::debit(
         &*world.store,
-        "alice o-1",
+        "o-1 alice",
         &room_domain::UserId::new("alice").unwrap(),
         Coins(10),
     )
@@ -441,7 +441,7 @@ async fn a_repeat_of_an_order_whose_debit_was_voided_fails_it() {
     let room = world.open_room("r1", "alice", &["bob"]).await;
     let request = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
     pending_order(&world, &request).await;
-    Wallet::settle_debit(&*world.store, "alice o-1")
+    Wallet::settle_debit(&*world.store, "o-1 alice")
         .await
         .unwrap();
     top_up(&world, "alice", 100).await;
