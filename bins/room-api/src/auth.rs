@@ -39,9 +39,19 @@ pub struct Claims {
     /// The issuer; checked when the service is configured with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iss: Option<String>,
-    /// The audience; checked when the service is configured with one.
+    /// The audience, one or several; checked when the service is configured with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub aud: Option<String>,
+    pub aud: Option<Audience>,
+}
+
+/// A token's `aud`: one audience or a list of them, as issuers write it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Audience {
+    /// `"aud": "rooms"`.
+    One(String),
+    /// `"aud": ["rooms", "chat"]`.
+    Many(Vec<String>),
 }
 
 /// Signs and checks tokens with one secret.
@@ -119,7 +129,7 @@ impl Authenticator {
             },
             vip: None,
             iss: self.issuer.clone(),
-            aud: self.audience.clone(),
+            aud: self.audience.clone().map(Audience::One),
         };
         self.sign(&claims)
     }
@@ -361,6 +371,23 @@ mod tests {
         assert_eq!(error.message, "the token's audience (aud) is not accepted");
         // Without configuration, `iss` and `aud` are not looked at.
         assert!(authenticator("k").verify(&good).is_ok());
+        // An `aud` list passes when it names the audience, and is no obstacle without one.
+        let listed = |aud: &[&str]| {
+            strict
+                .sign(&Claims {
+                    sub: "alice".into(),
+                    exp: u64::MAX / 2,
+                    iss: Some("https://id.example".into()),
+                    aud: Some(Audience::Many(
+                        aud.iter().map(|a| (*a).to_owned()).collect(),
+                    )),
+                    ..Claims::default()
+                })
+                .unwrap()
+        };
+        assert!(strict.verify(&listed(&["chat", "rooms"])).is_ok());
+        assert!(strict.verify(&listed(&["chat"])).is_err());
+        assert!(authenticator("k").verify(&listed(&["chat"])).is_ok());
     }
 
     #[test]

@@ -22,7 +22,9 @@ mod state;
 mod storage;
 
 pub use app::App;
-pub use auth::{ADMIN_ROLE, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin};
+pub use auth::{
+    ADMIN_ROLE, Audience, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin,
+};
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, DEFAULT_CONFIG_FILE, DEV_JWT_SECRET, HttpSettings,

@@ -44,7 +44,9 @@ impl Default for MySqlSettings {
             url: "mysql://room@127.0.0.1:3306/room".into(),
             max_connections: 16,
             acquire_timeout_ms: 5_000,
-            lock_wait_timeout_secs: 5,
+            // Attempts × wait stays well under the 10 s lease: a commit that waits longer
+            // would outlive the ownership it commits for.
+            lock_wait_timeout_secs: 2,
             lock_attempts: 3,
         }
     }

@@ -1,7 +1,7 @@
 //! What the conformance suites cannot see of [`MySqlStore`]: the rows a fenced commit leaves
 //! in the tables, transactions retried after a lock wait timeout, the schema's id rules, and
 //! migrations run by several opens of one database. Each test runs on a database of its own
-//! on the server in `ROOM_TEST_MYSQL_URL` (see `support/services.rs` for skipping).
+//! on the server in `ROOM_TEST_MYSQL_URL` (skipped or failed as `room_app::testkit::service_url` says).
 
 mod support {
     pub mod mysql;

@@ -68,8 +68,8 @@ end
 return {holder, url}
 ";
 
-/// What a [`RedisLease`] needs.
-#[derive(Debug, Clone)]
+/// What a [`RedisLease`] needs. `Debug` leaves the URL out: it may hold a password.
+#[derive(Clone)]
 pub struct RedisLeaseSettings {
     /// `redis://host:port/db`.
     pub url: String,
@@ -86,6 +86,20 @@ pub struct RedisLeaseSettings {
     /// How long one call may take before it fails as unavailable: a renewal that hangs must
     /// not outlive the lease it renews.
     pub op_timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisLeaseSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLeaseSettings")
+            .field("url", &"[REDACTED]")
+            .field("node_id", &self.node_id)
+            .field("advertise_url", &self.advertise_url)
+            .field("ttl", &self.ttl)
+            .field("key_prefix", &self.key_prefix)
+            .field("pool_size", &self.pool_size)
+            .field("op_timeout", &self.op_timeout)
+            .finish()
+    }
 }
 
 impl RedisLeaseSettings {
@@ -139,6 +153,13 @@ impl RedisLease {
             return Err(Error::Invalid(
                 "a Redis lease needs a node id and a TTL of at least 10 ms".into(),
             ));
+        }
+        // A renewal that may take half the TTL could let the lease lapse while it waits.
+        if settings.op_timeout.saturating_mul(2) >= settings.ttl {
+            return Err(Error::Invalid(format!(
+                "the Redis call timeout ({:?}) must be under half the lease TTL ({:?})",
+                settings.op_timeout, settings.ttl
+            )));
         }
         let mut config = Config::from_url(settings.url.clone());
         config.pool = Some(deadpool_redis::PoolConfig::new(settings.pool_size.max(1)));

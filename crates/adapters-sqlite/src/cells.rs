@@ -1,8 +1,6 @@
 //! [`CellStore`] and [`SnapshotStore`]: the room log, the epoch fence, the group commit that
 //! writes everything of a batch (in the job's savepoint, so all or nothing), and snapshots.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{
@@ -61,26 +59,13 @@ struct PreparedCommit {
 
 impl PreparedCommit {
     fn new(batch: &CommitBatch) -> Result<Self> {
-        let mut seen = HashSet::new();
-        let repeated_command = batch
-            .commands
-            .iter()
-            .find(|c| !seen.insert(&c.command_id))
-            .map(|c| c.command_id.to_string());
-        let seq_problem = batch
-            .events
-            .iter()
-            .enumerate()
-            .find(|(i, e)| e.seq != batch.expected_version + 1 + *i as u64)
-            .map(|(_, e)| format!("event seq {} does not follow the version", e.seq));
-        let new_version = batch.expected_version + batch.events.len() as u64;
         Ok(PreparedCommit {
             room_id: batch.room_id.to_string(),
             epoch: to_i64(batch.epoch, "epoch")?,
             expected_version: to_i64(batch.expected_version, "version")?,
-            new_version: to_i64(new_version, "version")?,
-            repeated_command,
-            seq_problem,
+            new_version: to_i64(batch.new_version(), "version")?,
+            repeated_command: batch.repeated_command().map(ToString::to_string),
+            seq_problem: batch.seq_problem(),
             commands: batch
                 .commands
                 .iter()

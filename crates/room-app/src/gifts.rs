@@ -634,7 +634,7 @@ pub struct RecoveryReport {
 /// An order is its sender's, so its command id derives from the sender and the order id: two
 /// senders' orders with one order id are two gifts, in one room too. It is
 /// [`crate::SYSTEM_ID_PREFIX`]`gift-`, the order's creation time in milliseconds as 12 hex
-/// digits, `-`, and 32 hex digits (128 bits) of the SHA-256 of [`GiftOrder::wallet_op_id`]:
+/// digits, `-`, and 32 hex digits (128 bits) of the SHA-256 of the sender and the order id:
 /// 54 characters, within the id length rule. The time comes first so that a room's commands
 /// are stored in about the order they arrive: a hash alone would put each one on a random page
 /// of the room's command log, and a group commit would rewrite many pages instead of a few.
@@ -648,7 +648,14 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
         OrderKeys::OrderId => order.order_id.clone().into(),
         OrderKeys::SenderAndOrderId => {
             use std::fmt::Write as _;
-            let digest = Sha256::digest(order.wallet_op_id().as_bytes());
+            // The sender and the order id, each behind its length: independent of how the
+            // wallet names the order's operations.
+            let mut hasher = Sha256::new();
+            for part in [order.sender.as_str(), order.order_id.as_str()] {
+                hasher.update((part.len() as u64).to_be_bytes());
+                hasher.update(part.as_bytes());
+            }
+            let digest = hasher.finalize();
             let mut id = format!(
                 "{}gift-{:012x}-",
                 crate::SYSTEM_ID_PREFIX,

@@ -117,24 +117,16 @@ impl CellStore for InMemoryStore {
                 batch.room_id, cell.version, batch.expected_version
             )));
         }
-        for (i, command) in batch.commands.iter().enumerate() {
-            let repeated_in_batch = batch.commands[..i]
-                .iter()
-                .any(|c| c.command_id == command.command_id);
-            if repeated_in_batch || cell.commands.contains_key(&command.command_id) {
-                return Err(Error::AlreadyExists(format!(
-                    "command {}",
-                    command.command_id
-                )));
-            }
+        let stored = batch
+            .commands
+            .iter()
+            .map(|c| &c.command_id)
+            .find(|id| cell.commands.contains_key(*id));
+        if let Some(id) = batch.repeated_command().or(stored) {
+            return Err(Error::AlreadyExists(format!("command {id}")));
         }
-        for (i, event) in batch.events.iter().enumerate() {
-            if event.seq != batch.expected_version + 1 + i as u64 {
-                return Err(Error::Invalid(format!(
-                    "event seq {} out of order",
-                    event.seq
-                )));
-            }
+        if let Some(problem) = batch.seq_problem() {
+            return Err(Error::Invalid(problem));
         }
         for order in &batch.orders {
             if !t.orders.contains_key(&order_key(order)) {

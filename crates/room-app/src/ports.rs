@@ -144,6 +144,33 @@ pub struct CommitBatch {
     pub summary: Option<RoomSummary>,
 }
 
+impl CommitBatch {
+    /// The room's version after the batch.
+    pub fn new_version(&self) -> u64 {
+        self.expected_version + self.events.len() as u64
+    }
+
+    /// A command id that stands twice in the batch: every store refuses such a batch as
+    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists).
+    pub fn repeated_command(&self) -> Option<&CommandId> {
+        let mut seen = std::collections::HashSet::new();
+        self.commands
+            .iter()
+            .map(|c| &c.command_id)
+            .find(|id| !seen.insert(*id))
+    }
+
+    /// Why the events' seqs do not follow `expected_version` without gaps, if they do not:
+    /// every store refuses such a batch as [`Error::Invalid`](crate::Error::Invalid).
+    pub fn seq_problem(&self) -> Option<String> {
+        self.events
+            .iter()
+            .enumerate()
+            .find(|(i, e)| e.seq != self.expected_version + 1 + *i as u64)
+            .map(|(_, e)| format!("event seq {} does not follow the version", e.seq))
+    }
+}
+
 /// The room's position when this node activated it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Activation {

@@ -39,7 +39,7 @@ fn debits_once(wallet: &mut MockWallet, order: &'static str, amount: i64, after:
 
 /// The wallet operation id of alice's order `order`.
 fn alice_op(order: &str) -> String {
-    format!("alice {order}")
+    format!("{order} alice")
 }
 
 fn never_credits(wallet: &mut MockWallet) {
@@ -633,17 +633,17 @@ async fn a_page_of_deferred_orders_does_not_hide_a_newer_one() {
         .returning(|_, _, _| Err(Error::Unavailable("wallet timeout".into())));
     wallet
         .expect_settle_debit()
-        .withf(|op| op.starts_with("alice stuck-"))
+        .withf(|op| op.starts_with("stuck-") && op.ends_with(" alice"))
         .times(3)
         .returning(|_| Err(Error::Unavailable("wallet timeout".into())));
     wallet
         .expect_settle_debit()
-        .withf(|op| op == "alice fresh")
+        .withf(|op| op == "fresh alice")
         .times(1)
         .returning(|_| Ok(DebitStatus::Debited));
     wallet
         .expect_debit()
-        .withf(|op, _, _| op == "alice fresh")
+        .withf(|op, _, _| op == "fresh alice")
         .times(1)
         .returning(|_, _, _| Ok(Coins(90)));
     never_credits(&mut wallet);

@@ -423,7 +423,7 @@ async fn recovery_settles_every_kind_of_unfinished_order() {
     assert_conserved(&world, &[&room], 1_000, "after recovery").await;
 
     // The voided debit cannot land late.
-    let late = Wallet::debit(&*world.store, "alice p2", &uid("alice"), Coins(10)).await;
+    let late = Wallet::debit(&*world.store, "p2 alice", &uid("alice"), Coins(10)).await;
     assert!(matches!(late, Err(Error::Conflict(_))), "{late:?}");
     assert_eq!(world.balance("alice").await, expected);
     // Nothing is left to settle.
