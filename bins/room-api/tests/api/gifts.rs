@@ -17,6 +17,7 @@ async fn fifty_concurrent_requests_with_one_order_id_debit_once_and_agree() {
     for _ in 0..50 {
         let (t, room_id) = (t.clone(), room_id.clone());
         requests.push(tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
             loop {
                 let (status, body) = t
                     .gift(&room_id, "alice", "same-order", "rose", 2, &["bob"])
@@ -26,6 +27,10 @@ async fn fifty_concurrent_requests_with_one_order_id_debit_once_and_agree() {
                     && error_code(&body) == "ORDER_IN_PROGRESS"
                 {
                     assert_eq!(body["error"]["retryable"], true);
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "the order stayed in progress for 30 s"
+                    );
                     tokio::task::yield_now().await;
                     continue;
                 }

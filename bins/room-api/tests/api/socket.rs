@@ -259,6 +259,7 @@ async fn fifty_concurrent_repeats_over_http_debit_once() {
     for _ in 0..50 {
         let (server, room_id) = (server.clone(), room_id.clone());
         requests.push(tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
             loop {
                 let (status, body) = server
                     .post(
@@ -271,6 +272,10 @@ async fn fifty_concurrent_repeats_over_http_debit_once() {
                 if status == StatusCode::TOO_MANY_REQUESTS
                     && body["error"]["code"] == "ORDER_IN_PROGRESS"
                 {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "the order stayed in progress for 30 s"
+                    );
                     tokio::task::yield_now().await;
                     continue;
                 }

@@ -153,9 +153,16 @@ async fn fifty_concurrent_sends_of_one_order_debit_once() {
             let request = request.clone();
             // As a client does: a request beyond the order's queue is retried.
             tasks.spawn(async move {
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
                 loop {
                     match world.saga().send(request.clone()).await {
-                        Err(Error::OrderInProgress(_)) => tokio::task::yield_now().await,
+                        Err(Error::OrderInProgress(_)) => {
+                            assert!(
+                                tokio::time::Instant::now() < deadline,
+                                "the order stayed in progress for 30 s"
+                            );
+                            tokio::task::yield_now().await;
+                        }
                         answer => break answer,
                     }
                 }
@@ -177,11 +184,6 @@ async fn fifty_concurrent_sends_of_one_order_debit_once() {
         );
         assert_eq!(world.balance("alice").await, expected, "{gift_id}");
         assert_eq!(gifts_in(&world.log(&room).await).len(), 1, "{gift_id}");
-        let peak = world.saga().order_lock_queue_peak();
-        assert!(
-            peak <= room_app::ORDER_LOCK_QUEUE,
-            "{gift_id}: {peak} queued"
-        );
     }
 }
 
