@@ -143,7 +143,11 @@ pub(super) fn complete(document: &mut OpenApi) {
             .responses
             .insert(reusable.name.to_owned(), RefOr::T(reusable.response()));
     }
-    for item in document.paths.paths.values_mut() {
+    for (path, item) in document.paths.paths.iter_mut() {
+        let own_key = OWN_KEYS
+            .iter()
+            .find(|(route, _)| route == path)
+            .map(|(_, key)| *key);
         let writes = [
             &mut item.put,
             &mut item.post,
@@ -151,7 +155,7 @@ pub(super) fn complete(document: &mut OpenApi) {
             &mut item.patch,
         ];
         for operation in writes.into_iter().flatten() {
-            add_idempotency_key(operation);
+            add_idempotency_key(operation, own_key);
         }
         let operations = [
             &mut item.get,
@@ -166,11 +170,25 @@ pub(super) fn complete(document: &mut OpenApi) {
     }
 }
 
+/// Routes idempotent by an id of their own, which check an `Idempotency-Key` and need nothing
+/// more from it: what makes a repeat there.
+const OWN_KEYS: [(&str, &str); 4] = [
+    ("/v1/rooms/{room_id}/gifts", "the body's `order_id`"),
+    ("/v1/admin/wallets/{user_id}/credit", "the body's `op_id`"),
+    (
+        "/v1/admin/gifts/{gift_id}",
+        "the gift id (a `PUT` of the same gift)",
+    ),
+    (
+        "/v1/rooms/{room_id}/heartbeat",
+        "nature (a heartbeat repeats harmlessly)",
+    ),
+];
+
 /// Every mutating route of a signed-in user takes an `Idempotency-Key` header: a repeat of the
-/// same key by the same user on the same route gets the first answer. (Gifts, the admin
-/// credit and the catalog's `PUT` are idempotent by their own ids; they check the header and
-/// need nothing more from it.)
-fn add_idempotency_key(operation: &mut Operation) {
+/// same key by the same user on the same route gets the first answer. The routes of
+/// [`OWN_KEYS`] check the header but are idempotent by their own ids, and say so.
+fn add_idempotency_key(operation: &mut Operation, own_key: Option<&str>) {
     let authenticated = operation
         .security
         .as_ref()
@@ -182,11 +200,19 @@ fn add_idempotency_key(operation: &mut Operation) {
         .name("Idempotency-Key")
         .parameter_in(ParameterIn::Header)
         .required(utoipa::openapi::Required::False)
-        .description(Some(
-            "1 to 64 printable ASCII characters, no space at either end. A repeat by the same \
-             user on the same route (method and path template) gets the first answer and \
-             changes nothing more; else 400 `INVALID_IDEMPOTENCY_KEY`",
-        ))
+        .description(Some(match own_key {
+            None => "1 to 64 printable ASCII characters, no space at either end (else 400 \
+                     `INVALID_IDEMPOTENCY_KEY`). A request with the key of an earlier one by \
+                     the same user on the same route (method and path template) gets the first \
+                     answer and changes nothing more, whatever its path values and body: send \
+                     a new key for a new request"
+                .to_owned(),
+            Some(own) => format!(
+                "1 to 64 printable ASCII characters, no space at either end (else 400 \
+                 `INVALID_IDEMPOTENCY_KEY`). Checked only: this route is idempotent by {own}, \
+                 not by this header"
+            ),
+        }))
         .schema(Some(
             ObjectBuilder::new()
                 .schema_type(Type::String)

@@ -259,7 +259,7 @@ async fn fifty_concurrent_repeats_over_http_debit_once() {
     for _ in 0..50 {
         let (server, room_id) = (server.clone(), room_id.clone());
         requests.push(tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
             loop {
                 let (status, body) = server
                     .post(
