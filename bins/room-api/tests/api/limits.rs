@@ -372,14 +372,8 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
         .await
         .expect("the waiting connection was not served once a slot was free");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let metrics = get(&mut first, "/metrics").await;
-    // The first and the third are open now; the second is closed.
-    assert!(
-        metrics
-            .lines()
-            .any(|line| line == "http_connections_open 2"),
-        "{metrics}"
-    );
+    // (The metrics recorder is shared by every test of this process, so its connection gauge
+    // is no evidence here; the answers above are.)
     server.stop().await;
 }
 
