@@ -39,7 +39,8 @@ pub struct CellConfig {
     pub snapshot_every: u64,
     /// A cell with no request for this long deactivates.
     pub idle_after: Duration,
-    /// How often a cell renews its room lease.
+    /// How often the keeper renews the leases of this node's active rooms, all in one call
+    /// (a third of the lease's TTL).
     pub lease_renew_every: Duration,
     /// Command ids remembered per cell for idempotent answers without a storage read.
     pub recent_commands: usize,
@@ -123,6 +124,27 @@ struct CommandRequest {
 struct CellEntry {
     id: u64,
     tx: mpsc::Sender<Request>,
+    control: Arc<CellControl>,
+}
+
+/// What the keeper shares with one cell.
+#[derive(Default)]
+struct CellControl {
+    /// Set once the cell holds its lease and has activated: only such cells are renewed, so a
+    /// cell still acquiring is not taken for one that lost its lease.
+    active: std::sync::atomic::AtomicBool,
+    /// Cancelled by the keeper when the lease is lost: the cell stops as fenced.
+    fence: CancellationToken,
+}
+
+/// What one keeper tick did ([`CellRuntime::renew_leases`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeeperTick {
+    /// Active rooms whose lease was renewed.
+    pub renewed: usize,
+    /// Active rooms whose lease was lost (expired, taken, or the renewal failed): their cells
+    /// were told to stop.
+    pub lost: usize,
 }
 
 struct Inner {
@@ -143,8 +165,10 @@ pub struct CellRuntime {
 
 impl CellRuntime {
     /// A runtime whose cells stop when `cancel` is cancelled.
+    ///
+    /// Starts the node's lease keeper, so it must be called within a tokio runtime.
     pub fn new(deps: CellDeps, config: CellConfig, cancel: CancellationToken) -> Self {
-        CellRuntime {
+        let runtime = CellRuntime {
             inner: Arc::new(Inner {
                 deps,
                 config,
@@ -154,7 +178,9 @@ impl CellRuntime {
                 tracker: TaskTracker::new(),
                 cancel,
             }),
-        }
+        };
+        runtime.spawn_keeper();
+        runtime
     }
 
     /// Has every room loaded from storage restore its members into `presence`, so that members
@@ -257,6 +283,77 @@ impl CellRuntime {
         self.inner.tracker.wait().await;
     }
 
+    /// One keeper tick: renews the leases of every active room of this node (and the node's
+    /// registration) in one call to the lease backend, and stops at once, as fenced, every
+    /// cell whose lease was not renewed. A failed renewal loses them all: a cell must not
+    /// run on a lease it cannot show, and the epoch fences whatever it had in flight.
+    pub async fn renew_leases(&self) -> KeeperTick {
+        let (rooms, controls): (Vec<RoomId>, Vec<Arc<CellControl>>) = self
+            .inner
+            .lock_cells()
+            .iter()
+            .filter(|(_, entry)| entry.control.active.load(Ordering::Acquire))
+            .map(|(room, entry)| (room.clone(), entry.control.clone()))
+            .unzip();
+        let held = match self.inner.deps.lease.renew_all(&rooms).await {
+            Ok(held) if held.len() == rooms.len() => held,
+            Ok(held) => {
+                tracing::error!(
+                    rooms = rooms.len(),
+                    answers = held.len(),
+                    "the lease backend answered a renewal for another number of rooms"
+                );
+                vec![false; rooms.len()]
+            }
+            Err(error) => {
+                metrics::counter!("room_lease_renewal_failures_total").increment(1);
+                tracing::warn!(error = %error, rooms = rooms.len(), "lease renewal failed; stopping this node's cells");
+                vec![false; rooms.len()]
+            }
+        };
+        let mut tick = KeeperTick::default();
+        for ((room, control), held) in rooms.iter().zip(&controls).zip(held) {
+            if held {
+                tick.renewed += 1;
+            } else {
+                tick.lost += 1;
+                tracing::warn!(room_id = %room, "lost the room lease; stopping the cell");
+                control.fence.cancel();
+            }
+        }
+        metrics::counter!("room_lease_renewals_total").increment(tick.renewed as u64);
+        metrics::counter!("room_leases_lost_total").increment(tick.lost as u64);
+        tick
+    }
+
+    /// Renews this node's leases every [`CellConfig::lease_renew_every`] until the runtime
+    /// stops ([`CellRuntime::renew_leases`]).
+    fn spawn_keeper(&self) {
+        let runtime = self.clone();
+        let every = self
+            .inner
+            .config
+            .lease_renew_every
+            .max(Duration::from_millis(10));
+        let cancel = self.inner.cancel.clone();
+        self.inner.tracker.spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticks.tick().await;
+            loop {
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    _ = ticks.tick() => {
+                        let started = Instant::now();
+                        runtime.renew_leases().await;
+                        metrics::histogram!("room_lease_renewal_seconds")
+                            .record(started.elapsed().as_secs_f64());
+                    }
+                }
+            }
+        });
+    }
+
     fn send(&self, room_id: &RoomId, mut request: Request) -> Result<()> {
         // The second attempt covers a cell that was deactivating when we found it.
         for _ in 0..2 {
@@ -286,13 +383,21 @@ impl CellRuntime {
         }
         let id = self.inner.next_cell_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(self.inner.config.mailbox);
-        cells.insert(room_id.clone(), CellEntry { id, tx: tx.clone() });
+        let control = Arc::new(CellControl::default());
+        cells.insert(
+            room_id.clone(),
+            CellEntry {
+                id,
+                tx: tx.clone(),
+                control: control.clone(),
+            },
+        );
         metrics::gauge!("room_cells_active").set(cells.len() as f64);
         let inner = self.inner.clone();
         let room = room_id.clone();
         self.inner
             .tracker
-            .spawn(async move { run_cell(inner, room, id, rx).await });
+            .spawn(async move { run_cell(inner, room, id, rx, control).await });
         (id, tx)
     }
 }
@@ -321,7 +426,13 @@ enum Stop {
     Fenced,
 }
 
-async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, rx: mpsc::Receiver<Request>) {
+async fn run_cell(
+    inner: Arc<Inner>,
+    room_id: RoomId,
+    id: u64,
+    rx: mpsc::Receiver<Request>,
+    control: Arc<CellControl>,
+) {
     let mut mailbox = Mailbox {
         rx,
         held: VecDeque::new(),
@@ -346,8 +457,8 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, rx: mpsc::Receive
         }
     };
     let config = &inner.config;
-    let mut renew = tokio::time::interval(config.lease_renew_every);
-    renew.tick().await;
+    // From here on the keeper renews this room's lease with the node's others.
+    control.active.store(true, Ordering::Release);
     let mut stop = Stop::Orderly;
     // The idle deadline moves only when a request arrives: lease renewals do not count.
     let mut idle_deadline = tokio::time::Instant::now() + config.idle_after;
@@ -355,12 +466,9 @@ async fn run_cell(inner: Arc<Inner>, room_id: RoomId, id: u64, rx: mpsc::Receive
         tokio::select! {
             biased;
             _ = inner.cancel.cancelled() => break,
-            _ = renew.tick() => {
-                if !matches!(inner.deps.lease.renew(&room_id).await, Ok(true)) {
-                    tracing::warn!(room_id = %room_id, "lost the room lease; stopping the cell");
-                    stop = Stop::Fenced;
-                    break;
-                }
+            () = control.fence.cancelled() => {
+                stop = Stop::Fenced;
+                break;
             }
             _ = tokio::time::sleep_until(idle_deadline) => break,
             received = mailbox.recv() => {

@@ -18,7 +18,7 @@ mod service;
 pub mod testkit;
 pub mod workers;
 
-pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply, RecentReplies};
+pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply, KeeperTick, RecentReplies};
 pub use error::{Error, Result};
 
 /// The prefix of command ids the service makes up itself from outside facts (an RTC

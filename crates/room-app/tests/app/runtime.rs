@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use room_app::ports::{Activation, CellStore, MockCellStore, MockLease, SnapshotStore};
+use room_app::ports::{Activation, CellStore, Lease, MockCellStore, MockLease, SnapshotStore};
+use room_app::testkit::InMemoryLeases;
 use room_app::{CellConfig, Error};
 use room_domain::{CommandKind, Event, MicChange, Rejection, RoomId, SeatIndex};
 
@@ -303,7 +304,9 @@ async fn a_lost_lease_stops_the_cell() {
         counted.fetch_add(1, Ordering::SeqCst);
         Ok(true)
     });
-    lease.expect_renew().returning(|_| Ok(false));
+    lease
+        .expect_renew_all()
+        .returning(|rooms| Ok(vec![false; rooms.len()]));
     lease.expect_release().returning(|_| Ok(()));
     let config = CellConfig {
         lease_renew_every: Duration::from_secs(1),
@@ -326,6 +329,103 @@ async fn a_lost_lease_stops_the_cell() {
     // The next command claims the room again.
     world.exec(&room, user("bob"), take_seat(0)).await.unwrap();
     assert_eq!(acquired.load(Ordering::SeqCst), 2);
+}
+
+/// Two nodes over one store and one lease table.
+async fn two_nodes(leases: &InMemoryLeases) -> (World, World) {
+    let renew = CellConfig {
+        lease_renew_every: Duration::from_secs(1),
+        ..config()
+    };
+    let a = World::builder()
+        .config(CellConfig {
+            node_id: "node-a".into(),
+            ..renew.clone()
+        })
+        .lease(leases.node("node-a", "http://a"))
+        .build()
+        .await;
+    let b = World::builder()
+        .config(CellConfig {
+            node_id: "node-b".into(),
+            ..renew
+        })
+        .store(a.store.clone())
+        .lease(leases.node("node-b", "http://b"))
+        .build()
+        .await;
+    (a, b)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_keeper_renews_every_active_room_in_one_call_per_tick() {
+    let calls = Arc::new(std::sync::Mutex::new(Vec::<usize>::new()));
+    let seen = calls.clone();
+    let mut lease = MockLease::new();
+    lease.expect_acquire().returning(|_| Ok(true));
+    lease.expect_renew_all().returning(move |rooms| {
+        seen.lock().unwrap().push(rooms.len());
+        Ok(vec![true; rooms.len()])
+    });
+    lease.expect_release().returning(|_| Ok(()));
+    let world = World::builder()
+        .config(CellConfig {
+            lease_renew_every: Duration::from_secs(1),
+            ..config()
+        })
+        .lease(Arc::new(lease))
+        .build()
+        .await;
+    for room in ["r1", "r2", "r3"] {
+        world.open_room(room, "alice", &[]).await;
+    }
+    let probe = calls.clone();
+    eventually("a tick renewed all three rooms", || {
+        let probe = probe.clone();
+        async move { probe.lock().unwrap().contains(&3) }
+    })
+    .await;
+    // Never a call per room: each tick is one call, however many rooms.
+    assert!(calls.lock().unwrap().iter().all(|&n| n <= 3));
+    assert_eq!(world.runtime().active_rooms(), 3);
+    let tick = world.runtime().renew_leases().await;
+    assert_eq!((tick.renewed, tick.lost), (3, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_whose_lease_another_node_took_stops_its_cell_and_commits_nothing() {
+    let leases = InMemoryLeases::new(Duration::from_secs(10));
+    let (a, b) = two_nodes(&leases).await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    assert!(a.runtime().is_active(&room));
+
+    // While node a holds the room, node b cannot activate it.
+    let refused = b.exec(&room, user("bob"), take_seat(0)).await;
+    assert!(matches!(refused, Err(Error::NotOwner(_))), "{refused:?}");
+    assert!(!b.runtime().is_active(&room));
+
+    // Node a's lease is lost (its keeper could not reach the backend, say) and node b takes
+    // the room: a's keeper finds out on its next tick and stops the cell.
+    leases
+        .node("node-a", "http://a")
+        .release(&room)
+        .await
+        .unwrap();
+    b.exec(&room, user("bob"), take_seat(0)).await.unwrap();
+    let tick = a.runtime().renew_leases().await;
+    assert_eq!(tick.lost, 1);
+    let (runtime, watched) = (a.runtime().clone(), room.clone());
+    eventually("node a's cell stopped", || {
+        let (runtime, watched) = (runtime.clone(), watched.clone());
+        async move { !runtime.is_active(&watched) }
+    })
+    .await;
+    let holder = leases
+        .node("node-a", "http://a")
+        .get_holder(&room)
+        .await
+        .unwrap();
+    assert_eq!(holder.map(|h| h.node_id).as_deref(), Some("node-b"));
 }
 
 #[tokio::test(start_paused = true)]
