@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use room_app::ports::{Activation, CellStore, Lease, MockCellStore, MockLease, SnapshotStore};
+use room_app::ports::{Activation, CellStore, MockCellStore, MockLease, SnapshotStore};
 use room_app::testkit::InMemoryLeases;
 use room_app::{CellConfig, Error};
 use room_domain::{CommandKind, Event, MicChange, Rejection, RoomId, SeatIndex};
