@@ -21,8 +21,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::ports::{
-    CellStoreRef, ClockRef, CommandRecord, CommitBatch, CreditKind, DisplayMessage, IdGenRef,
-    LeaseRef, MessengerRef, Payout, PresenceRef, RoomSummary, SnapshotStoreRef, StoredEvent, Timer,
+    CellStoreRef, ClockRef, CommandRecord, CommitBatch, CreditKind, DisplayMessage,
+    ForwardedCommand, ForwarderRef, IdGenRef, LeaseRef, MessengerRef, Payout, PresenceRef,
+    ReadKind, RoomSummary, SnapshotStoreRef, StoredEvent, Timer,
 };
 use crate::{Error, Result};
 
@@ -85,7 +86,7 @@ pub struct CellDeps {
 }
 
 /// The answer to an applied command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommandReply {
     /// The room's version after the command (or its current version for a no-op).
     pub version: u64,
@@ -151,6 +152,7 @@ struct Inner {
     deps: CellDeps,
     config: CellConfig,
     presence: std::sync::OnceLock<PresenceRef>,
+    forwarder: std::sync::OnceLock<ForwarderRef>,
     cells: Mutex<HashMap<RoomId, CellEntry>>,
     next_cell_id: AtomicU64,
     tracker: TaskTracker,
@@ -173,6 +175,7 @@ impl CellRuntime {
                 deps,
                 config,
                 presence: std::sync::OnceLock::new(),
+                forwarder: std::sync::OnceLock::new(),
                 cells: Mutex::new(HashMap::new()),
                 next_cell_id: AtomicU64::new(1),
                 tracker: TaskTracker::new(),
@@ -194,10 +197,58 @@ impl CellRuntime {
         &self.inner.config.rules
     }
 
-    /// Applies `command` to its room as `actor`, activating the room's cell if needed.
-    /// `order` is the gift order an `ApplyGift` applies: the commit records it APPLIED (or
-    /// COMPLETED) in the same transaction.
+    /// Sends requests for rooms that another live node owns to that node through `forwarder`
+    /// (several nodes); without one, every room is this node's to run (embedded mode). Set
+    /// once.
+    pub fn forward_with(&self, forwarder: ForwarderRef) {
+        let _ = self.inner.forwarder.set(forwarder);
+    }
+
+    /// Applies `command` to its room as `actor`, on this node's cell of the room (activating
+    /// it if needed) or, when another live node owns the room, on that node's cell
+    /// ([`CellRuntime::forward_with`]). A request that finds ownership moved is routed once
+    /// more, then answered [`Error::NotOwner`] (retryable). `order` is the gift order an
+    /// `ApplyGift` applies: the commit records it APPLIED (or COMPLETED) in the same
+    /// transaction.
     pub async fn execute(
+        &self,
+        room_id: &RoomId,
+        command: Command,
+        actor: Actor,
+        order: Option<GiftOrder>,
+    ) -> Result<Arc<CommandReply>> {
+        let Some(forwarder) = self.inner.forwarder.get() else {
+            return self.execute_local(room_id, command, actor, order).await;
+        };
+        let request = ForwardedCommand {
+            command,
+            actor,
+            order,
+        };
+        let mut answer = Err(Error::NotOwner(room_id.to_string()));
+        for _ in 0..2 {
+            answer = match self.route(room_id).await? {
+                Route::Local => {
+                    let request = request.clone();
+                    self.execute_local(room_id, request.command, request.actor, request.order)
+                        .await
+                }
+                Route::Remote(url) => {
+                    let answer = forwarder.execute(&url, room_id, &request).await;
+                    forwarded(&answer);
+                    answer.map(Arc::new)
+                }
+            };
+            if !matches!(answer, Err(Error::NotOwner(_))) {
+                break;
+            }
+        }
+        answer
+    }
+
+    /// Applies `command` on this node's cell of the room, activating it if needed (the
+    /// internal endpoint that forwarded requests reach): never forwards.
+    pub async fn execute_local(
         &self,
         room_id: &RoomId,
         command: Command,
@@ -220,14 +271,15 @@ impl CellRuntime {
             .unwrap_or_else(|_| Err(Error::NotOwner(room_id.to_string())))
     }
 
-    /// Runs `read` on the room's state inside its cell and returns the result. The state is
-    /// what storage holds: a query that arrives during a commit waits for it to end.
+    /// Runs `read` on the room's state and returns the result. The state is what storage
+    /// holds: a query that arrives during a commit waits for it to end. When another live node
+    /// owns the room, its state comes from that node.
     pub async fn query<T, F>(&self, room_id: &RoomId, read: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&RoomState) -> T + Send + 'static,
     {
-        self.read(room_id, read, Request::Query).await
+        self.read(room_id, read, ReadKind::Committed).await
     }
 
     /// Like [`CellRuntime::query`], but answered at once from the newest state, which may
@@ -238,10 +290,61 @@ impl CellRuntime {
         T: Send + 'static,
         F: FnOnce(&RoomState) -> T + Send + 'static,
     {
-        self.read(room_id, read, Request::Peek).await
+        self.read(room_id, read, ReadKind::Newest).await
     }
 
-    async fn read<T, F>(&self, room_id: &RoomId, read: F, kind: fn(Query) -> Request) -> Result<T>
+    /// A copy of the room's state on this node's cell (activating it if needed), as
+    /// [`CellRuntime::query`] or [`CellRuntime::peek`] see it: what the internal endpoint
+    /// answers other nodes. Never forwards.
+    pub async fn read_local(&self, room_id: &RoomId, kind: ReadKind) -> Result<RoomState> {
+        self.read_here(room_id, RoomState::clone, kind).await
+    }
+
+    async fn read<T, F>(&self, room_id: &RoomId, read: F, kind: ReadKind) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        let Some(forwarder) = self.inner.forwarder.get() else {
+            return self.read_here(room_id, read, kind).await;
+        };
+        // A local cell that stops before it runs the read leaves it here for the retry.
+        let slot = Arc::new(Mutex::new(Some(read)));
+        let take = |slot: &Mutex<Option<F>>| slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut answer = Err(Error::NotOwner(room_id.to_string()));
+        for _ in 0..2 {
+            answer = match self.route(room_id).await? {
+                Route::Local => {
+                    let shared = slot.clone();
+                    self.read_here(
+                        room_id,
+                        move |state| take(&shared).map(|read| read(state)),
+                        kind,
+                    )
+                    .await
+                    .and_then(|ran| ran.ok_or_else(|| Error::NotOwner(room_id.to_string())))
+                }
+                Route::Remote(url) => {
+                    let state = forwarder.read(&url, room_id, kind).await;
+                    forwarded(&state);
+                    match (state, take(&slot)) {
+                        (Ok(state), Some(read)) => Ok(read(&state)),
+                        (Ok(_), None) => Err(Error::NotOwner(room_id.to_string())),
+                        (Err(error), read) => {
+                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = read;
+                            Err(error)
+                        }
+                    }
+                }
+            };
+            if !matches!(answer, Err(Error::NotOwner(_))) {
+                break;
+            }
+        }
+        answer
+    }
+
+    async fn read_here<T, F>(&self, room_id: &RoomId, read: F, kind: ReadKind) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&RoomState) -> T + Send + 'static,
@@ -250,10 +353,31 @@ impl CellRuntime {
         let query: Query = Box::new(move |state| {
             let _ = reply.send(read(state));
         });
-        self.send(room_id, kind(query))?;
+        let request = match kind {
+            ReadKind::Committed => Request::Query(query),
+            ReadKind::Newest => Request::Peek(query),
+        };
+        self.send(room_id, request)?;
         answer
             .await
             .map_err(|_| Error::NotOwner(room_id.to_string()))
+    }
+
+    /// Where a request for `room_id` goes: this node's cell when it has one, when no other
+    /// node holds the room's lease, or when forwarding is off; else the holder's endpoint. A
+    /// holder whose registration has expired is not live, and its lease expires within one
+    /// TTL: until then the room is [`Error::NotOwner`] (retryable).
+    async fn route(&self, room_id: &RoomId) -> Result<Route> {
+        if self.inner.forwarder.get().is_none() || self.is_active(room_id) {
+            return Ok(Route::Local);
+        }
+        match self.inner.deps.lease.get_holder(room_id).await? {
+            Some(holder) if holder.node_id != self.inner.config.node_id => match holder.url {
+                Some(url) => Ok(Route::Remote(url)),
+                None => Err(Error::NotOwner(room_id.to_string())),
+            },
+            _ => Ok(Route::Local),
+        }
     }
 
     /// What the room's cell remembers of recent commands (activating it if needed).
@@ -415,6 +539,25 @@ impl Inner {
         }
         metrics::gauge!("room_cells_active").set(cells.len() as f64);
     }
+}
+
+/// Where [`CellRuntime::route`] sends a request.
+enum Route {
+    /// This node's cell.
+    Local,
+    /// The internal endpoint of the owner.
+    Remote(String),
+}
+
+/// Counts a forwarded request by outcome.
+fn forwarded<T>(answer: &Result<T>) {
+    let outcome = match answer {
+        Ok(_) => "ok",
+        Err(Error::NotOwner(_)) => "not_owner",
+        Err(error) if error.is_retryable() => "unavailable",
+        Err(_) => "refused",
+    };
+    metrics::counter!("room_forwarded_requests_total", "outcome" => outcome).increment(1);
 }
 
 /// Why a cell's loop ended.

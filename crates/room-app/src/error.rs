@@ -98,5 +98,150 @@ impl Error {
     }
 }
 
+/// An [`Error`] as it crosses between nodes: the answer of a forwarded request, in JSON. A
+/// room's definite rejection travels as itself, so that the gift saga on the sending node
+/// compensates exactly when the owner's room refused; every error whose outcome is unknown
+/// stays retryable on the way back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RemoteError {
+    /// [`Error::Rejected`].
+    Rejected {
+        /// The room's answer.
+        rejection: Rejection,
+    },
+    /// [`Error::NotOwner`], and [`Error::Cancelled`] of an owner that is stopping: the sender
+    /// looks the owner up again.
+    NotOwner,
+    /// [`Error::Overloaded`].
+    Overloaded,
+    /// [`Error::TooManyAttempts`].
+    TooManyAttempts {
+        /// When the user may try again.
+        retry_at: room_domain::Timestamp,
+    },
+    /// [`Error::InsufficientFunds`].
+    InsufficientFunds {
+        /// The balance at the time.
+        balance: room_domain::Coins,
+    },
+    /// [`Error::Invalid`].
+    Invalid {
+        /// What was wrong.
+        message: String,
+    },
+    /// [`Error::NotFound`].
+    NotFound {
+        /// What was missing.
+        message: String,
+    },
+    /// Every other error that a retry cannot mend ([`Error::Internal`], [`Error::Corrupt`],
+    /// [`Error::Conflict`], ...): the owner logged it; the sender answers it as its own
+    /// fault.
+    Internal {
+        /// The owner's description.
+        message: String,
+    },
+    /// Every other retryable error ([`Error::Unavailable`], ...).
+    Unavailable {
+        /// The owner's description.
+        message: String,
+    },
+}
+
+impl From<&Error> for RemoteError {
+    fn from(error: &Error) -> Self {
+        match error {
+            Error::Rejected(rejection) => RemoteError::Rejected {
+                rejection: rejection.clone(),
+            },
+            Error::NotOwner(_) | Error::Cancelled => RemoteError::NotOwner,
+            Error::Overloaded(_) => RemoteError::Overloaded,
+            Error::TooManyAttempts { retry_at } => RemoteError::TooManyAttempts {
+                retry_at: *retry_at,
+            },
+            Error::InsufficientFunds { balance } => {
+                RemoteError::InsufficientFunds { balance: *balance }
+            }
+            Error::Invalid(message) => RemoteError::Invalid {
+                message: message.clone(),
+            },
+            Error::NotFound(message) => RemoteError::NotFound {
+                message: message.clone(),
+            },
+            other if other.is_retryable() => RemoteError::Unavailable {
+                message: other.to_string(),
+            },
+            other => RemoteError::Internal {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl RemoteError {
+    /// The error on the sending node, for a request about `room_id`.
+    pub fn into_error(self, room_id: &room_domain::RoomId) -> Error {
+        match self {
+            RemoteError::Rejected { rejection } => Error::Rejected(rejection),
+            RemoteError::NotOwner => Error::NotOwner(room_id.to_string()),
+            RemoteError::Overloaded => Error::Overloaded(room_id.to_string()),
+            RemoteError::TooManyAttempts { retry_at } => Error::TooManyAttempts { retry_at },
+            RemoteError::InsufficientFunds { balance } => Error::InsufficientFunds { balance },
+            RemoteError::Invalid { message } => Error::Invalid(message),
+            RemoteError::NotFound { message } => Error::NotFound(message),
+            RemoteError::Internal { message } => {
+                Error::Internal(format!("the owner of room {room_id}: {message}"))
+            }
+            RemoteError::Unavailable { message } => {
+                Error::Unavailable(format!("the owner of room {room_id}: {message}"))
+            }
+        }
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use room_domain::{RoomId, SeatIndex};
+
+    #[test]
+    fn errors_keep_their_meaning_across_nodes() {
+        let room = RoomId::new("r1").unwrap();
+        let through = |error: Error| {
+            let json = serde_json::to_string(&RemoteError::from(&error)).unwrap();
+            serde_json::from_str::<RemoteError>(&json)
+                .unwrap()
+                .into_error(&room)
+        };
+        let seat = Rejection::SeatOccupied { seat: SeatIndex(2) };
+        assert!(matches!(through(Error::Rejected(seat.clone())), Error::Rejected(r) if r == seat));
+        for retryable in [
+            Error::NotOwner("r1".into()),
+            Error::Cancelled,
+            Error::Overloaded("r1".into()),
+            Error::Unavailable("disk".into()),
+            Error::OrderInProgress(room_domain::OrderId::new("o1").unwrap()),
+        ] {
+            let after = through(retryable.clone());
+            assert!(after.is_retryable(), "{retryable:?} became {after:?}");
+            assert!(!matches!(after, Error::Rejected(_)));
+        }
+        for definite in [
+            Error::Internal("bug".into()),
+            Error::Corrupt("row".into()),
+            Error::Conflict("version".into()),
+            Error::AlreadyExists("cmd".into()),
+        ] {
+            let after = through(definite.clone());
+            assert!(!after.is_retryable(), "{definite:?} became {after:?}");
+            assert!(
+                !matches!(after, Error::Rejected(_)),
+                "{definite:?} became {after:?}"
+            );
+        }
+    }
+}

@@ -19,7 +19,7 @@ pub mod testkit;
 pub mod workers;
 
 pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply, KeeperTick, RecentReplies};
-pub use error::{Error, Result};
+pub use error::{Error, RemoteError, Result};
 
 /// The prefix of command ids the service makes up itself from outside facts (an RTC
 /// callback's event, say). Such ids can be predicted, so no client-chosen id may start with

@@ -11,14 +11,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use room_domain::{
     Actor, Coins, Command, CommandId, CommandKind, Event, EventEnvelope, GiftId, GiftOrder,
-    OrderId, OrderStatus, RoomId, Snapshot, Timestamp, UserId,
+    OrderId, OrderStatus, RoomId, RoomState, Snapshot, Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
 
 /// An event as stored in a room's log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredEvent {
     /// Position in the room's history, from 1, without gaps.
     pub seq: u64,
@@ -453,6 +453,46 @@ pub trait Lease: Send + Sync {
     async fn get_holder(&self, room_id: &RoomId) -> Result<Option<LeaseHolder>>;
 }
 
+/// A command for a room whose cell runs on another node, as [`Forwarder::execute`] sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardedCommand {
+    /// The command, with its id.
+    pub command: Command,
+    /// Who issued it (already authenticated by the node that received it).
+    pub actor: Actor,
+    /// The gift order an `ApplyGift` applies.
+    pub order: Option<GiftOrder>,
+}
+
+/// Which state of a room [`Forwarder::read`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadKind {
+    /// What storage holds ([`CellRuntime::query`](crate::CellRuntime::query)).
+    Committed,
+    /// The newest state, which may hold a batch in flight
+    /// ([`CellRuntime::peek`](crate::CellRuntime::peek)).
+    Newest,
+}
+
+/// Reaches a room's cell on the node that owns it, through that node's internal endpoint
+/// (the URL the node registered with its lease). The owner runs the request on its own cell
+/// and never forwards it again: a node that does not own the room answers
+/// [`Error::NotOwner`](crate::Error::NotOwner), and the sender looks the owner up once more.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Forwarder: Send + Sync {
+    /// Has the node at `url` apply `command` to its cell of `room_id`.
+    async fn execute(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        command: &ForwardedCommand,
+    ) -> Result<crate::CommandReply>;
+    /// The state of `room_id` as the node at `url` holds it.
+    async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState>;
+}
+
 /// A display event on its way to the room's IM group (or the SSE stream in embedded mode).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DisplayMessage {
@@ -554,6 +594,8 @@ pub type PayoutsRef = Arc<dyn Payouts>;
 pub type LeaseRef = Arc<dyn Lease>;
 /// Shared handle to a [`Messenger`].
 pub type MessengerRef = Arc<dyn Messenger>;
+/// Shared handle to a [`Forwarder`].
+pub type ForwarderRef = Arc<dyn Forwarder>;
 /// Shared handle to [`Presence`].
 pub type PresenceRef = Arc<dyn Presence>;
 /// Shared handle to a [`Clock`].

@@ -5,6 +5,7 @@
 mod batch_faults;
 mod creation;
 mod eviction;
+mod forwarding;
 mod lease;
 mod order_identity;
 mod recent_replies;

@@ -1,0 +1,239 @@
+//! Requests for a room another node runs: forwarded to the lease holder's cell, answered as
+//! if local (rejections included), routed once more when ownership moved, and gifts whose
+//! saga runs on one node and whose apply runs on the owner.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use room_app::ports::{ForwardedCommand, Forwarder, ReadKind};
+use room_app::testkit::InMemoryLeases;
+use room_app::{CellConfig, CellRuntime, CommandReply, Error, RemoteError, Result};
+use room_domain::{CommandKind, Rejection, RoomId, RoomState, SeatIndex};
+
+use crate::support::{World, cid, config, gift, user};
+
+/// The nodes of a test by URL. Every request and answer goes through JSON, as over HTTP.
+#[derive(Default)]
+struct Nodes {
+    runtimes: Mutex<HashMap<String, CellRuntime>>,
+    calls: AtomicUsize,
+}
+
+fn wire<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T {
+    serde_json::from_slice(&serde_json::to_vec(value).unwrap()).unwrap()
+}
+
+fn answer<T: serde::Serialize + serde::de::DeserializeOwned>(
+    room_id: &RoomId,
+    result: Result<T>,
+) -> Result<T> {
+    result
+        .map(|value| wire(&value))
+        .map_err(|error| wire(&RemoteError::from(&error)).into_error(room_id))
+}
+
+impl Nodes {
+    fn runtime(&self, url: &str) -> Result<CellRuntime> {
+        self.runtimes
+            .lock()
+            .unwrap()
+            .get(url)
+            .cloned()
+            .ok_or_else(|| Error::unavailable(format!("no node at {url}")))
+    }
+}
+
+#[async_trait]
+impl Forwarder for Nodes {
+    async fn execute(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        command: &ForwardedCommand,
+    ) -> Result<CommandReply> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let request = wire(command);
+        let runtime = self.runtime(url)?;
+        let reply = runtime
+            .execute_local(room_id, request.command, request.actor, request.order)
+            .await
+            .map(|reply| (*reply).clone());
+        answer(room_id, reply)
+    }
+
+    async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let runtime = self.runtime(url)?;
+        answer(room_id, runtime.read_local(room_id, wire(&kind)).await)
+    }
+}
+
+struct Cluster {
+    a: World,
+    b: World,
+    nodes: Arc<Nodes>,
+}
+
+async fn cluster() -> Cluster {
+    let leases = InMemoryLeases::new(Duration::from_secs(10));
+    let node = |id: &str| CellConfig {
+        node_id: id.into(),
+        lease_renew_every: Duration::from_secs(1),
+        ..config()
+    };
+    let a = World::builder()
+        .config(node("node-a"))
+        .lease(leases.node("node-a", "http://a"))
+        .build()
+        .await;
+    let b = World::builder()
+        .config(node("node-b"))
+        .store(a.store.clone())
+        .lease(leases.node("node-b", "http://b"))
+        .build()
+        .await;
+    let nodes = Arc::new(Nodes::default());
+    for (url, world) in [("http://a", &a), ("http://b", &b)] {
+        nodes
+            .runtimes
+            .lock()
+            .unwrap()
+            .insert(url.into(), world.runtime().clone());
+        world.runtime().forward_with(nodes.clone());
+    }
+    Cluster { a, b, nodes }
+}
+
+fn take_seat(seat: u8) -> CommandKind {
+    CommandKind::TakeSeat {
+        seat: SeatIndex(seat),
+    }
+}
+
+#[tokio::test]
+async fn a_command_reaching_another_node_runs_on_the_owners_cell() {
+    let Cluster { a, b, nodes } = cluster().await;
+    let room = a.open_room("r1", "alice", &["bob", "carol"]).await;
+    let before = nodes.calls.load(Ordering::SeqCst);
+
+    // Explicit ids: the two worlds' id generators make the same ids.
+    let reply = b
+        .exec_as(&room, cid("seat-bob"), user("bob"), take_seat(0))
+        .await
+        .unwrap();
+    assert!(!reply.events.is_empty());
+    assert!(
+        !b.runtime().is_active(&room),
+        "node b must not run the room"
+    );
+    assert!(nodes.calls.load(Ordering::SeqCst) > before);
+    // Both nodes read the owner's state, which holds the write just answered.
+    assert_eq!(b.state(&room).await.version, reply.version);
+    assert_eq!(a.state(&room).await.version, reply.version);
+
+    // A rejection comes back as the room's own answer.
+    let taken = b
+        .exec_as(&room, cid("seat-carol"), user("carol"), take_seat(0))
+        .await;
+    assert!(
+        matches!(taken, Err(Error::Rejected(Rejection::SeatOccupied { .. }))),
+        "{taken:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_gift_sent_through_another_node_is_applied_once_by_the_owner() {
+    let Cluster { a, b, .. } = cluster().await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    b.fund("bob", 100).await;
+
+    let receipt = b
+        .saga()
+        .send(gift(&room, "bob", "o1", "rose", 2, &["alice"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.coin_balance_after.0, 80);
+    // A repeat through the owner's node is the same order: one debit, one gift.
+    let repeat = a
+        .saga()
+        .send(gift(&room, "bob", "o1", "rose", 2, &["alice"]))
+        .await
+        .unwrap();
+    assert_eq!(repeat.coin_balance_after.0, 80);
+    assert_eq!(b.balance("bob").await.0, 80);
+    assert_eq!(crate::support::gifts_in(&a.log(&room).await).len(), 1);
+    assert!(!b.runtime().is_active(&room));
+}
+
+/// A forwarder whose every answer says the node does not own the room.
+struct Refusing(AtomicUsize);
+
+#[async_trait]
+impl Forwarder for Refusing {
+    async fn execute(
+        &self,
+        _: &str,
+        room_id: &RoomId,
+        _: &ForwardedCommand,
+    ) -> Result<CommandReply> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Err(Error::NotOwner(room_id.to_string()))
+    }
+
+    async fn read(&self, _: &str, room_id: &RoomId, _: ReadKind) -> Result<RoomState> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Err(Error::NotOwner(room_id.to_string()))
+    }
+}
+
+#[tokio::test]
+async fn a_forward_that_finds_ownership_moved_is_tried_once_more_then_answered_not_owner() {
+    let leases = InMemoryLeases::new(Duration::from_secs(10));
+    let a = World::builder()
+        .config(CellConfig {
+            node_id: "node-a".into(),
+            ..config()
+        })
+        .lease(leases.node("node-a", "http://a"))
+        .build()
+        .await;
+    let b = World::builder()
+        .config(CellConfig {
+            node_id: "node-b".into(),
+            ..config()
+        })
+        .store(a.store.clone())
+        .lease(leases.node("node-b", "http://b"))
+        .build()
+        .await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    let refusing = Arc::new(Refusing(AtomicUsize::new(0)));
+    b.runtime().forward_with(refusing.clone());
+
+    let answer = b
+        .exec_as(&room, cid("seat-bob"), user("bob"), take_seat(0))
+        .await;
+    assert!(matches!(answer, Err(Error::NotOwner(_))), "{answer:?}");
+    assert_eq!(refusing.0.load(Ordering::SeqCst), 2);
+    let read = b.runtime().query(&room, |state| state.version).await;
+    assert!(matches!(read, Err(Error::NotOwner(_))), "{read:?}");
+    assert_eq!(refusing.0.load(Ordering::SeqCst), 4);
+    assert!(!b.runtime().is_active(&room));
+}
+
+#[tokio::test]
+async fn a_room_nobody_holds_is_taken_by_the_node_that_got_the_request() {
+    let Cluster { a, b, nodes } = cluster().await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    // Node a lets the room go (an orderly stop releases the lease).
+    a.runtime().shutdown().await;
+    let before = nodes.calls.load(Ordering::SeqCst);
+    b.exec_as(&room, cid("seat-bob"), user("bob"), take_seat(0))
+        .await
+        .unwrap();
+    assert!(b.runtime().is_active(&room));
+    assert_eq!(nodes.calls.load(Ordering::SeqCst), before);
+}
