@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use adapters_redis::RedisLease;
 use anyhow::Context;
 use axum::Router;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use room_app::ports::{ClockRef, IdGenRef};
+use room_app::ports::{ClockRef, IdGenRef, LeaseRef};
 use room_app::{
     BroadcastMessenger, CellDeps, CellRuntime, LocalLease, LocalPresence, RandomIds, RoomService,
     ServicePorts, SystemClock, workers,
@@ -22,6 +23,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::auth::AuthenticatorRef;
 use crate::catalog::CatalogFile;
+use crate::cluster::HttpForwarder;
 use crate::config::Settings;
 use crate::limits::{RateLimits, StreamSlots};
 use crate::routes;
@@ -93,11 +95,20 @@ impl App {
         let messenger = Arc::new(BroadcastMessenger::new(settings.sse.buffer.max(1)));
         let clock: ClockRef = Arc::new(SystemClock);
         let ids: IdGenRef = Arc::new(RandomIds::new());
+        let internal_token = settings.cluster.internal_token.clone().map(Arc::new);
+        let lease: LeaseRef = match settings.cluster.redis_lease(&settings.cell.node_id) {
+            Some(lease) => Arc::new(
+                RedisLease::connect(&lease)
+                    .await
+                    .context("cannot reach Redis (ROOM__CLUSTER__REDIS_URL)")?,
+            ),
+            None => Arc::new(LocalLease),
+        };
         let runtime = CellRuntime::new(
             CellDeps {
                 store: storage.cells.clone(),
                 snapshots: storage.snapshots.clone(),
-                lease: Arc::new(LocalLease),
+                lease,
                 messenger: messenger.clone(),
                 clock: clock.clone(),
                 ids: ids.clone(),
@@ -105,6 +116,17 @@ impl App {
             settings.cell_config(catalog.rules),
             CancellationToken::new(),
         );
+        if settings.cluster.is_clustered()
+            && let Some(token) = &internal_token
+        {
+            let timeout = Duration::from_millis(settings.cluster.forward_timeout_ms);
+            runtime.forward_with(Arc::new(HttpForwarder::new(token.clone(), timeout)?));
+            tracing::info!(
+                node_id = %settings.cell.node_id,
+                advertise_url = ?settings.cluster.advertise_url,
+                "clustered: rooms other nodes own are forwarded to them"
+            );
+        }
         let service = Arc::new(RoomService::new(
             runtime,
             ServicePorts {
@@ -139,6 +161,7 @@ impl App {
             sse_keep_alive: Duration::from_secs(settings.sse.keep_alive_secs.max(1)),
             limits: RateLimits::new(&settings.limits).map(Arc::new),
             streams: StreamSlots::new(settings.sse.max_streams_per_user),
+            internal_token,
         };
         let router = routes::router(
             state.clone(),

@@ -210,22 +210,28 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let value = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .ok_or_else(|| ApiError::unauthenticated("missing Authorization: Bearer <token>"))?;
-        let value = value
-            .to_str()
-            .map_err(|_| ApiError::unauthenticated("the Authorization header is not text"))?;
-        let token = value
-            .split_once(' ')
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|token| !token.is_empty())
-            .ok_or_else(|| ApiError::unauthenticated("use Authorization: Bearer <token>"))?;
+        let token = bearer_token(parts)?;
         let authenticator = AuthenticatorRef::from_ref(state);
         authenticator.verify(token).map(Auth)
     }
+}
+
+/// The token of the request's `Authorization: Bearer <token>` header; 401 `UNAUTHENTICATED`
+/// when there is none.
+pub fn bearer_token(parts: &Parts) -> Result<&str, ApiError> {
+    let value = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| ApiError::unauthenticated("missing Authorization: Bearer <token>"))?;
+    let value = value
+        .to_str()
+        .map_err(|_| ApiError::unauthenticated("the Authorization header is not text"))?;
+    value
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|token| !token.is_empty())
+        .ok_or_else(|| ApiError::unauthenticated("use Authorization: Bearer <token>"))
 }
 
 /// A signed-in platform admin; anyone else is answered 403 `FORBIDDEN`.

@@ -48,6 +48,77 @@ pub struct Settings {
     pub sse: SseSettings,
     /// Per-user rate limits.
     pub limits: LimitSettings,
+    /// Several nodes sharing the rooms.
+    pub cluster: ClusterSettings,
+}
+
+/// `[cluster]`: several `room-api` nodes behind a load balancer, sharing the rooms through
+/// leases in Redis. Unset `redis_url`: one node, which owns every room (the embedded mode).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSettings {
+    /// `redis://[:password@]host:port/db` (`ROOM__CLUSTER__REDIS_URL`): room leases and the
+    /// node registry. Set, this node is one of several: it needs a node id of its own
+    /// (`ROOM__CELL__NODE_ID`), an advertised URL and the internal token.
+    pub redis_url: Option<SecretString>,
+    /// Where the other nodes reach this node's internal endpoint, such as
+    /// `http://10.0.0.5:8080` (`ROOM__CLUSTER__ADVERTISE_URL`).
+    pub advertise_url: Option<String>,
+    /// The shared secret of node-to-node calls, at least 32 bytes
+    /// (`ROOM__CLUSTER__INTERNAL_TOKEN`). Unset, the internal routes refuse every call.
+    pub internal_token: Option<SecretString>,
+    /// How long a room lease lasts unless renewed; a dead node's rooms move within it. The
+    /// keeper renews every third of it.
+    pub lease_ttl_secs: u64,
+    /// How long a request forwarded to a room's owner may take, in milliseconds; below
+    /// `http.request_timeout_secs`, so the client hears why.
+    pub forward_timeout_ms: u64,
+    /// Prepended to every Redis key (several deployments on one Redis).
+    pub redis_key_prefix: String,
+    /// The most Redis connections of this node.
+    pub redis_pool_size: usize,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings {
+            redis_url: None,
+            advertise_url: None,
+            internal_token: None,
+            lease_ttl_secs: 10,
+            forward_timeout_ms: 5_000,
+            redis_key_prefix: String::new(),
+            redis_pool_size: 16,
+        }
+    }
+}
+
+impl ClusterSettings {
+    /// Whether this node is one of several (a Redis URL is set).
+    pub fn is_clustered(&self) -> bool {
+        self.redis_url.is_some()
+    }
+
+    /// The lease TTL.
+    pub fn lease_ttl(&self) -> Duration {
+        Duration::from_secs(self.lease_ttl_secs)
+    }
+
+    /// The Redis lease's settings for node `node_id`, if clustered.
+    pub fn redis_lease(&self, node_id: &str) -> Option<adapters_redis::RedisLeaseSettings> {
+        let url = self.redis_url.as_ref()?;
+        let mut settings = adapters_redis::RedisLeaseSettings::new(
+            url.expose_secret(),
+            node_id,
+            self.advertise_url.clone().unwrap_or_default(),
+        );
+        settings.ttl = self.lease_ttl();
+        settings.key_prefix = self.redis_key_prefix.clone();
+        settings.pool_size = self.redis_pool_size.max(1);
+        // A call may take a tenth of the TTL: a renewal that hangs must end well within it.
+        settings.op_timeout = (self.lease_ttl() / 10).max(Duration::from_millis(100));
+        Some(settings)
+    }
 }
 
 /// `[http]`: the listener and request limits.
@@ -423,6 +494,45 @@ impl Settings {
                 "{name} is set but empty: leave it unset to accept tokens without it"
             );
         }
+        if let Some(token) = &self.cluster.internal_token {
+            let len = token.expose_secret().len();
+            anyhow::ensure!(
+                len >= MIN_JWT_SECRET_BYTES,
+                "ROOM__CLUSTER__INTERNAL_TOKEN is {len} bytes long; it must be at least \
+                 {MIN_JWT_SECRET_BYTES} bytes"
+            );
+        }
+        if self.cluster.is_clustered() {
+            anyhow::ensure!(
+                self.cluster.internal_token.is_some(),
+                "ROOM__CLUSTER__REDIS_URL is set, so this node shares rooms with others: set \
+                 ROOM__CLUSTER__INTERNAL_TOKEN (the same secret on every node) so that they \
+                 can forward requests to each other"
+            );
+            anyhow::ensure!(
+                self.cluster
+                    .advertise_url
+                    .as_deref()
+                    .is_some_and(|url| url.starts_with("http://") || url.starts_with("https://")),
+                "ROOM__CLUSTER__REDIS_URL is set: set ROOM__CLUSTER__ADVERTISE_URL to the \
+                 http:// URL where the other nodes reach this one"
+            );
+            anyhow::ensure!(
+                !self.cell.node_id.trim().is_empty() && self.cell.node_id != "local",
+                "ROOM__CLUSTER__REDIS_URL is set: give this node an id of its own \
+                 (ROOM__CELL__NODE_ID), unique among the nodes"
+            );
+            anyhow::ensure!(
+                self.cluster.lease_ttl_secs >= 3,
+                "cluster.lease_ttl_secs must be at least 3 (the keeper renews every third)"
+            );
+            anyhow::ensure!(
+                self.cluster.forward_timeout_ms >= 100
+                    && self.cluster.forward_timeout_ms < self.http.request_timeout_secs * 1000,
+                "cluster.forward_timeout_ms must be at least 100 and below \
+                 http.request_timeout_secs"
+            );
+        }
         let window = self.rtc.callback_window_secs;
         anyhow::ensure!(
             window > 0,
@@ -452,7 +562,11 @@ impl Settings {
             recent_commands: self.cell.recent_commands,
             recent_commands_bytes: self.cell.recent_commands_bytes,
             rules: std::sync::Arc::new(rules),
-            ..room_app::CellConfig::default()
+            lease_renew_every: if self.cluster.is_clustered() {
+                self.cluster.lease_ttl() / 3
+            } else {
+                room_app::CellConfig::default().lease_renew_every
+            },
         }
     }
 }

@@ -10,6 +10,7 @@
 mod app;
 mod auth;
 mod catalog;
+mod cluster;
 mod config;
 mod dto;
 mod error;
@@ -26,10 +27,11 @@ pub use auth::{
     ADMIN_ROLE, Audience, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin,
 };
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
+pub use cluster::{ForwardAnswer, HttpForwarder, INTERNAL_PREFIX, token_matches};
 pub use config::{
-    AuthSettings, CatalogSettings, CellSettings, DEFAULT_CONFIG_FILE, DEV_JWT_SECRET, HttpSettings,
-    LimitSettings, MAX_CALLBACK_WINDOW_SECS, MIN_JWT_SECRET_BYTES, PresenceSettings, RtcSettings,
-    Settings, SseSettings, StorageSettings, WorkerSettings,
+    AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
+    DEV_JWT_SECRET, HttpSettings, LimitSettings, MAX_CALLBACK_WINDOW_SECS, MIN_JWT_SECRET_BYTES,
+    PresenceSettings, RtcSettings, Settings, SseSettings, StorageSettings, WorkerSettings,
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
 pub use routes::{MAX_BODY_BYTES, openapi};

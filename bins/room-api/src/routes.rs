@@ -143,6 +143,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
                 async move { Json(document.as_ref().clone()) }
             }),
         )
+        .merge(crate::cluster::internal_routes(state.clone()))
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)

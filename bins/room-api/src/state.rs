@@ -44,6 +44,8 @@ pub struct AppState {
     pub limits: Option<Arc<RateLimits>>,
     /// The event streams each user has open, capped.
     pub streams: Arc<StreamSlots>,
+    /// The secret other nodes call the internal routes with; `None` refuses them all.
+    pub internal_token: Option<Arc<SecretString>>,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

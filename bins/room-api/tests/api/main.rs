@@ -3,6 +3,7 @@
 //! SQLite file.
 
 mod bad_input;
+mod cluster;
 mod flow;
 mod gifts;
 mod idempotency;

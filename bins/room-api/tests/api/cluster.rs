@@ -1,0 +1,298 @@
+//! Two nodes over one store and the real Redis (`ROOM_TEST_REDIS_URL`), each on its own
+//! socket: any node serves any room, each room runs on the one node holding its lease, and a
+//! node that stops hands its rooms over. Plus the internal routes' token check.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::http::{Method, StatusCode};
+use room_api::{App, AuthenticatorRef, Settings, Storage};
+use room_app::RoomService;
+use room_app::testkit::{self, InMemoryStore};
+use room_domain::{RoomId, UserId};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{TestApp, error_code, eventually, settings};
+
+const INTERNAL_TOKEN: &str = "the-internal-token-of-this-test-cluster";
+
+struct Node {
+    base: String,
+    service: Arc<RoomService>,
+    auth: AuthenticatorRef,
+    stop: CancellationToken,
+    serving: JoinHandle<()>,
+}
+
+struct Cluster {
+    http: reqwest::Client,
+    nodes: Vec<Node>,
+    _dir: TempDir,
+}
+
+/// A key prefix no other test run uses.
+fn prefix(test: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("test:{test}:{}:{nanos}:", std::process::id())
+}
+
+impl Cluster {
+    /// `count` nodes sharing one in-memory store and the Redis at `ROOM_TEST_REDIS_URL`;
+    /// `None` (the test skips) when that is unset.
+    async fn start(test: &str, count: usize) -> Option<Cluster> {
+        let redis = testkit::service_url("ROOM_TEST_REDIS_URL")?;
+        let dir = TempDir::new().unwrap();
+        let storage = Storage::from_store(Arc::new(InMemoryStore::new()));
+        let prefix = prefix(test);
+        let mut nodes = Vec::new();
+        for i in 0..count {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let base = format!("http://{}", listener.local_addr().unwrap());
+            let mut settings: Settings = settings(&dir);
+            settings.cell.node_id = format!("node-{i}");
+            settings.cluster.redis_url = Some(SecretString::from(redis.clone()));
+            settings.cluster.redis_key_prefix = prefix.clone();
+            settings.cluster.advertise_url = Some(base.clone());
+            settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
+            let app = App::build_with_storage(settings, storage.clone())
+                .await
+                .unwrap();
+            let (service, auth) = (app.service().clone(), app.authenticator().clone());
+            let stop = CancellationToken::new();
+            let signal = stop.clone();
+            let serving = tokio::spawn(async move {
+                app.serve(listener, async move { signal.cancelled().await })
+                    .await
+                    .unwrap();
+            });
+            nodes.push(Node {
+                base,
+                service,
+                auth,
+                stop,
+                serving,
+            });
+        }
+        let cluster = Cluster {
+            http: reqwest::Client::new(),
+            nodes,
+            _dir: dir,
+        };
+        for node in &cluster.nodes {
+            let base = node.base.clone();
+            let http = cluster.http.clone();
+            eventually("the node is ready", || {
+                let (http, base) = (http.clone(), base.clone());
+                async move {
+                    http.get(format!("{base}/readyz"))
+                        .send()
+                        .await
+                        .is_ok_and(|r| r.status() == StatusCode::OK)
+                }
+            })
+            .await;
+        }
+        Some(cluster)
+    }
+
+    fn token(&self, user: &str, admin: bool) -> String {
+        self.nodes[0]
+            .auth
+            .mint(&UserId::new(user).unwrap(), admin, Duration::from_secs(600))
+            .unwrap()
+    }
+
+    /// `user` calls `path` on node `node`.
+    async fn call(
+        &self,
+        node: usize,
+        method: Method,
+        path: &str,
+        user: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.nodes[node].base))
+            .bearer_auth(self.token(user, user == "admin"));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap()
+        };
+        (status, body)
+    }
+
+    async fn post(&self, node: usize, path: &str, user: &str, body: Value) -> (StatusCode, Value) {
+        self.call(node, Method::POST, path, user, Some(body)).await
+    }
+
+    fn active_on(&self, room: &str) -> Vec<usize> {
+        let room = RoomId::new(room).unwrap();
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].service.runtime().is_active(&room))
+            .collect()
+    }
+
+    async fn stop(&mut self, node: usize) {
+        let node = &mut self.nodes[node];
+        node.stop.cancel();
+        (&mut node.serving).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_node_serves_any_room_which_runs_on_one_node() {
+    let Some(cluster) = Cluster::start("any_node_serves_any_room", 2).await else {
+        return;
+    };
+    let (status, room) = cluster
+        .post(0, "/v1/rooms", "alice", json!({ "name": "Night talk" }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{room}");
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    assert_eq!(cluster.active_on(&room_id), vec![0]);
+
+    // Everything else goes through node 1; the room keeps running on node 0.
+    for user in ["alice", "bob"] {
+        let (status, body) = cluster
+            .post(1, &format!("/v1/rooms/{room_id}/join"), user, json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, body) = cluster
+        .post(
+            1,
+            &format!("/v1/rooms/{room_id}/seats/0/take"),
+            "bob",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // A rule the owner's room enforces comes back through the other node as itself.
+    let (status, body) = cluster
+        .post(
+            1,
+            &format!("/v1/rooms/{room_id}/seats/0/take"),
+            "alice",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "SEAT_OCCUPIED");
+
+    // A gift through node 1: one debit, applied by node 0.
+    let (status, body) = cluster
+        .post(
+            1,
+            "/v1/admin/wallets/bob/credit",
+            "admin",
+            json!({ "op_id": "top-up-bob", "amount": 100 }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let gift = json!({ "order_id": "o1", "gift_id": "rose", "count": 1, "recipients": ["alice"] });
+    let (status, first) = cluster
+        .post(
+            1,
+            &format!("/v1/rooms/{room_id}/gifts"),
+            "bob",
+            gift.clone(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let (status, repeat) = cluster
+        .post(0, &format!("/v1/rooms/{room_id}/gifts"), "bob", gift)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{repeat}");
+    assert_eq!(first["coin_balance_after"], repeat["coin_balance_after"]);
+
+    // A read through either node shows every write answered so far.
+    for node in [0, 1] {
+        let (status, view) = cluster
+            .call(
+                node,
+                Method::GET,
+                &format!("/v1/rooms/{room_id}"),
+                "carol",
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{view}");
+        assert_eq!(view["seats"][0]["user_id"], "bob", "{view}");
+        assert!(view["heat"].as_i64().unwrap() > 0, "{view}");
+    }
+    assert_eq!(cluster.active_on(&room_id), vec![0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stops_hands_its_rooms_to_the_next_request() {
+    let Some(mut cluster) = Cluster::start("a_node_that_stops", 2).await else {
+        return;
+    };
+    let (status, room) = cluster
+        .post(0, "/v1/rooms", "alice", json!({ "name": "Night talk" }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{room}");
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    cluster.stop(0).await;
+
+    // Node 0 released its lease as it stopped: node 1 takes the room.
+    let (status, body) = cluster
+        .post(1, &format!("/v1/rooms/{room_id}/join"), "alice", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(cluster.active_on(&room_id), vec![1]);
+}
+
+#[tokio::test]
+async fn internal_routes_need_the_internal_token() {
+    let token = |app: &TestApp| app.token("alice");
+    // Without a configured token, nobody gets in.
+    let plain = TestApp::new().await;
+    let path = "/internal/v1/rooms/r1/state?kind=committed";
+    let (status, body) = plain
+        .call(Method::GET, path, Some(&token(&plain)), None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(error_code(&body), "INTERNAL_DISABLED");
+
+    let app = TestApp::with(|settings| {
+        settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
+    })
+    .await;
+    // A user's token is not the internal token; neither is nothing.
+    for bearer in [Some(token(&app)), None] {
+        let (status, body) = app.call(Method::GET, path, bearer.as_deref(), None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    }
+    let (status, body) = app
+        .call(Method::GET, path, Some(INTERNAL_TOKEN), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // A room that was never created is not activated for a node that asks.
+    assert_eq!(body["err"]["kind"], "rejected", "{body}");
+    assert_eq!(body["err"]["rejection"]["code"], "ROOM_NOT_FOUND", "{body}");
+    assert_eq!(app.app.service().runtime().active_rooms(), 0);
+    // A room that exists is answered with its state.
+    let room_id = app.create_room("alice").await;
+    let path = format!("/internal/v1/rooms/{room_id}/state?kind=newest");
+    let (status, body) = app
+        .call(Method::GET, &path, Some(INTERNAL_TOKEN), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["ok"]["room_id"], room_id.as_str(), "{body}");
+}
