@@ -472,7 +472,8 @@ pub trait Messenger: Send + Sync {
     async fn publish(&self, room_id: &RoomId, messages: Vec<DisplayMessage>);
 }
 
-/// Who is where, by heartbeat.
+/// Who is where, by heartbeat. A user is recorded in one room at most, with the time of their
+/// last heartbeat (or join) there.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Presence: Send + Sync {

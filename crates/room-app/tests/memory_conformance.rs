@@ -1,8 +1,11 @@
-//! Runs every conformance suite of the testkit against [`InMemoryStore`].
+//! Runs every conformance suite of the testkit against the in-process adapters:
+//! [`InMemoryStore`] for storage, [`LocalPresence`] for the state that nodes of a cluster share
+//! through Redis instead.
 #![cfg(feature = "testkit")]
 
 use std::sync::Arc;
 
+use room_app::LocalPresence;
 use room_app::testkit::{self, InMemoryStore};
 
 async fn fresh() -> Arc<InMemoryStore> {
@@ -52,4 +55,9 @@ async fn payouts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn room_directory() {
     testkit::room_directory_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn local_presence() {
+    testkit::presence_suite(|| async { Arc::new(LocalPresence::new()) }).await;
 }

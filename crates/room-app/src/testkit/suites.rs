@@ -1,6 +1,7 @@
-//! The conformance suites: one per storage port. Each takes a factory of fresh, empty
-//! instances, runs every check of its port against its own instance, and panics with a
-//! message naming the check that failed.
+//! The conformance suites: one per storage port, and one each for the state nodes share
+//! (lease, presence). Each takes a factory of fresh, empty instances, runs
+//! every check of its port against its own instance, and panics with a message naming the
+//! check that failed.
 //!
 //! A port whose rows are written only by [`CellStore::commit`](crate::ports::CellStore::commit)
 //! (outbox, timers, payouts, directory summaries) is tested through commits, so its suite also
@@ -13,6 +14,7 @@ mod gift_orders;
 mod lease;
 mod outbox;
 mod payouts;
+mod presence;
 mod room_directory;
 mod snapshot_store;
 mod timers;
@@ -24,6 +26,7 @@ pub use gift_orders::gift_orders_suite;
 pub use lease::{LeaseBackend, lease_suite};
 pub use outbox::outbox_suite;
 pub use payouts::payouts_suite;
+pub use presence::presence_suite;
 pub use room_directory::room_directory_suite;
 pub use snapshot_store::snapshot_store_suite;
 pub use timers::timers_suite;
