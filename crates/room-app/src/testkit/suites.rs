@@ -1,5 +1,5 @@
 //! The conformance suites: one per storage port, and one each for the state nodes share
-//! (lease, presence). Each takes a factory of fresh, empty instances, runs
+//! (lease, presence, password attempts). Each takes a factory of fresh, empty instances, runs
 //! every check of its port against its own instance, and panics with a message naming the
 //! check that failed.
 //!
@@ -13,6 +13,7 @@ mod gift_catalog;
 mod gift_orders;
 mod lease;
 mod outbox;
+mod password_attempts;
 mod payouts;
 mod presence;
 mod room_directory;
@@ -25,6 +26,7 @@ pub use gift_catalog::gift_catalog_suite;
 pub use gift_orders::gift_orders_suite;
 pub use lease::{LeaseBackend, lease_suite};
 pub use outbox::outbox_suite;
+pub use password_attempts::password_attempts_suite;
 pub use payouts::payouts_suite;
 pub use presence::presence_suite;
 pub use room_directory::room_directory_suite;

@@ -7,6 +7,7 @@ mod creation;
 mod eviction;
 mod lease;
 mod order_identity;
+mod password_attempts;
 mod recent_replies;
 mod runtime;
 mod saga_interactions;
