@@ -9,6 +9,7 @@
 //! scripts touch several keys (a lease and the registration; up to 1,000 leases per renewal
 //! call), so the adapter needs a standalone Redis (or Sentinel), not Redis Cluster.
 
+mod client;
 mod lease;
 
 pub use lease::{DEFAULT_LEASE_TTL, RedisLease, RedisLeaseSettings};
