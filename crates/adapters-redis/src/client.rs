@@ -79,6 +79,15 @@ impl Client {
         })
         .await
     }
+
+    /// Runs one command on a pooled connection within the per-call timeout.
+    pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        self.timed(async {
+            let mut conn = self.connection().await?;
+            cmd.query_async(&mut conn).await.map_err(unavailable)
+        })
+        .await
+    }
 }
 
 /// Whether the server did not know a script sent by hash (it restarted, or was flushed).
