@@ -11,17 +11,24 @@
 //!   `{prefix}room:presence:user:{user_id}` is a hash of the user's room and last heartbeat;
 //!   `{prefix}room:presence:seen` a sorted set of user ids by last heartbeat. Both are deleted
 //!   with their users and expire [`RedisPresenceSettings::entry_ttl`] after the last write.
+//! - [`RedisPasswordAttempts`]: the wrong-password counts, so that the lockout (5 wrong
+//!   passwords of one user for one room within a minute) holds whichever node a guess reaches.
+//!   `{prefix}room:attempts:{user_id}/{room_id}` is a hash of the window's count and start,
+//!   expiring with the window.
 //!
-//! Every change is one Lua script, so it is atomic on the server. The scripts touch several
-//! keys (a lease and the registration, up to 1,000 leases per renewal call; a user's hash and
-//! the presence set), so the adapters need a standalone Redis (or Sentinel), not Redis
-//! Cluster. Every call has a timeout, and every Redis failure is a retryable
+//! Every change is one Lua script, so it is atomic on the server. Scripts touch several keys
+//! (a lease and the registration, up to 1,000 leases per renewal call; a user's hash and the
+//! presence set), some of them named inside the script (the holder's registration, the hashes
+//! of listed users), so the adapters need a standalone Redis (or Sentinel), not Redis Cluster.
+//! Every call has a timeout, and every Redis failure is a retryable
 //! [`Error::Unavailable`](room_app::Error::Unavailable).
 
+mod attempts;
 mod client;
 mod lease;
 mod presence;
 
+pub use attempts::{RedisPasswordAttempts, RedisPasswordAttemptsSettings};
 pub use lease::{DEFAULT_LEASE_TTL, RedisLease, RedisLeaseSettings};
 pub use presence::{DEFAULT_PRESENCE_ENTRY_TTL, RedisPresence, RedisPresenceSettings};
 
