@@ -12,8 +12,8 @@ use axum::Router;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use room_app::ports::{ClockRef, IdGenRef, LeaseRef};
 use room_app::{
-    BroadcastMessenger, CellDeps, CellRuntime, LocalLease, LocalPresence, RandomIds, RoomService,
-    ServicePorts, SystemClock, workers,
+    BroadcastMessenger, CellDeps, CellRuntime, LocalLease, LocalPasswordAttempts, LocalPresence,
+    RandomIds, RoomService, ServicePorts, SystemClock, workers,
 };
 use room_domain::Timestamp;
 use secrecy::ExposeSecret;
@@ -135,6 +135,7 @@ impl App {
                 catalog: storage.catalog.clone(),
                 directory: storage.directory.clone(),
                 presence: Arc::new(LocalPresence::new()),
+                attempts: Arc::new(LocalPasswordAttempts::default()),
                 clock,
                 ids,
             },

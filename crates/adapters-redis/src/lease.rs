@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_redis::{Config, Pool, Runtime};
 use redis::Script;
 use room_app::Error;
 use room_app::ports::{Lease, LeaseHolder};
 use room_domain::RoomId;
 
 use crate::Result;
+use crate::client::{Client, is_no_script, millis, unavailable};
 
 /// The default lease TTL: a dead node's rooms move within this time.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
@@ -124,13 +124,12 @@ impl RedisLeaseSettings {
 /// Room leases in Redis. Cheap to clone (the pool is shared).
 #[derive(Clone)]
 pub struct RedisLease {
-    pool: Pool,
+    client: Client,
     node_id: String,
     advertise_url: String,
     ttl_ms: u64,
     lease_prefix: String,
     node_prefix: String,
-    op_timeout: Duration,
     acquire: std::sync::Arc<Script>,
     renew: std::sync::Arc<Script>,
     release: std::sync::Arc<Script>,
@@ -161,35 +160,21 @@ impl RedisLease {
                 settings.op_timeout, settings.ttl
             )));
         }
-        let mut config = Config::from_url(settings.url.clone());
-        config.pool = Some(deadpool_redis::PoolConfig::new(settings.pool_size.max(1)));
-        let pool = config
-            .create_pool(Some(Runtime::Tokio1))
-            .map_err(|error| Error::Invalid(format!("bad Redis URL: {error}")))?;
+        let client =
+            Client::connect(&settings.url, settings.pool_size, settings.op_timeout).await?;
         let prefix = &settings.key_prefix;
-        let lease = RedisLease {
-            pool,
+        Ok(RedisLease {
+            client,
             node_id: settings.node_id.clone(),
             advertise_url: settings.advertise_url.clone(),
-            ttl_ms: u64::try_from(settings.ttl.as_millis()).unwrap_or(u64::MAX),
+            ttl_ms: millis(settings.ttl),
             lease_prefix: format!("{prefix}room:lease:"),
             node_prefix: format!("{prefix}room:node:"),
-            op_timeout: settings.op_timeout.max(Duration::from_millis(10)),
             acquire: std::sync::Arc::new(Script::new(ACQUIRE)),
             renew: std::sync::Arc::new(Script::new(RENEW)),
             release: std::sync::Arc::new(Script::new(RELEASE)),
             holder: std::sync::Arc::new(Script::new(HOLDER)),
-        };
-        lease
-            .timed(async {
-                let mut conn = lease.connection().await?;
-                redis::cmd("PING")
-                    .query_async::<String>(&mut conn)
-                    .await
-                    .map_err(unavailable)
-            })
-            .await?;
-        Ok(lease)
+        })
     }
 
     /// The lease of another node id over the same connections and key prefix: several nodes
@@ -208,22 +193,6 @@ impl RedisLease {
 
     fn node_key(&self) -> String {
         format!("{}{}", self.node_prefix, self.node_id)
-    }
-
-    async fn connection(&self) -> Result<deadpool_redis::Connection> {
-        self.pool.get().await.map_err(unavailable)
-    }
-
-    /// Runs `call` within the per-call timeout.
-    async fn timed<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
-        tokio::time::timeout(self.op_timeout, call)
-            .await
-            .unwrap_or_else(|_| {
-                Err(Error::Unavailable(format!(
-                    "Redis did not answer within {:?}",
-                    self.op_timeout
-                )))
-            })
     }
 
     /// The renewal pipeline: every script call by hash. `None` when Redis does not know the
@@ -267,21 +236,13 @@ impl RedisLease {
 #[async_trait]
 impl Lease for RedisLease {
     async fn acquire(&self, room_id: &RoomId) -> Result<bool> {
-        self.timed(async {
-            let mut conn = self.connection().await?;
-            let taken: i64 = self
-                .acquire
-                .key(self.lease_key(room_id))
-                .key(self.node_key())
-                .arg(&self.node_id)
-                .arg(self.ttl_ms)
-                .arg(&self.advertise_url)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(unavailable)?;
-            Ok(taken == 1)
-        })
-        .await
+        let mut call = self.acquire.key(self.lease_key(room_id));
+        call.key(self.node_key())
+            .arg(&self.node_id)
+            .arg(self.ttl_ms)
+            .arg(&self.advertise_url);
+        let taken: i64 = self.client.invoke(&call).await?;
+        Ok(taken == 1)
     }
 
     async fn renew(&self, room_id: &RoomId) -> Result<bool> {
@@ -290,62 +251,38 @@ impl Lease for RedisLease {
     }
 
     async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>> {
-        self.timed(async {
-            let mut conn = self.connection().await?;
-            if let Some(held) = self.try_renew_all(&mut conn, rooms).await? {
-                return Ok(held);
-            }
-            self.renew
-                .load_async(&mut conn)
-                .await
-                .map_err(unavailable)?;
-            self.try_renew_all(&mut conn, rooms)
-                .await?
-                .ok_or_else(|| Error::Unavailable("Redis forgot the renewal script".into()))
-        })
-        .await
+        self.client
+            .timed(async {
+                let mut conn = self.client.connection().await?;
+                if let Some(held) = self.try_renew_all(&mut conn, rooms).await? {
+                    return Ok(held);
+                }
+                self.renew
+                    .load_async(&mut conn)
+                    .await
+                    .map_err(unavailable)?;
+                self.try_renew_all(&mut conn, rooms)
+                    .await?
+                    .ok_or_else(|| Error::Unavailable("Redis forgot the renewal script".into()))
+            })
+            .await
     }
 
     async fn release(&self, room_id: &RoomId) -> Result<()> {
-        self.timed(async {
-            let mut conn = self.connection().await?;
-            let _: i64 = self
-                .release
-                .key(self.lease_key(room_id))
-                .arg(&self.node_id)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(unavailable)?;
-            Ok(())
-        })
-        .await
+        let mut call = self.release.key(self.lease_key(room_id));
+        call.arg(&self.node_id);
+        let _: i64 = self.client.invoke(&call).await?;
+        Ok(())
     }
 
     async fn get_holder(&self, room_id: &RoomId) -> Result<Option<LeaseHolder>> {
-        self.timed(async {
-            let mut conn = self.connection().await?;
-            let found: Vec<String> = self
-                .holder
-                .key(self.lease_key(room_id))
-                .arg(&self.node_prefix)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(unavailable)?;
-            let mut found = found.into_iter();
-            Ok(found.next().map(|node_id| LeaseHolder {
-                node_id,
-                url: found.next(),
-            }))
-        })
-        .await
+        let mut call = self.holder.key(self.lease_key(room_id));
+        call.arg(&self.node_prefix);
+        let found: Vec<String> = self.client.invoke(&call).await?;
+        let mut found = found.into_iter();
+        Ok(found.next().map(|node_id| LeaseHolder {
+            node_id,
+            url: found.next(),
+        }))
     }
-}
-
-fn is_no_script(error: &redis::RedisError) -> bool {
-    error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
-}
-
-/// Every Redis failure is one a retry can get past: the server, the network or the pool.
-fn unavailable(error: impl std::fmt::Display) -> Error {
-    Error::Unavailable(format!("Redis: {error}"))
 }

@@ -2,15 +2,17 @@
 //! suite, then what only a real server shows (its scripts and keys lost, as in a restart).
 //! Each backend uses its own key prefix, so tests run in parallel on one server.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod support {
+    pub mod redis;
+}
+
+use std::time::Duration;
 
 use adapters_redis::{RedisLease, RedisLeaseSettings};
 use room_app::ports::{Lease, LeaseRef};
 use room_app::testkit::{self, LeaseBackend};
 use room_domain::RoomId;
-
-const VAR: &str = "ROOM_TEST_REDIS_URL";
+use support::redis::{keys, prefix, raw};
 
 struct Backend(RedisLease);
 
@@ -20,23 +22,9 @@ impl LeaseBackend for Backend {
     }
 }
 
-/// A key prefix no other test or run uses.
-fn prefix() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "test:{}:{nanos}:{}:",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
 /// A lease of node `node-a` with `ttl` under a fresh prefix, or `None` when the test skips.
 async fn lease(ttl: Duration) -> Option<(RedisLease, String)> {
-    let url = testkit::service_url(VAR)?;
+    let url = support::redis::url()?;
     let prefix = prefix();
     let mut settings = RedisLeaseSettings::new(&url, "node-a", "http://a");
     settings.ttl = ttl;
@@ -78,14 +66,8 @@ async fn leases_lost_with_the_server_state_are_not_renewed_and_can_be_taken_agai
     assert_eq!(a.renew_all(&rooms).await.unwrap(), vec![true; 3]);
 
     // What a Redis restart without persistence does: the scripts and the keys are gone.
-    let url = testkit::service_url(VAR).unwrap();
-    let client = redis::Client::open(url).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}*"))
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let mut conn = raw(&support::redis::url().unwrap()).await;
+    let keys = keys(&mut conn, &prefix).await;
     assert_eq!(keys.len(), 4, "three leases and one registration: {keys:?}");
     let _: () = redis::cmd("DEL")
         .arg(&keys)

@@ -1,16 +1,14 @@
-//! Wrong room passwords, counted per user and room, so that a short password cannot be
-//! guessed by brute force: [`PasswordAttempts`].
-//!
-//! There is no limit per room across users: anyone could then shut a room's password
-//! holders out with a few accounts, which is worse in a social app than the guesses that
-//! many accounts add (5 a minute each). Kept in the process's memory: a restart forgets the
-//! counts, and each node of a cluster counts its own.
+//! [`LocalPasswordAttempts`]: the [`PasswordAttempts`] port in the process's memory, for the
+//! embedded single-node mode. A restart forgets the counts, and each process counts its own:
+//! nodes of a cluster share theirs through a backend instead (Redis, in `adapters-redis`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use async_trait::async_trait;
 use room_domain::{RoomId, Timestamp, UserId};
 
+use crate::ports::{Counted, PasswordAttempts};
 use crate::{Error, Result};
 
 /// Wrong passwords a user may give for one room within [`PASSWORD_WINDOW_MS`]; past them,
@@ -38,29 +36,19 @@ impl Window {
     }
 }
 
-/// An attempt [`PasswordAttempts::check`] counted as wrong, to take back with
-/// [`PasswordAttempts::uncount`] if the room answers otherwise.
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct Counted {
-    user: UserId,
-    room: RoomId,
-    since: Timestamp,
-}
-
-/// The counts of wrong passwords.
+/// The counts of wrong passwords in memory, at most 100,000 (user, room) pairs at once.
 #[derive(Debug, Default)]
-pub struct PasswordAttempts {
+pub struct LocalPasswordAttempts {
     pairs: Mutex<HashMap<(UserId, RoomId), Window>>,
 }
 
-impl PasswordAttempts {
-    /// Refuses a join of `room` by `user` (who needs its password) while the user has given
-    /// [`MAX_WRONG_PASSWORDS`] wrong ones within the window, whatever the password now (a
-    /// right one let through would tell a guesser it is right). Otherwise, if `counts`,
-    /// counts the attempt as wrong before the room decides, so that guesses sent at once
-    /// cannot all pass the check first.
-    pub fn check(
+impl LocalPasswordAttempts {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn check_now(
         &self,
         user: &UserId,
         room: &RoomId,
@@ -69,48 +57,53 @@ impl PasswordAttempts {
     ) -> Result<Option<Counted>> {
         let mut pairs = self.pairs.lock().unwrap_or_else(|e| e.into_inner());
         let key = (user.clone(), room.clone());
-        let refused = |window: Window| {
-            metrics::counter!("room_join_password_lockouts_total").increment(1);
-            Err(Error::TooManyAttempts {
-                retry_at: window.ends(),
-            })
-        };
-        if let Some(window) = pairs.get_mut(&key) {
-            if now >= window.ends() {
-                *window = Window {
-                    count: 0,
-                    since: now,
-                };
-            }
-            if window.count >= MAX_WRONG_PASSWORDS {
-                return refused(*window);
-            }
-        }
-        if !counts {
-            return Ok(None);
-        }
         let fresh = Window {
             count: 0,
             since: now,
         };
+        let current = pairs.get(&key).copied().filter(|w| now < w.ends());
+        if let Some(window) = current
+            && window.count >= MAX_WRONG_PASSWORDS
+        {
+            return Err(Error::TooManyAttempts {
+                retry_at: window.ends(),
+            });
+        }
+        if !counts {
+            return Ok(None);
+        }
         if !pairs.contains_key(&key) && pairs.len() >= MAX_TRACKED {
             pairs.retain(|_, window| now < window.ends());
             if pairs.len() >= MAX_TRACKED {
-                return refused(fresh);
+                return Err(Error::TooManyAttempts {
+                    retry_at: fresh.ends(),
+                });
             }
         }
-        let window = pairs.entry(key).or_insert(fresh);
+        let mut window = current.unwrap_or(fresh);
         window.count += 1;
+        pairs.insert(key, window);
         Ok(Some(Counted {
             user: user.clone(),
             room: room.clone(),
             since: window.since,
         }))
     }
+}
 
-    /// Takes back an attempt counted as wrong that the room let in or refused for another
-    /// reason; a window that has begun since keeps its count.
-    pub fn uncount(&self, counted: Counted) {
+#[async_trait]
+impl PasswordAttempts for LocalPasswordAttempts {
+    async fn check(
+        &self,
+        user: &UserId,
+        room: &RoomId,
+        now: Timestamp,
+        counts: bool,
+    ) -> Result<Option<Counted>> {
+        self.check_now(user, room, now, counts)
+    }
+
+    async fn uncount(&self, counted: Counted) -> Result<()> {
         let mut pairs = self.pairs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(window) = pairs
             .get_mut(&(counted.user, counted.room))
@@ -118,6 +111,7 @@ impl PasswordAttempts {
         {
             window.count = window.count.saturating_sub(1);
         }
+        Ok(())
     }
 }
 
@@ -125,49 +119,46 @@ impl PasswordAttempts {
 mod tests {
     use super::*;
 
-    fn ids(user: &str, room: &str) -> (UserId, RoomId) {
-        (UserId::new(user).unwrap(), RoomId::new(room).unwrap())
-    }
-
     #[test]
-    fn a_user_is_locked_out_of_one_room_until_the_window_ends() {
-        let attempts = PasswordAttempts::default();
-        let (bob, r1) = ids("bob", "r1");
-        let (_, r2) = ids("bob", "r2");
-        let t0 = Timestamp(1_000_000);
-        for _ in 0..MAX_WRONG_PASSWORDS {
-            assert!(attempts.check(&bob, &r1, t0, true).unwrap().is_some());
-        }
-        let refused = attempts.check(&bob, &r1, t0, false).unwrap_err();
-        assert!(matches!(
-            refused,
-            Error::TooManyAttempts { retry_at } if retry_at == Timestamp(t0.0 + PASSWORD_WINDOW_MS)
-        ));
-        // Another room is another count.
-        assert!(attempts.check(&bob, &r2, t0, true).is_ok());
-        // The window ends.
-        let later = Timestamp(t0.0 + PASSWORD_WINDOW_MS);
-        assert!(attempts.check(&bob, &r1, later, true).is_ok());
-    }
-
-    #[test]
-    fn an_attempt_taken_back_frees_its_place_in_its_own_window_only() {
-        let attempts = PasswordAttempts::default();
-        let (bob, r1) = ids("bob", "r1");
+    fn a_full_table_refuses_new_pairs_until_windows_end() {
+        let attempts = LocalPasswordAttempts::new();
+        let room = RoomId::new("r1").unwrap();
         let t0 = Timestamp(0);
-        for _ in 0..MAX_WRONG_PASSWORDS - 1 {
-            let _ = attempts.check(&bob, &r1, t0, true).unwrap();
+        for i in 0..MAX_TRACKED {
+            let user = UserId::new(format!("u{i}")).unwrap();
+            assert!(
+                attempts
+                    .check_now(&user, &room, t0, true)
+                    .unwrap()
+                    .is_some()
+            );
         }
-        let last = attempts.check(&bob, &r1, t0, true).unwrap().unwrap();
-        attempts.uncount(last);
-        let again = attempts.check(&bob, &r1, t0, true).unwrap().unwrap();
-        // The window ends and a new one fills up; the old attempt taken back late does not
-        // lower the new count.
+        let newcomer = UserId::new("newcomer").unwrap();
+        let refused = attempts.check_now(&newcomer, &room, Timestamp(1), true);
+        assert!(
+            matches!(refused, Err(Error::TooManyAttempts { retry_at }) if retry_at == Timestamp(1 + PASSWORD_WINDOW_MS)),
+            "{refused:?}"
+        );
+        // A tracked pair still counts; a check that does not count is not refused.
+        let known = UserId::new("u7").unwrap();
+        assert!(
+            attempts
+                .check_now(&known, &room, Timestamp(1), true)
+                .is_ok()
+        );
+        assert!(
+            attempts
+                .check_now(&newcomer, &room, Timestamp(1), false)
+                .is_ok()
+        );
+        // Once the windows end, they make room.
         let later = Timestamp(PASSWORD_WINDOW_MS);
-        for _ in 0..MAX_WRONG_PASSWORDS {
-            let _ = attempts.check(&bob, &r1, later, true).unwrap();
-        }
-        attempts.uncount(again);
-        assert!(attempts.check(&bob, &r1, later, false).is_err());
+        assert!(
+            attempts
+                .check_now(&newcomer, &room, later, true)
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(attempts.pairs.lock().unwrap().len(), 1);
     }
 }

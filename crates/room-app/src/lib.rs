@@ -25,7 +25,7 @@ pub use error::{Error, RemoteError, Result};
 /// callback's event, say). Such ids can be predicted, so no client-chosen id may start with
 /// it: a gift's order id, which becomes its command id, is refused when it does.
 pub const SYSTEM_ID_PREFIX: &str = "sys-";
-pub use attempts::{MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
+pub use attempts::{LocalPasswordAttempts, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
 pub use gifts::{
     GiftReceipt, GiftSaga, ORDER_LOCK_QUEUE, RecoveryReport, SendGift, gift_command_id,
 };

@@ -11,12 +11,11 @@ use room_domain::{
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::attempts::PasswordAttempts;
 use crate::cell::{CellRuntime, CommandReply};
 use crate::gifts::{GiftReceipt, GiftSaga, SendGift};
 use crate::ports::{
-    CatalogGift, ClockRef, CreditKind, GiftCatalogRef, IdGenRef, PresenceRef, RoomDirectoryRef,
-    RoomSummary, WalletRef,
+    CatalogGift, ClockRef, CreditKind, GiftCatalogRef, IdGenRef, PasswordAttemptsRef, PresenceRef,
+    RoomDirectoryRef, RoomSummary, WalletRef,
 };
 use crate::{Error, Result};
 
@@ -33,6 +32,8 @@ pub struct ServicePorts {
     pub directory: RoomDirectoryRef,
     /// Heartbeats.
     pub presence: PresenceRef,
+    /// Wrong room passwords, against brute force.
+    pub attempts: PasswordAttemptsRef,
     /// Time.
     pub clock: ClockRef,
     /// Ids and random values.
@@ -120,8 +121,6 @@ pub struct RoomService {
     runtime: CellRuntime,
     ports: ServicePorts,
     gifts: GiftSaga,
-    /// Wrong room passwords, against brute force.
-    password_attempts: PasswordAttempts,
 }
 
 /// A room as clients see it. Never carries the password or its hash.
@@ -266,7 +265,6 @@ impl RoomService {
             runtime,
             ports,
             gifts,
-            password_attempts: PasswordAttempts::default(),
         }
     }
 
@@ -537,12 +535,19 @@ impl RoomService {
         // neither count for them nor lock them out. For anyone else, a join of a locked room
         // without the right password counts as a wrong one until the room answers otherwise.
         let counted = if needs_password {
-            self.password_attempts.check(
-                user,
-                room_id,
-                self.ports.clock.now(),
-                !password_verified,
-            )?
+            let now = self.ports.clock.now();
+            match self
+                .ports
+                .attempts
+                .check(user, room_id, now, !password_verified)
+                .await
+            {
+                Err(error @ Error::TooManyAttempts { .. }) => {
+                    metrics::counter!("room_join_password_lockouts_total").increment(1);
+                    return Err(error);
+                }
+                checked => checked?,
+            }
         } else {
             None
         };
@@ -560,8 +565,11 @@ impl RoomService {
             .await;
         if let Some(counted) = counted
             && !matches!(joined, Err(Error::Rejected(Rejection::WrongPassword)))
+            && let Err(error) = self.ports.attempts.uncount(counted).await
         {
-            self.password_attempts.uncount(counted);
+            // The join's answer stands: the attempt stays counted, which costs the user one
+            // guess of the window at worst.
+            tracing::warn!(room_id = %room_id, error = %error, "a wrong password count was not taken back");
         }
         joined?;
         // The room the user was in is left only once the new one let them in (a refused join

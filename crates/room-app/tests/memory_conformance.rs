@@ -1,9 +1,12 @@
-//! Runs every conformance suite of the testkit against [`InMemoryStore`].
+//! Runs every conformance suite of the testkit against the in-process adapters:
+//! [`InMemoryStore`] for storage, [`LocalPresence`] and [`LocalPasswordAttempts`] for the state
+//! that nodes of a cluster share through Redis instead.
 #![cfg(feature = "testkit")]
 
 use std::sync::Arc;
 
 use room_app::testkit::{self, InMemoryStore};
+use room_app::{LocalPasswordAttempts, LocalPresence};
 
 async fn fresh() -> Arc<InMemoryStore> {
     Arc::new(InMemoryStore::new())
@@ -52,4 +55,14 @@ async fn payouts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn room_directory() {
     testkit::room_directory_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn local_presence() {
+    testkit::presence_suite(|| async { Arc::new(LocalPresence::new()) }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn local_password_attempts() {
+    testkit::password_attempts_suite(|| async { Arc::new(LocalPasswordAttempts::new()) }).await;
 }

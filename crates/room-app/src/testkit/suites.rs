@@ -1,6 +1,7 @@
-//! The conformance suites: one per storage port. Each takes a factory of fresh, empty
-//! instances, runs every check of its port against its own instance, and panics with a
-//! message naming the check that failed.
+//! The conformance suites: one per storage port, and one each for the state nodes share
+//! (lease, presence, password attempts). Each takes a factory of fresh, empty instances, runs
+//! every check of its port against its own instance, and panics with a message naming the
+//! check that failed.
 //!
 //! A port whose rows are written only by [`CellStore::commit`](crate::ports::CellStore::commit)
 //! (outbox, timers, payouts, directory summaries) is tested through commits, so its suite also
@@ -12,7 +13,9 @@ mod gift_catalog;
 mod gift_orders;
 mod lease;
 mod outbox;
+mod password_attempts;
 mod payouts;
+mod presence;
 mod room_directory;
 mod snapshot_store;
 mod timers;
@@ -23,7 +26,9 @@ pub use gift_catalog::gift_catalog_suite;
 pub use gift_orders::gift_orders_suite;
 pub use lease::{LeaseBackend, lease_suite};
 pub use outbox::outbox_suite;
+pub use password_attempts::password_attempts_suite;
 pub use payouts::payouts_suite;
+pub use presence::presence_suite;
 pub use room_directory::room_directory_suite;
 pub use snapshot_store::snapshot_store_suite;
 pub use timers::timers_suite;

@@ -8,6 +8,7 @@ mod eviction;
 mod forwarding;
 mod lease;
 mod order_identity;
+mod password_attempts;
 mod recent_replies;
 mod runtime;
 mod saga_interactions;

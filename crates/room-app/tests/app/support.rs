@@ -18,7 +18,7 @@ use room_app::ports::{
 use room_app::testkit::InMemoryStore;
 use room_app::{
     BroadcastMessenger, CellConfig, CellDeps, CellRuntime, CommandReply, Error, GiftSaga,
-    LocalLease, LocalPresence, Result, RoomService, SendGift, ServicePorts,
+    LocalLease, LocalPasswordAttempts, LocalPresence, Result, RoomService, SendGift, ServicePorts,
 };
 use room_domain::{
     Actor, Coins, Command, CommandId, CommandKind, Event, GiftId, LuckyEntry, LuckyTable, OrderId,
@@ -293,9 +293,15 @@ pub struct WorldBuilder {
     orders: Option<GiftOrdersRef>,
     catalog: Option<GiftCatalogRef>,
     presence: Option<room_app::ports::PresenceRef>,
+    attempts: Option<room_app::ports::PasswordAttemptsRef>,
 }
 
 impl WorldBuilder {
+    pub fn attempts(mut self, attempts: room_app::ports::PasswordAttemptsRef) -> Self {
+        self.attempts = Some(attempts);
+        self
+    }
+
     pub fn presence(mut self, presence: room_app::ports::PresenceRef) -> Self {
         self.presence = Some(presence);
         self
@@ -365,6 +371,9 @@ impl WorldBuilder {
             presence: self
                 .presence
                 .unwrap_or_else(|| Arc::new(LocalPresence::new())),
+            attempts: self
+                .attempts
+                .unwrap_or_else(|| Arc::new(LocalPasswordAttempts::default())),
             clock: clock.clone(),
             ids: ids.clone(),
         };
@@ -389,6 +398,7 @@ impl World {
             orders: None,
             catalog: None,
             presence: None,
+            attempts: None,
         }
     }
 

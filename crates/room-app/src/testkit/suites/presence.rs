@@ -1,0 +1,330 @@
+//! The conformance suite of [`Presence`]: one room per user, the previous room a heartbeat
+//! answers, restores that never move anyone, removals that leave a later room alone, the
+//! compare-and-remove of the eviction pass, stale listings, and heartbeats racing.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use room_domain::{RoomId, Timestamp, UserId};
+
+use super::fixtures::{at, far_future, ok, room, same, user};
+use crate::ports::{Presence, StaleMember};
+
+/// Runs every [`Presence`] check, each against a fresh, empty instance from `fresh`.
+/// Instances built by one `fresh` call may share nothing with those of another.
+pub async fn presence_suite<P, F, Fut>(fresh: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<P>>,
+    P: Presence + 'static,
+{
+    heartbeat_answers_the_previous_room_only_if_another(fresh().await).await;
+    restore_records_only_users_recorded_nowhere(fresh().await).await;
+    remove_leaves_a_later_room_alone(fresh().await).await;
+    remove_if_seen_removes_only_the_heartbeat_it_saw(fresh().await).await;
+    list_stale_respects_before_and_limit(fresh().await).await;
+    concurrent_heartbeats_leave_one_current_room(fresh().await).await;
+}
+
+fn stale(room_id: &str, who: &str, seen: Timestamp) -> StaleMember {
+    StaleMember {
+        room_id: room(room_id),
+        user: user(who),
+        seen,
+    }
+}
+
+/// Everyone listed as stale before `before`, sorted by user (the port promises no order).
+async fn all_stale(presence: &dyn Presence, before: Timestamp) -> Vec<StaleMember> {
+    let mut listed = ok(presence.list_stale(before, 1_000).await, "list_stale");
+    listed.sort_by(|a, b| a.user.cmp(&b.user));
+    listed
+}
+
+async fn current(presence: &dyn Presence, who: &str) -> Option<RoomId> {
+    ok(
+        presence.get_current_room(&user(who)).await,
+        "get_current_room",
+    )
+}
+
+async fn heartbeat_answers_the_previous_room_only_if_another<P: Presence>(presence: Arc<P>) {
+    let p: &dyn Presence = &*presence;
+    let (bob, r1, r2) = (user("bob"), room("p-1"), room("p-2"));
+    same(current(p, "bob").await, None, "an unknown user is nowhere");
+    same(
+        ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat"),
+        None,
+        "a first heartbeat has no previous room",
+    );
+    same(current(p, "bob").await, Some(r1.clone()), "bob is in p-1");
+    same(
+        ok(p.heartbeat(&r1, &bob, at(10)).await, "heartbeat"),
+        None,
+        "a heartbeat in the same room has no previous room",
+    );
+    same(
+        ok(p.heartbeat(&r2, &bob, at(20)).await, "heartbeat"),
+        Some(r1.clone()),
+        "a heartbeat in another room answers the room before",
+    );
+    same(
+        current(p, "bob").await,
+        Some(r2.clone()),
+        "bob moved to p-2",
+    );
+    same(
+        all_stale(p, far_future()).await,
+        vec![stale("p-2", "bob", at(20))],
+        "one entry per user, with the last heartbeat",
+    );
+    // Another user is independent.
+    same(
+        ok(p.heartbeat(&r1, &user("carol"), at(30)).await, "heartbeat"),
+        None,
+        "another user's first heartbeat has no previous room",
+    );
+    same(current(p, "bob").await, Some(r2), "carol leaves bob alone");
+    same(current(p, "carol").await, Some(r1), "carol is in p-1");
+}
+
+async fn restore_records_only_users_recorded_nowhere<P: Presence>(presence: Arc<P>) {
+    let p: &dyn Presence = &*presence;
+    let (r1, r2) = (room("p-1"), room("p-2"));
+    ok(p.restore(&r1, &user("bob"), at(5)).await, "restore");
+    same(
+        current(p, "bob").await,
+        Some(r1.clone()),
+        "a user recorded nowhere is restored",
+    );
+    // alice heartbeat in p-2, then p-1 (loaded from storage) restores her: she stays in p-2.
+    ok(p.heartbeat(&r2, &user("alice"), at(10)).await, "heartbeat");
+    ok(p.restore(&r1, &user("alice"), at(20)).await, "restore");
+    same(
+        current(p, "alice").await,
+        Some(r2.clone()),
+        "a restore does not move a user recorded elsewhere",
+    );
+    // carol heartbeat in p-1; a restore of p-1 does not make her heartbeat newer.
+    ok(p.heartbeat(&r1, &user("carol"), at(10)).await, "heartbeat");
+    ok(p.restore(&r1, &user("carol"), at(30)).await, "restore");
+    same(
+        all_stale(p, far_future()).await,
+        vec![
+            stale("p-2", "alice", at(10)),
+            stale("p-1", "bob", at(5)),
+            stale("p-1", "carol", at(10)),
+        ],
+        "restores leave recorded heartbeats as they were",
+    );
+    same(
+        ok(p.heartbeat(&r2, &user("bob"), at(40)).await, "heartbeat"),
+        Some(r1),
+        "a heartbeat after a restore elsewhere answers the restored room",
+    );
+}
+
+async fn remove_leaves_a_later_room_alone<P: Presence>(presence: Arc<P>) {
+    let p: &dyn Presence = &*presence;
+    let (bob, r1, r2) = (user("bob"), room("p-1"), room("p-2"));
+    ok(p.remove(&r1, &bob).await, "remove of an unknown user");
+    ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat");
+    ok(p.heartbeat(&r2, &bob, at(10)).await, "heartbeat");
+    ok(p.remove(&r1, &bob).await, "remove");
+    same(
+        current(p, "bob").await,
+        Some(r2.clone()),
+        "removing bob from a room he left keeps his later room",
+    );
+    ok(p.remove(&r2, &bob).await, "remove");
+    same(current(p, "bob").await, None, "removed");
+    same(
+        all_stale(p, far_future()).await,
+        Vec::new(),
+        "a removed user is not listed",
+    );
+    same(
+        ok(p.heartbeat(&r1, &bob, at(20)).await, "heartbeat"),
+        None,
+        "after a removal, a heartbeat has no previous room",
+    );
+}
+
+async fn remove_if_seen_removes_only_the_heartbeat_it_saw<P: Presence>(presence: Arc<P>) {
+    let p: &dyn Presence = &*presence;
+    let (r1, r2) = (room("p-1"), room("p-2"));
+    let (bob, carol, dave) = (user("bob"), user("carol"), user("dave"));
+    assert!(
+        !ok(p.remove_if_seen(&r1, &bob, at(0)).await, "remove_if_seen"),
+        "an unknown user is not removed"
+    );
+
+    // Unchanged since the listing: removed.
+    ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat");
+    assert!(
+        ok(p.remove_if_seen(&r1, &bob, at(0)).await, "remove_if_seen"),
+        "a user whose last heartbeat is the one seen is removed"
+    );
+    same(current(p, "bob").await, None, "removed if seen");
+    assert!(
+        !ok(p.remove_if_seen(&r1, &bob, at(0)).await, "remove_if_seen"),
+        "a second removal finds nothing"
+    );
+
+    // A newer heartbeat in the same room: kept, as it was.
+    ok(p.heartbeat(&r1, &carol, at(0)).await, "heartbeat");
+    ok(p.heartbeat(&r1, &carol, at(10)).await, "heartbeat");
+    assert!(
+        !ok(p.remove_if_seen(&r1, &carol, at(0)).await, "remove_if_seen"),
+        "a newer heartbeat keeps the user"
+    );
+
+    // A join elsewhere at the same instant: kept, in the other room.
+    ok(p.heartbeat(&r1, &dave, at(0)).await, "heartbeat");
+    ok(p.heartbeat(&r2, &dave, at(0)).await, "heartbeat");
+    assert!(
+        !ok(p.remove_if_seen(&r1, &dave, at(0)).await, "remove_if_seen"),
+        "a join elsewhere keeps the user"
+    );
+    assert!(
+        !ok(p.remove_if_seen(&r2, &dave, at(5)).await, "remove_if_seen"),
+        "another heartbeat than the one seen keeps the user"
+    );
+    same(
+        all_stale(p, far_future()).await,
+        vec![stale("p-1", "carol", at(10)), stale("p-2", "dave", at(0))],
+        "refused removals change nothing",
+    );
+    same(
+        current(p, "dave").await,
+        Some(r2.clone()),
+        "dave stays in p-2",
+    );
+    assert!(
+        ok(p.remove_if_seen(&r2, &dave, at(0)).await, "remove_if_seen"),
+        "the heartbeat seen in the room seen is removed"
+    );
+    same(current(p, "dave").await, None, "removed if seen");
+}
+
+async fn list_stale_respects_before_and_limit<P: Presence>(presence: Arc<P>) {
+    let p: &dyn Presence = &*presence;
+    same(
+        all_stale(p, far_future()).await,
+        Vec::new(),
+        "an empty table lists no one",
+    );
+    for i in 0..5 {
+        let room_id = room(&format!("p-{}", i % 2));
+        ok(
+            p.heartbeat(&room_id, &user(&format!("u{i}")), at(i * 10))
+                .await,
+            "heartbeat",
+        );
+    }
+    same(
+        all_stale(p, at(30)).await,
+        vec![
+            stale("p-0", "u0", at(0)),
+            stale("p-1", "u1", at(10)),
+            stale("p-0", "u2", at(20)),
+        ],
+        "stale means a last heartbeat strictly before `before`",
+    );
+    same(
+        all_stale(p, at(0)).await,
+        Vec::new(),
+        "no one was seen before the first heartbeat",
+    );
+    same(
+        ok(p.list_stale(far_future(), 0).await, "list_stale"),
+        Vec::new(),
+        "a limit of 0 lists no one",
+    );
+    let every = all_stale(p, far_future()).await;
+    same(every.len(), 5, "everyone is stale long after");
+
+    // Pages of 2, each evicted before the next is listed, as the eviction pass goes.
+    let mut evicted: Vec<StaleMember> = Vec::new();
+    for _ in 0..3 {
+        let page = ok(p.list_stale(far_future(), 2).await, "list_stale");
+        assert!(
+            !page.is_empty() && page.len() <= 2,
+            "a page holds 1 to `limit` users while some are stale: {page:?}"
+        );
+        for member in page {
+            assert!(
+                every.contains(&member) && !evicted.contains(&member),
+                "a page lists stale users not evicted yet: {member:?}"
+            );
+            assert!(
+                ok(
+                    p.remove_if_seen(&member.room_id, &member.user, member.seen)
+                        .await,
+                    "remove_if_seen"
+                ),
+                "a listed user is removed by the heartbeat listed"
+            );
+            evicted.push(member);
+        }
+    }
+    evicted.sort_by(|a, b| a.user.cmp(&b.user));
+    same(
+        evicted,
+        every,
+        "paging through the stale users evicts each once",
+    );
+    same(
+        all_stale(p, far_future()).await,
+        Vec::new(),
+        "no one is left",
+    );
+}
+
+async fn concurrent_heartbeats_leave_one_current_room<P: Presence + 'static>(presence: Arc<P>) {
+    const TASKS: usize = 8;
+    const BEATS: i64 = 25;
+    let users: Vec<UserId> = (0..3).map(|i| user(&format!("racer-{i}"))).collect();
+    let mut tasks = tokio::task::JoinSet::new();
+    for task in 0..TASKS {
+        for who in &users {
+            let (presence, who) = (presence.clone(), who.clone());
+            tasks.spawn(async move {
+                let room_id = room(&format!("race-{task}"));
+                for beat in 0..BEATS {
+                    let previous = ok(
+                        presence.heartbeat(&room_id, &who, at(beat)).await,
+                        "heartbeat",
+                    );
+                    assert_ne!(
+                        previous.as_ref(),
+                        Some(&room_id),
+                        "the previous room is another room"
+                    );
+                }
+            });
+        }
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.expect("a heartbeat task");
+    }
+    let listed = all_stale(&*presence, far_future()).await;
+    same(
+        listed.len(),
+        users.len(),
+        "one entry per user after the race",
+    );
+    for (member, who) in listed.iter().zip(&users) {
+        same(&member.user, who, "each racer is listed once");
+        same(
+            current(&*presence, who.as_str()).await,
+            Some(member.room_id.clone()),
+            "the current room is the listed one",
+        );
+        assert!(
+            (0..TASKS).any(|task| member.room_id == room(&format!("race-{task}"))),
+            "the current room is one of those heartbeat: {member:?}"
+        );
+        same(member.seen, at(BEATS - 1), "the last heartbeat is recorded");
+    }
+}
