@@ -6,11 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use adapters_redis::RedisLease;
+use adapters_redis::{
+    DEFAULT_PRESENCE_ENTRY_TTL, RedisLease, RedisPasswordAttempts, RedisPasswordAttemptsSettings,
+    RedisPresence, RedisPresenceSettings,
+};
 use anyhow::Context;
 use axum::Router;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use room_app::ports::{ClockRef, IdGenRef, LeaseRef};
+use room_app::ports::{ClockRef, IdGenRef, LeaseRef, PasswordAttemptsRef, PresenceRef};
 use room_app::{
     BroadcastMessenger, CellDeps, CellRuntime, LocalLease, LocalPasswordAttempts, LocalPresence,
     RandomIds, RoomService, ServicePorts, SystemClock, workers,
@@ -48,6 +51,49 @@ fn prometheus() -> PrometheusHandle {
             handle
         })
         .clone()
+}
+
+/// What the nodes of a cluster share — room leases, presence, the wrong-password counts — in
+/// Redis when clustered, in this process otherwise.
+struct SharedState {
+    lease: LeaseRef,
+    presence: PresenceRef,
+    attempts: PasswordAttemptsRef,
+}
+
+impl SharedState {
+    async fn build(settings: &Settings) -> anyhow::Result<SharedState> {
+        let cluster = &settings.cluster;
+        let Some(lease) = cluster.redis_lease(&settings.cell.node_id) else {
+            return Ok(SharedState {
+                lease: Arc::new(LocalLease),
+                presence: Arc::new(LocalPresence::new()),
+                attempts: Arc::new(LocalPasswordAttempts::default()),
+            });
+        };
+        let unreachable = "cannot reach Redis (ROOM__CLUSTER__REDIS_URL)";
+        let mut presence = RedisPresenceSettings::new(lease.url.clone());
+        presence.key_prefix = lease.key_prefix.clone();
+        presence.pool_size = lease.pool_size;
+        presence.op_timeout = lease.op_timeout;
+        // Far above the eviction threshold, so that only a cluster that stopped lets entries
+        // expire on their own.
+        presence.entry_ttl = DEFAULT_PRESENCE_ENTRY_TTL
+            .max(Duration::from_secs(settings.presence.timeout_secs.saturating_mul(10)));
+        let mut attempts = RedisPasswordAttemptsSettings::new(lease.url.clone());
+        attempts.key_prefix = lease.key_prefix.clone();
+        attempts.pool_size = lease.pool_size;
+        attempts.op_timeout = lease.op_timeout;
+        Ok(SharedState {
+            lease: Arc::new(RedisLease::connect(&lease).await.context(unreachable)?),
+            presence: Arc::new(RedisPresence::connect(&presence).await.context(unreachable)?),
+            attempts: Arc::new(
+                RedisPasswordAttempts::connect(&attempts)
+                    .await
+                    .context(unreachable)?,
+            ),
+        })
+    }
 }
 
 /// The embedded service.
@@ -96,19 +142,12 @@ impl App {
         let clock: ClockRef = Arc::new(SystemClock);
         let ids: IdGenRef = Arc::new(RandomIds::new());
         let internal_token = settings.cluster.internal_token.clone().map(Arc::new);
-        let lease: LeaseRef = match settings.cluster.redis_lease(&settings.cell.node_id) {
-            Some(lease) => Arc::new(
-                RedisLease::connect(&lease)
-                    .await
-                    .context("cannot reach Redis (ROOM__CLUSTER__REDIS_URL)")?,
-            ),
-            None => Arc::new(LocalLease),
-        };
+        let shared = SharedState::build(&settings).await?;
         let runtime = CellRuntime::new(
             CellDeps {
                 store: storage.cells.clone(),
                 snapshots: storage.snapshots.clone(),
-                lease,
+                lease: shared.lease,
                 messenger: messenger.clone(),
                 clock: clock.clone(),
                 ids: ids.clone(),
@@ -134,8 +173,8 @@ impl App {
                 wallet: storage.wallet.clone(),
                 catalog: storage.catalog.clone(),
                 directory: storage.directory.clone(),
-                presence: Arc::new(LocalPresence::new()),
-                attempts: Arc::new(LocalPasswordAttempts::default()),
+                presence: shared.presence,
+                attempts: shared.attempts,
                 clock,
                 ids,
             },

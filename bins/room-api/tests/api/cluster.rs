@@ -258,6 +258,51 @@ async fn a_node_that_stops_hands_its_rooms_to_the_next_request() {
     assert_eq!(cluster.active_on(&room_id), vec![1]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_room_per_user_holds_across_nodes() {
+    let Some(cluster) = Cluster::start("one_room_per_user", 2).await else {
+        return;
+    };
+    let mut rooms = Vec::new();
+    for node in [0, 1] {
+        let (status, room) = cluster
+            .post(node, "/v1/rooms", "owner", json!({ "name": "Night talk" }))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{room}");
+        rooms.push(room["room_id"].as_str().unwrap().to_owned());
+    }
+    // Each room runs where it was created.
+    assert_eq!(cluster.active_on(&rooms[0]), vec![0]);
+    assert_eq!(cluster.active_on(&rooms[1]), vec![1]);
+
+    // alice joins the first room through node 0, then the second through node 1: she leaves
+    // the first, whichever node asks.
+    for (node, room) in [(0, &rooms[0]), (1, &rooms[1])] {
+        let (status, body) = cluster
+            .post(node, &format!("/v1/rooms/{room}/join"), "alice", json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    for node in [0, 1] {
+        let (status, body) = cluster
+            .call(node, Method::GET, "/v1/me/current-room", "alice", None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["room_id"], rooms[1].as_str(), "node {node}: {body}");
+        let (status, online) = cluster
+            .call(
+                node,
+                Method::GET,
+                &format!("/v1/rooms/{}/online-users", rooms[0]),
+                "owner",
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{online}");
+        assert!(!online.to_string().contains("alice"), "node {node}: {online}");
+    }
+}
+
 #[tokio::test]
 async fn internal_routes_need_the_internal_token() {
     let token = |app: &TestApp| app.token("alice");
