@@ -99,3 +99,11 @@ async fn room_directory() {
     };
     testkit::room_directory_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wallet() {
+    let Some(fresh) = Fresh::new("conformance::wallet").await else {
+        return;
+    };
+    testkit::wallet_suite(|| fresh.store()).await;
+}
