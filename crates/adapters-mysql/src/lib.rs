@@ -18,8 +18,10 @@
 //! idempotent by its op id per kind, and a balance cannot go below zero by the debit's guarded
 //! `UPDATE` and by a `CHECK (balance >= 0)` on the accounts table.
 //!
-//! The schema lives in `migrations/mysql` at the workspace root and is applied by
-//! [`MySqlStore::open`] (with `sqlx::migrate!`).
+//! The schema lives in `migrations/mysql` at the workspace root, compiled into the crate by
+//! `sqlx::migrate!`. Migrating is a step of its own: [`MySqlStore::migrate`] applies what the
+//! database lacks (`room-api migrate`), and [`MySqlStore::open`] refuses a database whose
+//! schema is behind or ahead of this build ([`SchemaStatus`]) instead of changing it.
 
 mod catalog;
 mod cells;
@@ -28,10 +30,12 @@ mod directory;
 mod orders;
 mod outbox;
 mod payouts;
+mod schema;
 mod store;
 mod timers;
 mod wallet;
 
+pub use schema::SchemaStatus;
 pub use store::{MySqlSettings, MySqlStore};
 
 /// The errors of this crate are the ports' errors.

@@ -1,8 +1,9 @@
 //! What the conformance suites cannot see of [`MySqlStore`]: the rows a fenced commit leaves
 //! in the tables, transactions retried after a lock wait timeout, the schema's id rules,
-//! migrations run by several opens of one database, and the wallet's operations racing on two
-//! nodes of one database, with the schema's own guard against a negative balance. Each test runs on a database of its own
-//! on the server in `ROOM_TEST_MYSQL_URL` (skipped or failed as `room_app::testkit::service_url` says).
+//! migrations as a step of their own (and stores that refuse a schema behind or ahead of
+//! them), the wallet's operations racing on two nodes of one database, and the schema's own
+//! guard against a negative balance. Each test runs on a database of its own on the server in
+//! `ROOM_TEST_MYSQL_URL` (skipped or failed as `room_app::testkit::service_url` says).
 
 mod support {
     pub mod mysql;
@@ -97,7 +98,7 @@ fn batch(room_id: &RoomId, activation: Activation, version: u64, command: &str) 
     }
 }
 
-/// A database and a store on it.
+/// A migrated database and a store on it.
 struct Fixture {
     database: TestDatabase,
     store: Arc<MySqlStore>,
@@ -109,6 +110,9 @@ async fn fixture(test: &str, tune: impl FnOnce(&mut MySqlSettings)) -> Option<Fi
     let mut settings = MySqlSettings::new(database.url.clone());
     settings.max_connections = 4;
     tune(&mut settings);
+    MySqlStore::migrate(&settings)
+        .await
+        .expect("the new database migrates");
     let store = Arc::new(MySqlStore::open(&settings).await.expect("the store opens"));
     Some(Fixture { database, store })
 }
@@ -320,6 +324,194 @@ async fn opening_a_migrated_database_again_keeps_its_rows() {
     assert_eq!(one.list_events(&a, 0, 10).await.unwrap().len(), 1);
     let again = two.activate(&a, "node-2").await.unwrap();
     assert_eq!(again.version, 1);
+}
+
+/// The rows of sqlx's bookkeeping table, as they identify each applied migration.
+async fn migration_rows(conn: &mut MySqlConnection) -> Vec<(i64, bool, Vec<u8>, String)> {
+    sqlx::query_as(
+        "SELECT version, success, checksum, CAST(installed_on AS CHAR) FROM _sqlx_migrations
+         ORDER BY version",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .expect("read _sqlx_migrations")
+}
+
+/// The error of opening a store on `settings`' database, checked to be a non-retryable
+/// [`Error::Invalid`].
+async fn refused_open(settings: &MySqlSettings) -> String {
+    let error = MySqlStore::open(settings)
+        .await
+        .expect_err("the store refuses the schema");
+    assert!(matches!(error, Error::Invalid(_)), "{error:?}");
+    assert!(!error.is_retryable(), "{error:?}");
+    error.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opening_a_fresh_database_fails_and_says_to_run_migrate() {
+    let Some(server) = MySqlServer::from_env("mysql::fresh_open").await else {
+        return;
+    };
+    let database = server.database().await;
+    let settings = MySqlSettings::new(database.url.clone());
+    let status = MySqlStore::schema_status(&settings).await.unwrap();
+    assert_eq!(status.applied, 0, "{status:?}");
+    assert!(
+        status.known >= 2,
+        "this build knows the wallet's migration: {status:?}"
+    );
+    assert!(!status.is_current());
+
+    let message = refused_open(&settings).await;
+    assert!(
+        message.contains(&format!(
+            "behind this build: at version 0 of {}",
+            status.known
+        )),
+        "{message}"
+    );
+    assert!(message.contains("run `room-api migrate`"), "{message}");
+    let mut conn = database.connect().await;
+    let tables: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(tables, 0, "opening created nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_migrate_the_store_opens_and_migrating_again_changes_nothing() {
+    let Some(server) = MySqlServer::from_env("mysql::migrate").await else {
+        return;
+    };
+    let database = server.database().await;
+    let settings = MySqlSettings::new(database.url.clone());
+    // Two deploy jobs at once: the migrator's lock lets one apply each migration.
+    let (one, two) = tokio::join!(
+        MySqlStore::migrate(&settings),
+        MySqlStore::migrate(&settings)
+    );
+    one.expect("migrate");
+    two.expect("migrate at the same time");
+    let status = MySqlStore::schema_status(&settings).await.unwrap();
+    assert!(status.is_current(), "{status:?}");
+    assert_eq!(status.applied, status.known);
+
+    let store = MySqlStore::open(&settings)
+        .await
+        .expect("a migrated database opens");
+    store
+        .credit("seed", CreditKind::Admin, &user("alice"), Coins(10))
+        .await
+        .unwrap();
+    store.close().await;
+
+    let mut conn = database.connect().await;
+    let before = migration_rows(&mut conn).await;
+    assert_eq!(before.len() as i64, status.known, "one row per migration");
+    assert!(before.iter().all(|(_, success, ..)| *success));
+    MySqlStore::migrate(&settings)
+        .await
+        .expect("migrating a current schema succeeds");
+    assert_eq!(
+        migration_rows(&mut conn).await,
+        before,
+        "migrating again applied nothing"
+    );
+    let store = MySqlStore::open(&settings).await.expect("opens again");
+    assert_eq!(
+        store.balance(&user("alice")).await.unwrap(),
+        Coins(10),
+        "the rows are kept"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_behind_at_a_later_version_names_it() {
+    let Some(f) = fixture("mysql::schema_behind", |_| {}).await else {
+        return;
+    };
+    let settings = MySqlSettings::new(f.database.url.clone());
+    let known = MySqlStore::schema_status(&settings).await.unwrap().known;
+    // As if the newest migration had not run yet.
+    let mut conn = f.database.connect().await;
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = ?")
+        .bind(known)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let message = refused_open(&settings).await;
+    assert!(
+        message.contains(&format!("at version {} of {known}", known - 1)),
+        "{message}"
+    );
+    assert!(message.contains("room-api migrate"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_ahead_of_this_build_is_refused_by_open_and_migrate() {
+    let Some(f) = fixture("mysql::schema_ahead", |_| {}).await else {
+        return;
+    };
+    let settings = MySqlSettings::new(f.database.url.clone());
+    let mut conn = f.database.connect().await;
+    // What a newer build's `migrate` leaves.
+    conn.execute(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+         VALUES (9999, 'from the future', TRUE, x'00', 0)",
+    )
+    .await
+    .unwrap();
+    let status = MySqlStore::schema_status(&settings).await.unwrap();
+    assert_eq!(status.unknown, [9999], "{status:?}");
+    assert_eq!(
+        status.applied, status.known,
+        "every known migration is there"
+    );
+
+    let message = refused_open(&settings).await;
+    assert!(message.contains("ahead of this build"), "{message}");
+    assert!(
+        message.contains("9999"),
+        "names the unknown migration: {message}"
+    );
+    let error = MySqlStore::migrate(&settings)
+        .await
+        .expect_err("an older build does not migrate a newer schema");
+    assert!(matches!(error, Error::Invalid(_)), "{error:?}");
+    assert!(error.to_string().contains("ahead of this build"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_or_edited_migration_is_refused() {
+    let Some(f) = fixture("mysql::schema_damaged", |_| {}).await else {
+        return;
+    };
+    let settings = MySqlSettings::new(f.database.url.clone());
+    let mut conn = f.database.connect().await;
+    conn.execute("UPDATE _sqlx_migrations SET checksum = x'00' WHERE version = 1")
+        .await
+        .unwrap();
+    let message = refused_open(&settings).await;
+    assert!(
+        message.contains("migration 1 was applied with other contents"),
+        "{message}"
+    );
+
+    conn.execute("UPDATE _sqlx_migrations SET success = FALSE WHERE version = 2")
+        .await
+        .unwrap();
+    let status = MySqlStore::schema_status(&settings).await.unwrap();
+    assert_eq!((status.failed, status.modified), (vec![2], vec![1]));
+    let message = refused_open(&settings).await;
+    assert!(message.contains("migration 2 failed part way"), "{message}");
+    assert!(
+        MySqlStore::migrate(&settings).await.is_err(),
+        "migrate cannot mend it"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
