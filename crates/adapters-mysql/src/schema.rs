@@ -140,15 +140,21 @@ fn list(versions: &[i64]) -> String {
         .join(", ")
 }
 
-/// The schema status of the database `conn` is on.
-async fn read_status(conn: &mut MySqlConnection) -> Result<SchemaStatus> {
+/// Fails with [`Error::Invalid`] when `conn` is on no database (the url names none).
+async fn require_database(conn: &mut MySqlConnection) -> Result<()> {
     let database: Option<String> = sqlx::query_scalar("SELECT DATABASE()")
         .fetch_one(&mut *conn)
         .await
         .map_err(db)?;
-    if database.is_none() {
-        return Err(Error::Invalid("the MySQL url names no database".into()));
+    match database {
+        Some(_) => Ok(()),
+        None => Err(Error::Invalid("the MySQL url names no database".into())),
     }
+}
+
+/// The schema status of the database `conn` is on.
+async fn read_status(conn: &mut MySqlConnection) -> Result<SchemaStatus> {
+    require_database(conn).await?;
     let table = &*MIGRATOR.table_name;
     let has_table: bool = sqlx::query_scalar(
         "SELECT COUNT(*) > 0 FROM information_schema.tables
@@ -203,6 +209,7 @@ fn migrate_error(error: MigrateError) -> Error {
 /// "wait forever" to MySQL but is an error to MariaDB, which answers NULL at once, and the
 /// migrator ignores the answer.
 async fn migrate_on(conn: &mut MySqlConnection) -> Result<()> {
+    require_database(conn).await?;
     // Lock names hold at most 64 characters, database names as many: hash them.
     let locked: Option<i64> =
         sqlx::query_scalar("SELECT GET_LOCK(SHA1(CONCAT('room-service migrate ', DATABASE())), ?)")
@@ -220,7 +227,7 @@ async fn migrate_on(conn: &mut MySqlConnection) -> Result<()> {
         }
         None => {
             return Err(Error::unavailable(
-                "the MySQL server refused the migration lock (does the url name a database?)",
+                "the MySQL server could not take the migration lock",
             ));
         }
     }
@@ -248,8 +255,9 @@ impl MySqlStore {
     ///
     /// Fails with [`Error::Invalid`] for a malformed url and for a schema migrating cannot
     /// mend (ahead of this build, a failed or an edited migration: see
-    /// [`SchemaStatus::problem`]), with [`Error::Internal`] when a migration's SQL fails,
-    /// and with [`Error::Unavailable`] when the server cannot be reached.
+    /// [`SchemaStatus::problem`]) or a url that names no database, with [`Error::Internal`]
+    /// when a migration's SQL fails, and with [`Error::Unavailable`] when the server cannot
+    /// be reached or another migration of the database has held its lock for 10 minutes.
     pub async fn migrate(settings: &MySqlSettings) -> Result<()> {
         let pool = connect(settings, 1).await?;
         let migrated = async {

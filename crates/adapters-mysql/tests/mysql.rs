@@ -872,3 +872,22 @@ async fn unfinished_orders_are_read_through_their_own_index() {
         "the query uses the index: {plan}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_without_a_database_is_invalid_to_migrate_and_open() {
+    let Some(server) = MySqlServer::from_env("mysql::no_database").await else {
+        return;
+    };
+    let settings = MySqlSettings::new(server.url_of(""));
+    let migrated = MySqlStore::migrate(&settings).await;
+    assert!(
+        matches!(&migrated, Err(Error::Invalid(m)) if m.contains("names no database")),
+        "{migrated:?}"
+    );
+    let opened = MySqlStore::open(&settings).await;
+    assert!(
+        matches!(&opened, Err(Error::Invalid(m)) if m.contains("names no database")),
+        "{:?}",
+        opened.err()
+    );
+}
