@@ -1,7 +1,8 @@
 //! MySQL / MariaDB storage for the room service, for deployments where many nodes share one
-//! database: [`MySqlStore`] implements the storage ports of `room-app` (the cell log with its
-//! epoch fence, snapshots, the outbox, gift orders, the gift catalog, timers, payouts and the
-//! room directory) with the sqlx MySQL driver. It runs on MariaDB 10.11 and MySQL 8.
+//! database: [`MySqlStore`] implements every storage port of `room-app` (the cell log with its
+//! epoch fence, snapshots, the outbox, gift orders, the gift catalog, timers, payouts, the
+//! room directory and the wallet) with the sqlx MySQL driver. It runs on MariaDB 10.11 and
+//! MySQL 8.
 //!
 //! Each group commit is one InnoDB transaction whose first statement locks the room's cell row
 //! (`SELECT ... FOR UPDATE`) and checks the epoch and version the batch carries; when they do
@@ -13,8 +14,14 @@
 //! is [`Error::AlreadyExists`], a lost connection or a read-only server is
 //! [`Error::Unavailable`].
 //!
-//! The schema lives in `migrations/mysql` at the workspace root and is applied by
-//! [`MySqlStore::open`] (with `sqlx::migrate!`).
+//! The wallet keeps a ledger of accounts and entries: every operation is one transaction,
+//! idempotent by its op id per kind, and a balance cannot go below zero by the debit's guarded
+//! `UPDATE` and by a `CHECK (balance >= 0)` on the accounts table.
+//!
+//! The schema lives in `migrations/mysql` at the workspace root, compiled into the crate by
+//! `sqlx::migrate!`. Migrating is a step of its own: [`MySqlStore::migrate`] applies what the
+//! database lacks (`room-api migrate`), and [`MySqlStore::open`] refuses a database whose
+//! schema is behind or ahead of this build ([`SchemaStatus`]) instead of changing it.
 
 mod catalog;
 mod cells;
@@ -23,9 +30,12 @@ mod directory;
 mod orders;
 mod outbox;
 mod payouts;
+mod schema;
 mod store;
 mod timers;
+mod wallet;
 
+pub use schema::SchemaStatus;
 pub use store::{MySqlSettings, MySqlStore};
 
 /// The errors of this crate are the ports' errors.

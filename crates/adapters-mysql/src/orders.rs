@@ -1,5 +1,6 @@
 //! [`GiftOrders`]: the gift saga's orders, as JSON with their status and creation time in
-//! columns for the recovery worker's query. Keyed by sender and order id: an order id is its
+//! columns, and the creation time of the unfinished ones in an indexed generated column for
+//! the recovery worker's query. Keyed by sender and order id: an order id is its
 //! sender's own.
 
 use async_trait::async_trait;
@@ -171,9 +172,12 @@ impl GiftOrders for MySqlStore {
         after: Option<OrderCursor>,
         limit: u32,
     ) -> Result<Vec<GiftOrder>> {
-        // Without a cursor, start before every order: ids are never empty. The row-value
-        // comparison lets the (created_at, order_id, sender) index start right after the
-        // cursor.
+        // Without a cursor, start before every order: ids are never empty. `pending_at` is
+        // the creation time of an unfinished order and NULL for a finished one (migration
+        // 0003), so its index holds the unfinished orders in the order asked for. The bound
+        // `pending_at >= ?` starts the index range at the cursor's time (MariaDB does not
+        // turn the row-value comparison into a range); the comparison skips the rest of that
+        // time up to the cursor.
         let (after_at, after_id, after_sender) =
             after.map_or((i64::MIN, String::new(), String::new()), |cursor| {
                 (
@@ -187,10 +191,11 @@ impl GiftOrders for MySqlStore {
             .retrying("list_unfinished_orders", || async move {
                 Ok(sqlx::query(
                     "SELECT body FROM gift_orders
-                     WHERE status NOT IN ('COMPLETED', 'FAILED', 'COMPENSATED')
-                       AND created_at < ? AND (created_at, order_id, sender) > (?, ?, ?)
-                     ORDER BY created_at, order_id, sender LIMIT ?",
+                     WHERE pending_at >= ? AND pending_at < ?
+                       AND (pending_at, order_id, sender) > (?, ?, ?)
+                     ORDER BY pending_at, order_id, sender LIMIT ?",
                 )
+                .bind(after_at)
                 .bind(before.as_millis())
                 .bind(after_at)
                 .bind(after_id)

@@ -1,6 +1,6 @@
 //! [`MySqlStore`]: the connection pool (with the session settings every connection needs),
-//! the migrations, and the retry of transactions that lost a row-lock race, which the port
-//! implementations share.
+//! the schema check on opening, and the retry of transactions that lost a row-lock race,
+//! which the port implementations share.
 
 use std::future::Future;
 use std::str::FromStr;
@@ -13,17 +13,15 @@ use serde::{Deserialize, Serialize};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 use sqlx::{AssertSqlSafe, Executor};
 
-use crate::Result;
 use crate::codec::{TxError, db, is_lock_failure};
-
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/mysql");
+use crate::{Result, schema};
 
 /// How to open a [`MySqlStore`].
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MySqlSettings {
     /// The database, as `mysql://user:password@host:3306/room`. The database must exist; its
-    /// tables are created by the migrations. A secret: `Debug` hides the password.
+    /// tables are created by [`MySqlStore::migrate`]. A secret: `Debug` hides the password.
     pub url: String,
     /// The most connections the pool opens.
     pub max_connections: u32,
@@ -90,7 +88,8 @@ impl std::fmt::Debug for MySqlSettings {
 
 /// The storage ports of the room service on one MySQL or MariaDB database.
 ///
-/// Cheap to clone: clones share the pool. Open with [`MySqlStore::open`], and
+/// Cheap to clone: clones share the pool. Create or update the schema with
+/// [`MySqlStore::migrate`], open with [`MySqlStore::open`], and
 /// [`close`](MySqlStore::close) on shutdown.
 #[derive(Clone)]
 pub struct MySqlStore {
@@ -108,48 +107,60 @@ impl std::fmt::Debug for MySqlStore {
     }
 }
 
-impl MySqlStore {
-    /// Connects to the database and applies the pending migrations (several nodes may do so
-    /// at once: the migrator takes a server-side lock). Fails with [`Error::Invalid`] for a
-    /// malformed url and [`Error::Unavailable`] when the server cannot be reached or
-    /// migrated.
-    pub async fn open(settings: &MySqlSettings) -> Result<Self> {
-        if !(settings.url.starts_with("mysql://") || settings.url.starts_with("mariadb://")) {
-            return Err(Error::Invalid(format!(
-                "the MySQL url must start with mysql:// or mariadb://, got {:?}",
-                redacted(&settings.url)
-            )));
-        }
-        let options = MySqlConnectOptions::from_str(&settings.url).map_err(|e| {
-            Error::Invalid(format!("bad MySQL url {:?}: {e}", redacted(&settings.url)))
-        })?;
-        let lock_wait = settings.lock_wait_timeout_secs.max(1);
-        let pool = MySqlPoolOptions::new()
-            .max_connections(settings.max_connections.max(1))
-            .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    // READ COMMITTED: no gap locks, so upserts of neighbouring keys by
-                    // different rooms' commits do not deadlock each other; every check that
-                    // needs a stable row locks it. Strict mode: a value its column cannot hold
-                    // is an error, never silently truncated.
-                    conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                        .await?;
-                    conn.execute(AssertSqlSafe(format!(
-                        "SET SESSION innodb_lock_wait_timeout = {lock_wait},
-                             SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES')"
-                    )))
+/// A pool of at most `max_connections` to the database in `settings`, each connection with
+/// the session settings the store's statements need. Fails with [`Error::Invalid`] for a
+/// malformed url and [`Error::Unavailable`] when the server cannot be reached.
+pub(crate) async fn connect(settings: &MySqlSettings, max_connections: u32) -> Result<MySqlPool> {
+    if !(settings.url.starts_with("mysql://") || settings.url.starts_with("mariadb://")) {
+        return Err(Error::Invalid(format!(
+            "the MySQL url must start with mysql:// or mariadb://, got {:?}",
+            redacted(&settings.url)
+        )));
+    }
+    let options = MySqlConnectOptions::from_str(&settings.url)
+        .map_err(|e| Error::Invalid(format!("bad MySQL url {:?}: {e}", redacted(&settings.url))))?;
+    let lock_wait = settings.lock_wait_timeout_secs.max(1);
+    MySqlPoolOptions::new()
+        .max_connections(max_connections.max(1))
+        .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                // READ COMMITTED: no gap locks, so upserts of neighbouring keys by different
+                // rooms' commits do not deadlock each other; every check that needs a stable
+                // row locks it. Strict mode: a value its column cannot hold is an error, never
+                // silently truncated.
+                conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
                     .await?;
-                    Ok(())
-                })
+                conn.execute(AssertSqlSafe(format!(
+                    "SET SESSION innodb_lock_wait_timeout = {lock_wait},
+                         SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES')"
+                )))
+                .await?;
+                Ok(())
             })
-            .connect_with(options)
-            .await
-            .map_err(db)?;
-        MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|e| Error::unavailable(format!("migrating the MySQL database: {e}")))?;
+        })
+        .connect_with(options)
+        .await
+        .map_err(db)
+}
+
+impl MySqlStore {
+    /// Connects to the database and checks that its schema is this build's: every migration
+    /// compiled in applied, successfully and unchanged, and no other. It never migrates: run
+    /// [`MySqlStore::migrate`] first. Fails with [`Error::Invalid`] for a malformed url and
+    /// for a schema that does not fit, with the message of [`SchemaStatus::problem`] (for a
+    /// schema that is behind, or an empty database: "the MySQL schema is behind this build:
+    /// at version X of Y; run `room-api migrate`"), and with [`Error::Unavailable`] when the
+    /// server cannot be reached. A schema that does not fit is not retryable: it needs a
+    /// migration or another build.
+    ///
+    /// [`SchemaStatus::problem`]: crate::SchemaStatus::problem
+    pub async fn open(settings: &MySqlSettings) -> Result<Self> {
+        let pool = connect(settings, settings.max_connections).await?;
+        if let Err(error) = schema::check(&pool).await {
+            pool.close().await;
+            return Err(error);
+        }
         Ok(MySqlStore {
             pool,
             lock_attempts: settings.lock_attempts.max(1),

@@ -1,6 +1,6 @@
 //! Runs the conformance suite of every port [`MySqlStore`] implements, each instance on a
-//! database of its own on the server in `ROOM_TEST_MYSQL_URL` (skipped when unset; a failure
-//! when unset or unreachable with `ROOM_TEST_REQUIRE_SERVICES=1`).
+//! database of its own, migrated, on the server in `ROOM_TEST_MYSQL_URL` (skipped when unset;
+//! a failure when unset or unreachable with `ROOM_TEST_REQUIRE_SERVICES=1`).
 
 mod support {
     pub mod mysql;
@@ -12,7 +12,8 @@ use adapters_mysql::{MySqlSettings, MySqlStore};
 use room_app::testkit;
 use support::mysql::{MySqlServer, TestDatabase};
 
-/// Opens fresh stores, each on a new database, and drops the databases when the test ends.
+/// Opens fresh stores, each on a new migrated database, and drops the databases when the
+/// test ends.
 struct Fresh {
     server: MySqlServer,
     databases: Mutex<Vec<TestDatabase>>,
@@ -30,6 +31,9 @@ impl Fresh {
         let database = self.server.database().await;
         let mut settings = MySqlSettings::new(database.url.clone());
         settings.max_connections = 8;
+        MySqlStore::migrate(&settings)
+            .await
+            .expect("the new database migrates");
         let store = MySqlStore::open(&settings).await.expect("the store opens");
         self.databases.lock().unwrap().push(database);
         Arc::new(store)
@@ -98,4 +102,12 @@ async fn room_directory() {
         return;
     };
     testkit::room_directory_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wallet() {
+    let Some(fresh) = Fresh::new("conformance::wallet").await else {
+        return;
+    };
+    testkit::wallet_suite(|| fresh.store()).await;
 }

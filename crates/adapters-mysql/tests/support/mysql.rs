@@ -76,7 +76,8 @@ impl MySqlServer {
             .expect("the test server accepts a connection")
     }
 
-    /// Creates a new, empty database.
+    /// Creates a new, empty database: no tables, not even sqlx's `_sqlx_migrations`, so a
+    /// store opens on it only after `MySqlStore::migrate`.
     pub async fn database(&self) -> TestDatabase {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
