@@ -78,15 +78,20 @@ impl SharedState {
         presence.op_timeout = lease.op_timeout;
         // Far above the eviction threshold, so that only a cluster that stopped lets entries
         // expire on their own.
-        presence.entry_ttl = DEFAULT_PRESENCE_ENTRY_TTL
-            .max(Duration::from_secs(settings.presence.timeout_secs.saturating_mul(10)));
+        presence.entry_ttl = DEFAULT_PRESENCE_ENTRY_TTL.max(Duration::from_secs(
+            settings.presence.timeout_secs.saturating_mul(10),
+        ));
         let mut attempts = RedisPasswordAttemptsSettings::new(lease.url.clone());
         attempts.key_prefix = lease.key_prefix.clone();
         attempts.pool_size = lease.pool_size;
         attempts.op_timeout = lease.op_timeout;
         Ok(SharedState {
             lease: Arc::new(RedisLease::connect(&lease).await.context(unreachable)?),
-            presence: Arc::new(RedisPresence::connect(&presence).await.context(unreachable)?),
+            presence: Arc::new(
+                RedisPresence::connect(&presence)
+                    .await
+                    .context(unreachable)?,
+            ),
             attempts: Arc::new(
                 RedisPasswordAttempts::connect(&attempts)
                     .await

@@ -153,13 +153,16 @@ impl Default for HttpSettings {
     }
 }
 
-/// `[storage]`: the backend.
-#[derive(Debug, Clone, Deserialize)]
+/// `[storage]`: the backend. `Debug` hides a password in the URL.
+#[derive(Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSettings {
-    /// `sqlite://path/to/file.db` (created if missing) or `memory://` (nothing survives a
-    /// restart; for tests) (`ROOM__STORAGE__URL`).
+    /// `sqlite://path/to/file.db` (created if missing), `mysql://user:password@host:3306/db`
+    /// (shared by every node; migrated by `room-api migrate`) or `memory://` (nothing survives
+    /// a restart; for tests) (`ROOM__STORAGE__URL`).
     pub url: String,
+    /// MySQL: the most connections of this node.
+    pub max_connections: u32,
     /// SQLite: read-only connections beside the single writer.
     pub max_read_connections: u32,
     /// SQLite: the most write jobs committed in one transaction.
@@ -175,6 +178,7 @@ impl Default for StorageSettings {
         let sqlite = adapters_sqlite::SqliteSettings::default();
         StorageSettings {
             url: "sqlite://data/room.db".into(),
+            max_connections: adapters_mysql::MySqlSettings::default().max_connections,
             max_read_connections: sqlite.max_read_connections,
             max_jobs_per_transaction: sqlite.max_jobs_per_transaction,
             busy_timeout_ms: sqlite.busy_timeout_ms,
@@ -183,7 +187,44 @@ impl Default for StorageSettings {
     }
 }
 
+impl std::fmt::Debug for StorageSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageSettings")
+            .field("url", &self.redacted_url())
+            .field("max_connections", &self.max_connections)
+            .field("max_read_connections", &self.max_read_connections)
+            .field("max_jobs_per_transaction", &self.max_jobs_per_transaction)
+            .field("busy_timeout_ms", &self.busy_timeout_ms)
+            .field("checkpoint_every_ms", &self.checkpoint_every_ms)
+            .finish()
+    }
+}
+
 impl StorageSettings {
+    /// The URL with any password replaced by `***`, for logs and messages.
+    pub fn redacted_url(&self) -> String {
+        let url = &self.url;
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return url.clone();
+        };
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        match authority.rsplit_once('@') {
+            Some((user_info, host)) if user_info.contains(':') => {
+                let user = user_info.split(':').next().unwrap_or_default();
+                format!("{scheme}://{user}:***@{host}{path}")
+            }
+            _ => url.clone(),
+        }
+    }
+
+    /// The MySQL adapter's settings.
+    pub fn mysql(&self) -> adapters_mysql::MySqlSettings {
+        adapters_mysql::MySqlSettings {
+            max_connections: self.max_connections.max(1),
+            ..adapters_mysql::MySqlSettings::new(self.url.clone())
+        }
+    }
+
     /// The SQLite adapter's settings.
     pub fn sqlite(&self) -> adapters_sqlite::SqliteSettings {
         adapters_sqlite::SqliteSettings {
@@ -669,6 +710,19 @@ mod tests {
         let mut settings = Settings::default();
         settings.rtc.callback_window_secs = 0;
         assert!(settings.validate().is_err());
+    }
+
+    #[test]
+    fn a_password_in_the_storage_url_is_never_printed() {
+        let mut settings = Settings::default();
+        settings.storage.url = "mysql://room:s3cret@db.internal:3306/room".into();
+        assert_eq!(
+            settings.storage.redacted_url(),
+            "mysql://room:***@db.internal:3306/room"
+        );
+        assert!(!format!("{settings:?}").contains("s3cret"));
+        settings.storage.url = "sqlite://data/room.db".into();
+        assert_eq!(settings.storage.redacted_url(), "sqlite://data/room.db");
     }
 
     #[test]

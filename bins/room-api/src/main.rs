@@ -1,5 +1,6 @@
-//! `room-api`: serves the room service (`room-api` or `room-api serve`) or prints a token for
-//! the configured secret (`room-api token --user ID [--admin]`).
+//! `room-api`: serves the room service (`room-api` or `room-api serve`), applies the
+//! configured storage's migrations (`room-api migrate`), or prints a token for the configured
+//! secret (`room-api token --user ID [--admin]`).
 
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Serve the API (the default).
     Serve,
+    /// Apply the configured storage's pending migrations, then exit.
+    Migrate,
     /// Print a bearer token for a user, signed with the configured secret.
     Token {
         /// The user id (`sub`).
@@ -57,6 +60,15 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve => serve(settings),
+        Command::Migrate => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            runtime.block_on(room_api::Storage::migrate(&settings.storage))?;
+            eprintln!("migrated {}", settings.storage.redacted_url());
+            Ok(())
+        }
     }
 }
 

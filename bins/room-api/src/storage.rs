@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use adapters_mysql::MySqlStore;
 use adapters_sqlite::SqliteStore;
 use anyhow::{Context, bail};
 use room_app::ports::{
@@ -35,6 +36,8 @@ pub struct Storage {
     pub directory: RoomDirectoryRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
+    /// The MySQL store behind the ports, to close on shutdown.
+    mysql: Option<MySqlStore>,
 }
 
 impl Storage {
@@ -63,14 +66,25 @@ impl Storage {
             payouts: store.clone(),
             directory: store,
             sqlite: None,
+            mysql: None,
         }
     }
 
     /// Opens the storage the settings' URL names:
     /// - `sqlite://path`: the embedded SQLite database (created and migrated if needed);
+    /// - `mysql://user:password@host:port/database`: MariaDB or MySQL, shared by every node;
+    ///   its schema must be current (`room-api migrate` applies the migrations);
     /// - `memory://`: everything in memory, lost on exit (tests and demos).
     pub async fn open(settings: &StorageSettings) -> anyhow::Result<Storage> {
         let url = settings.url.as_str();
+        if url.starts_with("mysql:") {
+            let store = MySqlStore::open(&settings.mysql()).await.with_context(|| {
+                format!("cannot open the MySQL database {}", settings.redacted_url())
+            })?;
+            let mut storage = Storage::from_store(Arc::new(store.clone()));
+            storage.mysql = Some(store);
+            return Ok(storage);
+        }
         if url == "memory://" || url == "memory:" {
             return Ok(Storage::from_store(
                 Arc::new(room_app::InMemoryStore::new()),
@@ -84,12 +98,41 @@ impl Storage {
             storage.sqlite = Some(store);
             return Ok(storage);
         }
-        bail!("unsupported storage URL {url:?}: use sqlite://path or memory://")
+        bail!(
+            "unsupported storage URL {:?}: use sqlite://path, mysql://user:password@host/database \
+             or memory://",
+            settings.redacted_url()
+        )
+    }
+
+    /// Brings the schema of the configured storage up to date (`room-api migrate`): applies
+    /// MySQL's pending migrations, creates and migrates a SQLite file (which the service also
+    /// does at start-up); `memory://` has nothing to migrate.
+    pub async fn migrate(settings: &StorageSettings) -> anyhow::Result<()> {
+        let url = settings.url.as_str();
+        if url.starts_with("mysql:") {
+            return MySqlStore::migrate(&settings.mysql())
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot migrate the MySQL database {}",
+                        settings.redacted_url()
+                    )
+                });
+        }
+        if url.starts_with("sqlite:") || url.starts_with("memory:") {
+            Storage::open(settings).await?.close().await;
+            return Ok(());
+        }
+        Storage::open(settings).await.map(|_| ())
     }
 
     /// Finishes queued writes and closes the database. Call after the runtime has stopped.
     pub async fn close(&self) {
         if let Some(store) = &self.sqlite {
+            store.close().await;
+        }
+        if let Some(store) = &self.mysql {
             store.close().await;
         }
     }

@@ -299,7 +299,10 @@ async fn one_room_per_user_holds_across_nodes() {
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{online}");
-        assert!(!online.to_string().contains("alice"), "node {node}: {online}");
+        assert!(
+            !online.to_string().contains("alice"),
+            "node {node}: {online}"
+        );
     }
 }
 

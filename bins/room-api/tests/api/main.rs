@@ -9,6 +9,7 @@ mod gifts;
 mod idempotency;
 mod identity;
 mod limits;
+mod mysql;
 mod openapi;
 mod rooms;
 mod rtc;
