@@ -7,49 +7,13 @@
 
 use async_trait::async_trait;
 use room_app::Error;
+use room_app::ledger::{DEBIT_KIND as DEBIT, LedgerEntry as Entry, credit_kind};
 use room_app::ports::{CreditKind, DebitStatus, Wallet};
 use room_domain::{Coins, UserId};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codec::{col, db, sql};
 use crate::{Result, SqliteStore};
-
-const DEBIT: &str = "debit";
-
-fn credit_kind(kind: CreditKind) -> &'static str {
-    match kind {
-        CreditKind::Admin => "credit_admin",
-        CreditKind::Refund => "refund",
-        CreditKind::LuckyReward => "lucky_reward",
-        CreditKind::RocketReward => "rocket_reward",
-    }
-}
-
-/// A ledger entry as stored.
-enum Entry {
-    Done {
-        user: String,
-        amount: i64,
-        balance_after: i64,
-    },
-    Void,
-}
-
-impl Entry {
-    /// The answer to a repeat of the operation that wrote this entry.
-    fn repeat(&self, op_id: &str, user: &str, amount: i64) -> Result<Coins> {
-        match self {
-            Entry::Done {
-                user: u,
-                amount: a,
-                balance_after,
-            } if u == user && *a == amount => Ok(Coins(*balance_after)),
-            _ => Err(Error::Conflict(format!(
-                "wallet operation {op_id} was voided or used for another amount or user"
-            ))),
-        }
-    }
-}
 
 fn entry(conn: &Connection, op_id: &str, kind: &str) -> Result<Option<Entry>> {
     conn.prepare_cached(

@@ -10,6 +10,7 @@ mod attempts;
 mod cell;
 mod error;
 mod gifts;
+pub mod ledger;
 mod local;
 mod memory;
 pub mod ports;
