@@ -30,6 +30,9 @@ use crate::error::ApiError;
 use crate::extract::parse_id;
 use crate::state::AppState;
 
+/// Idle keep-alive connections an [`HttpForwarder`] keeps to each other node.
+const MAX_IDLE_PER_NODE: usize = 32;
+
 /// The path of the internal endpoint's routes.
 pub const INTERNAL_PREFIX: &str = "/internal/v1";
 
@@ -180,6 +183,9 @@ impl HttpForwarder {
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(1)))
             .pool_idle_timeout(Duration::from_secs(30))
+            // Idle connections kept per owner node; those in use are bounded by the requests
+            // this node serves at once.
+            .pool_max_idle_per_host(MAX_IDLE_PER_NODE)
             .build()?;
         Ok(HttpForwarder { client, token })
     }

@@ -245,11 +245,6 @@ impl Lease for RedisLease {
         Ok(taken == 1)
     }
 
-    async fn renew(&self, room_id: &RoomId) -> Result<bool> {
-        let held = self.renew_all(std::slice::from_ref(room_id)).await?;
-        Ok(held.first().copied().unwrap_or(false))
-    }
-
     async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>> {
         self.client
             .timed(async {

@@ -27,9 +27,6 @@ impl Lease for LocalLease {
     async fn acquire(&self, _room_id: &RoomId) -> Result<bool> {
         Ok(true)
     }
-    async fn renew(&self, _room_id: &RoomId) -> Result<bool> {
-        Ok(true)
-    }
     async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>> {
         Ok(vec![true; rooms.len()])
     }

@@ -442,8 +442,6 @@ pub struct LeaseHolder {
 pub trait Lease: Send + Sync {
     /// Takes the room if free (or already ours, extending the hold).
     async fn acquire(&self, room_id: &RoomId) -> Result<bool>;
-    /// Extends our hold; `false` if we lost it (expired or taken).
-    async fn renew(&self, room_id: &RoomId) -> Result<bool>;
     /// Extends our hold on each of `rooms` and refreshes this node's registration, in one
     /// round trip to the backend; answers, room by room in order, whether we still hold it.
     async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>>;

@@ -2,13 +2,16 @@
 //! socket: any node serves any room, each room runs on the one node holding its lease, and a
 //! node that stops hands its rooms over. Plus the internal routes' token check.
 
+#[path = "../../../../crates/adapters-redis/tests/support/redis.rs"]
+mod redis_server;
+
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use room_api::{App, AuthenticatorRef, Settings, Storage};
 use room_app::RoomService;
-use room_app::testkit::{self, InMemoryStore};
+use room_app::testkit::InMemoryStore;
 use room_domain::{RoomId, UserId};
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -34,23 +37,14 @@ struct Cluster {
     _dir: TempDir,
 }
 
-/// A key prefix no other test run uses.
-fn prefix(test: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("test:{test}:{}:{nanos}:", std::process::id())
-}
-
 impl Cluster {
     /// `count` nodes sharing one in-memory store and the Redis at `ROOM_TEST_REDIS_URL`;
     /// `None` (the test skips) when that is unset.
     async fn start(test: &str, count: usize) -> Option<Cluster> {
-        let redis = testkit::service_url("ROOM_TEST_REDIS_URL")?;
+        let redis = redis_server::url()?;
         let dir = TempDir::new().unwrap();
         let storage = Storage::from_store(Arc::new(InMemoryStore::new()));
-        let prefix = prefix(test);
+        let prefix = format!("{}{test}:", redis_server::prefix());
         let mut nodes = Vec::new();
         for i in 0..count {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

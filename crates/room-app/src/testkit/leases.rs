@@ -100,12 +100,6 @@ impl Lease for InMemoryLease {
         }))
     }
 
-    async fn renew(&self, room_id: &RoomId) -> Result<bool> {
-        Ok(self
-            .leases
-            .with(|table, now| self.extend(table, now, room_id)))
-    }
-
     async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>> {
         Ok(self.leases.with(|table, now| {
             self.register(table, now);
