@@ -7,13 +7,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use adapters_redis::{
-    DEFAULT_PRESENCE_ENTRY_TTL, RedisLease, RedisPasswordAttempts, RedisPasswordAttemptsSettings,
-    RedisPresence, RedisPresenceSettings,
+    DEFAULT_PRESENCE_ENTRY_TTL, RedisDisplay, RedisDisplaySettings, RedisLease,
+    RedisPasswordAttempts, RedisPasswordAttemptsSettings, RedisPresence, RedisPresenceSettings,
 };
 use anyhow::Context;
 use axum::Router;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use room_app::ports::{ClockRef, IdGenRef, LeaseRef, PasswordAttemptsRef, PresenceRef};
+use room_app::ports::{
+    ClockRef, IdGenRef, LeaseRef, MessengerRef, PasswordAttemptsRef, PresenceRef,
+};
 use room_app::{
     BroadcastMessenger, CellDeps, CellRuntime, LocalLease, LocalPasswordAttempts, LocalPresence,
     RandomIds, RoomService, ServicePorts, SystemClock, workers,
@@ -59,16 +61,25 @@ struct SharedState {
     lease: LeaseRef,
     presence: PresenceRef,
     attempts: PasswordAttemptsRef,
+    /// Display events: this node's watchers, and, clustered, every other node's too.
+    messenger: MessengerRef,
 }
 
 impl SharedState {
-    async fn build(settings: &Settings) -> anyhow::Result<SharedState> {
+    /// `local` feeds this node's event streams; the relay of display events between nodes
+    /// stops with `root`.
+    async fn build(
+        settings: &Settings,
+        local: Arc<BroadcastMessenger>,
+        root: &CancellationToken,
+    ) -> anyhow::Result<SharedState> {
         let cluster = &settings.cluster;
         let Some(lease) = cluster.redis_lease(&settings.cell.node_id) else {
             return Ok(SharedState {
                 lease: Arc::new(LocalLease),
                 presence: Arc::new(LocalPresence::new()),
                 attempts: Arc::new(LocalPasswordAttempts::default()),
+                messenger: local,
             });
         };
         let unreachable = "cannot reach Redis (ROOM__CLUSTER__REDIS_URL)";
@@ -85,7 +96,15 @@ impl SharedState {
         attempts.key_prefix = lease.key_prefix.clone();
         attempts.pool_size = lease.pool_size;
         attempts.op_timeout = lease.op_timeout;
+        let mut display = RedisDisplaySettings::new(lease.url.clone(), &settings.cell.node_id);
+        display.key_prefix = lease.key_prefix.clone();
+        display.op_timeout = lease.op_timeout;
         Ok(SharedState {
+            messenger: Arc::new(
+                RedisDisplay::start(&display, local, root.child_token())
+                    .await
+                    .context(unreachable)?,
+            ),
             lease: Arc::new(RedisLease::connect(&lease).await.context(unreachable)?),
             presence: Arc::new(
                 RedisPresence::connect(&presence)
@@ -147,13 +166,14 @@ impl App {
         let clock: ClockRef = Arc::new(SystemClock);
         let ids: IdGenRef = Arc::new(RandomIds::new());
         let internal_token = settings.cluster.internal_token.clone().map(Arc::new);
-        let shared = SharedState::build(&settings).await?;
+        let root = CancellationToken::new();
+        let shared = SharedState::build(&settings, messenger.clone(), &root).await?;
         let runtime = CellRuntime::new(
             CellDeps {
                 store: storage.cells.clone(),
                 snapshots: storage.snapshots.clone(),
                 lease: shared.lease,
-                messenger: messenger.clone(),
+                messenger: shared.messenger,
                 clock: clock.clone(),
                 ids: ids.clone(),
             },
@@ -185,7 +205,6 @@ impl App {
             },
         ));
 
-        let root = CancellationToken::new();
         let state = AppState {
             service,
             auth,
@@ -204,6 +223,7 @@ impl App {
             ready: Arc::new(AtomicBool::new(false)),
             shutdown: root.clone(),
             sse_keep_alive: Duration::from_secs(settings.sse.keep_alive_secs.max(1)),
+            sse_replay_max: settings.sse.replay_max,
             limits: RateLimits::new(&settings.limits).map(Arc::new),
             streams: StreamSlots::new(settings.sse.max_streams_per_user),
             internal_token,

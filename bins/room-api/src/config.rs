@@ -419,6 +419,9 @@ pub struct SseSettings {
     /// Streams one user may have open at once; one more is answered 429 `TOO_MANY_STREAMS`
     /// (`ROOM__SSE__MAX_STREAMS_PER_USER`).
     pub max_streams_per_user: usize,
+    /// The most events a watcher reconnecting with `Last-Event-ID` is sent from the log; one
+    /// that missed more gets a `resync` event (`ROOM__SSE__REPLAY_MAX`).
+    pub replay_max: u64,
 }
 
 impl Default for SseSettings {
@@ -427,6 +430,7 @@ impl Default for SseSettings {
             buffer: 256,
             keep_alive_secs: 15,
             max_streams_per_user: 8,
+            replay_max: 1000,
         }
     }
 }

@@ -40,6 +40,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Keep-alive period of SSE streams.
     pub sse_keep_alive: Duration,
+    /// The most missed events a reconnecting SSE watcher is sent; beyond, `resync`.
+    pub sse_replay_max: u64,
     /// Per-user token buckets per class of request; `None` when the limits are off.
     pub limits: Option<Arc<RateLimits>>,
     /// The event streams each user has open, capped.

@@ -25,10 +25,12 @@
 
 mod attempts;
 mod client;
+mod display;
 mod lease;
 mod presence;
 
 pub use attempts::{RedisPasswordAttempts, RedisPasswordAttemptsSettings};
+pub use display::{RedisDisplay, RedisDisplaySettings};
 pub use lease::{DEFAULT_LEASE_TTL, RedisLease, RedisLeaseSettings};
 pub use presence::{DEFAULT_PRESENCE_ENTRY_TTL, RedisPresence, RedisPresenceSettings};
 

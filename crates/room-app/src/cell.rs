@@ -380,6 +380,51 @@ impl CellRuntime {
         }
     }
 
+    /// The display events of `room_id` with `after < seq <= up_to`, in seq order, as the
+    /// messenger got them when they were committed (redacted): what a watcher that reconnects
+    /// missed. Read from the log, so it holds whichever node ran the room; at most
+    /// `up_to - after` events are read.
+    pub async fn display_events(
+        &self,
+        room_id: &RoomId,
+        after: u64,
+        up_to: u64,
+    ) -> Result<Vec<DisplayMessage>> {
+        const PAGE: u64 = 1000;
+        let mut display = Vec::new();
+        let mut seen = after;
+        while seen < up_to {
+            let limit = (up_to - seen).min(PAGE) as u32;
+            let events = self
+                .inner
+                .deps
+                .store
+                .list_events(room_id, seen, limit)
+                .await?;
+            let Some(last) = events.last() else { break };
+            seen = last.seq;
+            display.extend(
+                events
+                    .iter()
+                    .filter(|stored| stored.seq <= up_to)
+                    .filter_map(|stored| {
+                        let delivery = stored.event.delivery();
+                        delivery.im.map(|priority| DisplayMessage {
+                            envelope: EventEnvelope::new(
+                                room_id.clone(),
+                                stored.seq,
+                                stored.occurred_at,
+                                &stored.event,
+                            ),
+                            priority,
+                            coalesce_key: delivery.coalesce_key,
+                        })
+                    }),
+            );
+        }
+        Ok(display)
+    }
+
     /// What the room's cell remembers of recent commands (activating it if needed).
     pub async fn recent_replies(&self, room_id: &RoomId) -> Result<RecentReplies> {
         let (reply, answer) = oneshot::channel();

@@ -3,7 +3,11 @@
 //!
 //! The stream opens with a `subscribed` event (`{"room_id","version"}`); every later event is
 //! named after the room event's type (`RoomGiftSent`, `RoomMicChanged`, ...), has the event's
-//! `seq` as its id and the JSON envelope as its data. A watcher that falls behind gets a
+//! `seq` as its id and the JSON envelope as its data. A watcher that reconnects with
+//! `Last-Event-ID: <seq>` first gets the display events it missed (seq after it, up to the
+//! version at subscription), read from the room's log, then only newer events; when it missed
+//! more than `sse.replay_max` events it gets a `resync` event (`{"version"}`) instead: read the
+//! room again. A watcher that falls behind gets a
 //! `lagged` event with the number of events it missed, and the stream ends (reconnect: the
 //! membership is checked again). The stream also ends when the watcher leaves or is kicked,
 //! when the room closes, and when the service stops.
@@ -16,10 +20,11 @@
 use std::convert::Infallible;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt, stream};
 use room_app::RoomWatch;
+use room_app::ports::DisplayMessage;
 use room_domain::{Event, Rejection, RoomId, UserId};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -32,10 +37,13 @@ use crate::state::AppState;
 /// Streams the room's display events to a member.
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}/events", tag = "rooms",
-    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
+    params(
+        ("room_id" = crate::dto::Id, Path, description = "The room id"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "The `seq` of the last event a reconnecting watcher got: the events after it are sent first (or `resync` when too many were missed)"),
+    ),
     responses(
-        (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"room_id\",\"version\"}`), then each room event named by its type (`RoomGiftSent`, ...) with the event's `seq` as id and its JSON envelope as data; `lagged` (`{\"missed\"}`) ends a stream that fell behind", content_type = "text/event-stream", body = crate::dto::StreamEvent),
-        (status = 400, description = "`INVALID_ID`", body = ErrorResponse),
+        (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"room_id\",\"version\"}`), then, after a `Last-Event-ID`, the missed events or `resync` (`{\"version\"}`: read the room again), then each room event named by its type (`RoomGiftSent`, ...) with the event's `seq` as id and its JSON envelope as data; `lagged` (`{\"missed\"}`) ends a stream that fell behind", content_type = "text/event-stream", body = crate::dto::StreamEvent),
+        (status = 400, description = "`INVALID_ID`, or `INVALID_LAST_EVENT_ID` (not a whole number)", body = ErrorResponse),
         (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
         (status = 422, description = "`NOT_A_MEMBER`: join the room first", body = ErrorResponse),
         (status = 429, description = "`TOO_MANY_STREAMS` (too many streams open for this user) or `RATE_LIMITED` (opened too fast)", body = ErrorResponse),
@@ -46,7 +54,9 @@ pub async fn room_events(
     State(state): State<AppState>,
     Auth(actor): Auth,
     ApiPath(room_id): ApiPath<String>,
+    headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let last_seen = last_event_id(&headers)?;
     let room_id = state.existing_room(&room_id).await?;
     // Outsiders are refused before anything is held for them.
     membership(&state, &room_id, &actor.user_id).await?;
@@ -66,13 +76,37 @@ pub async fn room_events(
     let subscribed = SseEvent::default()
         .event("subscribed")
         .data(serde_json::json!({ "room_id": room_id, "version": version }).to_string());
+    // A reconnect gets what it missed up to `version`, and from the live feed only what
+    // follows (the feed, subscribed before `version` was read, may repeat some of it).
+    let mut first = vec![subscribed];
+    let mut skip_through = 0;
+    if let Some(seen) = last_seen {
+        skip_through = version;
+        if version.saturating_sub(seen) > state.sse_replay_max {
+            metrics::counter!("room_sse_resyncs_total").increment(1);
+            first.push(
+                SseEvent::default()
+                    .event("resync")
+                    .data(serde_json::json!({ "version": version }).to_string()),
+            );
+        } else if seen < version {
+            let missed = state
+                .service
+                .runtime()
+                .display_events(&room_id, seen, version)
+                .await?;
+            metrics::counter!("room_sse_replayed_events_total").increment(missed.len() as u64);
+            first.extend(missed.iter().map(sse_event));
+        }
+    }
     let watch = Watch {
         receiver,
         user: actor.user_id,
+        skip_through,
         done: false,
         _slot: slot,
     };
-    let events = stream::once(async move { Ok(subscribed) })
+    let events = stream::iter(first.into_iter().map(Ok))
         .chain(stream::unfold(watch, next_event))
         .take_until(state.shutdown.clone().cancelled_owned());
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.sse_keep_alive)))
@@ -94,9 +128,40 @@ async fn membership(state: &AppState, room_id: &RoomId, user: &UserId) -> ApiRes
     Ok(version)
 }
 
+/// The `Last-Event-ID` header: `None` when absent, 400 `INVALID_LAST_EVENT_ID` when it is
+/// not a whole number.
+fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<u64>> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "INVALID_LAST_EVENT_ID",
+                "Last-Event-ID must be the seq (a whole number) of the last event received",
+            )
+        })
+}
+
+/// A room event as the stream sends it.
+fn sse_event(message: &DisplayMessage) -> SseEvent {
+    let envelope = &message.envelope;
+    let data = serde_json::to_string(envelope).unwrap_or_else(|_| "{}".to_owned());
+    SseEvent::default()
+        .event(envelope.event.type_name())
+        .id(envelope.seq.to_string())
+        .data(data)
+}
+
 struct Watch {
     receiver: RoomWatch,
     user: UserId,
+    /// Live events up to this seq were sent from the log already.
+    skip_through: u64,
     done: bool,
     /// Counts the stream against its user's cap until the stream is dropped.
     _slot: StreamSlot,
@@ -106,15 +171,16 @@ async fn next_event(mut watch: Watch) -> Option<(Result<SseEvent, Infallible>, W
     if watch.done {
         return None;
     }
-    let event = match watch.receiver.recv().await {
+    let received = loop {
+        match watch.receiver.recv().await {
+            Ok(message) if message.envelope.seq <= watch.skip_through => continue,
+            other => break other,
+        }
+    };
+    let event = match received {
         Ok(message) => {
-            let envelope = &message.envelope;
-            watch.done = ends_watch(&envelope.event, &watch.user);
-            let data = serde_json::to_string(envelope).unwrap_or_else(|_| "{}".to_owned());
-            SseEvent::default()
-                .event(envelope.event.type_name())
-                .id(envelope.seq.to_string())
-                .data(data)
+            watch.done = ends_watch(&message.envelope.event, &watch.user);
+            sse_event(&message)
         }
         Err(RecvError::Lagged(missed)) => {
             metrics::counter!("room_sse_lagged_total").increment(1);

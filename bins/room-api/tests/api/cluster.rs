@@ -19,7 +19,7 @@ use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{TestApp, error_code, eventually, settings};
+use crate::support::{TestApp, error_code, eventually, read_until, settings};
 
 const INTERNAL_TOKEN: &str = "the-internal-token-of-this-test-cluster";
 
@@ -41,6 +41,15 @@ impl Cluster {
     /// `count` nodes sharing one in-memory store and the Redis at `ROOM_TEST_REDIS_URL`;
     /// `None` (the test skips) when that is unset.
     async fn start(test: &str, count: usize) -> Option<Cluster> {
+        Self::start_with(test, count, |_| {}).await
+    }
+
+    /// Like [`Cluster::start`], with every node's settings adjusted by `change` first.
+    async fn start_with(
+        test: &str,
+        count: usize,
+        change: impl Fn(&mut Settings),
+    ) -> Option<Cluster> {
         let redis = redis_server::url()?;
         let dir = TempDir::new().unwrap();
         let storage = Storage::from_store(Arc::new(InMemoryStore::new()));
@@ -55,6 +64,7 @@ impl Cluster {
             settings.cluster.redis_key_prefix = prefix.clone();
             settings.cluster.advertise_url = Some(base.clone());
             settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
+            change(&mut settings);
             let app = App::build_with_storage(settings, storage.clone())
                 .await
                 .unwrap();
@@ -132,6 +142,40 @@ impl Cluster {
 
     async fn post(&self, node: usize, path: &str, user: &str, body: Value) -> (StatusCode, Value) {
         self.call(node, Method::POST, path, user, Some(body)).await
+    }
+
+    /// `user`'s event stream of `room` through node `node`, with `Last-Event-ID` if given.
+    async fn watch(
+        &self,
+        node: usize,
+        room: &str,
+        user: &str,
+        last_event_id: Option<&str>,
+    ) -> reqwest::Response {
+        let mut request = self
+            .http
+            .get(format!("{}/v1/rooms/{room}/events", self.nodes[node].base))
+            .bearer_auth(self.token(user, false));
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// A room created through node 0 (so run there), with `members` joined.
+    async fn room_on_node_0(&self, members: &[&str]) -> String {
+        let (status, room) = self
+            .post(0, "/v1/rooms", "alice", json!({ "name": "Night talk" }))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{room}");
+        let room_id = room["room_id"].as_str().unwrap().to_owned();
+        for user in members {
+            let (status, body) = self
+                .post(0, &format!("/v1/rooms/{room_id}/join"), user, json!({}))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+        room_id
     }
 
     fn active_on(&self, room: &str) -> Vec<usize> {
@@ -298,6 +342,96 @@ async fn one_room_per_user_holds_across_nodes() {
             "node {node}: {online}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_on_another_node_sees_the_rooms_events() {
+    let Some(cluster) = Cluster::start("watcher_on_another_node", 2).await else {
+        return;
+    };
+    let room_id = cluster.room_on_node_0(&["alice", "bob"]).await;
+    let mut events = cluster.watch(1, &room_id, "bob", None).await;
+    assert_eq!(events.status(), StatusCode::OK);
+    let mut seen = String::new();
+    read_until(&mut events, &mut seen, "event: subscribed").await;
+
+    // The display relay subscribes in the background: keep writing until node 1's watcher
+    // sees an event of the room, which node 0 runs.
+    let mut seat = 0;
+    while !seen.contains("event: RoomMicChanged") {
+        let path = format!("/v1/rooms/{room_id}/seats/{}/take", seat % 2);
+        let (status, body) = cluster.post(0, &path, "alice", json!({})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        seat += 1;
+        let _ = tokio::time::timeout(Duration::from_millis(200), async {
+            if let Ok(Some(chunk)) = events.chunk().await {
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await;
+        assert!(
+            seat < 100,
+            "node 1's watcher never saw the room's events: {seen}"
+        );
+    }
+    assert_eq!(cluster.active_on(&room_id), vec![0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnecting_watcher_gets_what_it_missed_or_a_resync() {
+    let Some(cluster) = Cluster::start_with("reconnecting_watcher", 2, |settings| {
+        settings.sse.replay_max = 2;
+    })
+    .await
+    else {
+        return;
+    };
+    let room_id = cluster.room_on_node_0(&["alice", "bob"]).await;
+    let (_, room) = cluster
+        .call(1, Method::GET, &format!("/v1/rooms/{room_id}"), "bob", None)
+        .await;
+    let seen_version = room["version"].as_u64().unwrap();
+    // While bob is away, alice takes a seat: display events he missed.
+    let (status, body) = cluster
+        .post(
+            0,
+            &format!("/v1/rooms/{room_id}/seats/1/take"),
+            "alice",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Through node 1, from the log: the missed seat change, after `subscribed`.
+    let mut events = cluster
+        .watch(1, &room_id, "bob", Some(&seen_version.to_string()))
+        .await;
+    assert_eq!(events.status(), StatusCode::OK);
+    let mut seen = String::new();
+    read_until(&mut events, &mut seen, "event: RoomMicChanged").await;
+    let subscribed = seen.find("event: subscribed").unwrap();
+    let replayed = seen.find("event: RoomMicChanged").unwrap();
+    assert!(subscribed < replayed, "{seen}");
+    let id: u64 = seen[replayed..]
+        .lines()
+        .find_map(|line| line.strip_prefix("id: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(id > seen_version, "{seen}");
+    assert!(!seen.contains("event: resync"), "{seen}");
+
+    // Too far behind: a resync instead of the events.
+    let mut events = cluster.watch(1, &room_id, "bob", Some("0")).await;
+    let mut seen = String::new();
+    read_until(&mut events, &mut seen, "event: resync").await;
+    assert!(!seen.contains("event: RoomCreated"), "{seen}");
+
+    // Not a seq: refused.
+    let response = cluster.watch(1, &room_id, "bob", Some("yesterday")).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(error_code(&body), "INVALID_LAST_EVENT_ID");
 }
 
 #[tokio::test]

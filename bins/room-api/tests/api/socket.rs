@@ -13,7 +13,7 @@ use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{eventually, settings};
+use crate::support::{eventually, read_until, settings};
 
 /// How long a test waits for the server: an event on a stream, a stop.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -105,22 +105,6 @@ async fn wait_ready(http: &reqwest::Client, base: &str) {
             .is_ok_and(|response| response.status().is_success())
     })
     .await;
-}
-
-/// Reads the SSE stream until `needle` shows up; returns everything read.
-async fn read_until(response: &mut reqwest::Response, seen: &mut String, needle: &str) {
-    tokio::time::timeout(DEADLINE, async {
-        while !seen.contains(needle) {
-            let chunk = response
-                .chunk()
-                .await
-                .unwrap()
-                .expect("the stream ended early");
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {needle:?} in the stream: {seen}"));
 }
 
 /// Whether `value` holds the number `wanted` anywhere inside it.

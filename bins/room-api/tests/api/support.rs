@@ -237,3 +237,20 @@ pub fn error_code(body: &Value) -> &str {
         .as_str()
         .unwrap_or_else(|| panic!("no code in {body}"))
 }
+
+/// Reads an SSE stream until `needle` shows up (20 s at most), appending what it read to
+/// `seen`.
+pub async fn read_until(response: &mut reqwest::Response, seen: &mut String, needle: &str) {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !seen.contains(needle) {
+            let chunk = response
+                .chunk()
+                .await
+                .unwrap()
+                .expect("the stream ended early");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {needle:?} in the stream: {seen}"));
+}
