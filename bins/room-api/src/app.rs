@@ -305,6 +305,7 @@ impl App {
                 settled = report.settled,
                 deferred = report.deferred,
                 failed = report.failed,
+                elsewhere = report.elsewhere,
                 "gift orders left by the previous run"
             );
         }

@@ -363,6 +363,13 @@ impl CellRuntime {
             .map_err(|_| Error::NotOwner(room_id.to_string()))
     }
 
+    /// Whether another live node runs `room_id` (never in embedded mode): background passes
+    /// leave such a room's items to that node, which settles them with its own passes,
+    /// rather than forwarding or taking the room.
+    pub async fn owned_elsewhere(&self, room_id: &RoomId) -> Result<bool> {
+        Ok(matches!(self.route(room_id).await?, Route::Remote(_)))
+    }
+
     /// Where a request for `room_id` goes: this node's cell when it has one, when no other
     /// node holds the room's lease, or when forwarding is off; else the holder's endpoint. A
     /// holder whose registration has expired is not live, and its lease expires within one

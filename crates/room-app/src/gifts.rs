@@ -550,6 +550,21 @@ impl GiftSaga {
             after = orders.last().map(OrderCursor::of);
             for order in orders {
                 report.examined += 1;
+                // The owner settles its rooms' orders: this node neither takes the room nor
+                // races the owner's own pass.
+                match self.runtime.owned_elsewhere(&order.room_id).await {
+                    Ok(true) => {
+                        report.elsewhere += 1;
+                        metrics::counter!("room_background_left_to_owner_total", "worker" => "gift_recovery").increment(1);
+                        continue;
+                    }
+                    Ok(false) => {}
+                    Err(error) => {
+                        tracing::info!(error = %error, "gift recovery will retry");
+                        report.deferred += 1;
+                        continue;
+                    }
+                }
                 match self.recover_one(order).await {
                     Ok(true) => report.settled += 1,
                     Ok(false) => {}
@@ -627,6 +642,8 @@ pub struct RecoveryReport {
     pub deferred: u64,
     /// Orders that need a person (contradicting records).
     pub failed: u64,
+    /// Orders of rooms another live node runs, left to that node's recovery.
+    pub elsewhere: u64,
 }
 
 /// The id of the room command that applies `order`.

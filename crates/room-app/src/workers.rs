@@ -12,14 +12,23 @@ use crate::ports::{PayoutsRef, StaleMember, TimersRef};
 use crate::service::RoomService;
 use crate::{Error, Result};
 
-/// Fires every timer due now into its room's cell, at most `limit` per pass. A timer whose
-/// command the room refuses (stale: another seat session, a re-armed rocket) is dropped; one
+/// Counts an item a pass left to the node that runs its room.
+fn left_to_owner(worker: &'static str) {
+    metrics::counter!("room_background_left_to_owner_total", "worker" => worker).increment(1);
+}
+
+/// Fires every timer due now into its room's cell, at most `limit` per pass; a timer of a room
+/// another live node runs is left to that node's pass. A timer whose command the room refuses (stale: another seat session, a re-armed rocket) is dropped; one
 /// that hit a retryable error, or that the room finds not due yet (its clock behind this
 /// one's), stays for the next pass. Returns how many fired.
 pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u32) -> Result<u64> {
     let now = service.ports().clock.now();
     let mut fired = 0;
     for timer in timers.list_due(now, limit).await? {
+        if service.runtime().owned_elsewhere(&timer.room_id).await? {
+            left_to_owner("timers");
+            continue;
+        }
         match service
             .system_command(&timer.room_id, timer.command.clone())
             .await
@@ -55,7 +64,8 @@ pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u
     Ok(fired)
 }
 
-/// Evicts members whose last heartbeat is older than `timeout`. Returns how many left.
+/// Evicts members whose last heartbeat is older than `timeout`, but those of rooms another
+/// live node runs (that node's pass evicts them). Returns how many left.
 ///
 /// Each eviction is conditional on the heartbeat the listing saw: presence forgets the member
 /// only if that is still their last heartbeat (one that came since keeps them), and the room
@@ -76,6 +86,10 @@ pub async fn evict_stale_members(
             user,
             seen,
         } = stale;
+        if service.runtime().owned_elsewhere(&room_id).await? {
+            left_to_owner("presence");
+            continue;
+        }
         // From here on the member counts as gone: a heartbeat that comes later finds them
         // evicted, as one that comes after the eviction would.
         if !ports.presence.remove_if_seen(&room_id, &user, seen).await? {

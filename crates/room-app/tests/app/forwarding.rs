@@ -237,3 +237,56 @@ async fn a_room_nobody_holds_is_taken_by_the_node_that_got_the_request() {
     assert!(b.runtime().is_active(&room));
     assert_eq!(nodes.calls.load(Ordering::SeqCst), before);
 }
+
+/// An order left PENDING by a crash, for the room `room`: alice's rose to bob.
+fn stuck_order(room: &RoomId, created_at: room_domain::Timestamp) -> room_domain::GiftOrder {
+    let apply = room_domain::ApplyGift {
+        order_id: room_domain::OrderId::new("stuck").unwrap(),
+        sender: crate::support::uid("alice"),
+        recipients: vec![crate::support::uid("bob")],
+        gift: room_domain::GiftSnapshot {
+            gift_id: room_domain::GiftId::new("rose").unwrap(),
+            price: room_domain::Coins(10),
+            heat: 10,
+            fuel: 0,
+            lucky: false,
+        },
+        count: 1,
+        lucky_draw: 0,
+    };
+    room_domain::GiftOrder::new(room.clone(), &apply, created_at).unwrap()
+}
+
+#[tokio::test]
+async fn recovery_leaves_the_orders_of_a_room_another_node_runs_to_that_node() {
+    use room_app::ports::{Clock, GiftOrders, Wallet};
+    let Cluster { a, b, nodes } = cluster().await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    a.fund("alice", 100).await;
+    let order = stuck_order(&room, a.clock.now());
+    GiftOrders::create_or_get(&*a.store, &order).await.unwrap();
+    Wallet::debit(&*a.store, &order.wallet_op_id(), &order.sender, order.total)
+        .await
+        .unwrap();
+    let before = nodes.calls.load(Ordering::SeqCst);
+
+    // Node b finds the room run by node a: it neither forwards nor takes the room.
+    let report = b
+        .saga()
+        .recover(room_domain::Timestamp(i64::MAX), 10)
+        .await
+        .unwrap();
+    assert_eq!((report.elsewhere, report.settled), (1, 0), "{report:?}");
+    assert_eq!(nodes.calls.load(Ordering::SeqCst), before);
+    assert!(!b.runtime().is_active(&room));
+
+    // Node a's own pass settles it: the debit applied once.
+    let report = a
+        .saga()
+        .recover(room_domain::Timestamp(i64::MAX), 10)
+        .await
+        .unwrap();
+    assert_eq!((report.elsewhere, report.settled), (0, 1), "{report:?}");
+    assert_eq!(a.balance("alice").await.0, 90);
+    assert_eq!(crate::support::gifts_in(&a.log(&room).await).len(), 1);
+}
