@@ -1,0 +1,247 @@
+//! Two `room-api` processes on one MariaDB database (`ROOM_TEST_MYSQL_URL`, migrated with
+//! `room-api migrate`) and the real Redis (`ROOM_TEST_REDIS_URL`), with 3-second leases: a
+//! node killed with `kill -9` has its rooms run again by the other; a node paused
+//! (`SIGSTOP`) past its lease finds, once resumed, that it lost the room, and commits nothing
+//! for it (the room's epoch and owner in the database stay the other node's), while what it
+//! is asked for the room is answered by the new owner.
+
+#[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
+mod mysql_server;
+#[path = "../../../crates/adapters-redis/tests/support/redis.rs"]
+mod redis_server;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use room_api::Authenticator;
+use room_domain::UserId;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use sqlx::{Connection, MySqlConnection};
+use tokio::process::{Child, Command};
+
+const SECRET: &str = "cluster-process-test-secret-of-32-bytes";
+const INTERNAL_TOKEN: &str = "cluster-process-test-internal-token-x";
+/// How long a test waits for something the cluster does by itself (a lease to expire).
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// What the nodes of one test share.
+struct Shared {
+    mysql_url: String,
+    redis_url: String,
+    prefix: String,
+}
+
+/// One `room-api` process.
+struct Node {
+    child: Child,
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Node {
+    async fn start(shared: &Shared, node_id: &str) -> Node {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let base = format!("http://127.0.0.1:{port}");
+        let child = Command::new(env!("CARGO_BIN_EXE_room-api"))
+            .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
+            .env("ROOM__STORAGE__URL", &shared.mysql_url)
+            .env("ROOM__STORAGE__MAX_CONNECTIONS", "4")
+            .env("ROOM__AUTH__JWT_SECRET", SECRET)
+            .env("ROOM__CATALOG__PATH", "no-such-dir/gifts.toml")
+            .env("ROOM__CELL__NODE_ID", node_id)
+            .env("ROOM__CLUSTER__REDIS_URL", &shared.redis_url)
+            .env("ROOM__CLUSTER__REDIS_KEY_PREFIX", &shared.prefix)
+            .env("ROOM__CLUSTER__ADVERTISE_URL", &base)
+            .env("ROOM__CLUSTER__INTERNAL_TOKEN", INTERNAL_TOKEN)
+            .env("ROOM__CLUSTER__LEASE_TTL_SECS", "3")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start room-api");
+        let node = Node {
+            child,
+            base,
+            http: reqwest::Client::new(),
+        };
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let ready = node.http.get(format!("{}/readyz", node.base)).send().await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
+                return node;
+            }
+            assert!(Instant::now() < deadline, "{node_id} did not become ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("running");
+        let sent = std::process::Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill {signal} {pid}");
+    }
+
+    /// `user` posts `body` to `path`: the status (0 when no answer came) and the body.
+    async fn post(&self, path: &str, user: &str, body: Value) -> (u16, Value) {
+        let token = Authenticator::new(&SecretString::from(SECRET))
+            .unwrap()
+            .mint(
+                &UserId::new(user).unwrap(),
+                user == "admin",
+                Duration::from_secs(600),
+            )
+            .unwrap();
+        match self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .timeout(Duration::from_secs(20))
+            .json(&body)
+            .send()
+            .await
+        {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                (status, response.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+
+    /// Posts until the answer is a success, retrying what the service says is retryable
+    /// (503 while a lease expires), for up to [`DEADLINE`].
+    async fn post_until_ok(&self, path: &str, user: &str, body: Value) -> Value {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let (status, value) = self.post(path, user, body.clone()).await;
+            if (200..300).contains(&status) {
+                return value;
+            }
+            let retryable = status == 0 || value["error"]["retryable"] == json!(true);
+            assert!(retryable, "POST {path}: {status} {value}");
+            assert!(
+                Instant::now() < deadline,
+                "POST {path} never succeeded: {status} {value}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The room's epoch and owner as the database holds them.
+async fn ownership(mysql_url: &str, room_id: &str) -> (i64, String) {
+    let mut conn = MySqlConnection::connect(mysql_url).await.unwrap();
+    let row: (i64, String) =
+        sqlx::query_as("SELECT epoch, owner_node FROM room_cells WHERE room_id = ?")
+            .bind(room_id)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    let _ = conn.close().await;
+    row
+}
+
+/// A fresh database, migrated by the binary, and a Redis key prefix; `None` (the test
+/// skips) without the services.
+async fn shared(test: &str) -> Option<(Shared, mysql_server::TestDatabase)> {
+    let redis_url = redis_server::url()?;
+    let server = mysql_server::MySqlServer::from_env(test).await?;
+    let database = server.database().await;
+    let migrated = Command::new(env!("CARGO_BIN_EXE_room-api"))
+        .arg("migrate")
+        .env("ROOM__STORAGE__URL", &database.url)
+        .env("ROOM__AUTH__JWT_SECRET", SECRET)
+        .status()
+        .await
+        .expect("room-api migrate");
+    assert!(migrated.success(), "room-api migrate failed");
+    let shared = Shared {
+        mysql_url: database.url.clone(),
+        redis_url,
+        prefix: format!("{}{test}:", redis_server::prefix()),
+    };
+    Some((shared, database))
+}
+
+/// A room created through `node` (so run by it), with alice and bob in it.
+async fn room_on(node: &Node) -> String {
+    let room = node
+        .post_until_ok("/v1/rooms", "alice", json!({ "name": "Night talk" }))
+        .await;
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    for user in ["alice", "bob"] {
+        node.post_until_ok(&format!("/v1/rooms/{room_id}/join"), user, json!({}))
+            .await;
+    }
+    room_id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_nodes_rooms_run_again_on_the_other() {
+    let Some((shared, _database)) = shared("killed_node").await else {
+        return;
+    };
+    let a = Node::start(&shared, "node-a").await;
+    let b = Node::start(&shared, "node-b").await;
+    let room_id = room_on(&a).await;
+    let (epoch_a, owner) = ownership(&shared.mysql_url, &room_id).await;
+    assert_eq!(owner, "node-a");
+
+    a.signal("-KILL");
+    // Node b answers 503 NOT_OWNER until node a's lease expires, then takes the room.
+    let room = b
+        .post_until_ok(
+            &format!("/v1/rooms/{room_id}/seats/0/take"),
+            "bob",
+            json!({}),
+        )
+        .await;
+    assert_eq!(room["seats"][0]["user_id"], "bob", "{room}");
+    let (epoch_b, owner) = ownership(&shared.mysql_url, &room_id).await;
+    assert_eq!(owner, "node-b");
+    assert!(epoch_b > epoch_a, "{epoch_b} after {epoch_a}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_node_commits_nothing_for_the_room_it_lost() {
+    let Some((shared, _database)) = shared("paused_node").await else {
+        return;
+    };
+    let a = Node::start(&shared, "node-a").await;
+    let b = Node::start(&shared, "node-b").await;
+    let room_id = room_on(&a).await;
+
+    // Paused past its lease, node a loses the room to node b.
+    a.signal("-STOP");
+    b.post_until_ok(
+        &format!("/v1/rooms/{room_id}/seats/0/take"),
+        "bob",
+        json!({}),
+    )
+    .await;
+    let taken = ownership(&shared.mysql_url, &room_id).await;
+    assert_eq!(taken.1, "node-b");
+
+    // Resumed, node a still has its cell for a moment; whatever it is asked for the room is
+    // done by node b, and node a's epoch never commits again.
+    a.signal("-CONT");
+    let room = a
+        .post_until_ok(
+            &format!("/v1/rooms/{room_id}/seats/1/take"),
+            "alice",
+            json!({}),
+        )
+        .await;
+    assert_eq!(room["seats"][0]["user_id"], "bob", "{room}");
+    assert_eq!(room["seats"][1]["user_id"], "alice", "{room}");
+    assert_eq!(ownership(&shared.mysql_url, &room_id).await, taken);
+}
