@@ -245,9 +245,7 @@ async fn commit_in(conn: &mut MySqlConnection, c: &PreparedCommit) -> Result<(),
     .await?;
 
     for order in &c.orders {
-        if !order.replace(conn, None).await? {
-            return Err(Error::NotFound(format!("order {}", order.order_id())).into());
-        }
+        order.replace_applied(conn).await?;
     }
     for timer in &c.timers {
         timer.arm(conn).await?;

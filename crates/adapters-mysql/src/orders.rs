@@ -34,13 +34,43 @@ impl OrderRow {
         })
     }
 
-    pub(crate) fn order_id(&self) -> &str {
-        &self.order_id
-    }
-
     /// Replaces the stored order if it exists and its status is `expected` (any status
     /// without `expected`); returns whether it did. The driver asks the server for matched
     /// rather than changed rows, so replacing an order by an identical one counts.
+    /// Replaces the stored order as a commit applies it, if it still awaits its room
+    /// (`GiftOrder::awaits_room`: PENDING, or DEBITED with no refusal recorded):
+    /// [`Error::NotFound`] when it is not stored, [`Error::OrderSettled`] when another drive
+    /// settled it. The commit holds the room's cell row, and the update locks the order's.
+    pub(crate) async fn replace_applied(&self, conn: &mut MySqlConnection) -> Result<(), TxError> {
+        let updated = sqlx::query(
+            "UPDATE gift_orders
+             SET room_id = ?, sender = ?, status = ?, created_at = ?, body = ?
+             WHERE sender = ? AND order_id = ?
+               AND (status = 'PENDING'
+                    OR (status = 'DEBITED'
+                        AND COALESCE(JSON_TYPE(JSON_EXTRACT(body, '$.rejection')), 'NULL') = 'NULL'))",
+        )
+        .bind(&self.room_id)
+        .bind(&self.sender)
+        .bind(self.status)
+        .bind(self.created_at)
+        .bind(&self.body)
+        .bind(&self.sender)
+        .bind(&self.order_id)
+        .execute(&mut *conn)
+        .await?;
+        if updated.rows_affected() > 0 {
+            return Ok(());
+        }
+        match stored_status(conn, &self.sender, &self.order_id).await? {
+            Some(_) => Err(Error::OrderSettled(
+                OrderId::new(self.order_id.as_str()).map_err(Error::corrupt)?,
+            )
+            .into()),
+            None => Err(Error::NotFound(format!("order {}", self.order_id)).into()),
+        }
+    }
+
     pub(crate) async fn replace(
         &self,
         conn: &mut MySqlConnection,

@@ -231,9 +231,7 @@ fn commit(conn: &Connection, c: &PreparedCommit) -> Result<()> {
     }
 
     for order in &c.orders {
-        if !order.replace(conn, None)? {
-            return Err(Error::NotFound(format!("order {}", order.order_id())));
-        }
+        order.replace_applied(conn)?;
     }
     for timer in &c.timers {
         timer.arm(conn)?;

@@ -32,8 +32,38 @@ impl OrderRow {
         })
     }
 
-    pub(crate) fn order_id(&self) -> &str {
-        &self.order_id
+    /// Replaces the stored order as a commit applies it, if it still awaits its room
+    /// (`GiftOrder::awaits_room`: PENDING, or DEBITED with no refusal recorded):
+    /// [`Error::NotFound`] when it is not stored, [`Error::OrderSettled`] when another drive
+    /// settled it.
+    pub(crate) fn replace_applied(&self, conn: &Connection) -> Result<()> {
+        let updated = conn
+            .prepare_cached(
+                "UPDATE gift_orders
+                 SET room_id = ?1, status = ?3, created_at = ?4, body = ?5
+                 WHERE sender = ?2 AND order_id = ?6
+                   AND (status = 'PENDING'
+                        OR (status = 'DEBITED' AND json_extract(body, '$.rejection') IS NULL))",
+            )
+            .and_then(|mut update| {
+                update.execute(params![
+                    self.room_id,
+                    self.sender,
+                    self.status,
+                    self.created_at,
+                    self.body,
+                    self.order_id,
+                ])
+            })
+            .map_err(sql)?;
+        if updated > 0 {
+            return Ok(());
+        }
+        let order_id = || OrderId::new(&self.order_id).map_err(Error::corrupt);
+        match stored_body(conn, &self.sender, &self.order_id)? {
+            Some(_) => Err(Error::OrderSettled(order_id()?)),
+            None => Err(Error::NotFound(format!("order {}", self.order_id))),
+        }
     }
 
     /// Replaces the stored order if it exists and its status is `expected` (any status

@@ -933,6 +933,8 @@ impl Cell {
                         // The domain accepted the command: whatever the store refused for
                         // good is the service's fault, never the caller's.
                         Error::Internal(_) | Error::Corrupt(_) if definite => error.clone(),
+                        // Another drive settled the gift order: the saga reads it again.
+                        Error::OrderSettled(_) => error.clone(),
                         _ if definite => Error::internal(&error),
                         _ => Error::Unavailable(error.to_string()),
                     };

@@ -50,6 +50,12 @@ pub enum Error {
     /// wait for it: retry with the same order id shortly. Nothing moved.
     #[error("order {0} is in progress")]
     OrderInProgress(room_domain::OrderId),
+    /// A commit would apply a gift order that no longer awaits its room
+    /// ([`GiftOrder::awaits_room`](room_domain::GiftOrder::awaits_room)): another drive of the
+    /// order (on another node) recorded the room's refusal or ended it meanwhile. Nothing was
+    /// written; the order's stored state is the answer.
+    #[error("gift order {0} was settled by another drive")]
+    OrderSettled(room_domain::OrderId),
     /// A fault of this service: a store refused what the service sent it (a statement that
     /// cannot run, a value it cannot hold). Not the caller's fault and not retryable; needs a
     /// person.
@@ -135,6 +141,11 @@ pub enum RemoteError {
         /// What was missing.
         message: String,
     },
+    /// [`Error::OrderSettled`].
+    OrderSettled {
+        /// The order.
+        order_id: room_domain::OrderId,
+    },
     /// Every other error that a retry cannot mend ([`Error::Internal`], [`Error::Corrupt`],
     /// [`Error::Conflict`], ...): the owner logged it; the sender answers it as its own
     /// fault.
@@ -169,6 +180,9 @@ impl From<&Error> for RemoteError {
             Error::NotFound(message) => RemoteError::NotFound {
                 message: message.clone(),
             },
+            Error::OrderSettled(order_id) => RemoteError::OrderSettled {
+                order_id: order_id.clone(),
+            },
             other if other.is_retryable() => RemoteError::Unavailable {
                 message: other.to_string(),
             },
@@ -190,6 +204,7 @@ impl RemoteError {
             RemoteError::InsufficientFunds { balance } => Error::InsufficientFunds { balance },
             RemoteError::Invalid { message } => Error::Invalid(message),
             RemoteError::NotFound { message } => Error::NotFound(message),
+            RemoteError::OrderSettled { order_id } => Error::OrderSettled(order_id),
             RemoteError::Internal { message } => {
                 Error::Internal(format!("the owner of room {room_id}: {message}"))
             }
@@ -235,6 +250,7 @@ mod tests {
             Error::Corrupt("row".into()),
             Error::Conflict("version".into()),
             Error::AlreadyExists("cmd".into()),
+            Error::OrderSettled(room_domain::OrderId::new("o1").unwrap()),
         ] {
             let after = through(definite.clone());
             assert!(!after.is_retryable(), "{definite:?} became {after:?}");

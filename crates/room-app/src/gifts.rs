@@ -353,7 +353,21 @@ impl GiftSaga {
             if step == SagaStep::Done {
                 return Ok(order);
             }
-            let outcome = self.take_step(&order, step).await?;
+            let outcome = match self.take_step(&order, step).await {
+                Err(Error::OrderSettled(_)) => {
+                    // A drive on another node recorded the room's refusal (or ended the
+                    // order) while this one applied it: the room did not apply it, and the
+                    // stored order says what comes next.
+                    order = self
+                        .orders
+                        .get(&order.sender, &order.order_id)
+                        .await?
+                        .ok_or_else(|| Error::corrupt("gift order vanished"))?;
+                    stored = order.status;
+                    continue;
+                }
+                outcome => outcome?,
+            };
             let (applied, debited) = (
                 matches!(outcome, SagaOutcome::Applied { .. }),
                 matches!(outcome, SagaOutcome::Debited { .. }),

@@ -129,8 +129,12 @@ impl CellStore for InMemoryStore {
             return Err(Error::Invalid(problem));
         }
         for order in &batch.orders {
-            if !t.orders.contains_key(&order_key(order)) {
-                return Err(Error::NotFound(format!("order {}", order.order_id)));
+            match t.orders.get(&order_key(order)) {
+                None => return Err(Error::NotFound(format!("order {}", order.order_id))),
+                Some(stored) if !stored.awaits_room() => {
+                    return Err(Error::OrderSettled(order.order_id.clone()));
+                }
+                Some(_) => {}
             }
         }
         // Validated: apply everything.

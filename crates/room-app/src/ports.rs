@@ -133,7 +133,10 @@ pub struct CommitBatch {
     pub events: Vec<StoredEvent>,
     /// Envelopes of the durable events, for the outbox.
     pub outbox: Vec<EventEnvelope>,
-    /// Gift orders the batch applied (now APPLIED or COMPLETED).
+    /// Gift orders the batch applied (now APPLIED or COMPLETED). Each must be stored and
+    /// still await its room ([`GiftOrder::awaits_room`]): else the batch is refused,
+    /// [`Error::NotFound`](crate::Error::NotFound) or
+    /// [`Error::OrderSettled`](crate::Error::OrderSettled).
     pub orders: Vec<GiftOrder>,
     /// Timers to arm (replacing any with the same id).
     pub timers: Vec<Timer>,

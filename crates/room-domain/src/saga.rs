@@ -274,6 +274,18 @@ impl GiftOrder {
         }
     }
 
+    /// Whether the room may still apply this order, as it stands in storage: it is PENDING
+    /// (debited or not), or DEBITED with no refusal recorded. Once a drive recorded the room's
+    /// refusal (a refund is due) or the order ended, applying it would move coins twice; every
+    /// store refuses a commit that applies such an order.
+    pub fn awaits_room(&self) -> bool {
+        match self.status {
+            OrderStatus::Pending => true,
+            OrderStatus::Debited => self.rejection.is_none(),
+            _ => false,
+        }
+    }
+
     /// What the orchestrator must do next.
     pub fn next_step(&self) -> SagaStep {
         match self.status {

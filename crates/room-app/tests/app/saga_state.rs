@@ -487,3 +487,48 @@ async fn an_order_failed_by_recovery_answers_every_repeat_with_one_balance() {
     assert_eq!(world.saga().send(request).await.unwrap(), first);
     assert_eq!(world.balance("alice").await, Coins(1_100));
 }
+
+/// Two drives of one order on two nodes: this one has debited and sends the gift to the room;
+/// meanwhile the other recorded the room's refusal (a refund is due). The room must not apply
+/// the gift now: its commit is refused, this drive reads the order again and refunds it once,
+/// and the coins are conserved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_refused_by_another_drive_during_the_apply_is_refunded_not_applied() {
+    let world = World::new().await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    top_up(&world, "alice", 100).await;
+    let probe = &world.probe;
+    let calls = probe.commit_calls();
+    probe.close_gate();
+    let service = world.service.clone();
+    let send = gift(&room, "alice", "o1", "rose", 1, &["bob"]);
+    let sent = tokio::spawn(async move { service.gifts().send(send).await });
+    crate::support::eventually("the gift's commit is held", || async move {
+        probe.commit_calls() == calls + 1
+    })
+    .await;
+
+    // The other node's drive: debited (the same operation), refused by the room.
+    let stored = GiftOrders::get(&*world.store, &uid("alice"), &oid("o1"))
+        .await
+        .unwrap()
+        .expect("the order is stored");
+    assert_eq!(stored.status, OrderStatus::Pending);
+    let mut refused = stored.clone();
+    refused.status = OrderStatus::Debited;
+    refused.rejection = Some(room_domain::Rejection::RoomClosed);
+    GiftOrders::update(&*world.store, &refused, OrderStatus::Pending)
+        .await
+        .unwrap();
+    world.probe.open_gate();
+
+    let receipt = sent.await.unwrap().unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(receipt.status, OrderStatus::Compensated, "{receipt:?}");
+    assert_eq!(receipt.coin_balance_after.0, 100);
+    assert_eq!(world.balance("alice").await.0, 100);
+    assert!(
+        gifts_in(&world.log(&room).await).is_empty(),
+        "the gift was applied"
+    );
+    assert_conserved(&world, &[&room], 100, "after the refund").await;
+}

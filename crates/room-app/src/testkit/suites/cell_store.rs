@@ -96,6 +96,7 @@ where
     stored_command_id_is_already_exists_and_writes_nothing(fresh().await).await;
     command_id_twice_in_a_batch_is_already_exists(fresh().await).await;
     unknown_order_fails_and_writes_nothing(fresh().await).await;
+    settled_order_fails_and_writes_nothing(fresh().await).await;
     event_seq_gap_is_invalid_and_writes_nothing(fresh().await).await;
     rearming_a_timer_in_a_commit_replaces_it(fresh().await).await;
     rooms_are_independent(fresh().await).await;
@@ -463,6 +464,59 @@ where
         before,
         "a batch naming an unknown order writes nothing",
     );
+}
+
+async fn settled_order_fails_and_writes_nothing<S>(store: Arc<S>)
+where
+    S: CellStore + GiftOrders + Outbox + Timers + Payouts + RoomDirectory,
+{
+    let a = room("room-a");
+    let activation = ok(store.activate(&a, "node-1").await, "activate");
+    let batch = full_batch(&*store, &a, &batch(&a, activation, 0, &[("c1", 1)]), "k").await;
+    // Another drive recorded the room's refusal of the order the batch applies: a refund is
+    // due, and applying it now would move its coins twice.
+    let applied = &batch.orders[0];
+    let mut refused = order_in(applied, OrderStatus::Debited);
+    refused.rejection = Some(room_domain::Rejection::RoomClosed);
+    ok(
+        store.update(&refused, OrderStatus::Pending).await,
+        "update to DEBITED with a refusal",
+    );
+    let before = observe(&*store, &a, &batch).await;
+    expect_err!(
+        store.commit(&batch).await,
+        Error::OrderSettled(_),
+        "a batch applying an order whose refusal is recorded"
+    );
+    same(
+        observe(&*store, &a, &batch).await,
+        before,
+        "a batch applying a settled order writes nothing",
+    );
+    // Ended orders cannot be applied either; an order DEBITED with no refusal (as stored by
+    // earlier releases) can.
+    for (status, applies) in [
+        (OrderStatus::Compensated, false),
+        (OrderStatus::Completed, false),
+        (OrderStatus::Debited, true),
+    ] {
+        let stored = ok(
+            store.get(&applied.sender, &applied.order_id).await,
+            "GiftOrders::get",
+        )
+        .expect("stored");
+        let mut next = order_in(applied, status);
+        if status == OrderStatus::Debited {
+            next.rejection = None;
+        }
+        ok(store.update(&next, stored.status).await, "update");
+        let committed = store.commit(&batch).await;
+        match (applies, committed) {
+            (true, Ok(())) => {}
+            (false, Err(Error::OrderSettled(_))) => {}
+            (applies, other) => panic!("stored {status:?}: applies {applies}, got {other:?}"),
+        }
+    }
 }
 
 async fn event_seq_gap_is_invalid_and_writes_nothing<S>(store: Arc<S>)
