@@ -73,8 +73,7 @@ impl SharedState {
         local: Arc<BroadcastMessenger>,
         root: &CancellationToken,
     ) -> anyhow::Result<SharedState> {
-        let cluster = &settings.cluster;
-        let Some(lease) = cluster.redis_lease(&settings.cell.node_id) else {
+        let Some(lease) = settings.redis_lease() else {
             return Ok(SharedState {
                 lease: Arc::new(LocalLease),
                 presence: Arc::new(LocalPresence::new()),
@@ -82,7 +81,7 @@ impl SharedState {
                 messenger: local,
             });
         };
-        let unreachable = "cannot reach Redis (ROOM__CLUSTER__REDIS_URL)";
+        let unreachable = "cannot reach Redis (ROOM__LEASE__REDIS_URL)";
         let mut presence = RedisPresenceSettings::new(lease.url.clone());
         presence.key_prefix = lease.key_prefix.clone();
         presence.pool_size = lease.pool_size;
@@ -180,14 +179,14 @@ impl App {
             settings.cell_config(catalog.rules),
             CancellationToken::new(),
         );
-        if settings.cluster.is_clustered()
+        if settings.is_clustered()
             && let Some(token) = &internal_token
         {
-            let timeout = Duration::from_millis(settings.cluster.forward_timeout_ms);
+            let timeout = settings.forward_timeout();
             runtime.forward_with(Arc::new(HttpForwarder::new(token.clone(), timeout)?));
             tracing::info!(
                 node_id = %settings.cell.node_id,
-                advertise_url = ?settings.cluster.advertise_url,
+                advertise_url = ?settings.advertise_url(),
                 "clustered: rooms other nodes own are forwarded to them"
             );
         }

@@ -48,77 +48,73 @@ pub struct Settings {
     pub sse: SseSettings,
     /// Per-user rate limits.
     pub limits: LimitSettings,
-    /// Several nodes sharing the rooms.
+    /// Room leases in Redis (several nodes).
+    pub lease: LeaseSettings,
+    /// How the nodes reach each other.
     pub cluster: ClusterSettings,
 }
 
-/// `[cluster]`: several `room-api` nodes behind a load balancer, sharing the rooms through
-/// leases in Redis. Unset `redis_url`: one node, which owns every room (the embedded mode).
+/// `[lease]`: room leases in Redis, which several `room-api` nodes behind a load balancer
+/// share the rooms by. Unset `redis_url`: one node, which owns every room.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ClusterSettings {
-    /// `redis://[:password@]host:port/db` (`ROOM__CLUSTER__REDIS_URL`): room leases and the
-    /// node registry. Set, this node is one of several: it needs a node id of its own
-    /// (`ROOM__CELL__NODE_ID`), an advertised URL and the internal token.
+pub struct LeaseSettings {
+    /// `redis://[:password@]host:port/db` (`ROOM__LEASE__REDIS_URL`): room leases, the node
+    /// registry, presence, the password lockout and the display relay. Set, this node is one
+    /// of several: it needs a node id of its own (`ROOM__CELL__NODE_ID`), an advertised URL and
+    /// the internal token.
     pub redis_url: Option<SecretString>,
-    /// Where the other nodes reach this node's internal endpoint, such as
-    /// `http://10.0.0.5:8080` (`ROOM__CLUSTER__ADVERTISE_URL`).
-    pub advertise_url: Option<String>,
-    /// The shared secret of node-to-node calls, at least 32 bytes
-    /// (`ROOM__CLUSTER__INTERNAL_TOKEN`). Unset, the internal routes refuse every call.
-    pub internal_token: Option<SecretString>,
-    /// How long a room lease lasts unless renewed; a dead node's rooms move within it. The
-    /// keeper renews every third of it.
-    pub lease_ttl_secs: u64,
-    /// How long a request forwarded to a room's owner may take, in milliseconds; below
-    /// `http.request_timeout_secs`, so the client hears why.
-    pub forward_timeout_ms: u64,
+    /// How long a room lease lasts unless renewed, in milliseconds (`ROOM__LEASE__TTL_MS`); a
+    /// dead node's rooms move within it. The keeper renews every third of it.
+    pub ttl_ms: u64,
     /// Prepended to every Redis key (several deployments on one Redis).
-    pub redis_key_prefix: String,
-    /// The most Redis connections of this node.
-    pub redis_pool_size: usize,
+    pub key_prefix: String,
+    /// The most Redis connections of this node, per use (leases, presence, lockout).
+    pub pool_size: usize,
 }
 
-impl Default for ClusterSettings {
+impl Default for LeaseSettings {
     fn default() -> Self {
-        ClusterSettings {
+        LeaseSettings {
             redis_url: None,
-            advertise_url: None,
-            internal_token: None,
-            lease_ttl_secs: 10,
-            forward_timeout_ms: 5_000,
-            redis_key_prefix: String::new(),
-            redis_pool_size: 16,
+            ttl_ms: 10_000,
+            key_prefix: String::new(),
+            pool_size: 16,
         }
     }
 }
 
-impl ClusterSettings {
-    /// Whether this node is one of several (a Redis URL is set).
-    pub fn is_clustered(&self) -> bool {
-        self.redis_url.is_some()
-    }
-
+impl LeaseSettings {
     /// The lease TTL.
-    pub fn lease_ttl(&self) -> Duration {
-        Duration::from_secs(self.lease_ttl_secs)
+    pub fn ttl(&self) -> Duration {
+        Duration::from_millis(self.ttl_ms)
     }
+}
 
-    /// The Redis lease's settings for node `node_id`, if clustered.
-    pub fn redis_lease(&self, node_id: &str) -> Option<adapters_redis::RedisLeaseSettings> {
-        let url = self.redis_url.as_ref()?;
-        let mut settings = adapters_redis::RedisLeaseSettings::new(
-            url.expose_secret(),
-            node_id,
-            self.advertise_url.clone().unwrap_or_default(),
-        );
-        settings.ttl = self.lease_ttl();
-        settings.key_prefix = self.redis_key_prefix.clone();
-        settings.pool_size = self.redis_pool_size.max(1);
-        // A call may take a tenth of the TTL: a renewal that hangs must end well within it.
-        settings.op_timeout = (self.lease_ttl() / 10).max(Duration::from_millis(100));
-        Some(settings)
-    }
+/// The shortest lease TTL accepted: the keeper renews every third of it, and a renewal must
+/// fit in that with room to spare.
+pub const MIN_LEASE_TTL_MS: u64 = 3_000;
+
+/// `[cluster]`: how the nodes of a deployment reach each other.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSettings {
+    /// Where the other nodes reach this node's internal endpoint, such as
+    /// `http://10.0.0.5:8080` (`ROOM__CLUSTER__ADVERTISE_URL`). Unset: `http://` and
+    /// `http.addr`, unless that is a wildcard address (`0.0.0.0`, `[::]`), which others
+    /// cannot reach.
+    pub advertise_url: Option<String>,
+    /// The shared secret of node-to-node calls, at least 32 bytes
+    /// (`ROOM__CLUSTER__INTERNAL_TOKEN`). Unset, the internal routes refuse every call.
+    pub internal_token: Option<SecretString>,
+    /// MySQL storage for one node, without Redis (`ROOM__CLUSTER__SINGLE_NODE`): this node
+    /// then owns every room, and nothing keeps a second node off the database's rooms but the
+    /// epoch. Without it, MySQL storage needs `ROOM__LEASE__REDIS_URL`.
+    pub single_node: bool,
+    /// How long a request forwarded to a room's owner may take, in milliseconds
+    /// (`ROOM__CLUSTER__FORWARD_TIMEOUT_MS`); below `http.request_timeout_secs`, so the client
+    /// hears why. Unset: half of it.
+    pub forward_timeout_ms: Option<u64>,
 }
 
 /// `[http]`: the listener and request limits.
@@ -547,37 +543,7 @@ impl Settings {
                  {MIN_JWT_SECRET_BYTES} bytes"
             );
         }
-        if self.cluster.is_clustered() {
-            anyhow::ensure!(
-                self.cluster.internal_token.is_some(),
-                "ROOM__CLUSTER__REDIS_URL is set, so this node shares rooms with others: set \
-                 ROOM__CLUSTER__INTERNAL_TOKEN (the same secret on every node) so that they \
-                 can forward requests to each other"
-            );
-            anyhow::ensure!(
-                self.cluster
-                    .advertise_url
-                    .as_deref()
-                    .is_some_and(|url| url.starts_with("http://") || url.starts_with("https://")),
-                "ROOM__CLUSTER__REDIS_URL is set: set ROOM__CLUSTER__ADVERTISE_URL to the \
-                 http:// URL where the other nodes reach this one"
-            );
-            anyhow::ensure!(
-                !self.cell.node_id.trim().is_empty() && self.cell.node_id != "local",
-                "ROOM__CLUSTER__REDIS_URL is set: give this node an id of its own \
-                 (ROOM__CELL__NODE_ID), unique among the nodes"
-            );
-            anyhow::ensure!(
-                self.cluster.lease_ttl_secs >= 3,
-                "cluster.lease_ttl_secs must be at least 3 (the keeper renews every third)"
-            );
-            anyhow::ensure!(
-                self.cluster.forward_timeout_ms >= 100
-                    && self.cluster.forward_timeout_ms < self.http.request_timeout_secs * 1000,
-                "cluster.forward_timeout_ms must be at least 100 and below \
-                 http.request_timeout_secs"
-            );
-        }
+        self.validate_cluster()?;
         let window = self.rtc.callback_window_secs;
         anyhow::ensure!(
             window > 0,
@@ -589,6 +555,105 @@ impl Settings {
              captured callbacks could be replayed that long after their event"
         );
         Ok(())
+    }
+
+    /// Refuses every combination of storage, lease and cluster settings that cannot work,
+    /// saying which keys to set.
+    fn validate_cluster(&self) -> anyhow::Result<()> {
+        let mysql = self.storage.url.starts_with("mysql:");
+        if !self.is_clustered() {
+            anyhow::ensure!(
+                !mysql || self.cluster.single_node,
+                "ROOM__STORAGE__URL is a MySQL database, which several nodes share: set \
+                 ROOM__LEASE__REDIS_URL so that they share its rooms, or \
+                 ROOM__CLUSTER__SINGLE_NODE=true if this node is the only one"
+            );
+            return Ok(());
+        }
+        anyhow::ensure!(
+            !self.cluster.single_node,
+            "ROOM__CLUSTER__SINGLE_NODE=true and ROOM__LEASE__REDIS_URL contradict each other: \
+             unset one"
+        );
+        // memory:// stays allowed: tests run several nodes in one process over one store.
+        anyhow::ensure!(
+            !self.storage.url.starts_with("sqlite:"),
+            "ROOM__LEASE__REDIS_URL is set, so this node shares its rooms with others, but \
+             ROOM__STORAGE__URL ({}) is a SQLite file, which one process serves: use mysql://",
+            self.storage.redacted_url()
+        );
+        anyhow::ensure!(
+            self.cluster.internal_token.is_some(),
+            "ROOM__LEASE__REDIS_URL is set, so this node shares rooms with others: set \
+             ROOM__CLUSTER__INTERNAL_TOKEN (the same secret on every node) so that they can \
+             forward requests to each other"
+        );
+        let advertised = self.advertise_url();
+        anyhow::ensure!(
+            advertised
+                .as_deref()
+                .is_some_and(|url| url.starts_with("http://") || url.starts_with("https://")),
+            "ROOM__LEASE__REDIS_URL is set and this node listens on {}, which other nodes cannot \
+             reach: set ROOM__CLUSTER__ADVERTISE_URL to the http:// URL where they reach it",
+            self.http.addr
+        );
+        anyhow::ensure!(
+            !self.cell.node_id.trim().is_empty() && self.cell.node_id != "local",
+            "ROOM__LEASE__REDIS_URL is set: give this node an id of its own \
+             (ROOM__CELL__NODE_ID), unique among the nodes"
+        );
+        anyhow::ensure!(
+            self.lease.ttl_ms >= MIN_LEASE_TTL_MS,
+            "ROOM__LEASE__TTL_MS is {}: it must be at least {MIN_LEASE_TTL_MS} (the keeper \
+             renews every third of it)",
+            self.lease.ttl_ms
+        );
+        let forward = self.forward_timeout().as_millis();
+        anyhow::ensure!(
+            forward >= 100 && forward < u128::from(self.http.request_timeout_secs) * 1000,
+            "ROOM__CLUSTER__FORWARD_TIMEOUT_MS is {forward}: it must be at least 100 and below \
+             http.request_timeout_secs ({} s)",
+            self.http.request_timeout_secs
+        );
+        Ok(())
+    }
+
+    /// Whether this node is one of several (a lease Redis URL is set).
+    pub fn is_clustered(&self) -> bool {
+        self.lease.redis_url.is_some()
+    }
+
+    /// Where other nodes reach this one: `cluster.advertise_url`, or `http://` and
+    /// `http.addr` when that is not a wildcard address.
+    pub fn advertise_url(&self) -> Option<String> {
+        self.cluster.advertise_url.clone().or_else(|| {
+            (!self.http.addr.ip().is_unspecified()).then(|| format!("http://{}", self.http.addr))
+        })
+    }
+
+    /// How long a forwarded request may take: `cluster.forward_timeout_ms`, or half the
+    /// request timeout.
+    pub fn forward_timeout(&self) -> Duration {
+        self.cluster
+            .forward_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::from_secs(self.http.request_timeout_secs) / 2)
+    }
+
+    /// The Redis lease's settings for this node, if clustered.
+    pub fn redis_lease(&self) -> Option<adapters_redis::RedisLeaseSettings> {
+        let url = self.lease.redis_url.as_ref()?;
+        let mut settings = adapters_redis::RedisLeaseSettings::new(
+            url.expose_secret(),
+            &self.cell.node_id,
+            self.advertise_url().unwrap_or_default(),
+        );
+        settings.ttl = self.lease.ttl();
+        settings.key_prefix = self.lease.key_prefix.clone();
+        settings.pool_size = self.lease.pool_size.max(1);
+        // A call may take a tenth of the TTL: a renewal that hangs must end well within it.
+        settings.op_timeout = (self.lease.ttl() / 10).max(Duration::from_millis(100));
+        Some(settings)
     }
 
     /// Loads the settings from [`DEFAULT_CONFIG_FILE`] and the environment.
@@ -607,8 +672,8 @@ impl Settings {
             recent_commands: self.cell.recent_commands,
             recent_commands_bytes: self.cell.recent_commands_bytes,
             rules: std::sync::Arc::new(rules),
-            lease_renew_every: if self.cluster.is_clustered() {
-                self.cluster.lease_ttl() / 3
+            lease_renew_every: if self.is_clustered() {
+                self.lease.ttl() / 3
             } else {
                 room_app::CellConfig::default().lease_renew_every
             },
@@ -714,6 +779,61 @@ mod tests {
         let mut settings = Settings::default();
         settings.rtc.callback_window_secs = 0;
         assert!(settings.validate().is_err());
+    }
+
+    #[test]
+    fn every_wrong_combination_of_storage_lease_and_cluster_is_refused_by_name() {
+        let secret = "x".repeat(MIN_JWT_SECRET_BYTES);
+        let clustered = || {
+            let mut s = Settings::default();
+            s.auth.jwt_secret = SecretString::from(secret.clone());
+            s.storage.url = "mysql://room@db/room".into();
+            s.lease.redis_url = Some(SecretString::from("redis://cache:6379"));
+            s.cluster.internal_token = Some(SecretString::from(secret.clone()));
+            s.cell.node_id = "api-1".into();
+            s
+        };
+        assert!(clustered().validate().is_ok());
+        assert_eq!(
+            clustered().advertise_url().as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
+        let refused = |change: &dyn Fn(&mut Settings), key: &str| {
+            let mut s = clustered();
+            change(&mut s);
+            let message = s.validate().unwrap_err().to_string();
+            assert!(message.contains(key), "{key}: {message}");
+        };
+        refused(&|s| s.lease.redis_url = None, "ROOM__CLUSTER__SINGLE_NODE");
+        refused(&|s| s.cluster.single_node = true, "contradict");
+        refused(&|s| s.storage.url = "sqlite://x.db".into(), "mysql://");
+        refused(
+            &|s| s.cluster.internal_token = None,
+            "ROOM__CLUSTER__INTERNAL_TOKEN",
+        );
+        refused(
+            &|s| s.cluster.internal_token = Some(SecretString::from("short")),
+            "ROOM__CLUSTER__INTERNAL_TOKEN",
+        );
+        refused(
+            &|s| s.http.addr = "0.0.0.0:8080".parse().unwrap(),
+            "ADVERTISE_URL",
+        );
+        refused(&|s| s.cell.node_id = "local".into(), "ROOM__CELL__NODE_ID");
+        refused(&|s| s.lease.ttl_ms = 2_999, "ROOM__LEASE__TTL_MS");
+        refused(
+            &|s| s.cluster.forward_timeout_ms = Some(10_000),
+            "ROOM__CLUSTER__FORWARD_TIMEOUT_MS",
+        );
+        // A wildcard listener is fine with an advertised URL; one node on MySQL with the flag.
+        let mut s = clustered();
+        s.http.addr = "0.0.0.0:8080".parse().unwrap();
+        s.cluster.advertise_url = Some("http://10.0.0.5:8080".into());
+        assert!(s.validate().is_ok());
+        let mut s = clustered();
+        s.lease.redis_url = None;
+        s.cluster.single_node = true;
+        assert!(s.validate().is_ok());
     }
 
     #[test]

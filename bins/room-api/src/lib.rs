@@ -30,8 +30,9 @@ pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
 pub use cluster::{ForwardAnswer, HttpForwarder, INTERNAL_PREFIX, token_matches};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
-    DEV_JWT_SECRET, HttpSettings, LimitSettings, MAX_CALLBACK_WINDOW_SECS, MIN_JWT_SECRET_BYTES,
-    PresenceSettings, RtcSettings, Settings, SseSettings, StorageSettings, WorkerSettings,
+    DEV_JWT_SECRET, HttpSettings, LeaseSettings, LimitSettings, MAX_CALLBACK_WINDOW_SECS,
+    MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS, PresenceSettings, RtcSettings, Settings, SseSettings,
+    StorageSettings, WorkerSettings,
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
 pub use routes::{MAX_BODY_BYTES, openapi};

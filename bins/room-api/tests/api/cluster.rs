@@ -60,8 +60,10 @@ impl Cluster {
             let base = format!("http://{}", listener.local_addr().unwrap());
             let mut settings: Settings = settings(&dir);
             settings.cell.node_id = format!("node-{i}");
-            settings.cluster.redis_url = Some(SecretString::from(redis.clone()));
-            settings.cluster.redis_key_prefix = prefix.clone();
+            // The nodes share the in-memory store built above.
+            settings.storage.url = "memory://".into();
+            settings.lease.redis_url = Some(SecretString::from(redis.clone()));
+            settings.lease.key_prefix = prefix.clone();
             settings.cluster.advertise_url = Some(base.clone());
             settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
             change(&mut settings);

@@ -20,6 +20,7 @@ async fn the_service_runs_on_mysql_once_migrated() {
     let dir = tempfile::TempDir::new().unwrap();
     let mut on_mysql = settings(&dir);
     on_mysql.storage.url = database.url.clone();
+    on_mysql.cluster.single_node = true;
 
     let refused = App::build(on_mysql.clone())
         .await
@@ -34,7 +35,10 @@ async fn the_service_runs_on_mysql_once_migrated() {
 
     let change = {
         let url = database.url.clone();
-        move |s: &mut room_api::Settings| s.storage.url = url
+        move |s: &mut room_api::Settings| {
+            s.storage.url = url;
+            s.cluster.single_node = true;
+        }
     };
     let t = TestApp::with(change.clone()).await;
     let room_id = t.room_with_members(100).await;
