@@ -3,7 +3,8 @@
 //! node killed with `kill -9` has its rooms run again by the other; a node paused
 //! (`SIGSTOP`) past its lease finds, once resumed, that it lost the room, and commits nothing
 //! for it (the room's epoch and owner in the database stay the other node's), while what it
-//! is asked for the room is answered by the new owner.
+//! is asked for the room is answered by the new owner; and `kill -9` of the owner in a gift
+//! storm sent through both nodes settles every order and loses or makes no coin.
 
 #[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
 mod mysql_server;
@@ -30,6 +31,10 @@ struct Shared {
     mysql_url: String,
     redis_url: String,
     prefix: String,
+    /// The gift catalog and rules: the shipped file with rockets that never fill, so that
+    /// no reward enters the books.
+    catalog: std::path::PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 /// One `room-api` process.
@@ -51,7 +56,7 @@ impl Node {
             .env("ROOM__STORAGE__URL", &shared.mysql_url)
             .env("ROOM__STORAGE__MAX_CONNECTIONS", "4")
             .env("ROOM__AUTH__JWT_SECRET", SECRET)
-            .env("ROOM__CATALOG__PATH", "no-such-dir/gifts.toml")
+            .env("ROOM__CATALOG__PATH", &shared.catalog)
             .env("ROOM__CELL__NODE_ID", node_id)
             .env("ROOM__LEASE__REDIS_URL", &shared.redis_url)
             .env("ROOM__LEASE__KEY_PREFIX", &shared.prefix)
@@ -165,10 +170,19 @@ async fn shared(test: &str) -> Option<(Shared, mysql_server::TestDatabase)> {
         .await
         .expect("room-api migrate");
     assert!(migrated.success(), "room-api migrate failed");
+    let dir = tempfile::TempDir::new().unwrap();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/gifts.toml");
+    let text = std::fs::read_to_string(shipped).expect("shipped catalog");
+    let text = text.replace("fuel = 10 ", "fuel = 0 ");
+    assert!(text.contains("fuel = 0 "), "the rose's fuel line moved");
+    let catalog = dir.path().join("gifts.toml");
+    std::fs::write(&catalog, text).unwrap();
     let shared = Shared {
         mysql_url: database.url.clone(),
         redis_url,
         prefix: format!("{}{test}:", redis_server::prefix()),
+        catalog,
+        _dir: dir,
     };
     Some((shared, database))
 }
@@ -245,4 +259,153 @@ async fn a_paused_node_commits_nothing_for_the_room_it_lost() {
     assert_eq!(room["seats"][0]["user_id"], "bob", "{room}");
     assert_eq!(room["seats"][1]["user_id"], "alice", "{room}");
     assert_eq!(ownership(&shared.mysql_url, &room_id).await, taken);
+}
+
+/// Sends `sender`'s order `order_id` (a rose to alice) until it has an end: through `first`
+/// while it answers, then through `second`, repeating the same order id on every
+/// retryable answer. Returns the order's end as the service answered it.
+async fn send_until_settled(
+    first: &Node,
+    second: &Node,
+    room_id: &str,
+    sender: &str,
+    order_id: &str,
+) -> String {
+    let body =
+        json!({ "order_id": order_id, "gift_id": "rose", "count": 1, "recipients": ["alice"] });
+    let path = format!("/v1/rooms/{room_id}/gifts");
+    let deadline = Instant::now() + DEADLINE;
+    let mut node = first;
+    loop {
+        let (status, answer) = node.post(&path, sender, body.clone()).await;
+        if status == 200 {
+            return answer["status"].as_str().unwrap().to_owned();
+        }
+        if let Some(end) = answer["order"]["status"].as_str() {
+            return end.to_owned();
+        }
+        if status == 0 {
+            // The node is gone: the other one takes over.
+            node = second;
+        } else {
+            assert_eq!(
+                answer["error"]["retryable"],
+                json!(true),
+                "{status} {answer}"
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "order {order_id} of {sender} never settled"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_coins() {
+    let Some((shared, _database)) = shared("gift_storm").await else {
+        return;
+    };
+    let a = std::sync::Arc::new(Node::start(&shared, "node-a").await);
+    let b = std::sync::Arc::new(Node::start(&shared, "node-b").await);
+    let room_id = room_on(&a).await;
+    const SENDERS: [&str; 4] = ["s1", "s2", "s3", "s4"];
+    const CREDIT: i64 = 10_000;
+    for sender in SENDERS {
+        b.post_until_ok(&format!("/v1/rooms/{room_id}/join"), sender, json!({}))
+            .await;
+        b.post_until_ok(
+            &format!("/v1/admin/wallets/{sender}/credit"),
+            "admin",
+            json!({ "op_id": format!("storm-{sender}"), "amount": CREDIT }),
+        )
+        .await;
+    }
+
+    // Each sender sends 30 roses, half of the senders through node a (the owner), half
+    // through node b; node a is killed once 20 orders have ended.
+    let ended = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut storm = tokio::task::JoinSet::new();
+    for (i, sender) in SENDERS.iter().enumerate() {
+        let (first, second) = if i % 2 == 0 {
+            (a.clone(), b.clone())
+        } else {
+            (b.clone(), a.clone())
+        };
+        let (room_id, ended) = (room_id.clone(), ended.clone());
+        storm.spawn(async move {
+            let mut ends = Vec::new();
+            for n in 0..30 {
+                let order_id = format!("{sender}-{n}");
+                let end = send_until_settled(&first, &second, &room_id, sender, &order_id).await;
+                ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                ends.push((sender.to_string(), order_id, end));
+            }
+            ends
+        });
+    }
+    let deadline = Instant::now() + DEADLINE;
+    while ended.load(std::sync::atomic::Ordering::SeqCst) < 20 {
+        assert!(Instant::now() < deadline, "the storm did not start");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.signal("-KILL");
+    let mut ends = Vec::new();
+    while let Some(sent) = storm.join_next().await {
+        ends.extend(sent.unwrap());
+    }
+    assert_eq!(ends.len(), SENDERS.len() * 30);
+
+    // The books, from the database.
+    let mut conn = MySqlConnection::connect(&shared.mysql_url).await.unwrap();
+    let unfinished: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM gift_orders WHERE status NOT IN ('COMPLETED', 'FAILED', 'COMPENSATED')",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(unfinished, 0, "every order settled");
+    let events: Vec<String> =
+        sqlx::query_scalar("SELECT event FROM room_events WHERE room_id = ? ORDER BY seq")
+            .bind(&room_id)
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    let mut applied = std::collections::HashSet::new();
+    let mut gift_value = 0;
+    for event in events {
+        let event: Value = serde_json::from_str(&event).unwrap();
+        if event["type"] == "RoomGiftSent" {
+            let payload = &event["payload"];
+            gift_value += payload["total_value"].as_i64().unwrap();
+            let key = format!(
+                "{} {}",
+                payload["sender"].as_str().unwrap(),
+                payload["order_id"].as_str().unwrap()
+            );
+            assert!(applied.insert(key), "an order applied twice: {payload}");
+        }
+    }
+    let balances: i64 =
+        sqlx::query_scalar("SELECT CAST(COALESCE(SUM(balance), 0) AS SIGNED) FROM wallet_accounts")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    let credited = CREDIT * SENDERS.len() as i64;
+    assert_eq!(
+        balances + gift_value,
+        credited,
+        "balances {balances} + applied gifts {gift_value} != credited {credited}"
+    );
+    // What the clients were told matches the room: a COMPLETED order is applied, once.
+    for (sender, order_id, end) in &ends {
+        let key = format!("{sender} {order_id}");
+        assert_eq!(
+            end == "COMPLETED",
+            applied.contains(&key),
+            "{sender} {order_id}: {end}"
+        );
+    }
+    let _ = conn.close().await;
 }
