@@ -35,6 +35,7 @@ const SENDERS: usize = 64;
 /// What `--help` prints.
 const USAGE: &str = "\
 usage: room-bench [--server PATH] [--seconds N] [--rate N] [--only PHASES] [--latency-only]
+                  [--storage sqlite|mysql] [--mysql URL] [--nodes 1|2] [--redis URL]
 
 Starts a release room-api on a fresh SQLite file and measures it over loopback HTTP.
   --server PATH    the room-api binary (default target/release/room-api)
@@ -42,12 +43,24 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
   --rate N         offered load of the open-loop phase, gifts per second (default 1500)
   --only PHASES    comma-separated, of: hot, single, spread, latency, memory (default: all)
   --latency-only   the same as --only latency
+  --storage S      sqlite (default: a fresh file per server) or mysql (a fresh database per
+                   server on --mysql, default mysql://root@127.0.0.1:3306, migrated first)
+  --nodes N        2: two nodes on one MySQL database and the Redis of --redis (default
+                   redis://127.0.0.1:6379): forwarding cost, spread, failover, renewals
 Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
+
+mod nodes;
 
 struct Options {
     server: PathBuf,
     seconds: u64,
     rate: u64,
+    /// Where the servers keep their data.
+    storage: nodes::Storage,
+    /// The Redis of `--nodes 2`.
+    redis: String,
+    /// 1, or 2 for the two-node phases.
+    nodes: usize,
     /// The phases to run (all when empty): hot, single, spread, latency, memory.
     only: Vec<String>,
 }
@@ -63,8 +76,13 @@ fn options() -> Result<Options> {
         server: PathBuf::from("target/release/room-api"),
         seconds: 10,
         rate: 1500,
+        storage: nodes::Storage::Sqlite,
+        redis: "redis://127.0.0.1:6379".into(),
+        nodes: 1,
         only: Vec::new(),
     };
+    let mut mysql = "mysql://root@127.0.0.1:3306".to_owned();
+    let mut on_mysql = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         if arg == "--help" || arg == "-h" {
@@ -76,7 +94,18 @@ fn options() -> Result<Options> {
             options.only = vec!["latency".to_owned()];
             continue;
         }
-        if !["--server", "--seconds", "--rate", "--only"].contains(&arg.as_str()) {
+        if ![
+            "--server",
+            "--seconds",
+            "--rate",
+            "--only",
+            "--storage",
+            "--mysql",
+            "--redis",
+            "--nodes",
+        ]
+        .contains(&arg.as_str())
+        {
             bail!("unknown option {arg} (--help lists them)");
         }
         let value = args
@@ -86,6 +115,19 @@ fn options() -> Result<Options> {
             "--server" => options.server = value.into(),
             "--seconds" => options.seconds = value.parse()?,
             "--rate" => options.rate = value.parse()?,
+            "--storage" => match value.as_str() {
+                "sqlite" => on_mysql = false,
+                "mysql" => on_mysql = true,
+                other => bail!("unknown storage {other}: sqlite or mysql"),
+            },
+            "--mysql" => mysql = value,
+            "--redis" => options.redis = value,
+            "--nodes" => {
+                options.nodes = value.parse()?;
+                if !(1..=2).contains(&options.nodes) {
+                    bail!("--nodes is 1 or 2");
+                }
+            }
             "--only" => {
                 options.only = value.split(',').map(str::to_owned).collect();
                 if let Some(unknown) = options.only.iter().find(|p| {
@@ -96,6 +138,9 @@ fn options() -> Result<Options> {
             }
             other => unreachable!("{other} was checked above"),
         }
+    }
+    if on_mysql {
+        options.storage = nodes::Storage::MySql(mysql);
     }
     Ok(options)
 }
@@ -111,9 +156,18 @@ async fn main() -> Result<()> {
     }
     let duration = Duration::from_secs(options.seconds);
     report("machine", &machine());
+    if options.nodes == 2 {
+        return nodes::two_nodes(&options.server, &options.storage, &options.redis, duration).await;
+    }
+    let storage = async |extra: &[(&str, &str)]| -> Result<Server> {
+        let mut env = nodes::fresh_storage(&options.storage, &options.server).await?;
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Server::start(&options.server, &env).await
+    };
     let mut hot = None;
     if options.runs("hot") {
-        let server = Server::start(&options.server, &[]).await?;
+        let server = storage(&[]).await?;
         let setup = server.setup(1, SENDERS).await?;
         let rate = closed_loop(&server, &setup, duration, true).await?;
         report("hot room, group commit on (gifts/s)", &format!("{rate:.0}"));
@@ -125,7 +179,7 @@ async fn main() -> Result<()> {
             ("ROOM__CELL__MAX_BATCH", "1"),
             ("ROOM__STORAGE__MAX_JOBS_PER_TRANSACTION", "1"),
         ];
-        let server = Server::start(&options.server, &single).await?;
+        let server = storage(&single).await?;
         let setup = server.setup(1, SENDERS).await?;
         let rate = closed_loop(&server, &setup, duration, true).await?;
         report(
@@ -141,7 +195,7 @@ async fn main() -> Result<()> {
         }
     }
     if options.runs("spread") || options.runs("latency") {
-        let server = Server::start(&options.server, &[]).await?;
+        let server = storage(&[]).await?;
         let setup = server.setup(100, 100).await?;
         if options.runs("spread") {
             let rate = closed_loop(&server, &setup, duration, true).await?;
@@ -157,7 +211,7 @@ async fn main() -> Result<()> {
         server.stop().await?;
     }
     if options.runs("memory") {
-        let server = Server::start(&options.server, &[]).await?;
+        let server = storage(&[]).await?;
         let (per_room, per_member) = memory(&server).await?;
         report(
             "memory per idle active room",
@@ -191,6 +245,9 @@ fn machine() -> String {
 struct Server {
     child: Child,
     client: ClientView,
+    /// The environment it was started with (beyond the bench's own), to start another
+    /// node like it.
+    env: Vec<(String, String)>,
     _dir: TempDir,
 }
 
@@ -244,6 +301,10 @@ impl Server {
                     .pool_max_idle_per_host(256)
                     .build()?,
             },
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             _dir: TempDir(dir),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -259,6 +320,16 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// SIGKILL: no drain, no lease release.
+    fn kill_9(&self) -> Result<()> {
+        let pid = self.child.id().context("server exited")?;
+        std::process::Command::new("kill")
+            .arg("-KILL")
+            .arg(pid.to_string())
+            .status()?;
+        Ok(())
     }
 
     async fn stop(mut self) -> Result<()> {
@@ -351,10 +422,16 @@ impl Server {
 
     /// `rooms` rooms, each with its own sender (rich) and recipient, both members.
     async fn setup(&self, rooms: usize, senders: usize) -> Result<Setup> {
+        self.setup_tagged(rooms, senders, "").await
+    }
+
+    /// Like [`Server::setup`], with every user and room name prefixed by `tag`, so that
+    /// setups on several nodes of one cluster do not share users.
+    async fn setup_tagged(&self, rooms: usize, senders: usize, tag: &str) -> Result<Setup> {
         let admin = token("bench-admin", true)?;
         let mut out = Vec::new();
         for r in 0..rooms {
-            let owner = token(&format!("owner-{r}"), false)?;
+            let owner = token(&format!("{tag}owner-{r}"), false)?;
             let room = self
                 .call(
                     reqwest::Method::POST,
@@ -364,7 +441,7 @@ impl Server {
                 )
                 .await?;
             let room_id = room["room_id"].as_str().context("room_id")?.to_owned();
-            let recipient = format!("recipient-{r}");
+            let recipient = format!("{tag}recipient-{r}");
             let recipient_token = token(&recipient, false)?;
             self.call(
                 reqwest::Method::POST,
@@ -379,7 +456,7 @@ impl Server {
         let mut rooms_out = Vec::new();
         for s in 0..senders {
             let (room_id, _, recipient) = out[s % out.len()].clone();
-            let user = format!("sender-{s}");
+            let user = format!("{tag}sender-{s}");
             let sender = token(&user, false)?;
             self.call(
                 reqwest::Method::POST,
@@ -433,13 +510,34 @@ async fn closed_loop(
     duration: Duration,
     measured: bool,
 ) -> Result<f64> {
+    closed_loop_on(
+        std::slice::from_ref(&server.client),
+        &[server],
+        setup,
+        duration,
+        measured,
+    )
+    .await
+}
+
+/// [`closed_loop`] through several nodes: sender `w` sends through `clients[w % n]`, and the
+/// CPU reported is that of all of `servers`.
+async fn closed_loop_on(
+    clients: &[ClientView],
+    servers: &[&Server],
+    setup: &Setup,
+    duration: Duration,
+    measured: bool,
+) -> Result<f64> {
     // Warm up: activate every room and open connections.
-    for sender in &setup.rooms {
-        server.client.gift(sender, next_order()).await?;
+    for (i, sender) in setup.rooms.iter().enumerate() {
+        clients[i % clients.len()]
+            .gift(sender, next_order())
+            .await?;
     }
     let done = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
-    let cpu_before = server.cpu()?;
+    let cpu_before = cpu_of(servers)?;
     let started = Instant::now();
     let deadline = started + duration;
     let mut workers = Vec::new();
@@ -447,7 +545,7 @@ async fn closed_loop(
         let sender = setup.rooms[w % setup.rooms.len()].clone();
         let done = done.clone();
         let errors = errors.clone();
-        let client = server.client.clone();
+        let client = clients[w % clients.len()].clone();
         workers.push(tokio::spawn(async move {
             while Instant::now() < deadline {
                 match client.gift(&sender, next_order()).await {
@@ -461,7 +559,7 @@ async fn closed_loop(
         worker.await?;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let cpu = server.cpu()?.since(&cpu_before);
+    let cpu = cpu_of(servers)?.since(&cpu_before);
     let errors = errors.load(Ordering::Relaxed);
     if errors > 0 {
         report("  errors during the run", &errors.to_string());
@@ -471,6 +569,15 @@ async fn closed_loop(
         cpu.report(gifts);
     }
     Ok(gifts as f64 / elapsed)
+}
+
+/// The CPU counters of `servers` together (their CPU times summed).
+fn cpu_of(servers: &[&Server]) -> Result<CpuSample> {
+    let mut sum = servers.first().context("no server")?.cpu()?;
+    for server in &servers[1..] {
+        sum.server_ticks += server.cpu()?.server_ticks;
+    }
+    Ok(sum)
 }
 
 /// CPU time of the server process and of the whole machine at one moment, from `/proc`.
