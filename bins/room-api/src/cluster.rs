@@ -19,9 +19,9 @@ use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use room_app::ports::{ForwardedCommand, Forwarder, ReadKind};
+use room_app::ports::{ForwardedCommand, Forwarder, Membership, ReadKind};
 use room_app::{CommandReply, Error, RemoteError};
-use room_domain::{RoomId, RoomState};
+use room_domain::{RoomId, RoomState, UserId};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -84,6 +84,10 @@ pub fn internal_routes(state: AppState) -> Router<AppState> {
             post(execute_forwarded),
         )
         .route("/internal/v1/rooms/{room_id}/state", get(read_forwarded))
+        .route(
+            "/internal/v1/rooms/{room_id}/members/{user_id}",
+            get(membership_forwarded),
+        )
         .layer(middleware::from_fn_with_state(
             state,
             require_internal_token,
@@ -156,6 +160,25 @@ async fn read_forwarded(
     Ok(Json(ForwardAnswer::of(answer)))
 }
 
+async fn membership_forwarded(
+    State(state): State<AppState>,
+    Path((room_id, user_id)): Path<(String, String)>,
+    Query(params): Query<ReadParams>,
+) -> Result<Json<ForwardAnswer<Membership>>, ApiError> {
+    let user: UserId = parse_id("user_id", &user_id)?;
+    let answer = match known_room(&state, &room_id).await? {
+        Ok(room_id) => {
+            state
+                .service
+                .runtime()
+                .membership_local(&room_id, &user, params.kind)
+                .await
+        }
+        Err(unknown) => Err(unknown),
+    };
+    Ok(Json(ForwardAnswer::of(answer)))
+}
+
 /// The room of the path if it was ever created; a made-up id gets the room's own answer
 /// (`ROOM_NOT_FOUND`) and activates nothing, as on the node the client called.
 async fn known_room(state: &AppState, raw: &str) -> Result<room_app::Result<RoomId>, ApiError> {
@@ -214,6 +237,14 @@ impl HttpForwarder {
     }
 }
 
+/// `?kind=` of the read routes.
+fn kind_param(kind: ReadKind) -> &'static str {
+    match kind {
+        ReadKind::Committed => "committed",
+        ReadKind::Newest => "newest",
+    }
+}
+
 fn room_url(base: &str, room_id: &RoomId, what: &str) -> String {
     format!(
         "{}{INTERNAL_PREFIX}/rooms/{room_id}/{what}",
@@ -242,14 +273,24 @@ impl Forwarder for HttpForwarder {
         room_id: &RoomId,
         kind: ReadKind,
     ) -> room_app::Result<RoomState> {
-        let kind = match kind {
-            ReadKind::Committed => "committed",
-            ReadKind::Newest => "newest",
-        };
         let request = self
             .client
             .get(room_url(url, room_id, "state"))
-            .query(&[("kind", kind)]);
+            .query(&[("kind", kind_param(kind))]);
+        self.send(room_id, request).await
+    }
+
+    async fn membership(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        user: &UserId,
+        kind: ReadKind,
+    ) -> room_app::Result<Membership> {
+        let request = self
+            .client
+            .get(room_url(url, room_id, &format!("members/{user}")))
+            .query(&[("kind", kind_param(kind))]);
         self.send(room_id, request).await
     }
 }

@@ -169,7 +169,10 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .layer(CatchPanicLayer::new())
         .layer(middleware::map_response(normalize_errors))
         .layer(middleware::from_fn(record_metrics))
-        .layer(TraceLayer::new_for_http())
+        // Failures are counted by `record_metrics`, and those that are the service's fault
+        // logged where they arise (`normalize_errors`, the handlers): a retryable 503 while
+        // a room changes owner is no error to log once per request.
+        .layer(TraceLayer::new_for_http().on_failure(()))
 }
 
 /// Gives every error answer the API's shape: responses made outside the handlers (the body

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use room_domain::{
     Actor, Coins, Command, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope, GiftOrder,
-    MicChange, RoomId, RoomRules, RoomState, RoomStatus, SagaOutcome, Snapshot, Timestamp, decide,
-    evolve,
+    MicChange, RoomId, RoomRules, RoomState, RoomStatus, SagaOutcome, Snapshot, Timestamp, UserId,
+    decide, evolve,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -22,8 +22,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::ports::{
     CellStoreRef, ClockRef, CommandRecord, CommitBatch, CreditKind, DisplayMessage,
-    ForwardedCommand, ForwarderRef, IdGenRef, LeaseRef, MessengerRef, Payout, PresenceRef,
-    ReadKind, RoomSummary, SnapshotStoreRef, StoredEvent, Timer,
+    ForwardedCommand, ForwarderRef, IdGenRef, LeaseRef, Membership, MessengerRef, Payout,
+    PresenceRef, ReadKind, RoomSummary, SnapshotStoreRef, StoredEvent, Timer,
 };
 use crate::{Error, Result};
 
@@ -291,6 +291,56 @@ impl CellRuntime {
         F: FnOnce(&RoomState) -> T + Send + 'static,
     {
         self.read(room_id, read, ReadKind::Newest).await
+    }
+
+    /// Where `user` stands in the room (status, membership, version), read as `kind` says
+    /// (committed, as [`CellRuntime::query`], or newest, as [`CellRuntime::peek`]); from the
+    /// owner when another live node runs the room, without shipping the room's state.
+    pub async fn membership(
+        &self,
+        room_id: &RoomId,
+        user: &UserId,
+        kind: ReadKind,
+    ) -> Result<Membership> {
+        let Some(forwarder) = self.inner.forwarder.get() else {
+            return self.membership_local(room_id, user, kind).await;
+        };
+        let mut answer = Err(Error::NotOwner(room_id.to_string()));
+        for _ in 0..2 {
+            answer = match self.route(room_id).await? {
+                Route::Local => self.membership_local(room_id, user, kind).await,
+                Route::Remote(url) => {
+                    let answer = forwarder.membership(&url, room_id, user, kind).await;
+                    forwarded(&answer);
+                    answer
+                }
+            };
+            if !matches!(answer, Err(Error::NotOwner(_))) {
+                break;
+            }
+        }
+        answer
+    }
+
+    /// [`CellRuntime::membership`] on this node's cell (activating it if needed): what the
+    /// internal endpoint answers other nodes. Never forwards.
+    pub async fn membership_local(
+        &self,
+        room_id: &RoomId,
+        user: &UserId,
+        kind: ReadKind,
+    ) -> Result<Membership> {
+        let user = user.clone();
+        self.read_here(
+            room_id,
+            move |state| Membership {
+                status: state.status,
+                member: state.members.contains_key(&user),
+                version: state.version,
+            },
+            kind,
+        )
+        .await
     }
 
     /// A copy of the room's state on this node's cell (activating it if needed), as

@@ -316,12 +316,17 @@ impl GiftSaga {
         if let Err(rejection) = apply.check_shape(self.runtime.rules()) {
             return Ok(Some(rejection));
         }
-        let sender = request.sender.clone();
-        let (status, sender_present) = self
+        let crate::ports::Membership {
+            status,
+            member: sender_present,
+            ..
+        } = self
             .runtime
-            .peek(&request.room_id, move |s| {
-                (s.status, s.members.contains_key(&sender))
-            })
+            .membership(
+                &request.room_id,
+                &request.sender,
+                crate::ports::ReadKind::Newest,
+            )
             .await?;
         Ok(match status {
             RoomStatus::Open if !sender_present => Some(Rejection::NotAMember {

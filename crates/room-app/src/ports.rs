@@ -476,6 +476,19 @@ pub enum ReadKind {
     Newest,
 }
 
+/// Where a user stands in a room, as [`Forwarder::membership`] answers it: the few facts the
+/// hottest checks need (a gift's pre-check, a heartbeat, an event stream's membership), so
+/// that they do not ship the whole room between nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Membership {
+    /// The room's status.
+    pub status: room_domain::RoomStatus,
+    /// Whether the user is a member.
+    pub member: bool,
+    /// The room's version.
+    pub version: u64,
+}
+
 /// Reaches a room's cell on the node that owns it, through that node's internal endpoint
 /// (the URL the node registered with its lease). The owner runs the request on its own cell
 /// and never forwards it again: a node that does not own the room answers
@@ -492,6 +505,14 @@ pub trait Forwarder: Send + Sync {
     ) -> Result<crate::CommandReply>;
     /// The state of `room_id` as the node at `url` holds it.
     async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState>;
+    /// Where `user` stands in `room_id` on the node at `url`.
+    async fn membership(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        user: &UserId,
+        kind: ReadKind,
+    ) -> Result<Membership>;
 }
 
 /// A display event on its way to the room's IM group (or the SSE stream in embedded mode).

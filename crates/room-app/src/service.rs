@@ -630,10 +630,12 @@ impl RoomService {
 
     /// Records that a member is still there.
     pub async fn heartbeat(&self, actor: &UserActor, room_id: &RoomId) -> Result<()> {
-        let user = actor.user_id.clone();
+        self.ensure_known(room_id).await?;
         let present = self
-            .query(room_id, move |state| state.members.contains_key(&user))
-            .await?;
+            .runtime
+            .membership(room_id, &actor.user_id, crate::ports::ReadKind::Committed)
+            .await?
+            .member;
         if !present {
             return Err(Error::Rejected(Rejection::NotAMember {
                 user: actor.user_id.clone(),

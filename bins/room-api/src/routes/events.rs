@@ -24,7 +24,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt, stream};
 use room_app::RoomWatch;
-use room_app::ports::DisplayMessage;
+use room_app::ports::{DisplayMessage, ReadKind};
 use room_domain::{Event, Rejection, RoomId, UserId};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -114,18 +114,15 @@ pub async fn room_events(
 
 /// The room's version when `user` is a member; `NOT_A_MEMBER` otherwise.
 async fn membership(state: &AppState, room_id: &RoomId, user: &UserId) -> ApiResult<u64> {
-    let who = user.clone();
-    let (member, version) = state
+    let seen = state
         .service
         .runtime()
-        .query(room_id, move |room| {
-            (room.members.contains_key(&who), room.version)
-        })
+        .membership(room_id, user, ReadKind::Committed)
         .await?;
-    if !member {
+    if !seen.member {
         return Err(Rejection::NotAMember { user: user.clone() }.into());
     }
-    Ok(version)
+    Ok(seen.version)
 }
 
 /// The `Last-Event-ID` header: `None` when absent, 400 `INVALID_LAST_EVENT_ID` when it is

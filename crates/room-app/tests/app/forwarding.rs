@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use room_app::ports::{ForwardedCommand, Forwarder, ReadKind};
+use room_app::ports::{ForwardedCommand, Forwarder, Membership, ReadKind};
 use room_app::testkit::InMemoryLeases;
 use room_app::{CellConfig, CellRuntime, CommandReply, Error, RemoteError, Result};
-use room_domain::{CommandKind, Rejection, RoomId, RoomState, SeatIndex};
+use room_domain::{CommandKind, Rejection, RoomId, RoomState, SeatIndex, UserId};
 
 use crate::support::{World, cid, config, gift, user};
 
@@ -68,6 +68,21 @@ impl Forwarder for Nodes {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let runtime = self.runtime(url)?;
         answer(room_id, runtime.read_local(room_id, wire(&kind)).await)
+    }
+
+    async fn membership(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        user: &UserId,
+        kind: ReadKind,
+    ) -> Result<Membership> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let runtime = self.runtime(url)?;
+        answer(
+            room_id,
+            runtime.membership_local(room_id, user, wire(&kind)).await,
+        )
     }
 }
 
@@ -184,6 +199,17 @@ impl Forwarder for Refusing {
     }
 
     async fn read(&self, _: &str, room_id: &RoomId, _: ReadKind) -> Result<RoomState> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Err(Error::NotOwner(room_id.to_string()))
+    }
+
+    async fn membership(
+        &self,
+        _: &str,
+        room_id: &RoomId,
+        _: &UserId,
+        _: ReadKind,
+    ) -> Result<Membership> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Err(Error::NotOwner(room_id.to_string()))
     }
