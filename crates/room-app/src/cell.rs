@@ -153,6 +153,8 @@ struct Inner {
     config: CellConfig,
     presence: std::sync::OnceLock<PresenceRef>,
     forwarder: std::sync::OnceLock<ForwarderRef>,
+    /// Rooms other nodes run, as lately looked up: room -> (the owner's URL, when looked up).
+    owners: Mutex<HashMap<RoomId, (String, tokio::time::Instant)>>,
     cells: Mutex<HashMap<RoomId, CellEntry>>,
     next_cell_id: AtomicU64,
     tracker: TaskTracker,
@@ -176,6 +178,7 @@ impl CellRuntime {
                 config,
                 presence: std::sync::OnceLock::new(),
                 forwarder: std::sync::OnceLock::new(),
+                owners: Mutex::new(HashMap::new()),
                 cells: Mutex::new(HashMap::new()),
                 next_cell_id: AtomicU64::new(1),
                 tracker: TaskTracker::new(),
@@ -242,6 +245,7 @@ impl CellRuntime {
             if !matches!(answer, Err(Error::NotOwner(_))) {
                 break;
             }
+            self.inner.forget_owner(room_id);
         }
         answer
     }
@@ -318,6 +322,7 @@ impl CellRuntime {
             if !matches!(answer, Err(Error::NotOwner(_))) {
                 break;
             }
+            self.inner.forget_owner(room_id);
         }
         answer
     }
@@ -390,6 +395,7 @@ impl CellRuntime {
             if !matches!(answer, Err(Error::NotOwner(_))) {
                 break;
             }
+            self.inner.forget_owner(room_id);
         }
         answer
     }
@@ -428,9 +434,15 @@ impl CellRuntime {
         if self.inner.forwarder.get().is_none() || self.is_active(room_id) {
             return Ok(Route::Local);
         }
+        if let Some(url) = self.inner.known_owner(room_id) {
+            return Ok(Route::Remote(url));
+        }
         match self.inner.deps.lease.get_holder(room_id).await? {
             Some(holder) if holder.node_id != self.inner.config.node_id => match holder.url {
-                Some(url) => Ok(Route::Remote(url)),
+                Some(url) => {
+                    self.inner.remember_owner(room_id, &url);
+                    Ok(Route::Remote(url))
+                }
                 None => Err(Error::NotOwner(room_id.to_string())),
             },
             _ => Ok(Route::Local),
@@ -628,7 +640,44 @@ impl CellRuntime {
     }
 }
 
+/// How long a looked-up owner of a room is trusted without asking the lease again. A stale
+/// entry costs one answer `NotOwner` from the old owner, after which the room is looked up
+/// afresh: routing is liveness only, the epoch keeps the writes right.
+const OWNER_CACHE_FOR: Duration = Duration::from_secs(1);
+
+/// The most rooms whose owner is remembered; past it the table starts over. Only rooms that
+/// exist get there (use cases check a room is known before they reach the runtime).
+const OWNER_CACHE_ROOMS: usize = 100_000;
+
 impl Inner {
+    fn lock_owners(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RoomId, (String, tokio::time::Instant)>> {
+        self.owners.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn known_owner(&self, room_id: &RoomId) -> Option<String> {
+        self.lock_owners()
+            .get(room_id)
+            .filter(|(_, since)| since.elapsed() < OWNER_CACHE_FOR)
+            .map(|(url, _)| url.clone())
+    }
+
+    fn remember_owner(&self, room_id: &RoomId, url: &str) {
+        let mut owners = self.lock_owners();
+        if owners.len() >= OWNER_CACHE_ROOMS {
+            owners.clear();
+        }
+        owners.insert(
+            room_id.clone(),
+            (url.to_owned(), tokio::time::Instant::now()),
+        );
+    }
+
+    fn forget_owner(&self, room_id: &RoomId) {
+        self.lock_owners().remove(room_id);
+    }
+
     fn lock_cells(&self) -> std::sync::MutexGuard<'_, HashMap<RoomId, CellEntry>> {
         self.cells.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -316,3 +316,83 @@ async fn recovery_leaves_the_orders_of_a_room_another_node_runs_to_that_node() {
     assert_eq!(a.balance("alice").await.0, 90);
     assert_eq!(crate::support::gifts_in(&a.log(&room).await).len(), 1);
 }
+
+/// A node's lease that counts its owner look-ups.
+struct CountingLease {
+    inner: room_app::ports::LeaseRef,
+    lookups: AtomicUsize,
+}
+
+#[async_trait]
+impl room_app::ports::Lease for CountingLease {
+    async fn acquire(&self, room_id: &RoomId) -> Result<bool> {
+        self.inner.acquire(room_id).await
+    }
+    async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>> {
+        self.inner.renew_all(rooms).await
+    }
+    async fn release(&self, room_id: &RoomId) -> Result<()> {
+        self.inner.release(room_id).await
+    }
+    async fn get_holder(&self, room_id: &RoomId) -> Result<Option<room_app::ports::LeaseHolder>> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
+        self.inner.get_holder(room_id).await
+    }
+}
+
+/// The owner is remembered for a moment (tokio time, paused here: it moves only when every
+/// task waits for a timer), not looked up for every request.
+#[tokio::test(start_paused = true)]
+async fn a_node_looks_a_rooms_owner_up_once_for_a_burst_of_requests() {
+    let leases = InMemoryLeases::new(Duration::from_secs(10));
+    let a = World::builder()
+        .config(CellConfig {
+            node_id: "node-a".into(),
+            ..config()
+        })
+        .lease(leases.node("node-a", "http://a"))
+        .build()
+        .await;
+    let counting = Arc::new(CountingLease {
+        inner: leases.node("node-b", "http://b"),
+        lookups: AtomicUsize::new(0),
+    });
+    let b = World::builder()
+        .config(CellConfig {
+            node_id: "node-b".into(),
+            ..config()
+        })
+        .store(a.store.clone())
+        .lease(counting.clone())
+        .build()
+        .await;
+    let nodes = Arc::new(Nodes::default());
+    for (url, world) in [("http://a", &a), ("http://b", &b)] {
+        nodes
+            .runtimes
+            .lock()
+            .unwrap()
+            .insert(url.into(), world.runtime().clone());
+        world.runtime().forward_with(nodes.clone());
+    }
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    for i in 0..10 {
+        b.runtime()
+            .query(&room, |state| state.version)
+            .await
+            .unwrap();
+        b.exec_as(
+            &room,
+            cid(&format!("seat-{i}")),
+            user("bob"),
+            take_seat((i % 2) as u8),
+        )
+        .await
+        .unwrap();
+    }
+    let lookups = counting.lookups.load(Ordering::SeqCst);
+    assert!(
+        (1..20).contains(&lookups),
+        "{lookups} look-ups for 20 requests"
+    );
+}
