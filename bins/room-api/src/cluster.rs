@@ -31,7 +31,7 @@ use crate::extract::parse_id;
 use crate::state::AppState;
 
 /// Idle keep-alive connections an [`HttpForwarder`] keeps to each other node.
-const MAX_IDLE_PER_NODE: usize = 32;
+const MAX_IDLE_PER_NODE: usize = 256;
 
 /// The path of the internal endpoint's routes.
 pub const INTERNAL_PREFIX: &str = "/internal/v1";
