@@ -33,7 +33,7 @@ use crate::config::Settings;
 use crate::limits::{RateLimits, StreamSlots};
 use crate::routes;
 use crate::serve::{self, ConnectionLimits};
-use crate::state::AppState;
+use crate::state::{AppState, HandlerContext};
 use crate::storage::Storage;
 
 /// How often the metrics recorder folds its recent samples into the summaries.
@@ -204,7 +204,7 @@ impl App {
             },
         ));
 
-        let state = AppState {
+        let state = AppState::new(HandlerContext {
             service,
             auth,
             messenger,
@@ -226,7 +226,7 @@ impl App {
             limits: RateLimits::new(&settings.limits).map(Arc::new),
             streams: StreamSlots::new(settings.sse.max_streams_per_user),
             internal_token,
-        };
+        });
         let router = routes::router(
             state.clone(),
             Duration::from_secs(settings.http.request_timeout_secs.max(1)),

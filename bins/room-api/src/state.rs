@@ -16,9 +16,28 @@ use crate::error::ApiResult;
 use crate::extract::parse_id;
 use crate::limits::{RateLimits, StreamSlots};
 
-/// Shared state of the handlers. Cheap to clone.
+/// Shared state of the handlers: one pointer, so the clone axum makes for every handler and
+/// layer of every request is one reference count (its fields are read through `Deref`).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<HandlerContext>);
+
+impl AppState {
+    /// The state of a service.
+    pub fn new(shared: HandlerContext) -> Self {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = HandlerContext;
+
+    fn deref(&self) -> &HandlerContext {
+        &self.0
+    }
+}
+
+/// What every handler can reach, behind [`AppState`].
+pub struct HandlerContext {
     /// The use cases.
     pub service: Arc<RoomService>,
     /// Token checks.
