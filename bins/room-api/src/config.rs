@@ -491,15 +491,23 @@ impl Settings {
     /// Loads the settings: defaults, then `file` if it exists, then the `ROOM__*` environment;
     /// then [`Settings::validate`]s them.
     pub fn load(file: &Path) -> Result<Settings, Box<figment::Error>> {
-        let settings: Settings = Figment::new()
-            .merge(Toml::file(file))
-            .merge(Env::prefixed("ROOM__").split("__"))
-            .extract()
-            .map_err(Box::new)?;
+        let settings = Self::load_unchecked(file)?;
         settings
             .validate()
             .map_err(|error| Box::new(figment::Error::from(error.to_string())))?;
         Ok(settings)
+    }
+
+    /// Loads the settings like [`Settings::load`] (unknown keys still stop it) without
+    /// [`Settings::validate`]: for the tools that use a part of them (`room-api migrate` the
+    /// storage, `room-api token` the secret), which a node's whole settings may be given to
+    /// as they are.
+    pub fn load_unchecked(file: &Path) -> Result<Settings, Box<figment::Error>> {
+        Figment::new()
+            .merge(Toml::file(file))
+            .merge(Env::prefixed("ROOM__").split("__"))
+            .extract()
+            .map_err(Box::new)
     }
 
     /// Refuses values the service must not start with, naming the key. Values where any
@@ -659,6 +667,11 @@ impl Settings {
     /// Loads the settings from [`DEFAULT_CONFIG_FILE`] and the environment.
     pub fn load_default() -> Result<Settings, Box<figment::Error>> {
         Self::load(Path::new(DEFAULT_CONFIG_FILE))
+    }
+
+    /// [`Settings::load_unchecked`] from [`DEFAULT_CONFIG_FILE`] and the environment.
+    pub fn load_default_unchecked() -> Result<Settings, Box<figment::Error>> {
+        Self::load_unchecked(Path::new(DEFAULT_CONFIG_FILE))
     }
 
     /// The runtime's configuration.

@@ -43,8 +43,14 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let settings = Settings::load_default().context("cannot load the configuration")?;
-    match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    // The tools use a part of the settings; the service checks all of them.
+    let settings = match command {
+        Command::Serve => Settings::load_default(),
+        Command::Token { .. } | Command::Migrate => Settings::load_default_unchecked(),
+    }
+    .context("cannot load the configuration")?;
+    match command {
         Command::Token {
             user,
             admin,

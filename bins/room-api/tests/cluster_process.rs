@@ -24,7 +24,11 @@ use tokio::process::{Child, Command};
 const SECRET: &str = "cluster-process-test-secret-of-32-bytes";
 const INTERNAL_TOKEN: &str = "cluster-process-test-internal-token-x";
 /// How long a test waits for something the cluster does by itself (a lease to expire).
-const DEADLINE: Duration = Duration::from_secs(60);
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// The tests of this file run one at a time: each runs two debug servers beside MariaDB and
+/// Redis, and three at once on two cores measure the machine more than the cluster.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// What the nodes of one test share.
 struct Shared {
@@ -157,7 +161,14 @@ async fn ownership(mysql_url: &str, room_id: &str) -> (i64, String) {
 
 /// A fresh database, migrated by the binary, and a Redis key prefix; `None` (the test
 /// skips) without the services.
-async fn shared(test: &str) -> Option<(Shared, mysql_server::TestDatabase)> {
+async fn shared(
+    test: &str,
+) -> Option<(
+    Shared,
+    mysql_server::TestDatabase,
+    tokio::sync::MutexGuard<'static, ()>,
+)> {
+    let turn = ONE_AT_A_TIME.lock().await;
     let redis_url = redis_server::url()?;
     let server = mysql_server::MySqlServer::from_env(test).await?;
     let database = server.database().await;
@@ -184,7 +195,7 @@ async fn shared(test: &str) -> Option<(Shared, mysql_server::TestDatabase)> {
         catalog,
         _dir: dir,
     };
-    Some((shared, database))
+    Some((shared, database, turn))
 }
 
 /// A room created through `node` (so run by it), with alice and bob in it.
@@ -202,7 +213,7 @@ async fn room_on(node: &Node) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_nodes_rooms_run_again_on_the_other() {
-    let Some((shared, _database)) = shared("killed_node").await else {
+    let Some((shared, _database, _turn)) = shared("killed_node").await else {
         return;
     };
     let a = Node::start(&shared, "node-a").await;
@@ -228,7 +239,7 @@ async fn a_killed_nodes_rooms_run_again_on_the_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_node_commits_nothing_for_the_room_it_lost() {
-    let Some((shared, _database)) = shared("paused_node").await else {
+    let Some((shared, _database, _turn)) = shared("paused_node").await else {
         return;
     };
     let a = Node::start(&shared, "node-a").await;
@@ -304,7 +315,7 @@ async fn send_until_settled(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_coins() {
-    let Some((shared, _database)) = shared("gift_storm").await else {
+    let Some((shared, _database, _turn)) = shared("gift_storm").await else {
         return;
     };
     let a = std::sync::Arc::new(Node::start(&shared, "node-a").await);
