@@ -126,7 +126,7 @@ async fn membership(state: &AppState, room_id: &RoomId, user: &UserId) -> ApiRes
 }
 
 /// The `Last-Event-ID` header: `None` when absent, 400 `INVALID_LAST_EVENT_ID` when it is
-/// not a whole number.
+/// not a whole number from 0 to `i64::MAX`.
 fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<u64>> {
     let Some(value) = headers.get("last-event-id") else {
         return Ok(None);
@@ -135,11 +135,14 @@ fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<u64>> {
         .to_str()
         .ok()
         .and_then(|text| text.trim().parse::<u64>().ok())
+        // A seq is at most `i64::MAX`, as the OpenAPI document says (and storage keeps it).
+        .filter(|seq| i64::try_from(*seq).is_ok())
         .map(Some)
         .ok_or_else(|| {
             ApiError::bad_request(
                 "INVALID_LAST_EVENT_ID",
-                "Last-Event-ID must be the seq (a whole number) of the last event received",
+                "Last-Event-ID must be the seq (a whole number, 0 to 2^63-1) of the last event \
+                 received",
             )
         })
 }

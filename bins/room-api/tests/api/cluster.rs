@@ -429,11 +429,13 @@ async fn a_reconnecting_watcher_gets_what_it_missed_or_a_resync() {
     read_until(&mut events, &mut seen, "event: resync").await;
     assert!(!seen.contains("event: RoomCreated"), "{seen}");
 
-    // Not a seq: refused.
-    let response = cluster.watch(1, &room_id, "bob", Some("yesterday")).await;
-    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(error_code(&body), "INVALID_LAST_EVENT_ID");
+    // Not a seq (a seq fits an i64): refused.
+    for bad in ["yesterday", "-1", "9223372036854775808"] {
+        let response = cluster.watch(1, &room_id, "bob", Some(bad)).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{bad}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(error_code(&body), "INVALID_LAST_EVENT_ID");
+    }
 }
 
 #[tokio::test]
