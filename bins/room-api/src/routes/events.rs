@@ -37,10 +37,9 @@ use crate::state::AppState;
 /// Streams the room's display events to a member.
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}/events", tag = "rooms",
-    params(
-        ("room_id" = crate::dto::Id, Path, description = "The room id"),
-        ("Last-Event-ID" = Option<u64>, Header, description = "The `seq` of the last event a reconnecting watcher got: the events after it are sent first (or `resync` when too many were missed)"),
-    ),
+    // The `Last-Event-ID` header is added by `openapi::complete`: an optional header that is
+    // never null, which the parameter macro cannot say.
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
         (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"room_id\",\"version\"}`), then, after a `Last-Event-ID`, the missed events or `resync` (`{\"version\"}`: read the room again), then each room event named by its type (`RoomGiftSent`, ...) with the event's `seq` as id and its JSON envelope as data; `lagged` (`{\"missed\"}`) ends a stream that fell behind", content_type = "text/event-stream", body = crate::dto::StreamEvent),
         (status = 400, description = "`INVALID_ID`, or `INVALID_LAST_EVENT_ID` (not a whole number)", body = ErrorResponse),

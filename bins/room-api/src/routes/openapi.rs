@@ -167,7 +167,39 @@ pub(super) fn complete(document: &mut OpenApi) {
         for operation in operations.into_iter().flatten() {
             complete_operation(operation);
         }
+        if path == "/v1/rooms/{room_id}/events"
+            && let Some(operation) = item.get.as_mut()
+        {
+            add_last_event_id(operation);
+        }
     }
+}
+
+/// The event stream's `Last-Event-ID` header: optional, a seq from 0 to `i64::MAX`.
+fn add_last_event_id(operation: &mut Operation) {
+    let parameter = ParameterBuilder::new()
+        .name("Last-Event-ID")
+        .parameter_in(ParameterIn::Header)
+        .required(utoipa::openapi::Required::False)
+        .description(Some(
+            "The `seq` of the last event a reconnecting watcher got: the events after it are \
+             sent first, or `resync` when more than the configured bound were missed (else 400 \
+             `INVALID_LAST_EVENT_ID`)",
+        ))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                    utoipa::openapi::KnownFormat::Int64,
+                )))
+                .minimum(Some(0))
+                .maximum(Some(i64::MAX)),
+        ))
+        .build();
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(RefOr::T(parameter));
 }
 
 /// Routes idempotent by an id of their own, which check an `Idempotency-Key` and need nothing

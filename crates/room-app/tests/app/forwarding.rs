@@ -93,6 +93,13 @@ struct Cluster {
 }
 
 async fn cluster() -> Cluster {
+    cluster_with(|lease| lease).await
+}
+
+/// Two nodes over one store and one lease table, node b's lease wrapped by `wrap_b`.
+async fn cluster_with(
+    wrap_b: impl FnOnce(room_app::ports::LeaseRef) -> room_app::ports::LeaseRef,
+) -> Cluster {
     let leases = InMemoryLeases::new(Duration::from_secs(10));
     let node = |id: &str| CellConfig {
         node_id: id.into(),
@@ -107,7 +114,7 @@ async fn cluster() -> Cluster {
     let b = World::builder()
         .config(node("node-b"))
         .store(a.store.clone())
-        .lease(leases.node("node-b", "http://b"))
+        .lease(wrap_b(leases.node("node-b", "http://b")))
         .build()
         .await;
     let nodes = Arc::new(Nodes::default());
@@ -320,7 +327,7 @@ async fn recovery_leaves_the_orders_of_a_room_another_node_runs_to_that_node() {
 /// A node's lease that counts its owner look-ups.
 struct CountingLease {
     inner: room_app::ports::LeaseRef,
-    lookups: AtomicUsize,
+    lookups: Arc<AtomicUsize>,
 }
 
 #[async_trait]
@@ -344,37 +351,15 @@ impl room_app::ports::Lease for CountingLease {
 /// task waits for a timer), not looked up for every request.
 #[tokio::test(start_paused = true)]
 async fn a_node_looks_a_rooms_owner_up_once_for_a_burst_of_requests() {
-    let leases = InMemoryLeases::new(Duration::from_secs(10));
-    let a = World::builder()
-        .config(CellConfig {
-            node_id: "node-a".into(),
-            ..config()
+    let lookups = Arc::new(AtomicUsize::new(0));
+    let counted = lookups.clone();
+    let Cluster { a, b, .. } = cluster_with(move |inner| {
+        Arc::new(CountingLease {
+            inner,
+            lookups: counted,
         })
-        .lease(leases.node("node-a", "http://a"))
-        .build()
-        .await;
-    let counting = Arc::new(CountingLease {
-        inner: leases.node("node-b", "http://b"),
-        lookups: AtomicUsize::new(0),
-    });
-    let b = World::builder()
-        .config(CellConfig {
-            node_id: "node-b".into(),
-            ..config()
-        })
-        .store(a.store.clone())
-        .lease(counting.clone())
-        .build()
-        .await;
-    let nodes = Arc::new(Nodes::default());
-    for (url, world) in [("http://a", &a), ("http://b", &b)] {
-        nodes
-            .runtimes
-            .lock()
-            .unwrap()
-            .insert(url.into(), world.runtime().clone());
-        world.runtime().forward_with(nodes.clone());
-    }
+    })
+    .await;
     let room = a.open_room("r1", "alice", &["bob"]).await;
     for i in 0..10 {
         b.runtime()
@@ -390,7 +375,7 @@ async fn a_node_looks_a_rooms_owner_up_once_for_a_burst_of_requests() {
         .await
         .unwrap();
     }
-    let lookups = counting.lookups.load(Ordering::SeqCst);
+    let lookups = lookups.load(Ordering::SeqCst);
     assert!(
         (1..20).contains(&lookups),
         "{lookups} look-ups for 20 requests"
