@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use room_api::{App, Settings};
 use room_domain::UserId;
+use room_node::{App, Settings};
 
 // Every request allocates (JSON, events, SQL rows) on both tokio workers and the SQLite
 // writer; the system allocator spent about an eighth of the service's CPU in the benchmark.
@@ -71,7 +71,7 @@ fn main() -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("cannot start the async runtime")?;
-            runtime.block_on(room_api::Storage::migrate(&settings.storage))?;
+            runtime.block_on(room_node::Storage::migrate(&settings.storage))?;
             eprintln!("migrated {}", settings.storage.redacted_url());
             Ok(())
         }

@@ -14,8 +14,8 @@ mod redis_server;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use room_api::Authenticator;
 use room_domain::UserId;
+use room_node::Authenticator;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use sqlx::{Connection, MySqlConnection};

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use room_api::Authenticator;
 use room_domain::{Timestamp, UserId, WeekKey};
+use room_node::Authenticator;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -607,7 +607,7 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
     }
     balances.insert("recipient".to_owned(), server.balance(&recipient).await);
     // The week rank counts the current week only: note which week that is around the query.
-    let utc_offset_secs = room_api::CatalogFile::load(&catalog)
+    let utc_offset_secs = room_node::CatalogFile::load(&catalog)
         .expect("the test catalog")
         .rules
         .day_utc_offset_secs;

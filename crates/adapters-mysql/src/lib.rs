@@ -25,6 +25,7 @@
 
 mod catalog;
 mod cells;
+mod claims;
 mod codec;
 mod directory;
 mod orders;

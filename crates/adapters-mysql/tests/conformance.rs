@@ -111,3 +111,11 @@ async fn wallet() {
     };
     testkit::wallet_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn work_claims() {
+    let Some(fresh) = Fresh::new("conformance::work_claims").await else {
+        return;
+    };
+    testkit::work_claims_suite(|| fresh.store()).await;
+}

@@ -19,6 +19,7 @@
 mod catalog;
 mod cells;
 mod checkpoint;
+mod claims;
 mod codec;
 mod directory;
 mod orders;

@@ -78,3 +78,9 @@ async fn room_directory() {
     let fresh = Fresh::default();
     testkit::room_directory_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn work_claims() {
+    let fresh = Fresh::default();
+    testkit::work_claims_suite(|| fresh.store()).await;
+}

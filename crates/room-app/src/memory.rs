@@ -13,7 +13,7 @@ use room_domain::{
 use crate::ports::{
     Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
     GiftCatalog, GiftOrders, OrderCursor, Outbox, OutboxMessage, Payout, Payouts, RoomDirectory,
-    RoomSummary, SnapshotStore, StoredEvent, Timer, Timers, Wallet,
+    RoomSummary, SnapshotStore, StoredEvent, Timer, Timers, Wallet, WorkClaims,
 };
 use crate::{Error, Result};
 
@@ -59,6 +59,8 @@ struct Tables {
     short_ids: HashMap<u32, RoomId>,
     room_short: HashMap<RoomId, u32>,
     summaries: HashMap<RoomId, RoomSummary>,
+    /// Work claims: name -> (owner, until).
+    claims: HashMap<String, (String, Timestamp)>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
@@ -260,6 +262,41 @@ impl Outbox for InMemoryStore {
             t.outbox.remove(id);
         }
         Ok(doomed.len() as u64)
+    }
+}
+
+#[async_trait]
+impl WorkClaims for InMemoryStore {
+    async fn claim(
+        &self,
+        name: &str,
+        owner: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<bool> {
+        let mut t = self.lock();
+        match t.claims.get_mut(name) {
+            Some((holder, expiry)) if holder != owner && *expiry >= now => Ok(false),
+            Some(claim) => {
+                *claim = (owner.to_owned(), until);
+                Ok(true)
+            }
+            None => {
+                t.claims.insert(name.to_owned(), (owner.to_owned(), until));
+                Ok(true)
+            }
+        }
+    }
+
+    async fn release(&self, name: &str, owner: &str) -> Result<()> {
+        let mut t = self.lock();
+        if t.claims
+            .get(name)
+            .is_some_and(|(holder, _)| holder == owner)
+        {
+            t.claims.remove(name);
+        }
+        Ok(())
     }
 }
 

@@ -237,6 +237,48 @@ pub trait Outbox: Send + Sync {
     async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64>;
 }
 
+/// What [`EventPublisher::publish`] got the broker to take.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// The ids of the messages the broker acknowledged, in the order given. A message it did
+    /// not take leaves out every later message of the same room too, so that marking these
+    /// delivered never puts a room's facts out of order.
+    pub delivered: Vec<i64>,
+    /// Why some message was not taken, if one was not.
+    pub error: Option<crate::Error>,
+}
+
+/// The message broker durable facts go to from the outbox (Kafka's `room.events.v1`, keyed by
+/// room id so each room's facts stay in order).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait EventPublisher: Send + Sync {
+    /// Publishes `messages` (outbox order) and waits until the broker has acknowledged each
+    /// one or given up on it. A message may reach the broker twice when an acknowledgement is
+    /// lost; consumers drop the repeat by its `event_id`.
+    async fn publish(&self, messages: &[OutboxMessage]) -> Published;
+}
+
+/// Exclusive claims on named pieces of background work among the processes that share a
+/// store, each with an expiry: a claimer that crashed loses its claims when they expire, and
+/// the work comes back to whoever claims it next.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait WorkClaims: Send + Sync {
+    /// Gives `name` to `owner` until `until` if nobody holds it, its claim expired by `now`,
+    /// or `owner` holds it already (the claim is then extended); answers whether `owner`
+    /// holds it now.
+    async fn claim(
+        &self,
+        name: &str,
+        owner: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<bool>;
+    /// Gives `name` up if `owner` holds it; another owner's claim is left alone.
+    async fn release(&self, name: &str, owner: &str) -> Result<()>;
+}
+
 /// Gift orders, the saga's memory. An order is keyed by its sender and its order id: order ids
 /// are chosen by clients, so two senders may use the same one, and neither can claim or probe
 /// the other's.
@@ -646,6 +688,10 @@ pub type CellStoreRef = Arc<dyn CellStore>;
 pub type SnapshotStoreRef = Arc<dyn SnapshotStore>;
 /// Shared handle to an [`Outbox`].
 pub type OutboxRef = Arc<dyn Outbox>;
+/// Shared handle to an [`EventPublisher`].
+pub type EventPublisherRef = Arc<dyn EventPublisher>;
+/// Shared handle to [`WorkClaims`].
+pub type WorkClaimsRef = Arc<dyn WorkClaims>;
 /// Shared handle to [`GiftOrders`].
 pub type GiftOrdersRef = Arc<dyn GiftOrders>;
 /// Shared handle to a [`Wallet`].

@@ -66,3 +66,8 @@ async fn local_presence() {
 async fn local_password_attempts() {
     testkit::password_attempts_suite(|| async { Arc::new(LocalPasswordAttempts::new()) }).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn work_claims() {
+    testkit::work_claims_suite(fresh).await;
+}

@@ -2,7 +2,7 @@
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
-use room_api::Claims;
+use room_node::Claims;
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, error_code, parse};
@@ -304,7 +304,7 @@ async fn missing_or_bad_tokens_are_refused() {
             ..Claims::default()
         })
         .unwrap();
-    let foreign = room_api::Authenticator::new(&secrecy::SecretString::from("other"))
+    let foreign = room_node::Authenticator::new(&secrecy::SecretString::from("other"))
         .unwrap()
         .mint(
             &room_domain::UserId::new("alice").unwrap(),

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
-use room_api::{App, AuthenticatorRef, Settings, Storage};
 use room_app::RoomService;
 use room_app::testkit::InMemoryStore;
 use room_domain::{RoomId, UserId};
+use room_node::{App, AuthenticatorRef, Settings, Storage};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tempfile::TempDir;

@@ -3,7 +3,7 @@
 //! another one.
 
 use axum::http::{Method, StatusCode};
-use room_api::Claims;
+use room_node::Claims;
 use serde_json::json;
 
 use crate::support::{TestApp, error_code};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Method, Request, Response, StatusCode, header};
-use room_api::{App, Settings};
+use room_node::{App, Settings};
 use serde_json::json;
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -6,7 +6,7 @@
 mod server;
 
 use axum::http::StatusCode;
-use room_api::{App, Storage};
+use room_node::{App, Storage};
 use serde_json::json;
 
 use crate::support::{TestApp, settings};
@@ -35,7 +35,7 @@ async fn the_service_runs_on_mysql_once_migrated() {
 
     let change = {
         let url = database.url.clone();
-        move |s: &mut room_api::Settings| {
+        move |s: &mut room_node::Settings| {
             s.storage.url = url;
             s.cluster.single_node = true;
         }

@@ -25,7 +25,7 @@ fn now_ms() -> i64 {
 }
 
 fn signed(body: &Value) -> Request<Body> {
-    let signature = room_api::rtc_sign(RTC_KEY.as_bytes(), body.to_string().as_bytes());
+    let signature = room_node::rtc_sign(RTC_KEY.as_bytes(), body.to_string().as_bytes());
     callback(body, Some(&signature))
 }
 
@@ -56,7 +56,7 @@ async fn audio_publish_confirms_the_mic_and_leaving_frees_the_seat() {
         "EventGroupId": 1, "EventType": 104, "CallbackTs": now_ms(),
         "EventInfo": {"RoomId": short_id, "UserId": "bob", "Reason": 1}
     });
-    let forged = room_api::rtc_sign(b"wrong key", left.to_string().as_bytes());
+    let forged = room_node::rtc_sign(b"wrong key", left.to_string().as_bytes());
     for request in [
         callback(&left, Some(&forged)),
         callback(&left, Some("bm90IGEgc2lnbmF0dXJl")),
@@ -68,7 +68,7 @@ async fn audio_publish_confirms_the_mic_and_leaving_frees_the_seat() {
         assert_eq!(error_code(&parse(&body)), "BAD_SIGNATURE");
     }
     // The signature covers the exact bytes: the same JSON re-spaced does not verify.
-    let signature = room_api::rtc_sign(RTC_KEY.as_bytes(), left.to_string().as_bytes());
+    let signature = room_node::rtc_sign(RTC_KEY.as_bytes(), left.to_string().as_bytes());
     let respaced = Request::post("/v1/rtc/callbacks")
         .header("Sign", signature)
         .body(Body::from(serde_json::to_string_pretty(&left).unwrap()))

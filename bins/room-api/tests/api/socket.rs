@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
-use room_api::{App, AuthenticatorRef};
 use room_domain::UserId;
+use room_node::{App, AuthenticatorRef};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
@@ -33,7 +33,7 @@ impl Server {
     }
 
     /// A server whose settings `change` adjusts first.
-    async fn start_with(change: impl FnOnce(&mut room_api::Settings)) -> Server {
+    async fn start_with(change: impl FnOnce(&mut room_node::Settings)) -> Server {
         let dir = TempDir::new().unwrap();
         let mut settings = settings(&dir);
         change(&mut settings);
@@ -305,7 +305,7 @@ fn the_token_subcommand_prints_a_token_for_the_configured_secret() {
         String::from_utf8_lossy(&output.stderr)
     );
     let token = String::from_utf8(output.stdout).unwrap();
-    let auth = room_api::Authenticator::new(&secrecy::SecretString::from(
+    let auth = room_node::Authenticator::new(&secrecy::SecretString::from(
         "binary-test-secret-of-at-least-32-bytes",
     ))
     .unwrap();
@@ -371,7 +371,7 @@ async fn terminate(mut child: std::process::Child) -> std::process::ExitStatus {
 async fn the_binary_stops_gracefully_on_sigterm_and_keeps_its_data() {
     let dir = TempDir::new().unwrap();
     let database = format!("sqlite://{}", dir.path().join("room.db").display());
-    let auth = room_api::Authenticator::new(&secrecy::SecretString::from(
+    let auth = room_node::Authenticator::new(&secrecy::SecretString::from(
         "binary-test-secret-of-at-least-32-bytes",
     ))
     .unwrap();

@@ -20,6 +20,7 @@ mod room_directory;
 mod snapshot_store;
 mod timers;
 mod wallet;
+mod work_claims;
 
 pub use cell_store::cell_store_suite;
 pub use gift_catalog::gift_catalog_suite;
@@ -33,3 +34,4 @@ pub use room_directory::room_directory_suite;
 pub use snapshot_store::snapshot_store_suite;
 pub use timers::timers_suite;
 pub use wallet::wallet_suite;
+pub use work_claims::work_claims_suite;

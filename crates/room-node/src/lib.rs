@@ -1,11 +1,15 @@
-//! The room service's HTTP API (axum) and its embedded single-node mode: one process with
-//! SQLite storage, an in-process lease and a built-in event stream (Server-Sent Events in
-//! place of Tencent IM).
+//! A node of the room service, as every binary builds it: the one configuration
+//! ([`Settings`]), the adapters built from it ([`Storage`], the Redis lease, presence and
+//! display relay when clustered), the Room Cell runtime and the use cases of `room-app`, the
+//! HTTP API (axum), the internal endpoint other nodes forward to, and the background work.
 //!
-//! [`App::build`] wires storage, the Room Cell runtime and the use cases of `room-app` from
-//! [`Settings`]; [`App::router`] is the JSON API of every route (tests drive it with
-//! `tower::ServiceExt::oneshot`); [`App::serve`] serves it with a graceful stop. Errors are
-//! [`ApiError`]s: `{"error":{"code","message","retryable"}}` with a fitting status.
+//! Without a cluster this is the embedded single-node mode: one process with SQLite storage,
+//! an in-process lease and a built-in event stream (Server-Sent Events in place of Tencent IM).
+//!
+//! [`App::build`] wires a node from [`Settings`]; [`App::router`] is the JSON API of every
+//! route (tests drive it with `tower::ServiceExt::oneshot`); [`App::serve`] serves it with a
+//! graceful stop. Errors are [`ApiError`]s: `{"error":{"code","message","retryable"}}` with a
+//! fitting status.
 
 mod app;
 mod auth;
