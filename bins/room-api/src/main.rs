@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use room_domain::UserId;
-use room_node::{App, Settings};
+use room_node::{Role, Settings};
 
 // Every request allocates (JSON, events, SQL rows) on both tokio workers and the SQLite
 // writer; the system allocator spent about an eighth of the service's CPU in the benchmark.
@@ -65,7 +65,7 @@ fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve => serve(settings),
+        Command::Serve => room_node::run(settings, Role::Api),
         Command::Migrate => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -75,55 +75,5 @@ fn main() -> anyhow::Result<()> {
             eprintln!("migrated {}", settings.storage.redacted_url());
             Ok(())
         }
-    }
-}
-
-fn serve(settings: Settings) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,tower_http=warn".into()),
-        )
-        .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        tracing::info!(settings = ?settings, "starting");
-        let addr = settings.http.addr;
-        let app = App::build(settings).await?;
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        app.serve(listener, stop_signal()).await
-    })
-}
-
-/// Completes on SIGINT (Ctrl-C) or SIGTERM.
-async fn stop_signal() {
-    let interrupt = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(error = %error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => tracing::info!("SIGINT received"),
-        () = terminate => tracing::info!("SIGTERM received"),
     }
 }

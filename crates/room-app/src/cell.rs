@@ -50,6 +50,11 @@ pub struct CellConfig {
     pub recent_commands_bytes: usize,
     /// The room rules.
     pub rules: Arc<RoomRules>,
+    /// Whether this node's background passes reach every room: items of rooms another node
+    /// runs are forwarded to it. Off (the default), every node runs its own passes and
+    /// leaves such items to the owner's; on for the one process that runs the passes for a
+    /// cluster whose API nodes do not (`room-worker`).
+    pub background_forwards: bool,
 }
 
 impl Default for CellConfig {
@@ -64,6 +69,7 @@ impl Default for CellConfig {
             recent_commands: 4096,
             recent_commands_bytes: 256 * 1024,
             rules: Arc::new(RoomRules::default()),
+            background_forwards: false,
         }
     }
 }
@@ -424,6 +430,16 @@ impl CellRuntime {
     /// rather than forwarding or taking the room.
     pub async fn owned_elsewhere(&self, room_id: &RoomId) -> Result<bool> {
         Ok(matches!(self.route(room_id).await?, Route::Remote(_)))
+    }
+
+    /// Whether a background pass of this node leaves an item of `room_id` to the node that
+    /// runs the room ([`CellRuntime::owned_elsewhere`]), rather than sending the item's
+    /// command there: always `false` with [`CellConfig::background_forwards`].
+    pub async fn leaves_to_owner(&self, room_id: &RoomId) -> Result<bool> {
+        if self.inner.config.background_forwards {
+            return Ok(false);
+        }
+        self.owned_elsewhere(room_id).await
     }
 
     /// Where a request for `room_id` goes: this node's cell when it has one, when no other

@@ -571,7 +571,7 @@ impl GiftSaga {
                 report.examined += 1;
                 // The owner settles its rooms' orders: this node neither takes the room nor
                 // races the owner's own pass.
-                match self.runtime.owned_elsewhere(&order.room_id).await {
+                match self.runtime.leaves_to_owner(&order.room_id).await {
                     Ok(true) => {
                         report.elsewhere += 1;
                         metrics::counter!("room_background_left_to_owner_total", "worker" => "gift_recovery").increment(1);

@@ -1,14 +1,19 @@
 //! Background work: firing durable timers into their rooms, evicting members whose heartbeat
-//! stopped, paying out rocket rewards, and recovering unfinished gift orders. Each pass is a
-//! function returning what it did; [`run_every`] loops one until cancelled.
+//! stopped, paying out rocket rewards, recovering unfinished gift orders, publishing the
+//! outbox to the broker and deleting what it delivered long ago. Each pass is a function
+//! returning what it did; [`run_every`] loops one until cancelled, and [`run_claimed`] does
+//! so only while this process holds the pass's [`WorkClaims`] claim, so that the processes
+//! sharing a store never run one pass at once.
 
 use std::future::Future;
 use std::time::Duration;
 
-use room_domain::{CommandKind, Rejection};
+use room_domain::{CommandKind, Rejection, Timestamp};
 use tokio_util::sync::CancellationToken;
 
-use crate::ports::{PayoutsRef, StaleMember, TimersRef};
+use crate::ports::{
+    ClockRef, EventPublisherRef, OutboxRef, PayoutsRef, StaleMember, TimersRef, WorkClaimsRef,
+};
 use crate::service::RoomService;
 use crate::{Error, Result};
 
@@ -25,7 +30,7 @@ pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u
     let now = service.ports().clock.now();
     let mut fired = 0;
     for timer in timers.list_due(now, limit).await? {
-        if service.runtime().owned_elsewhere(&timer.room_id).await? {
+        if service.runtime().leaves_to_owner(&timer.room_id).await? {
             left_to_owner("timers");
             continue;
         }
@@ -77,8 +82,7 @@ pub async fn evict_stale_members(
 ) -> Result<u64> {
     let ports = service.ports();
     let now = ports.clock.now();
-    let cutoff =
-        room_domain::Timestamp(now.0 - i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
+    let cutoff = Timestamp(now.0 - i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
     let mut evicted = 0;
     for stale in ports.presence.list_stale(cutoff, limit).await? {
         let StaleMember {
@@ -86,7 +90,7 @@ pub async fn evict_stale_members(
             user,
             seen,
         } = stale;
-        if service.runtime().owned_elsewhere(&room_id).await? {
+        if service.runtime().leaves_to_owner(&room_id).await? {
             left_to_owner("presence");
             continue;
         }
@@ -175,8 +179,7 @@ pub async fn pay_out(service: &RoomService, payouts: &PayoutsRef, limit: u32) ->
 /// time; one pass reaches every such order. Returns how many reached a final state.
 pub async fn recover_gifts(service: &RoomService, older_than: Duration, limit: u32) -> Result<u64> {
     let now = service.ports().clock.now();
-    let before =
-        room_domain::Timestamp(now.0 - i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+    let before = Timestamp(now.0 - i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
     let report = service.gifts().recover(before, limit).await?;
     Ok(report.settled)
 }
@@ -208,4 +211,167 @@ pub async fn run_every<F, Fut>(
             }
         }
     }
+}
+
+/// Publishes undelivered outbox rows to the broker, oldest first, `batch` at a time, and marks
+/// each row the broker acknowledged delivered; at most `max_batches` batches per pass, so that
+/// a pass ends (and its claim is renewed) while a backlog drains. A batch the broker took only
+/// in part ends the pass with the broker's error: the rest is published by a later pass, after
+/// the caller's back-off. Returns how many rows were delivered.
+///
+/// Metrics: `room_outbox_delivered_total`, `room_outbox_lag_seconds` (the age of the oldest
+/// undelivered row, from its commit, when the pass began) and `room_outbox_delivery_seconds`
+/// (commit to acknowledgement, per row).
+pub async fn publish_outbox(
+    outbox: &OutboxRef,
+    publisher: &EventPublisherRef,
+    clock: &ClockRef,
+    batch: u32,
+    max_batches: u32,
+) -> Result<u64> {
+    let batch = batch.max(1);
+    let mut delivered = 0u64;
+    for round in 0..max_batches.max(1) {
+        let pending = outbox.list_pending(batch).await?;
+        let now = clock.now();
+        if round == 0 {
+            let lag = pending
+                .first()
+                .map_or(0, |oldest| (now.0 - oldest.envelope.occurred_at.0).max(0));
+            metrics::gauge!("room_outbox_lag_seconds").set(lag as f64 / 1000.0);
+        }
+        if pending.is_empty() {
+            break;
+        }
+        let full = pending.len() == batch as usize;
+        let published = publisher.publish(&pending).await;
+        if !published.delivered.is_empty() {
+            let acked = clock.now();
+            outbox.mark_delivered(&published.delivered, acked).await?;
+            let by_id: std::collections::HashMap<i64, Timestamp> = pending
+                .iter()
+                .map(|m| (m.id, m.envelope.occurred_at))
+                .collect();
+            for id in &published.delivered {
+                if let Some(at) = by_id.get(id) {
+                    metrics::histogram!("room_outbox_delivery_seconds")
+                        .record((acked.0 - at.0).max(0) as f64 / 1000.0);
+                }
+            }
+            delivered += published.delivered.len() as u64;
+            metrics::counter!("room_outbox_delivered_total")
+                .increment(published.delivered.len() as u64);
+        }
+        if let Some(error) = published.error {
+            return Err(error);
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(delivered)
+}
+
+/// Deletes outbox rows delivered more than `retention` ago, `batch` rows per statement and at
+/// most `max_batches` statements per pass, so that no statement holds the table long; rows
+/// not yet delivered are never deleted. Returns how many went.
+pub async fn prune_outbox(
+    outbox: &OutboxRef,
+    clock: &ClockRef,
+    retention: Duration,
+    batch: u32,
+    max_batches: u32,
+) -> Result<u64> {
+    let batch = batch.max(1);
+    let before =
+        Timestamp(clock.now().0 - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
+    let mut deleted = 0;
+    for _ in 0..max_batches.max(1) {
+        let gone = outbox.delete_delivered_before(before, batch).await?;
+        deleted += gone;
+        if gone < u64::from(batch) {
+            break;
+        }
+    }
+    metrics::counter!("room_outbox_pruned_total").increment(deleted);
+    Ok(deleted)
+}
+
+/// Whose claim a [`run_claimed`] loop takes, and for how long.
+#[derive(Clone)]
+pub struct Claim {
+    /// The claims store the processes share.
+    pub claims: WorkClaimsRef,
+    /// This process (the node id).
+    pub owner: String,
+    /// The clock claims expire by.
+    pub clock: ClockRef,
+    /// How long a claim holds without renewal: a crashed holder's work waits this long.
+    pub ttl: Duration,
+}
+
+impl Claim {
+    async fn take(&self, name: &str) -> Result<bool> {
+        let now = self.clock.now();
+        let until = Timestamp(now.0 + i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX));
+        self.claims.claim(name, &self.owner, now, until).await
+    }
+}
+
+/// Like [`run_every`], but each pass first claims (or renews) `name` through `claim`, and is
+/// skipped while another process holds it; the claim is released when `cancel` fires. A pass
+/// that fails waits for the next tick doubled, up to 32 periods (a broker or database outage
+/// is not hammered), and the first pass that succeeds resets the wait. A pass that did work
+/// runs again at once, so a backlog drains at full speed.
+///
+/// Metrics, by `worker` = `name`: `room_worker_claimed` (1 while held), `room_worker_errors_total`.
+pub async fn run_claimed<F, Fut>(
+    name: &'static str,
+    period: Duration,
+    claim: Claim,
+    cancel: CancellationToken,
+    mut pass: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<u64>>,
+{
+    let mut wait = Duration::ZERO;
+    let mut held = false;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        match claim.take(name).await {
+            Ok(now_held) => {
+                if now_held != held {
+                    tracing::info!(worker = name, held = now_held, "work claim changed");
+                }
+                held = now_held;
+            }
+            Err(error) => {
+                held = false;
+                tracing::warn!(worker = name, error = %error, "cannot claim work");
+            }
+        }
+        metrics::gauge!("room_worker_claimed", "worker" => name).set(if held { 1.0 } else { 0.0 });
+        if !held {
+            wait = period;
+            continue;
+        }
+        match pass().await {
+            Ok(done) => {
+                wait = if done > 0 { Duration::ZERO } else { period };
+            }
+            Err(error) => {
+                metrics::counter!("room_worker_errors_total", "worker" => name).increment(1);
+                tracing::warn!(worker = name, error = %error, "worker pass failed");
+                wait = (wait * 2).clamp(period, period * 32);
+            }
+        }
+    }
+    if held && let Err(error) = claim.claims.release(name, &claim.owner).await {
+        tracing::warn!(worker = name, error = %error, "cannot release the work claim");
+    }
+    metrics::gauge!("room_worker_claimed", "worker" => name).set(0.0);
 }

@@ -390,8 +390,7 @@ impl Event {
             Event::RoomRocketLaunched { .. } => (Some(High), true, None),
             Event::RoomRocketReset { .. } => (Some(Normal), false, None),
             Event::RoomGiftSent(_) => (Some(High), true, None),
-            Event::RoomUserJoined { .. } => (Some(Normal), true, None),
-            Event::RoomUserLeft { .. } => (Some(Normal), false, None),
+            Event::RoomUserJoined { .. } | Event::RoomUserLeft { .. } => (Some(Normal), true, None),
             Event::RoomMicChanged { .. } => (Some(Normal), true, None),
             // The lock state is display; the snapshot repairs it, and the hash stays inside.
             Event::RoomLockChanged { .. } => (Some(Normal), false, None),

@@ -14,7 +14,7 @@ use anyhow::Context;
 use axum::Router;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use room_app::ports::{
-    ClockRef, IdGenRef, LeaseRef, MessengerRef, PasswordAttemptsRef, PresenceRef,
+    ClockRef, EventPublisherRef, IdGenRef, LeaseRef, MessengerRef, PasswordAttemptsRef, PresenceRef,
 };
 use room_app::{
     BroadcastMessenger, CellDeps, CellRuntime, LocalLease, LocalPasswordAttempts, LocalPresence,
@@ -119,9 +119,35 @@ impl SharedState {
     }
 }
 
-/// The embedded service.
+/// What a node serves and runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `room-api`: the client API and the internal endpoint, and the background work unless
+    /// `workers.in_process` is off.
+    Api,
+    /// `room-worker`: the background work of a whole cluster (every pass reaches every room,
+    /// forwarding items of rooms other nodes run to them), the outbox publisher and its
+    /// retention; it serves the internal endpoint (rooms it activates to settle their work are
+    /// reached there), health and metrics, never the client API.
+    Worker,
+}
+
+impl Role {
+    /// The binary that runs a node of this role, for messages.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Role::Api => "room-api",
+            Role::Worker => "room-worker",
+        }
+    }
+}
+
+/// A node of the service.
 pub struct App {
     settings: Settings,
+    role: Role,
+    /// Where the outbox is published, when Kafka is configured.
+    publisher: Option<EventPublisherRef>,
     state: AppState,
     router: Router,
     storage: Storage,
@@ -136,16 +162,30 @@ impl App {
     /// Builds the service from settings: opens storage, loads and checks the catalog and
     /// rules, writes the catalog, and wires the runtime. Starts nothing yet.
     pub async fn build(settings: Settings) -> anyhow::Result<App> {
+        Self::build_as(settings, Role::Api).await
+    }
+
+    /// Builds a node of `role` from settings, as [`App::build`] does.
+    pub async fn build_as(settings: Settings, role: Role) -> anyhow::Result<App> {
         // Before storage: bad settings must not create or lock a database file.
-        settings.validate()?;
+        settings.validate_for(role)?;
         let storage = Storage::open(&settings.storage).await?;
-        Self::build_with_storage(settings, storage).await
+        Self::build_with_storage_as(settings, storage, role).await
     }
 
     /// Like [`App::build`], over storage built by the caller.
     pub async fn build_with_storage(settings: Settings, storage: Storage) -> anyhow::Result<App> {
+        Self::build_with_storage_as(settings, storage, Role::Api).await
+    }
+
+    /// Like [`App::build_as`], over storage built by the caller.
+    pub async fn build_with_storage_as(
+        settings: Settings,
+        storage: Storage,
+        role: Role,
+    ) -> anyhow::Result<App> {
         // Settings built in code (tests, tools) skip `Settings::load`, which validates too.
-        settings.validate()?;
+        settings.validate_for(role)?;
         let catalog = CatalogFile::load(&settings.catalog.path)?;
         catalog.upsert(&storage.catalog).await?;
 
@@ -176,7 +216,10 @@ impl App {
                 clock: clock.clone(),
                 ids: ids.clone(),
             },
-            settings.cell_config(catalog.rules),
+            room_app::CellConfig {
+                background_forwards: role == Role::Worker,
+                ..settings.cell_config(catalog.rules)
+            },
             CancellationToken::new(),
         );
         if settings.is_clustered()
@@ -230,9 +273,23 @@ impl App {
         let router = routes::router(
             state.clone(),
             Duration::from_secs(settings.http.request_timeout_secs.max(1)),
+            role == Role::Api,
         );
+        let runs_passes = role == Role::Worker || settings.workers.in_process;
+        let publisher = if runs_passes {
+            crate::kafka::publisher(&settings).await?
+        } else {
+            None
+        };
+        if runs_passes && publisher.is_none() {
+            tracing::warn!(
+                "ROOM__KAFKA__BROKERS is not set: durable facts stay in the outbox, unpublished"
+            );
+        }
         Ok(App {
             settings,
+            role,
+            publisher,
             state,
             router,
             storage,
@@ -264,6 +321,11 @@ impl App {
     /// The in-process display event channels (the SSE streams' source).
     pub fn messenger(&self) -> &Arc<BroadcastMessenger> {
         &self.state.messenger
+    }
+
+    /// What this node serves and runs.
+    pub fn role(&self) -> Role {
+        self.role
     }
 
     /// The settings the service was built with.
@@ -311,46 +373,135 @@ impl App {
         Ok(())
     }
 
+    /// Whether this node runs the background passes.
+    fn runs_passes(&self) -> bool {
+        self.role == Role::Worker || self.settings.workers.in_process
+    }
+
     fn spawn_workers(&self) {
+        self.spawn_upkeep();
+        if !self.runs_passes() {
+            tracing::info!("workers.in_process is off: room-worker runs the background passes");
+            return;
+        }
+        self.spawn_passes();
+        self.spawn_outbox();
+    }
+
+    /// The passes of the rooms' background work. Each node that runs them handles the rooms
+    /// nobody else runs; an API node leaves the other rooms to their owners' passes, a worker
+    /// forwards to the owners ([`room_app::CellConfig::background_forwards`]).
+    fn spawn_passes(&self) {
         let workers = &self.settings.workers;
         let limit = workers.batch_limit.max(1);
         let service = &self.state.service;
         let every = |secs: u64| Duration::from_secs(secs.max(1));
 
         let (s, timers) = (service.clone(), self.storage.timers.clone());
-        self.tasks.spawn(workers::run_every(
+        self.spawn_pass(
             "timers",
             Duration::from_millis(workers.timers_every_ms.max(10)),
-            self.root.child_token(),
             move || {
                 let (s, timers) = (s.clone(), timers.clone());
                 async move { workers::fire_due_timers(&s, &timers, limit).await }
             },
-        ));
+        );
 
         let s = service.clone();
         let timeout = Duration::from_secs(self.settings.presence.timeout_secs.max(1));
-        self.tasks.spawn(workers::run_every(
-            "presence",
-            every(workers.presence_every_secs),
-            self.root.child_token(),
-            move || {
-                let s = s.clone();
-                async move { workers::evict_stale_members(&s, timeout, limit).await }
-            },
-        ));
+        self.spawn_pass("presence", every(workers.presence_every_secs), move || {
+            let s = s.clone();
+            async move { workers::evict_stale_members(&s, timeout, limit).await }
+        });
 
         let (s, payouts) = (service.clone(), self.storage.payouts.clone());
-        self.tasks.spawn(workers::run_every(
-            "payouts",
-            every(workers.payouts_every_secs),
+        self.spawn_pass("payouts", every(workers.payouts_every_secs), move || {
+            let (s, payouts) = (s.clone(), payouts.clone());
+            async move { workers::pay_out(&s, &payouts, limit).await }
+        });
+
+        let s = service.clone();
+        let older_than = Duration::from_secs(workers.recovery_older_than_secs);
+        self.spawn_pass(
+            "gift_recovery",
+            every(workers.recovery_every_secs),
+            move || {
+                let s = s.clone();
+                async move { workers::recover_gifts(&s, older_than, limit).await }
+            },
+        );
+    }
+
+    /// Runs `pass` every `period`: on a worker only while it holds the pass's claim, so that
+    /// workers side by side do not run one pass at once.
+    fn spawn_pass<F, Fut>(&self, name: &'static str, period: Duration, pass: F)
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future<Output = room_app::Result<u64>> + Send + 'static,
+    {
+        let cancel = self.root.child_token();
+        if self.role == Role::Worker {
+            self.tasks.spawn(workers::run_claimed(
+                name,
+                period,
+                self.claim(),
+                cancel,
+                pass,
+            ));
+        } else {
+            self.tasks
+                .spawn(workers::run_every(name, period, cancel, pass));
+        }
+    }
+
+    /// This node's claims on background work.
+    fn claim(&self) -> workers::Claim {
+        workers::Claim {
+            claims: self.storage.claims.clone(),
+            owner: self.settings.cell.node_id.clone(),
+            clock: self.state.service.ports().clock.clone(),
+            ttl: Duration::from_secs(self.settings.workers.claim_ttl_secs.max(1)),
+        }
+    }
+
+    /// The outbox publisher (when Kafka is configured) and the outbox retention, each run by
+    /// one process of the cluster at a time, under a claim.
+    fn spawn_outbox(&self) {
+        let outbox = &self.settings.outbox;
+        let clock = self.state.service.ports().clock.clone();
+        if let Some(publisher) = self.publisher.clone() {
+            let (rows, batch) = (self.storage.outbox.clone(), outbox.publish_batch.max(1));
+            let clock = clock.clone();
+            self.tasks.spawn(workers::run_claimed(
+                "outbox_publisher",
+                Duration::from_millis(outbox.publish_every_ms.max(1)),
+                self.claim(),
+                self.root.child_token(),
+                move || {
+                    let (rows, publisher, clock) = (rows.clone(), publisher.clone(), clock.clone());
+                    async move {
+                        workers::publish_outbox(&rows, &publisher, &clock, batch, 10).await
+                    }
+                },
+            ));
+        }
+        let rows = self.storage.outbox.clone();
+        let retention = Duration::from_secs(outbox.retention_days.saturating_mul(86_400));
+        let batch = outbox.retention_batch.max(1);
+        self.tasks.spawn(workers::run_claimed(
+            "outbox_retention",
+            Duration::from_secs(outbox.retention_every_secs.max(1)),
+            self.claim(),
             self.root.child_token(),
             move || {
-                let (s, payouts) = (s.clone(), payouts.clone());
-                async move { workers::pay_out(&s, &payouts, limit).await }
+                let (rows, clock) = (rows.clone(), clock.clone());
+                async move { workers::prune_outbox(&rows, &clock, retention, batch, 10).await }
             },
         ));
+    }
 
+    /// Upkeep of this process's own state, whatever its role.
+    fn spawn_upkeep(&self) {
         // Histogram samples pile up in the recorder until they are folded into the
         // summaries; without this, memory grows with every request when nobody scrapes.
         let metrics = self.state.metrics.clone();
@@ -378,18 +529,6 @@ impl App {
                 },
             ));
         }
-
-        let s = service.clone();
-        let older_than = Duration::from_secs(workers.recovery_older_than_secs);
-        self.tasks.spawn(workers::run_every(
-            "gift_recovery",
-            every(workers.recovery_every_secs),
-            self.root.child_token(),
-            move || {
-                let s = s.clone();
-                async move { workers::recover_gifts(&s, older_than, limit).await }
-            },
-        ));
     }
 
     /// Starts the service on `listener` and serves until `signal` completes, then stops

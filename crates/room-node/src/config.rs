@@ -42,6 +42,8 @@ pub struct Settings {
     pub presence: PresenceSettings,
     /// Background passes.
     pub workers: WorkerSettings,
+    /// Publishing and pruning the outbox.
+    pub outbox: OutboxSettings,
     /// The gift catalog and room rules file.
     pub catalog: CatalogSettings,
     /// The Server-Sent Events stream.
@@ -52,6 +54,8 @@ pub struct Settings {
     pub lease: LeaseSettings,
     /// How the nodes reach each other.
     pub cluster: ClusterSettings,
+    /// The Kafka broker the outbox is published to (`ROOM__KAFKA__BROKERS`; unset: off).
+    pub kafka: adapters_mq::KafkaSettings,
 }
 
 /// `[lease]`: room leases in Redis, which several `room-api` nodes behind a load balancer
@@ -371,6 +375,42 @@ pub struct WorkerSettings {
     /// Most items one pass handles (timers, evictions, payouts); gift recovery reads
     /// unfinished orders in pages of this size and walks all of them in one pass.
     pub batch_limit: u32,
+    /// Whether `room-api` runs the background passes itself (`ROOM__WORKERS__IN_PROCESS`).
+    /// Set it to `false` on the API nodes when `room-worker` processes are deployed.
+    pub in_process: bool,
+    /// How long a process's claim on a pass holds without renewal, in seconds: when a worker
+    /// dies, another takes its passes over after this long.
+    pub claim_ttl_secs: u64,
+}
+
+/// `[outbox]`: publishing the outbox's durable facts to Kafka, and deleting delivered rows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutboxSettings {
+    /// Rows published per batch (one read, one broker round, one update).
+    pub publish_batch: u32,
+    /// How often the publisher looks for new rows when the outbox is drained, in
+    /// milliseconds: the commit-to-broker lag of a quiet outbox is at most about this.
+    pub publish_every_ms: u64,
+    /// Delivered rows are deleted this many days after delivery
+    /// (`ROOM__OUTBOX__RETENTION_DAYS`); undelivered rows are never deleted.
+    pub retention_days: u64,
+    /// How often the retention pass runs, in seconds.
+    pub retention_every_secs: u64,
+    /// Rows one retention statement deletes at most.
+    pub retention_batch: u32,
+}
+
+impl Default for OutboxSettings {
+    fn default() -> Self {
+        OutboxSettings {
+            publish_batch: 1000,
+            publish_every_ms: 50,
+            retention_days: 3,
+            retention_every_secs: 60,
+            retention_batch: 1000,
+        }
+    }
 }
 
 impl Default for WorkerSettings {
@@ -382,6 +422,8 @@ impl Default for WorkerSettings {
             recovery_every_secs: 30,
             recovery_older_than_secs: 60,
             batch_limit: 200,
+            in_process: true,
+            claim_ttl_secs: 30,
         }
     }
 }
@@ -565,6 +607,24 @@ impl Settings {
         Ok(())
     }
 
+    /// [`Settings::validate`], and what a node of `role` needs besides: a worker runs beside
+    /// other nodes, so it needs shared storage and the lease.
+    pub fn validate_for(&self, role: crate::Role) -> anyhow::Result<()> {
+        self.validate()?;
+        if role == crate::Role::Worker {
+            anyhow::ensure!(
+                !self.storage.url.starts_with("sqlite:"),
+                "room-worker needs storage that several processes share, and                  ROOM__STORAGE__URL ({}) is a SQLite file: with SQLite, room-api runs every                  background job itself; do not deploy room-worker",
+                self.storage.redacted_url()
+            );
+            anyhow::ensure!(
+                self.is_clustered(),
+                "room-worker runs beside room-api nodes and takes rooms by lease like them: set                  ROOM__STORAGE__URL=mysql://... and ROOM__LEASE__REDIS_URL (with                  ROOM__CLUSTER__INTERNAL_TOKEN, ROOM__CELL__NODE_ID and the cluster's other                  settings)"
+            );
+        }
+        Ok(())
+    }
+
     /// Refuses every combination of storage, lease and cluster settings that cannot work,
     /// saying which keys to set.
     fn validate_cluster(&self) -> anyhow::Result<()> {
@@ -690,6 +750,7 @@ impl Settings {
             } else {
                 room_app::CellConfig::default().lease_renew_every
             },
+            background_forwards: false,
         }
     }
 }

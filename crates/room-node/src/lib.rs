@@ -19,14 +19,16 @@ mod config;
 mod dto;
 mod error;
 mod extract;
+mod kafka;
 mod limits;
 mod routes;
 mod rtc;
+mod run;
 mod serve;
 mod state;
 mod storage;
 
-pub use app::App;
+pub use app::{App, Role};
 pub use auth::{
     ADMIN_ROLE, Audience, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin,
 };
@@ -35,12 +37,13 @@ pub use cluster::{ForwardAnswer, HttpForwarder, INTERNAL_PREFIX, token_matches};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
     DEV_JWT_SECRET, HttpSettings, LeaseSettings, LimitSettings, MAX_CALLBACK_WINDOW_SECS,
-    MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS, PresenceSettings, RtcSettings, Settings, SseSettings,
-    StorageSettings, WorkerSettings,
+    MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS, OutboxSettings, PresenceSettings, RtcSettings,
+    Settings, SseSettings, StorageSettings, WorkerSettings,
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
 pub use routes::{MAX_BODY_BYTES, openapi};
 pub use rtc::sign as rtc_sign;
+pub use run::run;
 pub use storage::Storage;
 
 /// The crate's result type for start-up and tooling.

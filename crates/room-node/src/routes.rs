@@ -130,19 +130,28 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     document
 }
 
-/// The whole application: routes, `/openapi.json`, and the layers.
-pub fn router(state: AppState, request_timeout: Duration) -> Router {
-    let (routes, mut document) = api_routes().split_for_parts();
-    openapi::complete(&mut document);
-    let document = Arc::new(document);
-    routes
-        .route(
+/// The whole application and its layers: with `public`, the client API and `/openapi.json`;
+/// without (a worker), only health, readiness and metrics. The internal endpoint is always
+/// there.
+pub fn router(state: AppState, request_timeout: Duration, public: bool) -> Router {
+    let routes = if public {
+        let (routes, mut document) = api_routes().split_for_parts();
+        openapi::complete(&mut document);
+        let document = Arc::new(document);
+        routes.route(
             "/openapi.json",
             axum::routing::get(move || {
                 let document = document.clone();
                 async move { Json(document.as_ref().clone()) }
             }),
         )
+    } else {
+        Router::new()
+            .route("/healthz", axum::routing::get(ops::healthz))
+            .route("/readyz", axum::routing::get(ops::readyz))
+            .route("/metrics", axum::routing::get(ops::metrics))
+    };
+    routes
         .merge(crate::cluster::internal_routes(state.clone()))
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
         .method_not_allowed_fallback(|| async {

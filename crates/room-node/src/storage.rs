@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use room_app::ports::{
     CellStore, CellStoreRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, Outbox,
     OutboxRef, Payouts, PayoutsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore,
-    SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef,
+    SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -34,6 +34,8 @@ pub struct Storage {
     pub payouts: PayoutsRef,
     /// Short ids and the room list.
     pub directory: RoomDirectoryRef,
+    /// Which process runs which shared background work.
+    pub claims: WorkClaimsRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -53,6 +55,7 @@ impl Storage {
             + Timers
             + Payouts
             + RoomDirectory
+            + WorkClaims
             + 'static,
     {
         Storage {
@@ -64,6 +67,7 @@ impl Storage {
             catalog: store.clone(),
             timers: store.clone(),
             payouts: store.clone(),
+            claims: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

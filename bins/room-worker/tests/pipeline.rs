@@ -1,0 +1,390 @@
+//! The outbox's whole way, on the real services: a `room-api` node (in this process, with
+//! `workers.in_process` off) on MariaDB (`ROOM_TEST_MYSQL_URL`) and Redis
+//! (`ROOM_TEST_REDIS_URL`) commits rooms, joins and gifts; `room-worker` processes publish
+//! the outbox to a Kafka broker (`ROOM_TEST_KAFKA_BROKERS`); the consumer helper of
+//! `adapters-mq` reads the topic. Every durable fact arrives, in order per room, and the
+//! outbox ends delivered — also when the worker publishing it is killed with `kill -9`
+//! midway and another takes its claim over.
+
+#[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
+mod mysql_server;
+#[path = "../../../crates/adapters-redis/tests/support/redis.rs"]
+mod redis_server;
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use adapters_mq::{EventConsumer, EventConsumerSettings};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use room_app::testkit;
+use room_domain::{Event, EventEnvelope, UserId};
+use room_node::{App, Authenticator, Settings, Storage, StorageSettings};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use sqlx::{Connection, MySqlConnection};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+const SECRET: &str = "pipeline-test-secret-of-at-least-32-bytes";
+const INTERNAL_TOKEN: &str = "pipeline-test-internal-token-of-32-bytes";
+const DEADLINE: Duration = Duration::from_secs(120);
+const PARTITIONS: i32 = 3;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// What the nodes of the test share.
+struct Cluster {
+    mysql_url: String,
+    redis_url: String,
+    prefix: String,
+    brokers: String,
+    topic: String,
+}
+
+impl Cluster {
+    /// The settings of the API node: clustered, background work off.
+    fn api_settings(&self, port: u16) -> Settings {
+        let mut settings = Settings::default();
+        settings.http.addr = ([127, 0, 0, 1], port).into();
+        settings.storage.url = self.mysql_url.clone();
+        settings.storage.max_connections = 4;
+        settings.auth.jwt_secret = SecretString::from(SECRET);
+        settings.cell.node_id = "api-1".into();
+        settings.lease.redis_url = Some(SecretString::from(self.redis_url.clone()));
+        settings.lease.key_prefix = self.prefix.clone();
+        settings.cluster.advertise_url = Some(format!("http://127.0.0.1:{port}"));
+        settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
+        settings.workers.in_process = false;
+        settings
+    }
+
+    /// Starts a `room-worker` process and waits until it is ready.
+    async fn worker(&self, node_id: &str) -> Child {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_room-worker"))
+            .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
+            .env("ROOM__STORAGE__URL", &self.mysql_url)
+            .env("ROOM__STORAGE__MAX_CONNECTIONS", "4")
+            .env("ROOM__AUTH__JWT_SECRET", SECRET)
+            .env("ROOM__CELL__NODE_ID", node_id)
+            .env("ROOM__LEASE__REDIS_URL", &self.redis_url)
+            .env("ROOM__LEASE__KEY_PREFIX", &self.prefix)
+            .env(
+                "ROOM__CLUSTER__ADVERTISE_URL",
+                format!("http://127.0.0.1:{port}"),
+            )
+            .env("ROOM__CLUSTER__INTERNAL_TOKEN", INTERNAL_TOKEN)
+            .env("ROOM__KAFKA__BROKERS", &self.brokers)
+            .env("ROOM__KAFKA__TOPIC", &self.topic)
+            // A killed worker's claim passes to the next one after two seconds.
+            .env("ROOM__WORKERS__CLAIM_TTL_SECS", "2")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start room-worker");
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let ready = http
+                .get(format!("http://127.0.0.1:{port}/readyz"))
+                .send()
+                .await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
+                return child;
+            }
+            assert!(Instant::now() < deadline, "{node_id} did not become ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A client of the API node.
+struct Client {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// Posts until the answer is a success, retrying what the service says is retryable.
+    async fn post(&self, path: &str, user: &str, body: Value) -> Value {
+        let token = Authenticator::new(&SecretString::from(SECRET))
+            .unwrap()
+            .mint(
+                &UserId::new(user).unwrap(),
+                user == "admin",
+                Duration::from_secs(600),
+            )
+            .unwrap();
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let response = self
+                .http
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(&token)
+                .json(&body)
+                .send()
+                .await
+                .expect("the API node answers");
+            let status = response.status();
+            let value: Value = response.json().await.unwrap_or(Value::Null);
+            if status.is_success() {
+                return value;
+            }
+            assert_eq!(
+                value["error"]["retryable"],
+                json!(true),
+                "POST {path}: {status} {value}"
+            );
+            assert!(
+                Instant::now() < deadline,
+                "POST {path} never succeeded: {value}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn create_topic(brokers: &str, topic: &str) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .expect("an admin client");
+    let results = admin
+        .create_topics(
+            &[NewTopic::new(topic, PARTITIONS, TopicReplication::Fixed(1))],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .expect("create_topics answers");
+    for result in results {
+        result.expect("the topic is created");
+    }
+}
+
+async fn count(mysql_url: &str, sql: &'static str) -> usize {
+    let mut conn = MySqlConnection::connect(mysql_url).await.unwrap();
+    let (count,): (i64,) = sqlx::query_as(sql).fetch_one(&mut conn).await.unwrap();
+    let _ = conn.close().await;
+    usize::try_from(count).unwrap()
+}
+
+async fn undelivered(mysql_url: &str) -> usize {
+    count(
+        mysql_url,
+        "SELECT COUNT(*) FROM room_outbox WHERE delivered_at IS NULL",
+    )
+    .await
+}
+
+async fn outbox_rows(mysql_url: &str) -> usize {
+    count(mysql_url, "SELECT COUNT(*) FROM room_outbox").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_worker() {
+    let Some(brokers) = testkit::service_url("ROOM_TEST_KAFKA_BROKERS") else {
+        return;
+    };
+    let Some(redis_url) = redis_server::url() else {
+        return;
+    };
+    let Some(server) = mysql_server::MySqlServer::from_env("pipeline").await else {
+        return;
+    };
+    let database = server.database().await;
+    let unique = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    );
+    let cluster = Cluster {
+        mysql_url: database.url.clone(),
+        redis_url,
+        prefix: format!("{}pipeline:", redis_server::prefix()),
+        brokers: brokers.clone(),
+        topic: format!("room.events.test.{unique}"),
+    };
+    create_topic(&brokers, &cluster.topic).await;
+    Storage::migrate(&StorageSettings {
+        url: cluster.mysql_url.clone(),
+        ..StorageSettings::default()
+    })
+    .await
+    .expect("migrate");
+
+    // The API node, serving on a socket until the test ends.
+    let port = free_port();
+    let app = App::build(cluster.api_settings(port))
+        .await
+        .expect("the API node");
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let stop = CancellationToken::new();
+    let api = tokio::spawn({
+        let stop = stop.clone();
+        app.serve(listener, async move { stop.cancelled().await })
+    });
+    let client = Client {
+        base: format!("http://127.0.0.1:{port}"),
+        http: reqwest::Client::new(),
+    };
+
+    // The consumer, reading every partition from the start.
+    let mut consumer_settings = EventConsumerSettings::new(&brokers, format!("pipeline-{unique}"));
+    consumer_settings.topic = cluster.topic.clone();
+    let consumer = EventConsumer::assign(&consumer_settings, &(0..PARTITIONS).collect::<Vec<_>>())
+        .expect("a consumer");
+    let seen: Arc<Mutex<Vec<EventEnvelope>>> = Arc::default();
+    let reading = CancellationToken::new();
+    let reader = tokio::spawn({
+        let (seen, reading) = (seen.clone(), reading.clone());
+        async move {
+            consumer
+                .run(
+                    move |envelope| {
+                        seen.lock().unwrap().push(envelope);
+                        std::future::ready(Ok::<(), String>(()))
+                    },
+                    reading,
+                )
+                .await
+        }
+    });
+
+    let mut worker = cluster.worker("worker-1").await;
+    let mut rooms = Vec::new();
+    // A user is in one room at a time: each room has an owner and a sender of its own.
+    for n in 0..3 {
+        let room = client
+            .post(
+                "/v1/rooms",
+                &format!("owner{n}"),
+                json!({ "name": format!("Room {n}") }),
+            )
+            .await;
+        let room_id = room["room_id"].as_str().unwrap().to_owned();
+        for user in [format!("owner{n}"), format!("sender{n}")] {
+            client
+                .post(&format!("/v1/rooms/{room_id}/join"), &user, json!({}))
+                .await;
+        }
+        client
+            .post(
+                &format!("/v1/admin/wallets/sender{n}/credit"),
+                "admin",
+                json!({ "op_id": format!("pipeline-{n}"), "amount": 100_000 }),
+            )
+            .await;
+        rooms.push(room_id);
+    }
+    const GIFTS_PER_ROOM: usize = 20;
+    let send = |half: usize| {
+        let (client, rooms) = (&client, rooms.clone());
+        async move {
+            for (r, room_id) in rooms.iter().enumerate() {
+                for n in half * GIFTS_PER_ROOM / 2..(half + 1) * GIFTS_PER_ROOM / 2 {
+                    let body = json!({
+                        "order_id": format!("order-{n}"),
+                        "gift_id": "rose",
+                        "count": 1,
+                        "recipients": [format!("owner{r}")],
+                    });
+                    let path = format!("/v1/rooms/{room_id}/gifts");
+                    let answer = client.post(&path, &format!("sender{r}"), body).await;
+                    assert_eq!(answer["status"], json!("COMPLETED"), "{answer}");
+                }
+            }
+        }
+    };
+    send(0).await;
+    // The first worker dies without a word; the rest is committed while no worker runs.
+    worker.start_kill().unwrap();
+    worker.wait().await.unwrap();
+    send(1).await;
+    for (r, room_id) in rooms.iter().enumerate() {
+        let sender = format!("sender{r}");
+        client
+            .post(&format!("/v1/rooms/{room_id}/leave"), &sender, json!({}))
+            .await;
+    }
+    worker = cluster.worker("worker-2").await;
+
+    // Every durable fact the commits wrote arrives.
+    let written = outbox_rows(&cluster.mysql_url).await;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let count = seen.lock().unwrap().len();
+        let left = undelivered(&cluster.mysql_url).await;
+        if count >= written && left == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{count} of {written} facts arrived; {left} rows undelivered"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    reading.cancel();
+    reader.await.unwrap().expect("the consumer ran");
+
+    let seen = seen.lock().unwrap().clone();
+    let mut by_room: BTreeMap<String, Vec<EventEnvelope>> = BTreeMap::new();
+    for envelope in seen {
+        by_room
+            .entry(envelope.room_id.to_string())
+            .or_default()
+            .push(envelope);
+    }
+    assert_eq!(
+        by_room.len(),
+        rooms.len(),
+        "facts of every room, of no other"
+    );
+    for (room_id, facts) in &by_room {
+        let seqs: Vec<u64> = facts.iter().map(|e| e.seq).collect();
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "room {room_id}: facts in seq order, each once: {seqs:?}"
+        );
+        let gifts = facts
+            .iter()
+            .filter(|e| matches!(e.event, Event::RoomGiftSent(_)))
+            .count();
+        assert_eq!(gifts, GIFTS_PER_ROOM, "room {room_id}: every gift");
+        assert!(
+            matches!(facts[0].event, Event::RoomCreated { .. }),
+            "room {room_id}: its creation first"
+        );
+        assert!(
+            facts
+                .iter()
+                .any(|e| matches!(e.event, Event::RoomUserLeft { .. })),
+            "room {room_id}: a leave is a durable fact"
+        );
+    }
+    let arrived: usize = by_room.values().map(Vec::len).sum();
+    assert_eq!(
+        arrived, written,
+        "each fact once, after the consumer's deduplication"
+    );
+
+    worker.start_kill().unwrap();
+    let _ = worker.wait().await;
+    stop.cancel();
+    api.await.unwrap().expect("the API node stopped cleanly");
+}
