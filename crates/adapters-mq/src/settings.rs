@@ -27,7 +27,8 @@ pub const DEFAULT_TOPIC: &str = "room.events.v1";
 ///   `[kafka.properties]` then `"sasl.mechanism" = "PLAIN"`;
 /// - with `_` for every `.`: that is the spelling environment variables allow, so
 ///   `ROOM__KAFKA__PROPERTIES__SASL_MECHANISM=PLAIN` sets `sasl.mechanism` (case does not
-///   matter; no librdkafka property that can be set as text has a `_` in its name).
+///   matter). The two librdkafka properties settable as text whose names hold a `_`,
+///   `log_level` and `enabled_events`, keep it.
 ///
 /// When both spellings of one name are given, the `_` one wins: that is the environment
 /// variable, which overrides the file. Values may be strings, numbers or booleans.
@@ -307,9 +308,18 @@ const CONSUMER_RULES: &[(&str, Rule)] = &[
     ("enable.auto.offset.store", Rule::Fixed(&["false"])),
 ];
 
-/// The librdkafka name a written property name stands for: `_` is `.`, case is ignored.
+/// librdkafka's properties, settable as text, whose names hold a `_`.
+const UNDERSCORED: &[&str] = &["log_level", "enabled_events"];
+
+/// The librdkafka name a written property name stands for: `_` is `.` (but in
+/// [`UNDERSCORED`] names), case is ignored.
 fn librdkafka_name(written: &str) -> String {
-    written.trim().to_ascii_lowercase().replace('_', ".")
+    let name = written.trim().to_ascii_lowercase();
+    if UNDERSCORED.contains(&name.as_str()) {
+        name
+    } else {
+        name.replace('_', ".")
+    }
 }
 
 /// The pass-through properties by librdkafka name, checked against `rules`. Of two spellings
@@ -412,6 +422,7 @@ mod tests {
                 ("sasl.mechanism", "PLAIN"),
                 ("SASL_MECHANISM", "SCRAM-SHA-512"),
                 ("security_protocol", "SASL_SSL"),
+                ("LOG_LEVEL", "7"),
             ]),
             PRODUCER_RULES,
         )
@@ -419,8 +430,9 @@ mod tests {
         assert_eq!(
             resolved,
             props(&[
+                ("log_level", "7"),
                 ("sasl.mechanism", "SCRAM-SHA-512"),
-                ("security.protocol", "SASL_SSL")
+                ("security.protocol", "SASL_SSL"),
             ])
         );
     }

@@ -42,7 +42,7 @@
 //! ```
 //!
 //! A consumer that must survive event types newer than its copy of this crate should first
-//! read the envelope's `type` (also in the Kafka header `type`) and skip unknown ones.
+//! read the envelope's `type` (also in the Kafka header `event_type`) and skip unknown ones.
 //!
 //! # Running a room
 //!
