@@ -55,7 +55,9 @@ fn options() -> Result<Options> {
     };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = args.next() {
-        let value = args.next().with_context(|| format!("{arg} needs a value"))?;
+        let value = args
+            .next()
+            .with_context(|| format!("{arg} needs a value"))?;
         match arg.as_str() {
             "--mysql" => options.mysql = value,
             "--kafka" => options.kafka = value,
@@ -156,7 +158,11 @@ async fn main() -> Result<()> {
         .create()?;
     for result in admin
         .create_topics(
-            &[NewTopic::new(&topic, PARTITIONS, TopicReplication::Fixed(1))],
+            &[NewTopic::new(
+                &topic,
+                PARTITIONS,
+                TopicReplication::Fixed(1),
+            )],
             &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
         )
         .await?
@@ -207,8 +213,12 @@ async fn main() -> Result<()> {
     let committed: Arc<Mutex<HashMap<(String, u64), i64>>> = Arc::default();
     let stop = tokio_util::sync::CancellationToken::new();
     let publishing = tokio::spawn({
-        let (outbox, publisher, clock, stop) =
-            (outbox.clone(), publisher.clone(), clock.clone(), stop.clone());
+        let (outbox, publisher, clock, stop) = (
+            outbox.clone(),
+            publisher.clone(),
+            clock.clone(),
+            stop.clone(),
+        );
         async move {
             loop {
                 let done = workers::publish_outbox(&outbox, &publisher, &clock, BATCH, 10)
@@ -267,8 +277,6 @@ async fn main() -> Result<()> {
     sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE {database}")))
         .execute(&mut server)
         .await?;
-    let _ = admin
-        .delete_topics(&[&topic], &AdminOptions::new())
-        .await;
+    let _ = admin.delete_topics(&[&topic], &AdminOptions::new()).await;
     Ok(())
 }

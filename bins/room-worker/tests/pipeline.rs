@@ -4,7 +4,10 @@
 //! the outbox to a Kafka broker (`ROOM_TEST_KAFKA_BROKERS`); the consumer helper of
 //! `adapters-mq` reads the topic. Every durable fact arrives, in order per room, and the
 //! outbox ends delivered — also when the worker publishing it is killed with `kill -9`
-//! midway and another takes its claim over.
+//! midway and another takes its claim over. With Tencent IM configured (a fake IM server),
+//! the worker creates each room's IM group from its creation fact, mutes a member the room
+//! muted, destroys the group of a closed room, and the API node's display reaches the groups:
+//! every gift.
 
 #[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
 mod mysql_server;
@@ -17,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use adapters_mq::{EventConsumer, EventConsumerSettings};
+use adapters_tencent_im::{FakeIm, group_id};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -43,6 +47,7 @@ fn free_port() -> u16 {
 
 /// What the nodes of the test share.
 struct Cluster {
+    im: FakeIm,
     mysql_url: String,
     redis_url: String,
     prefix: String,
@@ -64,6 +69,7 @@ impl Cluster {
         settings.cluster.advertise_url = Some(format!("http://127.0.0.1:{port}"));
         settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
         settings.workers.in_process = false;
+        settings.im = self.im.settings();
         settings
     }
 
@@ -85,6 +91,10 @@ impl Cluster {
             .env("ROOM__CLUSTER__INTERNAL_TOKEN", INTERNAL_TOKEN)
             .env("ROOM__KAFKA__BROKERS", &self.brokers)
             .env("ROOM__KAFKA__TOPIC", &self.topic)
+            .env("ROOM__IM__BASE_URL", self.im.base_url())
+            .env("ROOM__IM__SDK_APP_ID", FakeIm::SDK_APP_ID.to_string())
+            .env("ROOM__IM__SECRET_KEY", FakeIm::SECRET_KEY)
+            .env("ROOM__IM__ADMIN_ID", FakeIm::ADMIN)
             // A killed worker's claim passes to the next one after two seconds.
             .env("ROOM__WORKERS__CLAIM_TTL_SECS", "2")
             .env("RUST_LOG", "warn")
@@ -212,6 +222,7 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
             .as_millis()
     );
     let cluster = Cluster {
+        im: FakeIm::start().await,
         mysql_url: database.url.clone(),
         redis_url,
         prefix: format!("{}pipeline:", redis_server::prefix()),
@@ -291,6 +302,19 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
             )
             .await;
         rooms.push(room_id);
+    }
+    // The worker makes each room's IM group from the room's creation fact; display sent
+    // before the group exists is lost, so the gifts wait for it.
+    let deadline = Instant::now() + DEADLINE;
+    while !rooms
+        .iter()
+        .all(|room| cluster.im.group_exists(&group_id(&room.parse().unwrap())))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the IM groups were never created"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     const GIFTS_PER_ROOM: usize = 20;
     let send = |half: usize| {

@@ -30,7 +30,10 @@ pub use attempts::{LocalPasswordAttempts, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_M
 pub use gifts::{
     GiftReceipt, GiftSaga, ORDER_LOCK_QUEUE, RecoveryReport, SendGift, gift_command_id,
 };
-pub use local::{BroadcastMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch, SystemClock};
+pub use local::{
+    BroadcastMessenger, FanOutMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch,
+    SystemClock,
+};
 pub use memory::InMemoryStore;
 pub use service::{
     BannedUser, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS, OnlineUser, RankEntry,

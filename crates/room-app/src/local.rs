@@ -14,7 +14,8 @@ use tokio::sync::broadcast;
 
 use crate::Result;
 use crate::ports::{
-    Clock, DisplayMessage, IdGen, Lease, LeaseHolder, Messenger, Presence, StaleMember,
+    Clock, DisplayMessage, IdGen, Lease, LeaseHolder, Messenger, MessengerRef, Presence,
+    StaleMember,
 };
 
 /// The lease of a single node: it owns every room. The epoch check in storage still fences a
@@ -162,6 +163,31 @@ impl BroadcastMessenger {
     /// How many rooms have a channel, that is at least one watcher.
     pub fn channel_count(&self) -> usize {
         lock_channels(&self.rooms).len()
+    }
+}
+
+/// Hands every commit's display events to several messengers in turn (the node's event
+/// streams and Tencent IM, say). Each one is best effort on its own; none can fail another.
+pub struct FanOutMessenger {
+    targets: Vec<MessengerRef>,
+}
+
+impl FanOutMessenger {
+    /// A messenger publishing to each of `targets`, in order.
+    pub fn new(targets: Vec<MessengerRef>) -> Self {
+        FanOutMessenger { targets }
+    }
+}
+
+#[async_trait]
+impl Messenger for FanOutMessenger {
+    async fn publish(&self, room_id: &RoomId, messages: Vec<DisplayMessage>) {
+        if let Some((last, first)) = self.targets.split_last() {
+            for target in first {
+                target.publish(room_id, messages.clone()).await;
+            }
+            last.publish(room_id, messages).await;
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use adapters_redis::{
     DEFAULT_PRESENCE_ENTRY_TTL, RedisDisplay, RedisDisplaySettings, RedisLease,
     RedisPasswordAttempts, RedisPasswordAttemptsSettings, RedisPresence, RedisPresenceSettings,
 };
+use adapters_tencent_im::ImClient;
 use anyhow::Context;
 use axum::Router;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
@@ -17,8 +18,8 @@ use room_app::ports::{
     ClockRef, EventPublisherRef, IdGenRef, LeaseRef, MessengerRef, PasswordAttemptsRef, PresenceRef,
 };
 use room_app::{
-    BroadcastMessenger, CellDeps, CellRuntime, LocalLease, LocalPasswordAttempts, LocalPresence,
-    RandomIds, RoomService, ServicePorts, SystemClock, workers,
+    BroadcastMessenger, CellDeps, CellRuntime, FanOutMessenger, LocalLease, LocalPasswordAttempts,
+    LocalPresence, RandomIds, RoomService, ServicePorts, SystemClock, workers,
 };
 use room_domain::Timestamp;
 use secrecy::ExposeSecret;
@@ -30,6 +31,7 @@ use crate::auth::AuthenticatorRef;
 use crate::catalog::CatalogFile;
 use crate::cluster::HttpForwarder;
 use crate::config::Settings;
+use crate::im::{Im, run_group_effects};
 use crate::limits::{RateLimits, StreamSlots};
 use crate::routes;
 use crate::serve::{self, ConnectionLimits};
@@ -148,6 +150,8 @@ pub struct App {
     role: Role,
     /// Where the outbox is published, when Kafka is configured.
     publisher: Option<EventPublisherRef>,
+    /// Tencent IM, when configured.
+    im: Option<ImClient>,
     state: AppState,
     router: Router,
     storage: Storage,
@@ -207,12 +211,21 @@ impl App {
         let internal_token = settings.cluster.internal_token.clone().map(Arc::new);
         let root = CancellationToken::new();
         let shared = SharedState::build(&settings, messenger.clone(), &root).await?;
+        let tasks = TaskTracker::new();
+        let im = Im::start(&settings, root.child_token())?;
+        let display: MessengerRef = match &im {
+            Some(im) => Arc::new(FanOutMessenger::new(vec![
+                shared.messenger,
+                im.messenger.clone(),
+            ])),
+            None => shared.messenger,
+        };
         let runtime = CellRuntime::new(
             CellDeps {
                 store: storage.cells.clone(),
                 snapshots: storage.snapshots.clone(),
                 lease: shared.lease,
-                messenger: shared.messenger,
+                messenger: display,
                 clock: clock.clone(),
                 ids: ids.clone(),
             },
@@ -269,6 +282,7 @@ impl App {
             limits: RateLimits::new(&settings.limits).map(Arc::new),
             streams: StreamSlots::new(settings.sse.max_streams_per_user),
             internal_token,
+            im: im.as_ref().map(|im| im.client.clone()),
         });
         let router = routes::router(
             state.clone(),
@@ -286,15 +300,20 @@ impl App {
                 "ROOM__KAFKA__BROKERS is not set: durable facts stay in the outbox, unpublished"
             );
         }
+        let im_client = im.map(|im| {
+            tasks.spawn(im.dispatcher.stopped());
+            im.client
+        });
         Ok(App {
             settings,
             role,
             publisher,
+            im: im_client,
             state,
             router,
             storage,
             root,
-            tasks: TaskTracker::new(),
+            tasks,
         })
     }
 
@@ -484,6 +503,14 @@ impl App {
                     }
                 },
             ));
+        }
+        if let Some(client) = self.im.clone() {
+            let (settings, cancel) = (self.settings.clone(), self.root.child_token());
+            self.tasks.spawn(async move {
+                if let Err(error) = run_group_effects(client, &settings, cancel).await {
+                    tracing::error!(error = ?error, "IM group effects stopped");
+                }
+            });
         }
         let rows = self.storage.outbox.clone();
         let retention = Duration::from_secs(outbox.retention_days.saturating_mul(86_400));

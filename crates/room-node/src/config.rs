@@ -56,6 +56,9 @@ pub struct Settings {
     pub cluster: ClusterSettings,
     /// The Kafka broker the outbox is published to (`ROOM__KAFKA__BROKERS`; unset: off).
     pub kafka: adapters_mq::KafkaSettings,
+    /// Tencent IM (`ROOM__IM__SDK_APP_ID` and `ROOM__IM__SECRET_KEY`; unset: off, display
+    /// goes to the event stream only).
+    pub im: adapters_tencent_im::ImSettings,
 }
 
 /// `[lease]`: room leases in Redis, which several `room-api` nodes behind a load balancer
@@ -611,6 +614,18 @@ impl Settings {
     /// other nodes, so it needs shared storage and the lease.
     pub fn validate_for(&self, role: crate::Role) -> anyhow::Result<()> {
         self.validate()?;
+        anyhow::ensure!(
+            self.im.sdk_app_id.is_some() == self.im.secret_key.is_some(),
+            "Tencent IM needs both ROOM__IM__SDK_APP_ID and ROOM__IM__SECRET_KEY (or neither, \
+             for no IM)"
+        );
+        let runs_passes = role == crate::Role::Worker || self.workers.in_process;
+        anyhow::ensure!(
+            !(self.im.is_configured() && runs_passes) || self.kafka.is_enabled(),
+            "Tencent IM is configured and this node runs the background work, whose IM group \
+             effects (creating, destroying, muting, banning) follow the durable facts on the \
+             Kafka topic: set ROOM__KAFKA__BROKERS"
+        );
         if role == crate::Role::Worker {
             anyhow::ensure!(
                 !self.storage.url.starts_with("sqlite:"),

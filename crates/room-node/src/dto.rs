@@ -713,6 +713,19 @@ pub struct CurrentRoomResponse {
     pub room_id: Option<String>,
 }
 
+/// `GET /v1/me/im-credentials`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ImCredentialsResponse {
+    /// The Tencent IM (and TRTC) application.
+    pub sdk_app_id: u64,
+    /// The caller's IM account: their user id.
+    pub user_id: String,
+    /// The caller's UserSig.
+    pub user_sig: String,
+    /// When the UserSig expires (ms since the epoch); fetch a new one before.
+    pub expires_at: i64,
+}
+
 /// `POST /v1/admin/wallets/{user_id}/credit`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

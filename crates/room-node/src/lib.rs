@@ -19,6 +19,7 @@ mod config;
 mod dto;
 mod error;
 mod extract;
+mod im;
 mod kafka;
 mod limits;
 mod routes;
@@ -41,6 +42,7 @@ pub use config::{
     Settings, SseSettings, StorageSettings, WorkerSettings,
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
+pub use im::GROUP_EFFECTS_CONSUMER_GROUP;
 pub use routes::{MAX_BODY_BYTES, openapi};
 pub use rtc::sign as rtc_sign;
 pub use run::run;

@@ -115,6 +115,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(gifts::list_gifts))
         .routes(routes!(gifts::my_wallet))
         .routes(routes!(gifts::my_current_room))
+        .routes(routes!(gifts::my_im_credentials))
         .routes(routes!(admin::credit_wallet))
         .routes(routes!(admin::put_gift))
         .routes(routes!(callbacks::rtc_callback))

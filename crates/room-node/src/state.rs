@@ -67,6 +67,8 @@ pub struct HandlerContext {
     pub streams: Arc<StreamSlots>,
     /// The secret other nodes call the internal routes with; `None` refuses them all.
     pub internal_token: Option<Arc<SecretString>>,
+    /// Tencent IM, when configured: it signs clients' IM credentials.
+    pub im: Option<adapters_tencent_im::ImClient>,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

@@ -29,8 +29,8 @@ use room_domain::{FailReason, OrderId, OrderStatus, UserId};
 
 use crate::auth::Auth;
 use crate::dto::{
-    CurrentRoomResponse, GiftCatalogResponse, GiftErrorResponse, GiftResponse, SendGiftRequest,
-    WalletResponse,
+    CurrentRoomResponse, GiftCatalogResponse, GiftErrorResponse, GiftResponse,
+    ImCredentialsResponse, SendGiftRequest, WalletResponse,
 };
 use crate::error::{ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, parse_id};
@@ -200,5 +200,36 @@ pub async fn my_current_room(
     let room = state.service.current_room(&actor.user_id).await?;
     Ok(Json(CurrentRoomResponse {
         room_id: room.map(|r| r.to_string()),
+    }))
+}
+
+/// The caller's Tencent IM credentials: the app id, their IM user id and a UserSig, with which
+/// the client logs in to IM (the room groups' messages) and TRTC (the audio). 404
+/// `IM_DISABLED` when the service runs without IM.
+#[utoipa::path(
+    get, path = "/v1/me/im-credentials", tag = "me",
+    responses(
+        (status = 200, description = "The credentials", body = ImCredentialsResponse),
+        (status = 404, description = "IM is off (`IM_DISABLED`)", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn my_im_credentials(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+) -> ApiResult<Json<ImCredentialsResponse>> {
+    let Some(im) = &state.im else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "IM_DISABLED",
+            "this service runs without Tencent IM",
+        ));
+    };
+    let (user_sig, expires_at) = im.sign_user(&actor.user_id);
+    Ok(Json(ImCredentialsResponse {
+        sdk_app_id: im.sdk_app_id(),
+        user_id: actor.user_id.to_string(),
+        user_sig,
+        expires_at: expires_at.0,
     }))
 }
