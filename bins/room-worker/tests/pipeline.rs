@@ -6,8 +6,8 @@
 //! outbox ends delivered — also when the worker publishing it is killed with `kill -9`
 //! midway and another takes its claim over. With Tencent IM configured (a fake IM server),
 //! the worker creates each room's IM group from its creation fact, mutes a member the room
-//! muted, destroys the group of a closed room, and the API node's display reaches the groups:
-//! every gift.
+//! muted, mutes the members of a room whose chat is switched off (not its owner), destroys the
+//! group of a closed room, and the API node's display reaches the groups: every gift.
 
 #[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
 mod mysql_server;
@@ -95,6 +95,12 @@ impl Cluster {
             .env("ROOM__IM__SDK_APP_ID", FakeIm::SDK_APP_ID.to_string())
             .env("ROOM__IM__SECRET_KEY", FakeIm::SECRET_KEY)
             .env("ROOM__IM__ADMIN_ID", FakeIm::ADMIN)
+            .env(
+                "ROOM__WORKERS__IM_EFFECTS_GROUP",
+                format!("{}.im", self.topic),
+            )
+            // The killed worker's place in the consumer group is given up after 6 s.
+            .env("ROOM__KAFKA__PROPERTIES__SESSION_TIMEOUT_MS", "6000")
             // A killed worker's claim passes to the next one after two seconds.
             .env("ROOM__WORKERS__CLAIM_TTL_SECS", "2")
             .env("RUST_LOG", "warn")
@@ -126,16 +132,20 @@ struct Client {
 }
 
 impl Client {
-    /// Posts until the answer is a success, retrying what the service says is retryable.
-    async fn post(&self, path: &str, user: &str, body: Value) -> Value {
-        let token = Authenticator::new(&SecretString::from(SECRET))
+    fn token(&self, user: &str) -> String {
+        Authenticator::new(&SecretString::from(SECRET))
             .unwrap()
             .mint(
                 &UserId::new(user).unwrap(),
                 user == "admin",
                 Duration::from_secs(600),
             )
-            .unwrap();
+            .unwrap()
+    }
+
+    /// Posts until the answer is a success, retrying what the service says is retryable.
+    async fn post(&self, path: &str, user: &str, body: Value) -> Value {
+        let token = self.token(user);
         let deadline = Instant::now() + DEADLINE;
         loop {
             let response = self
@@ -179,6 +189,42 @@ async fn create_topic(brokers: &str, topic: &str) {
         .expect("create_topics answers");
     for result in results {
         result.expect("the topic is created");
+    }
+}
+
+/// Waits until IM shows every gift of every room, room 0's sender is muted for its own ten
+/// minutes and room 1's sender for chat switched off, and no owner is muted.
+async fn wait_for_im(im: &FakeIm, rooms: &[String], gifts: usize) {
+    let deadline = Instant::now() + DEADLINE;
+    for (r, room_id) in rooms.iter().enumerate() {
+        let group = group_id(&room_id.parse().unwrap());
+        loop {
+            let shown = im
+                .messages(&group)
+                .iter()
+                .flat_map(|m| m.events())
+                .filter(|e| e["type"] == json!("RoomGiftSent"))
+                .count();
+            let muted = im.muted(&group, &format!("sender{r}"));
+            assert_eq!(
+                im.muted(&group, &format!("owner{r}")),
+                None,
+                "room {room_id}: the owner may always speak"
+            );
+            let mute_right = match r {
+                0 => muted.is_some_and(|secs| secs <= 600),
+                1 => muted.is_some_and(|secs| secs > 600),
+                _ => muted.is_none(),
+            };
+            if shown == gifts && mute_right {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "room {room_id}: {shown} of {gifts} gifts shown in IM, the sender muted {muted:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 
@@ -340,13 +386,43 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
     worker.start_kill().unwrap();
     worker.wait().await.unwrap();
     send(1).await;
+    worker = cluster.worker("worker-2").await;
+    // Room 0 mutes its sender's chat for ten minutes; room 1 switches its chat off, which
+    // mutes everyone in its group but the owner; room 2 closes.
+    client
+        .post(
+            &format!("/v1/rooms/{}/mute", rooms[0]),
+            "owner0",
+            json!({ "user_id": "sender0", "seconds": 600 }),
+        )
+        .await;
+    let patch = client
+        .http
+        .patch(format!("{}/v1/rooms/{}", client.base, rooms[1]))
+        .bearer_auth(client.token("owner1"))
+        .json(&json!({ "chat_enabled": false }))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        patch.status().is_success(),
+        "{}",
+        patch.text().await.unwrap()
+    );
+    wait_for_im(&cluster.im, &rooms, GIFTS_PER_ROOM).await;
     for (r, room_id) in rooms.iter().enumerate() {
         let sender = format!("sender{r}");
         client
             .post(&format!("/v1/rooms/{room_id}/leave"), &sender, json!({}))
             .await;
     }
-    worker = cluster.worker("worker-2").await;
+    client
+        .post(
+            &format!("/v1/rooms/{}/close", rooms[2]),
+            "owner2",
+            json!({}),
+        )
+        .await;
 
     // Every durable fact the commits wrote arrives.
     let written = outbox_rows(&cluster.mysql_url).await;
@@ -406,6 +482,15 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
         arrived, written,
         "each fact once, after the consumer's deduplication"
     );
+    let closed = group_id(&rooms[2].parse().unwrap());
+    let deadline = Instant::now() + DEADLINE;
+    while cluster.im.group_exists(&closed) {
+        assert!(
+            Instant::now() < deadline,
+            "the closed room's group was never destroyed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     worker.start_kill().unwrap();
     let _ = worker.wait().await;

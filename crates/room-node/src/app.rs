@@ -506,8 +506,9 @@ impl App {
         }
         if let Some(client) = self.im.clone() {
             let (settings, cancel) = (self.settings.clone(), self.root.child_token());
+            let service = self.state.service.clone();
             self.tasks.spawn(async move {
-                if let Err(error) = run_group_effects(client, &settings, cancel).await {
+                if let Err(error) = run_group_effects(client, service, &settings, cancel).await {
                     tracing::error!(error = ?error, "IM group effects stopped");
                 }
             });

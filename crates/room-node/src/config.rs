@@ -384,6 +384,9 @@ pub struct WorkerSettings {
     /// How long a process's claim on a pass holds without renewal, in seconds: when a worker
     /// dies, another takes its passes over after this long.
     pub claim_ttl_secs: u64,
+    /// The Kafka consumer group the IM group effects read the topic as
+    /// (`ROOM__WORKERS__IM_EFFECTS_GROUP`): every process running them joins it.
+    pub im_effects_group: String,
 }
 
 /// `[outbox]`: publishing the outbox's durable facts to Kafka, and deleting delivered rows.
@@ -427,6 +430,7 @@ impl Default for WorkerSettings {
             batch_limit: 200,
             in_process: true,
             claim_ttl_secs: 30,
+            im_effects_group: crate::im::GROUP_EFFECTS_CONSUMER_GROUP.to_owned(),
         }
     }
 }

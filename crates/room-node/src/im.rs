@@ -2,26 +2,39 @@
 //! [`ImMessenger`] (beside the node's own event streams), clients get their IM credentials
 //! from [`ImClient::sign_user`], and the groups follow the rooms — created, destroyed, members
 //! muted and banned — by [`run_group_effects`], driven from the durable facts on the Kafka
-//! topic.
+//! topic. Chat switched off in a room mutes its members in the group (all but the owner and
+//! the admins, and whoever joins while it is off); switched on, it lifts those mutes and keeps
+//! each member's own chat mute.
 //!
 //! The group effects are durable by the topic's consumer offsets: an effect's fact is
 //! committed only once Tencent has done it or refused it for good, so a crash or an IM outage
 //! delays effects and loses none; a room's effects keep their order (one partition per room).
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use adapters_mq::{EventConsumer, EventConsumerSettings};
 use adapters_tencent_im::{DispatcherHandle, ImClient, ImError, ImMessenger, group_id};
 use anyhow::Context;
-use room_domain::{Event, EventEnvelope, Timestamp};
+use room_app::RoomService;
+use room_domain::{Event, EventEnvelope, RoomId, RoomState, Timestamp, UserId};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 
-/// The consumer group of the group effects: every node that runs them shares the topic's
-/// partitions in it.
+/// The default consumer group of the group effects (`workers.im_effects_group`): every node
+/// that runs them shares the topic's partitions in it.
 pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
+
+/// How long chat switched off mutes a member in the group, in seconds (30 days): switching it
+/// on lifts the mute sooner; a room that stays silent longer gets the mute renewed by its
+/// joins.
+const CHAT_OFF_MUTE_SECS: u64 = 30 * 24 * 3600;
+
+/// Rooms whose chat setting the effects remember, at most; beyond, the memory starts over
+/// (the next join of a forgotten room reads the room again).
+const CHAT_SETTINGS_KEPT: usize = 100_000;
 
 /// This node's IM adapters.
 pub(crate) struct Im {
@@ -54,10 +67,11 @@ impl Im {
     }
 }
 
-/// Consumes the topic's durable facts as [`GROUP_EFFECTS_CONSUMER_GROUP`] and makes each
+/// Consumes the topic's durable facts as consumer group `workers.im_effects_group` and makes each
 /// room's IM group follow them, until `cancel` fires.
 pub(crate) async fn run_group_effects(
     client: ImClient,
+    service: Arc<RoomService>,
     settings: &Settings,
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
@@ -66,13 +80,15 @@ pub(crate) async fn run_group_effects(
         .brokers
         .clone()
         .context("IM group effects read the Kafka topic: set ROOM__KAFKA__BROKERS")?;
-    let mut consumer = EventConsumerSettings::new(brokers, GROUP_EFFECTS_CONSUMER_GROUP);
+    let mut consumer = EventConsumerSettings::new(brokers, &settings.workers.im_effects_group);
     consumer.topic = settings.kafka.topic.clone();
     consumer.properties = settings.kafka.properties.clone();
     let consumer = EventConsumer::subscribe(&consumer).context("cannot read the Kafka topic")?;
     let effects = GroupEffects {
         client,
+        service,
         bans: Arc::new(AtomicBool::new(true)),
+        chat_on: Arc::default(),
     };
     consumer
         .run(|envelope| effects.apply(envelope), cancel)
@@ -84,8 +100,34 @@ pub(crate) async fn run_group_effects(
 #[derive(Clone)]
 struct GroupEffects {
     client: ImClient,
+    /// Reads a room's members and settings when its chat setting matters.
+    service: Arc<RoomService>,
     /// Off once Tencent answered that the app's plan has no bans (10007).
     bans: Arc<AtomicBool>,
+    /// Whether each room's chat is on, as last seen (bounded by [`CHAT_SETTINGS_KEPT`]).
+    chat_on: Arc<Mutex<HashMap<RoomId, bool>>>,
+}
+
+/// What chat mutes a room's group should hold now: each member's mute in seconds, 0 for none.
+fn chat_mutes(state: &RoomState) -> Vec<(UserId, u64)> {
+    let moderators =
+        |user: &UserId| state.owner.as_ref() == Some(user) || state.admins.contains(user);
+    state
+        .members
+        .keys()
+        .map(|user| {
+            let own = state
+                .chat_mutes
+                .get(user)
+                .and_then(|until| seconds_until(*until));
+            let secs = if !state.settings.chat_enabled && !moderators(user) {
+                CHAT_OFF_MUTE_SECS
+            } else {
+                own.unwrap_or(0)
+            };
+            (user.clone(), secs)
+        })
+        .collect()
 }
 
 /// Seconds from now until `until`; `None` when it has passed.
@@ -98,6 +140,55 @@ fn seconds_until(until: Timestamp) -> Option<u64> {
 }
 
 impl GroupEffects {
+    fn remember_chat(&self, room: &RoomId, enabled: bool) {
+        let mut known = self.chat_on.lock().unwrap_or_else(|p| p.into_inner());
+        if known.len() >= CHAT_SETTINGS_KEPT && !known.contains_key(room) {
+            known.clear();
+        }
+        known.insert(room.clone(), enabled);
+    }
+
+    /// Whether the room's chat is on: as remembered, else as the room says.
+    async fn chat_enabled(&self, room: &RoomId) -> room_app::Result<bool> {
+        let known = self
+            .chat_on
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(room)
+            .copied();
+        if let Some(enabled) = known {
+            return Ok(enabled);
+        }
+        let enabled = self
+            .service
+            .runtime()
+            .query(room, |state| state.settings.chat_enabled)
+            .await?;
+        self.remember_chat(room, enabled);
+        Ok(enabled)
+    }
+
+    /// Sets every member's group mute to what the room's chat setting and their own chat
+    /// mute say now.
+    async fn sync_chat(&self, room: &RoomId, group: &str) -> Result<(), ImError> {
+        let mutes = match self.service.runtime().query(room, chat_mutes).await {
+            Ok(mutes) => mutes,
+            Err(error) if error.is_retryable() => {
+                return Err(ImError::Io(format!("room {room} unreadable: {error}")));
+            }
+            // A room that is gone has no members to mute.
+            Err(_) => return Ok(()),
+        };
+        let mut by_secs: HashMap<u64, Vec<&str>> = HashMap::new();
+        for (user, secs) in &mutes {
+            by_secs.entry(*secs).or_default().push(user.as_str());
+        }
+        for (secs, users) in by_secs {
+            self.client.forbid_send_msg(group, &users, secs).await?;
+        }
+        Ok(())
+    }
+
     /// Does what `envelope` asks of its room's group. A retryable failure is returned, so
     /// that the consumer tries the same fact again (and commits nothing past it); a permanent
     /// one is logged, counted and passed over.
@@ -109,6 +200,12 @@ impl GroupEffects {
             }
             Event::RoomClosed { .. } => ("destroy_group", self.client.destroy_group(&group).await),
             Event::RoomUserMuted { user, until, .. } => {
+                // While chat is off, the chat-off mute covers the member whatever their own.
+                match self.chat_enabled(&envelope.room_id).await {
+                    Ok(false) => return Ok(()),
+                    Err(error) if error.is_retryable() => return Err(error.to_string()),
+                    _ => {}
+                }
                 // Unmuted, or a mute that has already run out: mute time 0 lifts it.
                 let secs = until.and_then(seconds_until).unwrap_or(0);
                 (
@@ -131,6 +228,27 @@ impl GroupEffects {
                 ),
                 None => return Ok(()),
             },
+            Event::RoomChatEnabledChanged { enabled, .. } => {
+                self.remember_chat(&envelope.room_id, *enabled);
+                (
+                    "forbid_send_msg",
+                    self.sync_chat(&envelope.room_id, &group).await,
+                )
+            }
+            Event::RoomUserJoined { user, .. } => {
+                match self.chat_enabled(&envelope.room_id).await {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => (
+                        "forbid_send_msg",
+                        self.client
+                            .forbid_send_msg(&group, &[user.as_str()], CHAT_OFF_MUTE_SECS)
+                            .await,
+                    ),
+                    // The room cannot be read now: the same fact is tried again.
+                    Err(error) if error.is_retryable() => return Err(error.to_string()),
+                    Err(_) => return Ok(()),
+                }
+            }
             Event::RoomUserUnbanned { user, .. } if self.bans.load(Ordering::Relaxed) => (
                 "unban_group_member",
                 self.client

@@ -7,7 +7,7 @@ use crate::app::{App, Role};
 use crate::config::Settings;
 
 /// Serves a node of `role` built from `settings` on `http.addr` until SIGINT or SIGTERM, then
-/// stops it gracefully. Logs go to stderr, filtered by `RUST_LOG` (default `info`).
+/// stops it gracefully. Logs go to stdout, filtered by `RUST_LOG` (default `info`).
 pub fn run(settings: Settings, role: Role) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
