@@ -14,7 +14,7 @@
 //! `127.0.0.1:9092`). It creates, and afterwards drops, a database and a topic of its own.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use adapters_mq::{KafkaPublisher, KafkaSettings};
@@ -210,7 +210,7 @@ async fn main() -> Result<()> {
     );
 
     // Steady: commits at a rate while the publisher runs as the worker runs it.
-    let committed: Arc<Mutex<HashMap<(String, u64), i64>>> = Arc::default();
+    let mut committed: HashMap<(String, u64), i64> = HashMap::new();
     let stop = tokio_util::sync::CancellationToken::new();
     let publishing = tokio::spawn({
         let (outbox, publisher, clock, stop) = (
@@ -244,9 +244,8 @@ async fn main() -> Result<()> {
         let batch = writer.batch(per_tick);
         store.commit(&batch).await?;
         let at = now_ms();
-        let mut map = committed.lock().unwrap();
         for event in &batch.events {
-            map.insert((writer.room.to_string(), event.seq), at);
+            committed.insert((writer.room.to_string(), event.seq), at);
         }
     }
     stop.cancel();
@@ -255,7 +254,6 @@ async fn main() -> Result<()> {
         sqlx::query_as("SELECT room_id, seq, delivered_at FROM room_outbox")
             .fetch_all(&mut MySqlConnection::connect(&url).await?)
             .await?;
-    let committed = committed.lock().unwrap();
     let mut lags: Vec<i64> = rows
         .iter()
         .filter_map(|(room, seq, delivered)| {

@@ -1,5 +1,6 @@
 //! [`CellStore`] and [`SnapshotStore`]: the room log, the epoch fence, the group commit that
-//! writes everything of a batch in one transaction (or nothing), and snapshots.
+//! writes everything of a batch in one transaction (or nothing), snapshots, and the pruning
+//! of the log behind them.
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -267,6 +268,172 @@ async fn commit_once(store: &MySqlStore, c: &PreparedCommit) -> Result<(), TxErr
     Ok(())
 }
 
+/// Commands that expired (applied before the cut-off, ending at or before their room's
+/// snapshot), in the order of `room_commands_by_age`, after a position (applied_at, room_id,
+/// command_id), at most a page: the rooms [`MySqlStore::prune`] visits. STRAIGHT_JOIN keeps
+/// the commands the outer table, so the rows come off the index in order and the scan stops
+/// at the limit.
+const EXPIRED_COMMANDS: &str = "SELECT c.room_id, c.command_id, c.applied_at, s.version
+     FROM room_commands AS c STRAIGHT_JOIN room_snapshots AS s ON s.room_id = c.room_id
+     WHERE c.applied_at < ? AND c.last_seq <= s.version
+       AND (c.applied_at > ? OR (c.applied_at = ?
+            AND (c.room_id > ? OR (c.room_id = ? AND c.command_id > ?))))
+     ORDER BY c.applied_at, c.room_id, c.command_id
+     LIMIT ?";
+
+/// The seq of a room's event number `n + 1` (from its first) at or before a seq.
+const NTH_EVENT: &str = "SELECT seq FROM room_events
+     WHERE room_id = ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?";
+
+/// The first seq of a room's first command at or before a seq that has not expired (applied
+/// at or after the cut-off, or ending after the snapshot's version).
+const FIRST_KEPT_COMMAND: &str = "SELECT first_seq FROM room_commands
+     WHERE room_id = ? AND first_seq <= ? AND (applied_at >= ? OR last_seq > ?)
+     ORDER BY first_seq LIMIT 1";
+
+/// Deletes a room's events up to a seq, at most a limit.
+const DELETE_EVENTS: &str =
+    "DELETE FROM room_events WHERE room_id = ? AND seq <= ? ORDER BY seq LIMIT ?";
+
+/// The seq of a room's first stored event.
+const FIRST_EVENT: &str = "SELECT MIN(seq) FROM room_events WHERE room_id = ?";
+
+/// Deletes at most a limit of a room's commands applied before the cut-off whose events all
+/// lie at or before a seq, first ones first.
+const DELETE_COMMANDS: &str = "DELETE FROM room_commands
+     WHERE room_id = ? AND first_seq <= ? AND last_seq <= ? AND applied_at < ?
+     ORDER BY first_seq, command_id LIMIT ?";
+
+/// Commands [`MySqlStore::prune`] reads per page of [`EXPIRED_COMMANDS`].
+const EXPIRED_PAGE: i64 = 256;
+
+impl MySqlStore {
+    /// The one value a query of one column returns, `None` for no row or NULL.
+    async fn one(
+        &self,
+        what: &'static str,
+        statement: &'static str,
+        room_id: &str,
+        args: &[i64],
+    ) -> Result<Option<i64>> {
+        self.retrying(what, || async move {
+            let mut query = sqlx::query_scalar(statement).bind(room_id);
+            for arg in args {
+                query = query.bind(*arg);
+            }
+            let value: Option<Option<i64>> = query.fetch_optional(&self.pool).await?;
+            Ok(value.flatten())
+        })
+        .await
+    }
+
+    /// Runs a delete of a room's rows; returns how many went.
+    async fn delete(
+        &self,
+        what: &'static str,
+        statement: &'static str,
+        room_id: &str,
+        args: &[i64],
+    ) -> Result<i64> {
+        self.retrying(what, || async move {
+            let mut query = sqlx::query(statement).bind(room_id);
+            for arg in args {
+                query = query.bind(*arg);
+            }
+            let done = query.execute(&self.pool).await?;
+            // At most the statement's limit, itself an `i64`.
+            Ok(i64::try_from(done.rows_affected()).unwrap_or(i64::MAX))
+        })
+        .await
+    }
+
+    /// Deletes at most `budget` (at least 1) rows of room `room_id`'s log, whose newest
+    /// snapshot is at `version`, as [`CellStore::prune_log`] says; returns how many went. Each
+    /// statement stands alone: [`CellStore::get_command`] stops finding a command as soon as
+    /// its first event is gone, so no reader sees a command without its events in between.
+    async fn prune_room(
+        &self,
+        room_id: &str,
+        version: i64,
+        older_than: i64,
+        budget: i64,
+    ) -> Result<i64> {
+        // The events that may go are a run from the front of the log: at most `budget` of
+        // them, up to the snapshot, and before the first command that has not expired.
+        let reach = self
+            .one("prune_log", NTH_EVENT, room_id, &[version, budget - 1])
+            .await?
+            .unwrap_or(version);
+        let kept = self
+            .one(
+                "prune_log",
+                FIRST_KEPT_COMMAND,
+                room_id,
+                &[reach, older_than, version],
+            )
+            .await?;
+        let through = kept.map_or(reach, |first| reach.min(first - 1));
+        let events = self
+            .delete("prune_log", DELETE_EVENTS, room_id, &[through, budget])
+            .await?;
+        let left = budget - events;
+        if left == 0 {
+            return Ok(events);
+        }
+        // An expired command goes once all of its events have.
+        let first_left = self.one("prune_log", FIRST_EVENT, room_id, &[]).await?;
+        let gone_through = first_left.map_or(version, |first| version.min(first - 1));
+        let commands = self
+            .delete(
+                "prune_log",
+                DELETE_COMMANDS,
+                room_id,
+                &[gone_through, gone_through, older_than, left],
+            )
+            .await?;
+        Ok(events + commands)
+    }
+
+    /// [`CellStore::prune_log`]: walks the expired commands oldest first and prunes each of
+    /// their rooms once, until `limit` rows went or no room is left.
+    async fn prune(&self, older_than: i64, limit: i64) -> Result<u64> {
+        let mut budget = limit;
+        let mut visited = std::collections::HashSet::new();
+        let mut after = (i64::MIN, String::new(), String::new());
+        while budget > 0 {
+            let position = &after;
+            let page: Vec<(String, String, i64, i64)> = self
+                .retrying("prune_log", || async move {
+                    Ok(sqlx::query_as(EXPIRED_COMMANDS)
+                        .bind(older_than)
+                        .bind(position.0)
+                        .bind(position.0)
+                        .bind(&position.1)
+                        .bind(&position.1)
+                        .bind(&position.2)
+                        .bind(EXPIRED_PAGE)
+                        .fetch_all(&self.pool)
+                        .await?)
+                })
+                .await?;
+            let full = page.len() as i64 == EXPIRED_PAGE;
+            for (room_id, command_id, applied_at, version) in page {
+                if budget > 0 && !visited.contains(&room_id) {
+                    budget -= self
+                        .prune_room(&room_id, version, older_than, budget)
+                        .await?;
+                    visited.insert(room_id.clone());
+                }
+                after = (applied_at, room_id, command_id);
+            }
+            if !full {
+                break;
+            }
+        }
+        stored_u64(limit - budget, "pruned rows")
+    }
+}
+
 #[async_trait]
 impl CellStore for MySqlStore {
     #[tracing::instrument(skip_all, fields(room_id = %room_id), err)]
@@ -321,9 +488,13 @@ impl CellStore for MySqlStore {
     ) -> Result<Option<CommandRecord>> {
         let row = self
             .retrying("get_command", || async move {
+                // A command whose first event was pruned is being pruned itself: absent.
                 Ok(sqlx::query(
                     "SELECT command_id, command, actor, applied_at, first_seq, last_seq
-                     FROM room_commands WHERE room_id = ? AND command_id = ?",
+                     FROM room_commands AS c WHERE room_id = ? AND command_id = ?
+                       AND (last_seq < first_seq OR EXISTS (
+                           SELECT 1 FROM room_events AS e
+                           WHERE e.room_id = c.room_id AND e.seq = c.first_seq))",
                 )
                 .bind(room_id.as_str())
                 .bind(command_id.as_str())
@@ -342,6 +513,14 @@ impl CellStore for MySqlStore {
             })
         })
         .transpose()
+    }
+
+    #[tracing::instrument(skip_all, err)]
+    async fn prune_log(&self, older_than: Timestamp, limit: u32) -> Result<u64> {
+        if limit == 0 {
+            return Ok(0);
+        }
+        self.prune(older_than.as_millis(), i64::from(limit)).await
     }
 }
 
@@ -387,5 +566,119 @@ impl SnapshotStore for MySqlStore {
             })
             .await?;
         row.map(|row| json_col(&row, "snapshot")).transpose()
+    }
+}
+
+/// The test server of the integration tests, for the plan checks below: the statements they
+/// check are private to this module. The integration tests load the same file as a module of
+/// their own, which is what the lint warns of.
+#[cfg(test)]
+#[allow(clippy::duplicate_mod)]
+#[path = "../tests/support/mysql.rs"]
+mod test_server;
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{AssertSqlSafe, Executor};
+
+    use super::*;
+    use crate::MySqlSettings;
+
+    /// `statement` with its placeholders filled with `values`, in order.
+    fn filled(statement: &str, values: &[&str]) -> String {
+        let mut parts = statement.split('?');
+        let mut text = parts.next().unwrap_or_default().to_owned();
+        for (part, value) in parts.zip(values.iter().chain(std::iter::repeat(&"0"))) {
+            text.push_str(value);
+            text.push_str(part);
+        }
+        text
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pruning_reads_the_log_through_indexes() {
+        let Some(server) = test_server::MySqlServer::from_env("cells::pruning_plans").await else {
+            return;
+        };
+        let database = server.database().await;
+        let settings = MySqlSettings::new(database.url.clone());
+        MySqlStore::migrate(&settings).await.unwrap();
+        let mut conn = database.connect().await;
+        // Many rooms with long logs, and the statistics a long-running database has, so that
+        // the planner weighs the indexes against real tables.
+        let rows = |each: &dyn Fn(usize, usize) -> String| {
+            (0..4_000)
+                .map(|i| each(i % 40, i / 40 + 1))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let events = rows(&|room, seq| format!("('room-{room}', {seq}, {seq}, '{{}}')"));
+        let commands = rows(&|room, seq| {
+            format!("('room-{room}', 'c{seq}', '{{}}', '{{}}', {seq}, {seq}, {seq})")
+        });
+        let snapshots: Vec<String> = (0..40)
+            .map(|room| format!("('room-{room}', 50, '{{}}')"))
+            .collect();
+        for insert in [
+            format!("INSERT INTO room_events (room_id, seq, occurred_at, event) VALUES {events}"),
+            format!(
+                "INSERT INTO room_commands
+                     (room_id, command_id, command, actor, applied_at, first_seq, last_seq)
+                 VALUES {commands}"
+            ),
+            format!(
+                "INSERT INTO room_snapshots (room_id, version, snapshot) VALUES {}",
+                snapshots.join(", ")
+            ),
+            "ANALYZE TABLE room_events, room_commands, room_snapshots".to_owned(),
+        ] {
+            conn.execute(AssertSqlSafe(insert)).await.unwrap();
+        }
+        let room = "'room-7'";
+        for (statement, values, index) in [
+            (
+                EXPIRED_COMMANDS,
+                &["60", "0", "0", "''", "''", "''", "256"][..],
+                "room_commands_by_age",
+            ),
+            (NTH_EVENT, &[room, "50", "10"][..], "PRIMARY"),
+            (
+                FIRST_KEPT_COMMAND,
+                &[room, "20", "60", "50"][..],
+                "room_commands_by_seq",
+            ),
+            (DELETE_EVENTS, &[room, "20", "20"][..], "PRIMARY"),
+            (FIRST_EVENT, &[room][..], "PRIMARY"),
+            (
+                DELETE_COMMANDS,
+                &[room, "20", "20", "60", "20"][..],
+                "room_commands_by_seq",
+            ),
+        ] {
+            let plan: String = sqlx::query_scalar(AssertSqlSafe(format!(
+                "EXPLAIN FORMAT=JSON {}",
+                filled(statement, values)
+            )))
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+            // A MIN over a key prefix is one look into the key: "optimized away".
+            assert!(
+                plan.contains(&format!(r#""key": "{index}""#))
+                    || (statement == FIRST_EVENT && plan.contains("Select tables optimized away")),
+                "{index} serves {statement}\n{plan}"
+            );
+            assert!(
+                !plan.contains(r#""access_type": "ALL""#),
+                "no table is scanned whole: {statement}\n{plan}"
+            );
+            // The walk over expired commands must stop at its page, so must not sort its
+            // range (every expired command); the other statements read a range of at most
+            // the call's limit, bounded by seq.
+            assert!(
+                statement != EXPIRED_COMMANDS || !plan.contains("filesort"),
+                "the rows come in index order, unsorted: {statement}\n{plan}"
+            );
+        }
     }
 }

@@ -1,12 +1,13 @@
 //! [`CellStore`] and [`SnapshotStore`]: the room log, the epoch fence, the group commit that
-//! writes everything of a batch (in the job's savepoint, so all or nothing), and snapshots.
+//! writes everything of a batch (in the job's savepoint, so all or nothing), snapshots, and
+//! the pruning of the log behind them.
 
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{
     Activation, CellStore, CommandRecord, CommitBatch, SnapshotStore, StoredEvent,
 };
-use room_domain::{CommandId, RoomId, Snapshot};
+use room_domain::{CommandId, RoomId, Snapshot, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codec::{col, db, id_col, json_col, sql, stored_u64, to_i64, to_json, u64_col};
@@ -245,6 +246,117 @@ fn commit(conn: &Connection, c: &PreparedCommit) -> Result<()> {
     Ok(())
 }
 
+/// Commands that expired (applied before `?1`, ending at or before their room's snapshot),
+/// in the order of `room_commands_by_age`, after the position `(?2, ?3, ?4)`, at most `?5`:
+/// the rooms [`prune_log`] visits. CROSS JOIN keeps the commands the outer loop, so the rows
+/// come off the index in order and the scan stops at the limit.
+const EXPIRED_COMMANDS: &str = "SELECT c.room_id, c.command_id, c.applied_at, s.version
+     FROM room_commands AS c CROSS JOIN room_snapshots AS s ON s.room_id = c.room_id
+     WHERE c.applied_at < ?1 AND c.last_seq <= s.version
+       AND (c.applied_at, c.room_id, c.command_id) > (?2, ?3, ?4)
+     ORDER BY c.applied_at, c.room_id, c.command_id
+     LIMIT ?5";
+
+/// The seq of room `?1`'s event number `?3 + 1` (from its first) at or before seq `?2`.
+const NTH_EVENT: &str = "SELECT seq FROM room_events
+     WHERE room_id = ?1 AND seq <= ?2 ORDER BY seq LIMIT 1 OFFSET ?3";
+
+/// The first seq of room `?1`'s first command at or before seq `?2` that has not expired
+/// (applied at or after `?3`, or ending after the snapshot's version `?4`).
+const FIRST_KEPT_COMMAND: &str = "SELECT first_seq FROM room_commands
+     WHERE room_id = ?1 AND first_seq <= ?2 AND (applied_at >= ?3 OR last_seq > ?4)
+     ORDER BY first_seq LIMIT 1";
+
+/// Deletes room `?1`'s events up to seq `?2`.
+const DELETE_EVENTS: &str = "DELETE FROM room_events WHERE room_id = ?1 AND seq <= ?2";
+
+/// The seq of room `?1`'s first stored event.
+const FIRST_EVENT: &str = "SELECT MIN(seq) FROM room_events WHERE room_id = ?1";
+
+/// Deletes at most `?4` of room `?1`'s commands applied before `?3` whose events all lie at
+/// or before seq `?2`, first ones first.
+const DELETE_COMMANDS: &str = "DELETE FROM room_commands WHERE room_id = ?1 AND command_id IN (
+         SELECT command_id FROM room_commands
+         WHERE room_id = ?1 AND first_seq <= ?2 AND last_seq <= ?2 AND applied_at < ?3
+         ORDER BY first_seq LIMIT ?4)";
+
+/// Commands [`prune_log`] reads per page of [`EXPIRED_COMMANDS`].
+const EXPIRED_PAGE: i64 = 256;
+
+/// Deletes at most `budget` (at least 1) rows of room `room_id`'s log, whose newest snapshot
+/// is at `version`, as [`CellStore::prune_log`] says; returns how many went.
+fn prune_room(
+    conn: &Connection,
+    room_id: &str,
+    version: i64,
+    older_than: i64,
+    budget: i64,
+) -> Result<i64> {
+    let one = |statement: &str, params: &[&dyn rusqlite::ToSql]| -> Result<Option<i64>> {
+        conn.prepare_cached(statement)
+            .and_then(|mut query| query.query_row(params, |row| row.get(0)).optional())
+            .map(Option::flatten)
+            .map_err(sql)
+    };
+    // The events that may go are a run from the front of the log: at most `budget` of them,
+    // up to the snapshot, and before the first command that has not expired.
+    let reach = one(NTH_EVENT, &[&room_id, &version, &(budget - 1)])?.unwrap_or(version);
+    let kept = one(
+        FIRST_KEPT_COMMAND,
+        &[&room_id, &reach, &older_than, &version],
+    )?;
+    let through = kept.map_or(reach, |first| reach.min(first - 1));
+    let events = conn
+        .prepare_cached(DELETE_EVENTS)
+        .and_then(|mut delete| delete.execute(params![room_id, through]))
+        .map_err(sql)? as i64;
+    let left = budget - events;
+    if left == 0 {
+        return Ok(events);
+    }
+    // An expired command goes once all of its events have.
+    let first_left = one(FIRST_EVENT, &[&room_id])?;
+    let gone_through = first_left.map_or(version, |first| version.min(first - 1));
+    let commands = conn
+        .prepare_cached(DELETE_COMMANDS)
+        .and_then(|mut delete| delete.execute(params![room_id, gone_through, older_than, left]))
+        .map_err(sql)? as i64;
+    Ok(events + commands)
+}
+
+/// [`CellStore::prune_log`] in one write job: walks the expired commands oldest first and
+/// prunes each of their rooms once, until `limit` rows went or no room is left.
+fn prune_log(conn: &Connection, older_than: i64, limit: i64) -> Result<u64> {
+    let mut budget = limit;
+    let mut visited = std::collections::HashSet::new();
+    let mut after = (i64::MIN, String::new(), String::new());
+    while budget > 0 {
+        let page: Vec<(String, String, i64, i64)> = conn
+            .prepare_cached(EXPIRED_COMMANDS)
+            .and_then(|mut query| {
+                query
+                    .query_map(
+                        params![older_than, after.0, after.1, after.2, EXPIRED_PAGE],
+                        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+                    )?
+                    .collect()
+            })
+            .map_err(sql)?;
+        let full = page.len() as i64 == EXPIRED_PAGE;
+        for (room_id, command_id, applied_at, version) in page {
+            if budget > 0 && !visited.contains(&room_id) {
+                budget -= prune_room(conn, &room_id, version, older_than, budget)?;
+                visited.insert(room_id.clone());
+            }
+            after = (applied_at, room_id, command_id);
+        }
+        if !full {
+            break;
+        }
+    }
+    stored_u64(limit - budget, "pruned rows")
+}
+
 #[async_trait]
 impl CellStore for SqliteStore {
     async fn activate(&self, room_id: &RoomId, node: &str) -> Result<Activation> {
@@ -278,7 +390,7 @@ impl CellStore for SqliteStore {
             .map(|row| {
                 Ok(StoredEvent {
                     seq: u64_col(row, "seq")?,
-                    occurred_at: room_domain::Timestamp(col(row, "occurred_at")?),
+                    occurred_at: Timestamp(col(row, "occurred_at")?),
                     event: json_col(row, "event")?,
                 })
             })
@@ -290,9 +402,13 @@ impl CellStore for SqliteStore {
         room_id: &RoomId,
         command_id: &CommandId,
     ) -> Result<Option<CommandRecord>> {
+        // A command whose first event was pruned is being pruned itself: absent.
         let row = sqlx::query(
             "SELECT command_id, command, actor, applied_at, first_seq, last_seq
-             FROM room_commands WHERE room_id = ?1 AND command_id = ?2",
+             FROM room_commands AS c WHERE room_id = ?1 AND command_id = ?2
+               AND (last_seq < first_seq OR EXISTS (
+                   SELECT 1 FROM room_events AS e
+                   WHERE e.room_id = c.room_id AND e.seq = c.first_seq))",
         )
         .bind(room_id.as_str())
         .bind(command_id.as_str())
@@ -304,12 +420,21 @@ impl CellStore for SqliteStore {
                 command_id: id_col(&row, "command_id")?,
                 command: json_col(&row, "command")?,
                 actor: json_col(&row, "actor")?,
-                applied_at: room_domain::Timestamp(col(&row, "applied_at")?),
+                applied_at: Timestamp(col(&row, "applied_at")?),
                 first_seq: u64_col(&row, "first_seq")?,
                 last_seq: u64_col(&row, "last_seq")?,
             })
         })
         .transpose()
+    }
+
+    async fn prune_log(&self, older_than: Timestamp, limit: u32) -> Result<u64> {
+        if limit == 0 {
+            return Ok(0);
+        }
+        let older_than = older_than.as_millis();
+        self.write(move |conn| prune_log(conn, older_than, i64::from(limit)))
+            .await
     }
 }
 
@@ -341,5 +466,73 @@ impl SnapshotStore for SqliteStore {
             .await
             .map_err(db)?;
         row.map(|row| json_col(&row, "snapshot")).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SqliteSettings;
+
+    /// The plan SQLite picks for `statement`, one line per step, with every parameter 0.
+    fn plan(conn: &Connection, statement: &str) -> Vec<String> {
+        let mut explain = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {statement}"))
+            .unwrap();
+        let zeros = vec![0_i64; explain.parameter_count()];
+        explain
+            .query_map(rusqlite::params_from_iter(zeros), |row| row.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pruning_reads_the_log_through_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("room.db");
+        let url = format!("sqlite://{}", path.display());
+        let store = SqliteStore::open(&SqliteSettings::new(url)).await.unwrap();
+        store.close().await;
+        // Many rooms with long logs, and the statistics a long-running database has, so that
+        // the planner weighs the indexes against real tables.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 39)
+             INSERT INTO room_cells (room_id, epoch, version, owner_node)
+                 SELECT 'room-' || i, 1, 100, 'node' FROM n;
+             WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 3999)
+             INSERT INTO room_events (room_id, seq, occurred_at, event)
+                 SELECT 'room-' || (i % 40), i / 40 + 1, i, '{}' FROM n;
+             INSERT INTO room_commands
+                 (room_id, command_id, command, actor, applied_at, first_seq, last_seq)
+                 SELECT room_id, 'c' || seq, '{}', '{}', occurred_at, seq, seq FROM room_events;
+             INSERT INTO room_snapshots (room_id, version, snapshot)
+                 SELECT room_id, 50, '{}' FROM room_cells;
+             ANALYZE;",
+        )
+        .unwrap();
+        for (statement, index) in [
+            (EXPIRED_COMMANDS, "room_commands_by_age"),
+            (NTH_EVENT, "PRIMARY KEY"),
+            (FIRST_KEPT_COMMAND, "room_commands_by_seq"),
+            (DELETE_EVENTS, "PRIMARY KEY"),
+            (FIRST_EVENT, "PRIMARY KEY"),
+            (DELETE_COMMANDS, "room_commands_by_seq"),
+        ] {
+            let steps = plan(&conn, statement);
+            assert!(
+                steps.iter().all(|step| !step.starts_with("SCAN")),
+                "no table is scanned whole: {statement}\n{steps:#?}"
+            );
+            assert!(
+                steps.iter().all(|step| !step.contains("TEMP B-TREE")),
+                "the rows come in index order, unsorted: {statement}\n{steps:#?}"
+            );
+            assert!(
+                steps.iter().any(|step| step.contains(index)),
+                "{index} serves {statement}\n{steps:#?}"
+            );
+        }
     }
 }

@@ -468,13 +468,20 @@ impl CellRuntime {
     /// The display events of `room_id` with `after < seq <= up_to`, in seq order, as the
     /// messenger got them when they were committed (redacted): what a watcher that reconnects
     /// missed. Read from the log, so it holds whichever node ran the room; at most
-    /// `up_to - after` events are read.
-    pub async fn display_events(
+    /// `up_to - after` events are read. `up_to` is at most the room's committed version.
+    ///
+    /// `None` when the log no longer holds every event after `after` up to `up_to`: it was
+    /// pruned behind a snapshot ([`CellStore::prune_log`]), so the first event it holds comes
+    /// after `after + 1` (or there is none). The watcher then reads the room again (an event
+    /// stream's `resync`) instead of being sent a replay with a hole in it.
+    ///
+    /// [`CellStore::prune_log`]: crate::ports::CellStore::prune_log
+    pub async fn missed_events(
         &self,
         room_id: &RoomId,
         after: u64,
         up_to: u64,
-    ) -> Result<Vec<DisplayMessage>> {
+    ) -> Result<Option<Vec<DisplayMessage>>> {
         const PAGE: u64 = 1000;
         let mut display = Vec::new();
         let mut seen = after;
@@ -486,28 +493,23 @@ impl CellRuntime {
                 .store
                 .list_events(room_id, seen, limit)
                 .await?;
-            let Some(last) = events.last() else { break };
-            seen = last.seq;
-            display.extend(
-                events
-                    .iter()
-                    .filter(|stored| stored.seq <= up_to)
-                    .filter_map(|stored| {
-                        let delivery = stored.event.delivery();
-                        delivery.im.map(|priority| DisplayMessage {
-                            envelope: EventEnvelope::new(
-                                room_id.clone(),
-                                stored.seq,
-                                stored.occurred_at,
-                                &stored.event,
-                            ),
-                            priority,
-                            coalesce_key: delivery.coalesce_key,
-                        })
-                    }),
-            );
+            if events.is_empty() {
+                // Events up to `up_to` were committed: none left means they were pruned.
+                metrics::counter!("room_replay_gaps_total").increment(1);
+                return Ok(None);
+            }
+            // At most `up_to - seen` events were asked for: without a gap, they all come at or
+            // before `up_to`.
+            for stored in &events {
+                if stored.seq != seen + 1 {
+                    metrics::counter!("room_replay_gaps_total").increment(1);
+                    return Ok(None);
+                }
+                seen = stored.seq;
+                display.extend(display_message(room_id, stored));
+            }
         }
-        Ok(display)
+        Ok(Some(display))
     }
 
     /// What the room's cell remembers of recent commands (activating it if needed).
@@ -654,6 +656,22 @@ impl CellRuntime {
             .spawn(async move { run_cell(inner, room, id, rx, control).await });
         (id, tx)
     }
+}
+
+/// The display message of a stored event, as the messenger got it at its commit, if the event
+/// is displayed at all.
+fn display_message(room_id: &RoomId, stored: &StoredEvent) -> Option<DisplayMessage> {
+    let delivery = stored.event.delivery();
+    delivery.im.map(|priority| DisplayMessage {
+        envelope: EventEnvelope::new(
+            room_id.clone(),
+            stored.seq,
+            stored.occurred_at,
+            &stored.event,
+        ),
+        priority,
+        coalesce_key: delivery.coalesce_key,
+    })
 }
 
 /// How long a looked-up owner of a room is trusted without asking the lease again. A stale

@@ -201,9 +201,83 @@ impl CellStore for InMemoryStore {
         command_id: &CommandId,
     ) -> Result<Option<CommandRecord>> {
         let t = self.lock();
-        Ok(t.cells
-            .get(room_id)
-            .and_then(|cell| cell.commands.get(command_id).cloned()))
+        Ok(t.cells.get(room_id).and_then(|cell| {
+            cell.commands
+                .get(command_id)
+                .filter(|record| cell.holds_events_of(record))
+                .cloned()
+        }))
+    }
+
+    async fn prune_log(&self, older_than: Timestamp, limit: u32) -> Result<u64> {
+        let mut t = self.lock();
+        let t = &mut *t;
+        let mut budget = u64::from(limit);
+        // Room by room in id order, so that calls with a small limit go through the rooms
+        // the same way every time.
+        let mut rooms: Vec<(&RoomId, u64)> = t
+            .snapshots
+            .iter()
+            .map(|(room, snapshot)| (room, snapshot.state.version))
+            .collect();
+        rooms.sort_unstable();
+        for (room, version) in rooms {
+            if budget == 0 {
+                break;
+            }
+            if let Some(cell) = t.cells.get_mut(room) {
+                budget -= cell.prune(version, older_than, budget);
+            }
+        }
+        Ok(u64::from(limit) - budget)
+    }
+}
+
+impl Cell {
+    /// Whether every event of `record` is still in the log.
+    fn holds_events_of(&self, record: &CommandRecord) -> bool {
+        record.last_seq < record.first_seq
+            || self
+                .events
+                .binary_search_by_key(&record.first_seq, |e| e.seq)
+                .is_ok()
+    }
+
+    /// Deletes at most `budget` rows of the log as [`CellStore::prune_log`] says, for a
+    /// newest snapshot at `version`; returns how many went.
+    fn prune(&mut self, version: u64, older_than: Timestamp, budget: u64) -> u64 {
+        let expired = |c: &CommandRecord| c.applied_at < older_than && c.last_seq <= version;
+        let kept_from = self
+            .commands
+            .values()
+            .filter(|c| !expired(c))
+            .map(|c| c.first_seq)
+            .min()
+            .unwrap_or(u64::MAX);
+        let through = version.min(kept_from.saturating_sub(1));
+        let events = self
+            .events
+            .iter()
+            .take(usize::try_from(budget).unwrap_or(usize::MAX))
+            .take_while(|e| e.seq <= through)
+            .count();
+        self.events.drain(..events);
+        let mut gone = events as u64;
+        // A command goes once every event of it has.
+        let first_left = self.events.first().map_or(u64::MAX, |e| e.seq);
+        let mut doomed: Vec<(u64, CommandId)> = self
+            .commands
+            .values()
+            .filter(|c| expired(c) && c.last_seq < first_left)
+            .map(|c| (c.first_seq, c.command_id.clone()))
+            .collect();
+        doomed.sort_unstable();
+        let left = usize::try_from(budget - gone).unwrap_or(usize::MAX);
+        for (_, id) in doomed.into_iter().take(left) {
+            self.commands.remove(&id);
+            gone += 1;
+        }
+        gone
     }
 }
 

@@ -198,7 +198,9 @@ pub trait CellStore: Send + Sync {
     /// Nothing is written on any error.
     async fn commit(&self, batch: &CommitBatch) -> Result<()>;
 
-    /// Events with `seq > after`, in order, at most `limit`.
+    /// Events with `seq > after`, in order, at most `limit`. Once the log was pruned
+    /// ([`CellStore::prune_log`]) it starts past seq 1, so the first event returned may come
+    /// after `after + 1`: a reader that needs every event after `after` checks for the gap.
     async fn list_events(
         &self,
         room_id: &RoomId,
@@ -206,12 +208,39 @@ pub trait CellStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<StoredEvent>>;
 
-    /// A stored command by id.
+    /// A stored command by id, while its events (`first_seq..=last_seq`) are all stored too:
+    /// a repeat of the command is answered with them. A command whose events
+    /// [`CellStore::prune_log`] has begun to delete is absent, never answered without them.
     async fn get_command(
         &self,
         room_id: &RoomId,
         command_id: &CommandId,
     ) -> Result<Option<CommandRecord>>;
+
+    /// Deletes the oldest part of room logs, at most `limit` rows (events and commands
+    /// together) per call across all rooms; returns how many rows went. A caller loops until
+    /// a call returns less than `limit`: nothing more could go then.
+    ///
+    /// The rule, for each room whose newest snapshot (as this store's [`SnapshotStore`]
+    /// holds it) is at version `V`:
+    ///
+    /// - A command *expires* when it was applied before `older_than` and its events end at or
+    ///   before the snapshot (`applied_at < older_than` and `last_seq <= V`).
+    /// - Events go from the front of the log, up to `V` and up to the first event of the
+    ///   room's first command that has not expired. The log stays one run of events, from
+    ///   some seq to the room's version.
+    /// - An expired command goes once its events are gone; from the moment the first of them
+    ///   goes, [`CellStore::get_command`] no longer finds it.
+    ///
+    /// So nothing after `V` goes (activation loads the snapshot and replays the events after
+    /// it), a room without a snapshot keeps everything, and a command applied at or after
+    /// `older_than` stays with all of its events (and every event after them), so that a
+    /// repeat of its id is answered from the log as the first time. An event's time is its
+    /// command's (`occurred_at == applied_at`): an event younger than `older_than` belongs
+    /// to a command that has not expired, and stays. A repeat of a command id that is older
+    /// than `older_than` may not be recognised any more: `older_than` must lie further back
+    /// than any client retries a command.
+    async fn prune_log(&self, older_than: Timestamp, limit: u32) -> Result<u64>;
 }
 
 /// Snapshots of room state.

@@ -1,9 +1,9 @@
 //! Background work: firing durable timers into their rooms, evicting members whose heartbeat
 //! stopped, paying out rocket rewards, recovering unfinished gift orders, publishing the
-//! outbox to the broker and deleting what it delivered long ago. Each pass is a function
-//! returning what it did; [`run_every`] loops one until cancelled, and [`run_claimed`] does
-//! so only while this process holds the pass's [`WorkClaims`] claim, so that the processes
-//! sharing a store never run one pass at once.
+//! outbox to the broker and deleting what it delivered long ago, and pruning the room logs
+//! behind their snapshots. Each pass is a function returning what it did; [`run_every`] loops
+//! one until cancelled, and [`run_claimed`] does so only while this process holds the pass's
+//! [`WorkClaims`] claim, so that the processes sharing a store never run one pass at once.
 
 use std::future::Future;
 use std::time::Duration;
@@ -12,7 +12,8 @@ use room_domain::{CommandKind, Rejection, Timestamp};
 use tokio_util::sync::CancellationToken;
 
 use crate::ports::{
-    ClockRef, EventPublisherRef, OutboxRef, PayoutsRef, StaleMember, TimersRef, WorkClaimsRef,
+    CellStoreRef, ClockRef, EventPublisherRef, OutboxRef, PayoutsRef, StaleMember, TimersRef,
+    WorkClaimsRef,
 };
 use crate::service::RoomService;
 use crate::{Error, Result};
@@ -294,6 +295,37 @@ pub async fn prune_outbox(
         }
     }
     metrics::counter!("room_outbox_pruned_total").increment(deleted);
+    Ok(deleted)
+}
+
+/// Deletes the events and commands of room logs that lie behind both the room's newest
+/// snapshot and `retention` (the rule of [`CellStore::prune_log`]), `batch` rows per call and
+/// at most `max_batches` calls per pass, so that no call holds the log long. `retention` must
+/// be longer than any client retries a command: a repeat of a command id older than that may
+/// be applied again. Returns how many rows (events and commands) went.
+///
+/// Metric: `room_log_pruned_total` (rows).
+///
+/// [`CellStore::prune_log`]: crate::ports::CellStore::prune_log
+pub async fn prune_log(
+    cells: &CellStoreRef,
+    clock: &ClockRef,
+    retention: Duration,
+    batch: u32,
+    max_batches: u32,
+) -> Result<u64> {
+    let batch = batch.max(1);
+    let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+    let older_than = Timestamp(clock.now().0.saturating_sub(retention));
+    let mut deleted = 0;
+    for _ in 0..max_batches.max(1) {
+        let gone = cells.prune_log(older_than, batch).await?;
+        deleted += gone;
+        metrics::counter!("room_log_pruned_total").increment(gone);
+        if gone < u64::from(batch) {
+            break;
+        }
+    }
     Ok(deleted)
 }
 

@@ -483,8 +483,9 @@ impl App {
         }
     }
 
-    /// The outbox publisher (when Kafka is configured) and the outbox retention, each run by
-    /// one process of the cluster at a time, under a claim.
+    /// The outbox publisher (when Kafka is configured), the IM group effects (when IM is), and
+    /// the retention of the outbox and of the command log, each run by one process of the
+    /// cluster at a time (under a claim; the effects as one Kafka consumer group).
     fn spawn_outbox(&self) {
         let outbox = &self.settings.outbox;
         let clock = self.state.service.ports().clock.clone();
@@ -524,6 +525,19 @@ impl App {
             move || {
                 let (rows, clock) = (rows.clone(), clock.clone());
                 async move { workers::prune_outbox(&rows, &clock, retention, batch, 10).await }
+            },
+        ));
+        // The command log behind each room's newest snapshot, after the same retention.
+        let cells = self.storage.cells.clone();
+        let clock = self.state.service.ports().clock.clone();
+        self.tasks.spawn(workers::run_claimed(
+            "log_retention",
+            Duration::from_secs(outbox.retention_every_secs.max(1)),
+            self.claim(),
+            self.root.child_token(),
+            move || {
+                let (cells, clock) = (cells.clone(), clock.clone());
+                async move { workers::prune_log(&cells, &clock, retention, batch, 10).await }
             },
         ));
     }

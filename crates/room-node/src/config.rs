@@ -399,7 +399,8 @@ pub struct OutboxSettings {
     /// milliseconds: the commit-to-broker lag of a quiet outbox is at most about this.
     pub publish_every_ms: u64,
     /// Delivered rows are deleted this many days after delivery
-    /// (`ROOM__OUTBOX__RETENTION_DAYS`); undelivered rows are never deleted.
+    /// (`ROOM__OUTBOX__RETENTION_DAYS`); undelivered rows are never deleted. Each room's
+    /// command log is pruned behind its newest snapshot after as long.
     pub retention_days: u64,
     /// How often the retention pass runs, in seconds.
     pub retention_every_secs: u64,

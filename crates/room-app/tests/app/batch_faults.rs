@@ -9,7 +9,7 @@ use room_app::ports::{
 };
 use room_app::testkit::InMemoryStore;
 use room_app::{Error, Result};
-use room_domain::{CommandId, CommandKind, RoomId};
+use room_domain::{CommandId, CommandKind, RoomId, Timestamp};
 
 use crate::support::{World, eventually, start_all, uid, user};
 
@@ -45,6 +45,10 @@ impl CellStore for RefusingStore {
 
     async fn get_command(&self, room_id: &RoomId, id: &CommandId) -> Result<Option<CommandRecord>> {
         self.0.get_command(room_id, id).await
+    }
+
+    async fn prune_log(&self, older_than: Timestamp, limit: u32) -> Result<u64> {
+        self.0.prune_log(older_than, limit).await
     }
 }
 

@@ -1,12 +1,14 @@
 //! Integration tests of room-app: the gift saga's interactions with its ports (mockall), its
 //! effects on balances and orders (in-memory store), and the Room Cell runtime: group commit,
-//! idempotency, overload, fencing, snapshots, timers and payouts.
+//! idempotency, overload, fencing, snapshots, timers and payouts, and the log pruned behind
+//! snapshots.
 
 mod batch_faults;
 mod creation;
 mod eviction;
 mod forwarding;
 mod lease;
+mod log_pruning;
 mod order_identity;
 mod password_attempts;
 mod recent_replies;

@@ -272,6 +272,10 @@ impl CellStore for ProbeStore {
     ) -> Result<Option<CommandRecord>> {
         self.inner.get_command(room_id, command_id).await
     }
+
+    async fn prune_log(&self, older_than: Timestamp, limit: u32) -> Result<u64> {
+        self.inner.prune_log(older_than, limit).await
+    }
 }
 
 /// The runtime and the service over [`InMemoryStore`] (through a [`ProbeStore`]), with a test

@@ -6,8 +6,8 @@
 //! `seq` as its id and the JSON envelope as its data. A watcher that reconnects with
 //! `Last-Event-ID: <seq>` first gets the display events it missed (seq after it, up to the
 //! version at subscription), read from the room's log, then only newer events; when it missed
-//! more than `sse.replay_max` events it gets a `resync` event (`{"version"}`) instead: read the
-//! room again. A watcher that falls behind gets a
+//! more than `sse.replay_max` events, or events the log no longer holds (pruned behind a
+//! snapshot), it gets a `resync` event (`{"version"}`) instead: read the room again. A watcher that falls behind gets a
 //! `lagged` event with the number of events it missed, and the stream ends (reconnect: the
 //! membership is checked again). The stream also ends when the watcher leaves or is kicked,
 //! when the room closes, and when the service stops.
@@ -81,21 +81,32 @@ pub async fn room_events(
     let mut skip_through = 0;
     if let Some(seen) = last_seen {
         skip_through = version;
-        if version.saturating_sub(seen) > state.sse_replay_max {
-            metrics::counter!("room_sse_resyncs_total").increment(1);
-            first.push(
-                SseEvent::default()
-                    .event("resync")
-                    .data(serde_json::json!({ "version": version }).to_string()),
-            );
+        // Too many missed, or some no longer in the log (pruned behind a snapshot): the
+        // watcher reads the room again.
+        let missed = if version.saturating_sub(seen) > state.sse_replay_max {
+            None
         } else if seen < version {
-            let missed = state
+            state
                 .service
                 .runtime()
-                .display_events(&room_id, seen, version)
-                .await?;
-            metrics::counter!("room_sse_replayed_events_total").increment(missed.len() as u64);
-            first.extend(missed.iter().map(sse_event));
+                .missed_events(&room_id, seen, version)
+                .await?
+        } else {
+            Some(Vec::new())
+        };
+        match missed {
+            Some(missed) => {
+                metrics::counter!("room_sse_replayed_events_total").increment(missed.len() as u64);
+                first.extend(missed.iter().map(sse_event));
+            }
+            None => {
+                metrics::counter!("room_sse_resyncs_total").increment(1);
+                first.push(
+                    SseEvent::default()
+                        .event("resync")
+                        .data(serde_json::json!({ "version": version }).to_string()),
+                );
+            }
         }
     }
     let watch = Watch {

@@ -1,6 +1,9 @@
 //! The conformance suite of [`CellStore`]: activation fences earlier epochs, a commit is
-//! conditional on epoch and version, writes everything of its batch or nothing, and the log
-//! reads back as written.
+//! conditional on epoch and version, writes everything of its batch or nothing, the log
+//! reads back as written, and pruning keeps what activation and repeated commands need
+//! ([`pruning`]).
+
+mod pruning;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,7 +16,7 @@ use super::fixtures::{
 use crate::Error;
 use crate::ports::{
     Activation, CellStore, CommitBatch, GiftOrders, Outbox, OutboxMessage, Payout, Payouts,
-    RoomDirectory, RoomSummary, StoredEvent, Timer, Timers,
+    RoomDirectory, RoomSummary, SnapshotStore, StoredEvent, Timer, Timers,
 };
 
 /// Everything a commit may write, as the store's ports show it.
@@ -80,12 +83,13 @@ where
 }
 
 /// Runs every [`CellStore`] check, each against a fresh store from `fresh`. The store must
-/// also implement the ports a commit writes to, so that the suite can see what it wrote.
+/// also implement the ports a commit writes to, so that the suite can see what it wrote, and
+/// [`SnapshotStore`], whose snapshots [`CellStore::prune_log`] prunes behind.
 pub async fn cell_store_suite<S, F, Fut>(fresh: F)
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Arc<S>>,
-    S: CellStore + GiftOrders + Outbox + Timers + Payouts + RoomDirectory + 'static,
+    S: CellStore + SnapshotStore + GiftOrders + Outbox + Timers + Payouts + RoomDirectory + 'static,
 {
     activate_bumps_the_epoch_and_reports_the_version(fresh().await).await;
     commit_writes_every_part_of_the_batch(fresh().await).await;
@@ -102,6 +106,11 @@ where
     rooms_are_independent(fresh().await).await;
     concurrent_commits_at_one_version_let_exactly_one_win(fresh().await).await;
     concurrent_commits_to_many_rooms_all_succeed(fresh().await).await;
+    pruning::nothing_after_the_newest_snapshot_goes(&*fresh().await).await;
+    pruning::nothing_younger_than_the_cut_off_goes(&*fresh().await).await;
+    pruning::a_command_kept_keeps_the_log_behind_it(&*fresh().await).await;
+    pruning::a_room_without_a_snapshot_keeps_everything(&*fresh().await).await;
+    pruning::every_call_honours_the_limit(&*fresh().await).await;
 }
 
 async fn activate_bumps_the_epoch_and_reports_the_version<S>(store: Arc<S>)
