@@ -497,3 +497,102 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
     stop.cancel();
     api.await.unwrap().expect("the API node stopped cleanly");
 }
+
+/// One embedded node (SQLite, no Redis, no worker) publishes its own outbox: `room-api` runs
+/// the publisher in process when Kafka is configured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_node_publishes_its_outbox_itself() {
+    let Some(brokers) = testkit::service_url("ROOM_TEST_KAFKA_BROKERS") else {
+        return;
+    };
+    let unique = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let topic = format!("room.events.embedded.{unique}");
+    create_topic(&brokers, &topic).await;
+    let dir = std::env::temp_dir().join(format!("room-embedded-{unique}"));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let port = free_port();
+    let mut settings = Settings::default();
+    settings.http.addr = ([127, 0, 0, 1], port).into();
+    settings.storage.url = format!("sqlite://{}", dir.join("room.db").display());
+    settings.auth.jwt_secret = SecretString::from(SECRET);
+    settings.kafka.brokers = Some(brokers.clone());
+    settings.kafka.topic = topic.clone();
+    let app = App::build(settings).await.expect("the embedded node");
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let stop = CancellationToken::new();
+    let node = tokio::spawn({
+        let stop = stop.clone();
+        app.serve(listener, async move { stop.cancelled().await })
+    });
+    let client = Client {
+        base: format!("http://127.0.0.1:{port}"),
+        http: reqwest::Client::new(),
+    };
+    let room = client
+        .post("/v1/rooms", "owner", json!({ "name": "Embedded" }))
+        .await;
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    client
+        .post(&format!("/v1/rooms/{room_id}/join"), "guest", json!({}))
+        .await;
+
+    let mut consumer = EventConsumerSettings::new(&brokers, format!("embedded-{unique}"));
+    consumer.topic = topic;
+    let consumer =
+        EventConsumer::assign(&consumer, &(0..PARTITIONS).collect::<Vec<_>>()).expect("a consumer");
+    let seen: Arc<Mutex<Vec<EventEnvelope>>> = Arc::default();
+    let reading = CancellationToken::new();
+    let reader = tokio::spawn({
+        let (seen, reading) = (seen.clone(), reading.clone());
+        async move {
+            consumer
+                .run(
+                    move |envelope| {
+                        seen.lock().unwrap().push(envelope);
+                        std::future::ready(Ok::<(), String>(()))
+                    },
+                    reading,
+                )
+                .await
+        }
+    });
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let types: Vec<&'static str> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.event.type_name())
+            .collect();
+        if types.contains(&"RoomCreated") && types.contains(&"RoomUserJoined") {
+            assert!(
+                seen.lock()
+                    .unwrap()
+                    .iter()
+                    .all(|e| e.room_id.as_str() == room_id),
+                "only the room's facts"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the facts never arrived: {types:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    reading.cancel();
+    reader.await.unwrap().expect("the consumer ran");
+    stop.cancel();
+    node.await.unwrap().expect("the node stopped cleanly");
+    let _ = std::fs::remove_dir_all(&dir);
+}

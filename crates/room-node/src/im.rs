@@ -168,10 +168,25 @@ impl GroupEffects {
         Ok(enabled)
     }
 
-    /// Sets every member's group mute to what the room's chat setting and their own chat
-    /// mute say now.
-    async fn sync_chat(&self, room: &RoomId, group: &str) -> Result<(), ImError> {
-        let mutes = match self.service.runtime().query(room, chat_mutes).await {
+    /// Sets every member's group mute (or only `only`'s) to what the room's chat setting,
+    /// their role and their own chat mute say now. The room is read as it is now, not as it
+    /// was at the fact: a fact handled late (a worker that restarts reads facts again) then
+    /// sets what holds today.
+    async fn sync_chat(
+        &self,
+        room: &RoomId,
+        group: &str,
+        only: Option<&UserId>,
+    ) -> Result<(), ImError> {
+        let only = only.cloned();
+        let read = move |state: &RoomState| {
+            let mut mutes = chat_mutes(state);
+            if let Some(user) = &only {
+                mutes.retain(|(member, _)| member == user);
+            }
+            mutes
+        };
+        let mutes = match self.service.runtime().query(room, read).await {
             Ok(mutes) => mutes,
             Err(error) if error.is_retryable() => {
                 return Err(ImError::Io(format!("room {room} unreadable: {error}")));
@@ -232,7 +247,7 @@ impl GroupEffects {
                 self.remember_chat(&envelope.room_id, *enabled);
                 (
                     "forbid_send_msg",
-                    self.sync_chat(&envelope.room_id, &group).await,
+                    self.sync_chat(&envelope.room_id, &group, None).await,
                 )
             }
             Event::RoomUserJoined { user, .. } => {
@@ -240,9 +255,7 @@ impl GroupEffects {
                     Ok(true) => return Ok(()),
                     Ok(false) => (
                         "forbid_send_msg",
-                        self.client
-                            .forbid_send_msg(&group, &[user.as_str()], CHAT_OFF_MUTE_SECS)
-                            .await,
+                        self.sync_chat(&envelope.room_id, &group, Some(user)).await,
                     ),
                     // The room cannot be read now: the same fact is tried again.
                     Err(error) if error.is_retryable() => return Err(error.to_string()),
