@@ -175,6 +175,49 @@ impl Client {
     }
 }
 
+/// The consumer helper reading every partition of a topic from the start, collecting what it
+/// reads.
+struct Reader {
+    seen: Arc<Mutex<Vec<EventEnvelope>>>,
+    reading: CancellationToken,
+    task: tokio::task::JoinHandle<adapters_mq::Result<()>>,
+}
+
+impl Reader {
+    fn start(brokers: &str, topic: &str, group: &str) -> Reader {
+        let mut settings = EventConsumerSettings::new(brokers, group);
+        settings.topic = topic.to_owned();
+        let consumer = EventConsumer::assign(&settings, &(0..PARTITIONS).collect::<Vec<_>>())
+            .expect("a consumer");
+        let seen: Arc<Mutex<Vec<EventEnvelope>>> = Arc::default();
+        let reading = CancellationToken::new();
+        let task = tokio::spawn({
+            let (seen, reading) = (seen.clone(), reading.clone());
+            async move {
+                consumer
+                    .run(
+                        move |envelope| {
+                            seen.lock().unwrap().push(envelope);
+                            std::future::ready(Ok::<(), String>(()))
+                        },
+                        reading,
+                    )
+                    .await
+            }
+        });
+        Reader {
+            seen,
+            reading,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        self.reading.cancel();
+        self.task.await.unwrap().expect("the consumer ran");
+    }
+}
+
 async fn create_topic(brokers: &str, topic: &str) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
@@ -301,27 +344,8 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
         http: reqwest::Client::new(),
     };
 
-    // The consumer, reading every partition from the start.
-    let mut consumer_settings = EventConsumerSettings::new(&brokers, format!("pipeline-{unique}"));
-    consumer_settings.topic = cluster.topic.clone();
-    let consumer = EventConsumer::assign(&consumer_settings, &(0..PARTITIONS).collect::<Vec<_>>())
-        .expect("a consumer");
-    let seen: Arc<Mutex<Vec<EventEnvelope>>> = Arc::default();
-    let reading = CancellationToken::new();
-    let reader = tokio::spawn({
-        let (seen, reading) = (seen.clone(), reading.clone());
-        async move {
-            consumer
-                .run(
-                    move |envelope| {
-                        seen.lock().unwrap().push(envelope);
-                        std::future::ready(Ok::<(), String>(()))
-                    },
-                    reading,
-                )
-                .await
-        }
-    });
+    let reader = Reader::start(&brokers, &cluster.topic, &format!("pipeline-{unique}"));
+    let seen = reader.seen.clone();
 
     let mut worker = cluster.worker("worker-1").await;
     let mut rooms = Vec::new();
@@ -439,8 +463,7 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    reading.cancel();
-    reader.await.unwrap().expect("the consumer ran");
+    reader.stop().await;
 
     let seen = seen.lock().unwrap().clone();
     let mut by_room: BTreeMap<String, Vec<EventEnvelope>> = BTreeMap::new();
@@ -546,26 +569,8 @@ async fn an_embedded_node_publishes_its_outbox_itself() {
         .post(&format!("/v1/rooms/{room_id}/join"), "guest", json!({}))
         .await;
 
-    let mut consumer = EventConsumerSettings::new(&brokers, format!("embedded-{unique}"));
-    consumer.topic = topic;
-    let consumer =
-        EventConsumer::assign(&consumer, &(0..PARTITIONS).collect::<Vec<_>>()).expect("a consumer");
-    let seen: Arc<Mutex<Vec<EventEnvelope>>> = Arc::default();
-    let reading = CancellationToken::new();
-    let reader = tokio::spawn({
-        let (seen, reading) = (seen.clone(), reading.clone());
-        async move {
-            consumer
-                .run(
-                    move |envelope| {
-                        seen.lock().unwrap().push(envelope);
-                        std::future::ready(Ok::<(), String>(()))
-                    },
-                    reading,
-                )
-                .await
-        }
-    });
+    let reader = Reader::start(&brokers, &topic, &format!("embedded-{unique}"));
+    let seen = reader.seen.clone();
     let deadline = Instant::now() + DEADLINE;
     loop {
         let types: Vec<&'static str> = seen
@@ -590,8 +595,7 @@ async fn an_embedded_node_publishes_its_outbox_itself() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    reading.cancel();
-    reader.await.unwrap().expect("the consumer ran");
+    reader.stop().await;
     stop.cancel();
     node.await.unwrap().expect("the node stopped cleanly");
     let _ = std::fs::remove_dir_all(&dir);
