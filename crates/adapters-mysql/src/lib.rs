@@ -1,7 +1,7 @@
 //! MySQL / MariaDB storage for the room service, for deployments where many nodes share one
 //! database: [`MySqlStore`] implements every storage port of `room-app` (the cell log with its
 //! epoch fence, snapshots, the outbox, gift orders, the gift catalog, timers, payouts, the
-//! room directory and the wallet) with the sqlx MySQL driver. It runs on MariaDB 10.11 and
+//! room directory, the wallet and the robot room configurations) with the sqlx MySQL driver. It runs on MariaDB 10.11 and
 //! MySQL 8.
 //!
 //! Each group commit is one InnoDB transaction whose first statement locks the room's cell row
@@ -31,6 +31,7 @@ mod directory;
 mod orders;
 mod outbox;
 mod payouts;
+mod robots;
 mod schema;
 mod store;
 mod timers;

@@ -119,3 +119,11 @@ async fn work_claims() {
     };
     testkit::work_claims_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn robot_rooms() {
+    let Some(fresh) = Fresh::new("conformance::robot_rooms").await else {
+        return;
+    };
+    testkit::robot_rooms_suite(|| fresh.store()).await;
+}

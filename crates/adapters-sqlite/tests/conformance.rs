@@ -84,3 +84,9 @@ async fn work_claims() {
     let fresh = Fresh::default();
     testkit::work_claims_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn robot_rooms() {
+    let fresh = Fresh::default();
+    testkit::robot_rooms_suite(|| fresh.store()).await;
+}

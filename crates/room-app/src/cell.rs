@@ -526,6 +526,22 @@ impl CellRuntime {
         self.inner.lock_cells().contains_key(room_id)
     }
 
+    /// The id of the node running the room's cell: this node when the cell is active here,
+    /// else the holder of the room's lease ([`Lease::get_holder`](crate::ports::Lease)), if
+    /// any. `None` when no node runs the room. Reads only: activates nothing.
+    pub async fn running_on(&self, room_id: &RoomId) -> Result<Option<String>> {
+        if self.is_active(room_id) {
+            return Ok(Some(self.inner.config.node_id.clone()));
+        }
+        Ok(self
+            .inner
+            .deps
+            .lease
+            .get_holder(room_id)
+            .await?
+            .map(|holder| holder.node_id))
+    }
+
     /// Rooms with an active cell on this node.
     pub fn active_rooms(&self) -> usize {
         self.inner.lock_cells().len()

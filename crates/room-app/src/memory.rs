@@ -12,8 +12,9 @@ use room_domain::{
 
 use crate::ports::{
     Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
-    GiftCatalog, GiftOrders, OrderCursor, Outbox, OutboxMessage, Payout, Payouts, RoomDirectory,
-    RoomSummary, SnapshotStore, StoredEvent, Timer, Timers, Wallet, WorkClaims,
+    GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage, Payout,
+    Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore, StoredEvent,
+    Timer, Timers, Wallet, WorkClaims,
 };
 use crate::{Error, Result};
 
@@ -61,6 +62,8 @@ struct Tables {
     summaries: HashMap<RoomId, RoomSummary>,
     /// Work claims: name -> (owner, until).
     claims: HashMap<String, (String, Timestamp)>,
+    /// Robot room configurations, by room id.
+    robots: BTreeMap<RoomId, RobotRoomConfig>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
@@ -656,5 +659,55 @@ impl RoomDirectory for InMemoryStore {
         rooms.sort_by(|a, b| b.heat.cmp(&a.heat).then_with(|| a.room_id.cmp(&b.room_id)));
         rooms.truncate(limit as usize);
         Ok(rooms)
+    }
+}
+
+#[async_trait]
+impl RobotRooms for InMemoryStore {
+    async fn create(&self, config: &RobotRoomConfig) -> Result<()> {
+        let mut t = self.lock();
+        if t.robots.contains_key(&config.room_id) {
+            return Err(Error::AlreadyExists(format!(
+                "robot room {}",
+                config.room_id
+            )));
+        }
+        t.robots.insert(config.room_id.clone(), config.clone());
+        Ok(())
+    }
+
+    async fn get(&self, room_id: &RoomId) -> Result<Option<RobotRoomConfig>> {
+        Ok(self.lock().robots.get(room_id).cloned())
+    }
+
+    async fn list(&self, after: Option<RoomId>, limit: u32) -> Result<Vec<RobotRoomConfig>> {
+        use std::ops::Bound;
+        let t = self.lock();
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        Ok(t.robots
+            .range((from, Bound::Unbounded))
+            .take(limit.min(MAX_ROBOT_ROOM_PAGE) as usize)
+            .map(|(_, config)| config.clone())
+            .collect())
+    }
+
+    async fn update(&self, config: &RobotRoomConfig, expected_version: u64) -> Result<()> {
+        let mut t = self.lock();
+        let stored = t
+            .robots
+            .get_mut(&config.room_id)
+            .ok_or_else(|| Error::NotFound(format!("robot room {}", config.room_id)))?;
+        if stored.version != expected_version {
+            return Err(Error::Conflict(format!(
+                "robot room {} is at version {}, not {expected_version}",
+                config.room_id, stored.version
+            )));
+        }
+        *stored = config.clone();
+        Ok(())
+    }
+
+    async fn delete(&self, room_id: &RoomId) -> Result<bool> {
+        Ok(self.lock().robots.remove(room_id).is_some())
     }
 }

@@ -71,3 +71,8 @@ async fn local_password_attempts() {
 async fn work_claims() {
     testkit::work_claims_suite(fresh).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn robot_rooms() {
+    testkit::robot_rooms_suite(fresh).await;
+}

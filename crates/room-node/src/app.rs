@@ -283,6 +283,8 @@ impl App {
             streams: StreamSlots::new(settings.sse.max_streams_per_user),
             internal_token,
             im: im.as_ref().map(|im| im.client.clone()),
+            robots: storage.robots.clone(),
+            robot_id_prefix: settings.robots.id_prefix.clone(),
         });
         let router = routes::router(
             state.clone(),

@@ -59,6 +59,25 @@ pub struct Settings {
     /// Tencent IM (`ROOM__IM__SDK_APP_ID` and `ROOM__IM__SECRET_KEY`; unset: off, display
     /// goes to the event stream only).
     pub im: adapters_tencent_im::ImSettings,
+    /// Robot rooms.
+    pub robots: RobotSettings,
+}
+
+/// `[robots]`: the users that robot rooms run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RobotSettings {
+    /// The user-id prefix that marks robots (`ROOM__ROBOTS__ID_PREFIX`): a robot room's pool
+    /// holds only ids with it.
+    pub id_prefix: String,
+}
+
+impl Default for RobotSettings {
+    fn default() -> Self {
+        RobotSettings {
+            id_prefix: "robot-".into(),
+        }
+    }
 }
 
 /// `[lease]`: room leases in Redis, which several `room-api` nodes behind a load balancer
@@ -602,6 +621,16 @@ impl Settings {
             );
         }
         self.validate_cluster()?;
+        let prefix = &self.robots.id_prefix;
+        anyhow::ensure!(
+            !prefix.is_empty()
+                && prefix.chars().count() < room_domain::MAX_ID_CHARS
+                && room_domain::UserId::new(prefix.as_str()).is_ok(),
+            "ROOM__ROBOTS__ID_PREFIX is {prefix:?}: it must be the start of a user id, 1 to {} \
+             characters without whitespace, control characters or `/` (empty, every user \
+             would be a robot)",
+            room_domain::MAX_ID_CHARS - 1
+        );
         let window = self.rtc.callback_window_secs;
         anyhow::ensure!(
             window > 0,
@@ -797,6 +826,27 @@ mod tests {
             assert_eq!(settings.http.max_connections, 10_000);
             assert_eq!(settings.sse.max_streams_per_user, 8);
             assert!(settings.limits.enabled);
+            assert_eq!(settings.robots.id_prefix, "robot-");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn the_robot_prefix_comes_from_the_environment_and_must_be_an_id_start() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.set_env("ROOM__ROBOTS__ID_PREFIX", "bot_");
+            let settings = Settings::load(Path::new("absent.toml")).unwrap();
+            assert_eq!(settings.robots.id_prefix, "bot_");
+            for bad in ["", "bot x", "a/b"] {
+                let mut settings = Settings::default();
+                settings.robots.id_prefix = bad.into();
+                let error = settings.validate().unwrap_err().to_string();
+                assert!(
+                    error.contains("ROOM__ROBOTS__ID_PREFIX"),
+                    "{bad:?}: {error}"
+                );
+            }
             Ok(())
         });
     }

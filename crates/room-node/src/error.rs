@@ -78,6 +78,12 @@ impl ApiError {
         self
     }
 
+    /// The same error with another message (the code and status stay).
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
     /// Marks the error retryable.
     pub fn retryable(mut self) -> Self {
         self.retryable = true;

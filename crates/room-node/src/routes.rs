@@ -53,6 +53,8 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
         crate::dto::Region,
         crate::dto::GiftName,
         crate::dto::Recipients,
+        crate::dto::RobotPool,
+        crate::dto::Audience,
     )),
     tags(
         (name = "rooms", description = "Rooms, membership and the event stream"),
@@ -118,6 +120,12 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(gifts::my_im_credentials))
         .routes(routes!(admin::credit_wallet))
         .routes(routes!(admin::put_gift))
+        .routes(routes!(admin::create_robot_room, admin::list_robot_rooms))
+        .routes(routes!(
+            admin::get_robot_room,
+            admin::patch_robot_room,
+            admin::delete_robot_room
+        ))
         .routes(routes!(callbacks::rtc_callback))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))

@@ -69,6 +69,10 @@ pub struct HandlerContext {
     pub internal_token: Option<Arc<SecretString>>,
     /// Tencent IM, when configured: it signs clients' IM credentials.
     pub im: Option<adapters_tencent_im::ImClient>,
+    /// Robot room configurations (the admin routes).
+    pub robots: room_app::ports::RobotRoomsRef,
+    /// The user-id prefix that marks robots (`[robots] id_prefix`).
+    pub robot_id_prefix: String,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

@@ -7,8 +7,9 @@ use adapters_sqlite::SqliteStore;
 use anyhow::{Context, bail};
 use room_app::ports::{
     CellStore, CellStoreRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, Outbox,
-    OutboxRef, Payouts, PayoutsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore,
-    SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
+    OutboxRef, Payouts, PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef,
+    SnapshotStore, SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef, WorkClaims,
+    WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -36,6 +37,8 @@ pub struct Storage {
     pub directory: RoomDirectoryRef,
     /// Which process runs which shared background work.
     pub claims: WorkClaimsRef,
+    /// Robot room configurations.
+    pub robots: RobotRoomsRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -56,6 +59,7 @@ impl Storage {
             + Payouts
             + RoomDirectory
             + WorkClaims
+            + RobotRooms
             + 'static,
     {
         Storage {
@@ -68,6 +72,7 @@ impl Storage {
             timers: store.clone(),
             payouts: store.clone(),
             claims: store.clone(),
+            robots: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

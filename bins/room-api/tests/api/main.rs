@@ -11,6 +11,7 @@ mod identity;
 mod limits;
 mod mysql;
 mod openapi;
+mod robot_rooms;
 mod rooms;
 mod rtc;
 mod socket;

@@ -1,15 +1,27 @@
-//! Platform admin routes: wallet credits and the gift catalog.
+//! Platform admin routes: wallet credits, the gift catalog and robot rooms.
+
+// utoipa's `params(RobotPageQuery)` expands to fully qualified paths.
+#![allow(unused_qualifications)]
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use room_app::ports::CatalogGift;
-use room_domain::{Coins, CommandId, GiftId, UserId};
+use axum::response::IntoResponse;
+use room_app::RoomPatch;
+use room_app::ports::{CatalogGift, GiftShare, RobotProfile, RobotRoomConfig, RobotRoomProblem};
+use room_domain::{Coins, CommandId, GiftId, RoomId, UserActor, UserId};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use utoipa::IntoParams;
 
 use crate::auth::PlatformAdmin;
-use crate::dto::{CreditRequest, CreditResponse, GiftCatalogEntry, PutGiftRequest};
+use crate::dto::{
+    CreateRobotRoomRequest, CreditRequest, CreditResponse, GiftCatalogEntry, GiftShareRequest,
+    PatchRobotRoomRequest, PutGiftRequest, RobotProfileRequest, RobotRoomListResponse,
+    RobotRoomResponse,
+};
 use crate::error::{ApiError, ApiResult, ErrorResponse};
-use crate::extract::{ApiJson, ApiPath, parse_id};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, parse_id};
 use crate::state::AppState;
 
 /// Credits coins to a user's wallet. Idempotent by `op_id`: a repeat credits nothing more and
@@ -103,4 +115,496 @@ pub async fn put_gift(
     }
     state.service.put_gift(gift.clone()).await?;
     Ok(Json(gift.into()))
+}
+
+/// The most robot rooms one page of the list may ask for.
+const MAX_ROBOT_PAGE: u32 = 100;
+/// Robot rooms per page by default.
+const DEFAULT_ROBOT_PAGE: u32 = 20;
+
+/// 400 `INVALID_ROBOT_ROOM`, naming the field and the rule.
+fn invalid(problem: RobotRoomProblem) -> ApiError {
+    ApiError::bad_request("INVALID_ROBOT_ROOM", problem.to_string())
+}
+
+fn problem(field: impl Into<String>, reason: impl Into<String>) -> ApiError {
+    invalid(RobotRoomProblem {
+        field: field.into(),
+        reason: reason.into(),
+    })
+}
+
+/// 404 `ROBOT_ROOM_NOT_FOUND`.
+fn not_found(room_id: &RoomId) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "ROBOT_ROOM_NOT_FOUND",
+        format!("room {room_id} has no robot room configuration"),
+    )
+}
+
+/// A profile as stored: a blank cover URL is no cover.
+fn profile_of(name: String, notice: Option<String>, cover_url: Option<String>) -> RobotProfile {
+    RobotProfile {
+        name,
+        notice: notice.unwrap_or_default(),
+        cover_url: cover_url
+            .map(|url| url.trim().to_owned())
+            .filter(|url| !url.is_empty()),
+    }
+}
+
+fn robots_of(robots: &[String]) -> ApiResult<Vec<UserId>> {
+    robots
+        .iter()
+        .enumerate()
+        .map(|(i, id)| parse_id(&format!("robots[{i}]"), id))
+        .collect()
+}
+
+fn seats_of(seats: i64) -> ApiResult<u8> {
+    u8::try_from(seats).map_err(|_| {
+        problem(
+            "seats",
+            format!("{seats} is outside 0 to the seat count less one"),
+        )
+    })
+}
+
+fn gift_mix_of(mix: &[GiftShareRequest]) -> ApiResult<Vec<GiftShare>> {
+    mix.iter()
+        .enumerate()
+        .map(|(i, share)| {
+            Ok(GiftShare {
+                gift_id: parse_id(&format!("gift_mix[{i}].gift_id"), &share.gift_id)?,
+                weight: share.weight,
+            })
+        })
+        .collect()
+}
+
+/// Checks a configuration's rules, then that every gift of its mix is in the catalog.
+async fn check(state: &AppState, config: &RobotRoomConfig) -> ApiResult<()> {
+    config.validate(&state.robot_id_prefix).map_err(invalid)?;
+    let catalog = state.service.list_gifts().await?;
+    match config
+        .gift_mix
+        .iter()
+        .enumerate()
+        .find(|(_, share)| !catalog.iter().any(|gift| gift.gift_id == share.gift_id))
+    {
+        Some((i, share)) => Err(problem(
+            format!("gift_mix[{i}].gift_id"),
+            format!("{} is not in the gift catalog", share.gift_id),
+        )),
+        None => Ok(()),
+    }
+}
+
+async fn respond(state: &AppState, config: RobotRoomConfig) -> ApiResult<RobotRoomResponse> {
+    let running_on = state.service.runtime().running_on(&config.room_id).await?;
+    Ok(RobotRoomResponse::new(config, running_on))
+}
+
+/// Whether two configurations say the same (their room, version and times aside).
+fn same_content(a: &RobotRoomConfig, b: &RobotRoomConfig) -> bool {
+    a.profile == b.profile
+        && a.seat_count == b.seat_count
+        && a.robots == b.robots
+        && a.audience == b.audience
+        && a.seats == b.seats
+        && a.gift_rate_per_minute == b.gift_rate_per_minute
+        && a.gift_mix == b.gift_mix
+        && a.enabled == b.enabled
+}
+
+/// The idempotency key of a creation: the client's, or one derived from what the request
+/// asks for, so that a plain retry of the same request lands on the same room.
+fn creation_key(
+    key: &crate::extract::IdempotencyKey,
+    config: &RobotRoomConfig,
+    region: &str,
+) -> ApiResult<room_app::IdempotencyKey> {
+    if let Some(key) = key.get() {
+        return Ok(key.clone());
+    }
+    let content = serde_json::to_vec(&(
+        &config.profile,
+        config.seat_count,
+        region,
+        &config.robots,
+        &config.audience,
+        config.seats,
+        config.gift_rate_per_minute,
+        &config.gift_mix,
+        config.enabled,
+    ))
+    .map_err(|e| room_app::Error::internal(format!("encoding a robot room: {e}")))?;
+    let digest: String = Sha256::digest(&content)[..24]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(room_app::IdempotencyKey::new(
+        "POST /v1/admin/robot-rooms",
+        &format!("content-{digest}"),
+    )?)
+}
+
+/// Creates a robot room: an ordinary room, created by the pool's first robot (its owner)
+/// through the room's own commands, and its configuration.
+///
+/// Idempotent: the room id comes from the `Idempotency-Key` header, or without one from the
+/// request's content, so a retry after a retryable error (the room was created, its
+/// configuration not yet stored) finishes the same room and answers 201 with its
+/// configuration. A request with the key or content of a room whose configuration differs is
+/// answered 409 `ROBOT_ROOM_EXISTS`.
+#[utoipa::path(
+    post, path = "/v1/admin/robot-rooms", tag = "admin",
+    request_body = CreateRobotRoomRequest,
+    responses(
+        (status = 201, description = "The new robot room's configuration", body = RobotRoomResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, or `INVALID_ROBOT_ROOM`: a rule of the configuration is broken, the message names the field (`profile.name`, `seat_count`, `robots[3]`, `audience[7]`, `seats`, `gift_rate_per_minute`, `gift_mix[0].gift_id`, ...)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+        (status = 409, description = "`ROBOT_ROOM_EXISTS`: the key or content names a robot room configured otherwise", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn create_robot_room(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    key: crate::extract::IdempotencyKey,
+    ApiJson(request): ApiJson<CreateRobotRoomRequest>,
+) -> ApiResult<impl IntoResponse> {
+    let seat_count = match request.seat_count {
+        None => state.service.runtime().rules().default_seat_count,
+        Some(count) => u8::try_from(count)
+            .ok()
+            .filter(|count| (1..=room_domain::MAX_SEATS).contains(count))
+            .ok_or_else(|| {
+                problem(
+                    "seat_count",
+                    format!("{count} is outside 1 to {}", room_domain::MAX_SEATS),
+                )
+            })?,
+    };
+    let region = request.region.unwrap_or_default();
+    if region.chars().count() > 32 || region.chars().any(char::is_control) {
+        return Err(problem(
+            "region",
+            "must have up to 32 characters, no control character",
+        ));
+    }
+    let robots = robots_of(&request.robots)?;
+    let now = state.service.ports().clock.now();
+    let RobotProfileRequest {
+        name,
+        notice,
+        cover_url,
+    } = request.profile;
+    let mut config = RobotRoomConfig {
+        // Replaced by the created room's id; a placeholder the checks do not look at.
+        room_id: RoomId::new("pending").map_err(room_app::Error::corrupt)?,
+        profile: profile_of(name, notice, cover_url),
+        seat_count,
+        robots,
+        audience: request.audience,
+        seats: seats_of(request.seats)?,
+        gift_rate_per_minute: request.gift_rate_per_minute,
+        gift_mix: gift_mix_of(&request.gift_mix)?,
+        enabled: request.enabled,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+    };
+    check(&state, &config).await?;
+
+    let key = creation_key(&key, &config, &region)?;
+    let owner = UserActor {
+        user_id: config.robots[0].clone(),
+        vip_level: 0,
+        platform_admin: false,
+    };
+    let room = state
+        .service
+        .create_room(
+            &owner,
+            config.profile.name.clone(),
+            Some(seat_count),
+            region,
+            Some(&key),
+        )
+        .await?;
+    config.room_id = room.room_id.clone();
+    if !config.profile.notice.is_empty() || config.profile.cover_url.is_some() {
+        state
+            .service
+            .update_room(
+                &owner,
+                &config.room_id,
+                RoomPatch {
+                    notice: Some(config.profile.notice.clone()),
+                    cover_url: config.profile.cover_url.clone(),
+                    ..RoomPatch::default()
+                },
+                Some(&key),
+            )
+            .await?;
+    }
+    let stored = match state.robots.create(&config).await {
+        Ok(()) => config,
+        Err(room_app::Error::AlreadyExists(_)) => {
+            let stored =
+                state.robots.get(&config.room_id).await?.ok_or_else(|| {
+                    room_app::Error::unavailable("the robot room was just deleted")
+                })?;
+            if !same_content(&stored, &config) {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "ROBOT_ROOM_EXISTS",
+                    format!(
+                        "room {} is a robot room configured otherwise: this key or content was used before",
+                        config.room_id
+                    ),
+                ));
+            }
+            stored
+        }
+        Err(error) => {
+            let error = ApiError::from(error);
+            return Err(if error.retryable {
+                error.with_message(
+                    "the room was created but its robot configuration not stored yet; retry \
+                     the same request",
+                )
+            } else {
+                error
+            });
+        }
+    };
+    Ok((StatusCode::CREATED, Json(respond(&state, stored).await?)))
+}
+
+/// `limit` and `cursor` of the robot room list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RobotPageQuery {
+    /// Items per page, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    #[param(value_type = Option<crate::dto::Id>)]
+    cursor: Option<String>,
+}
+
+/// Robot rooms by room id, each with the node running it.
+#[utoipa::path(
+    get, path = "/v1/admin/robot-rooms", tag = "admin",
+    params(RobotPageQuery),
+    responses(
+        (status = 200, description = "A page of robot rooms", body = RobotRoomListResponse),
+        (status = 400, description = "`INVALID_QUERY`, `INVALID_LIMIT` or `INVALID_CURSOR`", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_robot_rooms(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    ApiQuery(query): ApiQuery<RobotPageQuery>,
+) -> ApiResult<Json<RobotRoomListResponse>> {
+    let limit = match query.limit {
+        None => DEFAULT_ROBOT_PAGE,
+        Some(limit) if (1..=MAX_ROBOT_PAGE).contains(&limit) => limit,
+        Some(limit) => {
+            return Err(ApiError::bad_request(
+                "INVALID_LIMIT",
+                format!("limit {limit} is outside 1..={MAX_ROBOT_PAGE}"),
+            ));
+        }
+    };
+    let after = match query.cursor {
+        None => None,
+        Some(cursor) => Some(RoomId::new(cursor).map_err(|_| {
+            ApiError::bad_request("INVALID_CURSOR", "cursor is not a next_cursor of this list")
+        })?),
+    };
+    let configs = state.robots.list(after, limit).await?;
+    let next_cursor = (configs.len() == limit as usize)
+        .then(|| configs.last().map(|c| c.room_id.to_string()))
+        .flatten();
+    let mut robot_rooms = Vec::with_capacity(configs.len());
+    for config in configs {
+        robot_rooms.push(respond(&state, config).await?);
+    }
+    Ok(Json(RobotRoomListResponse {
+        robot_rooms,
+        next_cursor,
+    }))
+}
+
+/// A robot room's configuration, with the node running it.
+#[utoipa::path(
+    get, path = "/v1/admin/robot-rooms/{room_id}", tag = "admin",
+    params(("room_id" = crate::dto::Id, Path, description = "The room")),
+    responses(
+        (status = 200, description = "The configuration", body = RobotRoomResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+        (status = 404, description = "`ROBOT_ROOM_NOT_FOUND`: the room has no robot configuration", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_robot_room(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    ApiPath(room_id): ApiPath<String>,
+) -> ApiResult<Json<RobotRoomResponse>> {
+    let room_id: RoomId = parse_id("room_id", &room_id)?;
+    let config = state
+        .robots
+        .get(&room_id)
+        .await?
+        .ok_or_else(|| not_found(&room_id))?;
+    Ok(Json(respond(&state, config).await?))
+}
+
+/// Changes a robot room's configuration: absent fields stay, and the result is checked as a
+/// whole. A changed profile is applied to the room as well, by its owner.
+#[utoipa::path(
+    patch, path = "/v1/admin/robot-rooms/{room_id}", tag = "admin",
+    params(("room_id" = crate::dto::Id, Path, description = "The room")),
+    request_body = PatchRobotRoomRequest,
+    responses(
+        (status = 200, description = "The new configuration", body = RobotRoomResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, or `INVALID_ROBOT_ROOM` (the message names the field)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+        (status = 404, description = "`ROBOT_ROOM_NOT_FOUND`: the room has no robot configuration", body = ErrorResponse),
+        (status = 409, description = "`ROBOT_ROOM_CHANGED`: the configuration is not at the `version` given, or changed meanwhile", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn patch_robot_room(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    ApiPath(room_id): ApiPath<String>,
+    _key: crate::extract::IdempotencyKey,
+    ApiJson(request): ApiJson<PatchRobotRoomRequest>,
+) -> ApiResult<Json<RobotRoomResponse>> {
+    let room_id: RoomId = parse_id("room_id", &room_id)?;
+    let stored = state
+        .robots
+        .get(&room_id)
+        .await?
+        .ok_or_else(|| not_found(&room_id))?;
+    let changed = || {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "ROBOT_ROOM_CHANGED",
+            format!("robot room {room_id} changed meanwhile: read it again"),
+        )
+    };
+    if request.version.is_some_and(|v| v != stored.version) {
+        return Err(changed());
+    }
+    let mut config = stored.clone();
+    if let Some(profile) = request.profile {
+        let current = config.profile.clone();
+        config.profile = profile_of(
+            profile.name.unwrap_or(current.name),
+            Some(profile.notice.unwrap_or(current.notice)),
+            match profile.cover_url {
+                Some(url) => Some(url),
+                None => current.cover_url,
+            },
+        );
+    }
+    if let Some(robots) = &request.robots {
+        config.robots = robots_of(robots)?;
+    }
+    if let Some(audience) = request.audience {
+        config.audience = audience;
+    }
+    if let Some(seats) = request.seats {
+        config.seats = seats_of(seats)?;
+    }
+    if let Some(rate) = request.gift_rate_per_minute {
+        config.gift_rate_per_minute = rate;
+    }
+    if let Some(enabled) = request.enabled {
+        config.enabled = enabled;
+    }
+    if let Some(mix) = &request.gift_mix {
+        config.gift_mix = gift_mix_of(mix)?;
+    }
+    check(&state, &config).await?;
+    if same_content(&config, &stored) {
+        return Ok(Json(respond(&state, stored).await?));
+    }
+    if config.profile != stored.profile {
+        // The room shows the profile: change it there first, as its owner, so that a
+        // refusal leaves the configuration as it was.
+        let room = state.service.get_room(&room_id).await?;
+        let owner = room.owner.ok_or_else(|| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "ROOM_CLOSED",
+                format!("room {room_id} has no owner to change its profile"),
+            )
+        })?;
+        let owner = UserActor {
+            user_id: owner,
+            vip_level: 0,
+            platform_admin: false,
+        };
+        state
+            .service
+            .update_room(
+                &owner,
+                &room_id,
+                RoomPatch {
+                    name: Some(config.profile.name.clone()),
+                    notice: Some(config.profile.notice.clone()),
+                    cover_url: Some(config.profile.cover_url.clone().unwrap_or_default()),
+                    ..RoomPatch::default()
+                },
+                None,
+            )
+            .await?;
+    }
+    config.version = stored.version + 1;
+    config.updated_at = state.service.ports().clock.now();
+    state
+        .robots
+        .update(&config, stored.version)
+        .await
+        .map_err(|error| match error {
+            room_app::Error::Conflict(_) => changed(),
+            room_app::Error::NotFound(_) => not_found(&room_id),
+            other => other.into(),
+        })?;
+    Ok(Json(respond(&state, config).await?))
+}
+
+/// Deletes a robot room's configuration; the room itself stays, an ordinary room.
+#[utoipa::path(
+    delete, path = "/v1/admin/robot-rooms/{room_id}", tag = "admin",
+    params(("room_id" = crate::dto::Id, Path, description = "The room")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+        (status = 404, description = "`ROBOT_ROOM_NOT_FOUND`: the room has no robot configuration", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_robot_room(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    ApiPath(room_id): ApiPath<String>,
+    _key: crate::extract::IdempotencyKey,
+) -> ApiResult<StatusCode> {
+    let room_id: RoomId = parse_id("room_id", &room_id)?;
+    if state.robots.delete(&room_id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(not_found(&room_id))
+    }
 }
