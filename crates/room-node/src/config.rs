@@ -653,6 +653,12 @@ impl Settings {
             "Tencent IM needs both ROOM__IM__SDK_APP_ID and ROOM__IM__SECRET_KEY (or neither, \
              for no IM)"
         );
+        anyhow::ensure!(
+            self.workers.in_process || !self.storage.url.starts_with("sqlite:"),
+            "ROOM__WORKERS__IN_PROCESS=false, but ROOM__STORAGE__URL is a SQLite file, which \
+             one process serves: room-worker cannot share it, so room-api must run the \
+             background work itself (leave ROOM__WORKERS__IN_PROCESS unset)"
+        );
         let runs_passes = role == crate::Role::Worker || self.workers.in_process;
         anyhow::ensure!(
             !(self.im.is_configured() && runs_passes) || self.kafka.is_enabled(),
@@ -978,6 +984,37 @@ mod tests {
         s.lease.redis_url = None;
         s.cluster.single_node = true;
         assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn what_a_role_needs_is_refused_by_name() {
+        let secret = SecretString::from("x".repeat(MIN_JWT_SECRET_BYTES));
+        let base = || {
+            let mut s = Settings::default();
+            s.auth.jwt_secret = secret.clone();
+            s
+        };
+        let refused = |s: Settings, role: crate::Role, key: &str| {
+            let message = s.validate_for(role).unwrap_err().to_string();
+            assert!(message.contains(key), "{key}: {message}");
+        };
+        assert!(base().validate_for(crate::Role::Api).is_ok());
+        refused(base(), crate::Role::Worker, "SQLite");
+        let mut s = base();
+        s.workers.in_process = false;
+        refused(s, crate::Role::Api, "ROOM__WORKERS__IN_PROCESS");
+        let mut s = base();
+        s.im.sdk_app_id = Some(1_400_000_000);
+        refused(s, crate::Role::Api, "ROOM__IM__SECRET_KEY");
+        let mut s = base();
+        s.im = adapters_tencent_im::ImSettings::new(1_400_000_000, "key");
+        refused(s, crate::Role::Api, "ROOM__KAFKA__BROKERS");
+        // IM on an API node that leaves the background work to workers needs no Kafka.
+        let mut s = base();
+        s.storage.url = "memory://".into();
+        s.workers.in_process = false;
+        s.im = adapters_tencent_im::ImSettings::new(1_400_000_000, "key");
+        assert!(s.validate_for(crate::Role::Api).is_ok());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod flow;
 mod gifts;
 mod idempotency;
 mod identity;
+mod im;
 mod limits;
 mod mysql;
 mod openapi;
