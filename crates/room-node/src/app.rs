@@ -510,9 +510,27 @@ impl App {
         if let Some(client) = self.im.clone() {
             let (settings, cancel) = (self.settings.clone(), self.root.child_token());
             let service = self.state.service.clone();
+            // Supervised: a consumer that fails for good is built again after a pause, from
+            // the offsets its group committed, until the node stops.
             self.tasks.spawn(async move {
-                if let Err(error) = run_group_effects(client, service, &settings, cancel).await {
-                    tracing::error!(error = ?error, "IM group effects stopped");
+                let mut pause = Duration::from_secs(1);
+                while !cancel.is_cancelled() {
+                    let run = run_group_effects(
+                        client.clone(),
+                        service.clone(),
+                        &settings,
+                        cancel.child_token(),
+                    );
+                    if let Err(error) = run.await {
+                        metrics::counter!("room_worker_errors_total", "worker" => "im_group_effects")
+                            .increment(1);
+                        tracing::error!(error = ?error, "IM group effects failed; restarting");
+                    }
+                    tokio::select! {
+                        () = cancel.cancelled() => {}
+                        () = tokio::time::sleep(pause) => {}
+                    }
+                    pause = (pause * 2).min(Duration::from_secs(60));
                 }
             });
         }
