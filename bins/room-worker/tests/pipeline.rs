@@ -99,8 +99,10 @@ impl Cluster {
                 "ROOM__WORKERS__IM_EFFECTS_GROUP",
                 format!("{}.im", self.topic),
             )
-            // The killed worker's place in the consumer group is given up after 6 s.
+            // The killed worker's place in the consumer group is given up after 6 s, and a
+            // rebalance waits at most 10 s for members that do not answer.
             .env("ROOM__KAFKA__PROPERTIES__SESSION_TIMEOUT_MS", "6000")
+            .env("ROOM__KAFKA__PROPERTIES__MAX_POLL_INTERVAL_MS", "10000")
             // A killed worker's claim passes to the next one after two seconds.
             .env("ROOM__WORKERS__CLAIM_TTL_SECS", "2")
             .env("RUST_LOG", "warn")
@@ -262,10 +264,25 @@ async fn wait_for_im(im: &FakeIm, rooms: &[String], gifts: usize) {
             if shown == gifts && mute_right {
                 break;
             }
-            assert!(
-                Instant::now() < deadline,
-                "room {room_id}: {shown} of {gifts} gifts shown in IM, the sender muted {muted:?}"
-            );
+            if Instant::now() >= deadline {
+                let calls: Vec<String> = im
+                    .requests()
+                    .iter()
+                    .filter(|r| r.command != "send_group_msg")
+                    .map(|r| {
+                        format!(
+                            "{} {:?} {}",
+                            r.command,
+                            r.error_code,
+                            String::from_utf8_lossy(&r.body)
+                        )
+                    })
+                    .collect();
+                panic!(
+                    "room {room_id} (group {group}): {shown} of {gifts} gifts shown in IM, the \
+                     sender muted {muted:?}; IM calls but messages: {calls:#?}"
+                );
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
