@@ -34,6 +34,7 @@ fn envelope(n: usize) -> OutboxMessage {
             role: Role::Member,
             vip_level: 3,
             joined_at: Timestamp(1_764_460_800_000),
+            robot: false,
         }
     } else {
         Event::RoomGiftSent(GiftSent {
@@ -47,6 +48,7 @@ fn envelope(n: usize) -> OutboxMessage {
             heat_added: 10,
             fuel_added: 10,
             lucky: None,
+            robot: false,
         })
     };
     OutboxMessage {

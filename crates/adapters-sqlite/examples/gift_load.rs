@@ -163,6 +163,7 @@ async fn run_cell(store: Arc<SqliteStore>, room_id: RoomId, mut gifts: mpsc::Rec
                 heat_added: 10,
                 fuel_added: 10,
                 lucky: None,
+                robot: false,
             });
             let events = [
                 gift.clone(),

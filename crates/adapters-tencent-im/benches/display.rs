@@ -82,6 +82,7 @@ fn left(n: u64) -> Event {
     Event::RoomUserLeft {
         user: UserId::new(format!("u-{}", n % 1000)).unwrap(),
         reason: LeaveReason::Left,
+        robot: false,
     }
 }
 
@@ -97,6 +98,7 @@ fn gift(n: u64) -> Event {
         heat_added: 10,
         fuel_added: 10,
         lucky: None,
+        robot: false,
     })
 }
 

@@ -698,6 +698,21 @@ impl RoomService {
         self.run(room_id, Actor::System, kind).await
     }
 
+    /// Runs a command as the robot `robot` ([`Actor::Robot`]), for the robot orchestrator:
+    /// through the runtime like any command (forwarded to the node that runs the room), under
+    /// a fresh command id, so that it is in the room's log and snapshot. The room marks the
+    /// robot's joins and leaves and accepts [`CommandKind::RobotGift`] from it alone; the API
+    /// never acts as a robot.
+    #[tracing::instrument(skip_all, fields(room_id = %room_id), err(level = "debug"))]
+    pub async fn robot_command(
+        &self,
+        room_id: &RoomId,
+        robot: &UserId,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.run(room_id, Actor::Robot(robot.clone()), kind).await
+    }
+
     /// Runs a command as the system under `command_id`, for an outside event that may be
     /// delivered more than once (an RTC callback TRTC retries): every delivery names the same
     /// id, so a repeat gets the first answer and changes nothing, whatever the room did since.

@@ -187,6 +187,9 @@ pub enum CommandKind {
     },
     /// Put the rocket back to level 1 at the day boundary (system timer).
     ResetRocket,
+    /// A free gift from the acting robot ([`Actor::Robot`] only, a member of the room) to
+    /// members of the room. See [`RobotGift`].
+    RobotGift(RobotGift),
 }
 
 /// A gift as the catalog priced it when the order was placed: the room applies this snapshot,
@@ -232,43 +235,94 @@ impl ApplyGift {
     /// fuel, a total that fits. Returns the
     /// total. `decide` runs them first; the gift saga runs them before it debits anything.
     pub fn check_shape(&self, rules: &RoomRules) -> Result<Coins, Rejection> {
-        if !(1..=rules.max_gift_count).contains(&self.count) {
-            return Err(Rejection::InvalidGiftCount {
-                count: self.count,
-                max: rules.max_gift_count,
-            });
-        }
-        let recipient_count = self.recipients.len();
-        if recipient_count == 0 || recipient_count > rules.max_recipients as usize {
-            return Err(Rejection::InvalidRecipientCount {
-                count: u32::try_from(recipient_count).unwrap_or(u32::MAX),
-                max: rules.max_recipients,
-            });
-        }
-        if self.recipients.contains(&self.sender) {
-            return Err(Rejection::SelfGift);
-        }
-        if self.gift.price.is_negative() || self.gift.heat < 0 || self.gift.fuel < 0 {
-            return Err(Rejection::InvalidGift);
-        }
-        for (i, recipient) in self.recipients.iter().enumerate() {
-            if self.recipients[..i].contains(recipient) {
-                return Err(Rejection::DuplicateRecipient {
-                    user: recipient.clone(),
-                });
-            }
-        }
-        self.total_value().ok_or(Rejection::AmountOverflow)
+        check_gift_shape(
+            &self.gift,
+            self.count,
+            &self.recipients,
+            &self.sender,
+            rules,
+        )
     }
 
     /// The coins the order costs: `price × count × recipients`, or `None` on overflow.
     pub fn total_value(&self) -> Option<Coins> {
-        let recipients = i64::try_from(self.recipients.len()).ok()?;
-        self.gift
-            .price
-            .checked_mul(i64::from(self.count))?
-            .checked_mul(recipients)
+        total_value(&self.gift, self.count, self.recipients.len())
     }
+}
+
+/// A free gift a robot sends to make a robot room look lively. The acting robot is the
+/// sender; the recipient rules are those of [`ApplyGift`] (1 to the rules' maximum distinct
+/// members, not the sender, a count within the rules).
+///
+/// A robot gift never touches the wallet: there is no order and no debit, and its command id
+/// stands for the order id in [`GiftSent`]. It shows as a gift (the animation, the public
+/// screen) and adds its heat, for the room to look lively; but it adds **no rocket fuel and no
+/// contribution**. A rocket launch pays real coins to the members present, so free gifts must
+/// never fill the rocket; and the contribution ranks are leaderboards of coins given. Nor does
+/// it draw a lucky reward, which is coins too: the snapshot's `lucky` is ignored.
+///
+/// [`GiftSent`]: crate::GiftSent
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RobotGift {
+    /// The gift as the catalog has it; its price is shown, never paid.
+    pub gift: GiftSnapshot,
+    /// Units per recipient.
+    pub count: u32,
+    /// Who receives, each `count` units; 1 to 20 distinct members.
+    pub recipients: Vec<UserId>,
+}
+
+impl RobotGift {
+    /// The checks of [`ApplyGift::check_shape`] for a gift `sender` sends: returns the value
+    /// shown, `price × count × recipients`.
+    pub fn check_shape(&self, sender: &UserId, rules: &RoomRules) -> Result<Coins, Rejection> {
+        check_gift_shape(&self.gift, self.count, &self.recipients, sender, rules)
+    }
+}
+
+/// The state-free checks shared by paid and robot gifts; returns the total value.
+fn check_gift_shape(
+    gift: &GiftSnapshot,
+    count: u32,
+    recipients: &[UserId],
+    sender: &UserId,
+    rules: &RoomRules,
+) -> Result<Coins, Rejection> {
+    if !(1..=rules.max_gift_count).contains(&count) {
+        return Err(Rejection::InvalidGiftCount {
+            count,
+            max: rules.max_gift_count,
+        });
+    }
+    let recipient_count = recipients.len();
+    if recipient_count == 0 || recipient_count > rules.max_recipients as usize {
+        return Err(Rejection::InvalidRecipientCount {
+            count: u32::try_from(recipient_count).unwrap_or(u32::MAX),
+            max: rules.max_recipients,
+        });
+    }
+    if recipients.contains(sender) {
+        return Err(Rejection::SelfGift);
+    }
+    if gift.price.is_negative() || gift.heat < 0 || gift.fuel < 0 {
+        return Err(Rejection::InvalidGift);
+    }
+    for (i, recipient) in recipients.iter().enumerate() {
+        if recipients[..i].contains(recipient) {
+            return Err(Rejection::DuplicateRecipient {
+                user: recipient.clone(),
+            });
+        }
+    }
+    total_value(gift, count, recipients.len()).ok_or(Rejection::AmountOverflow)
+}
+
+/// `price × count × recipients`, or `None` on overflow.
+fn total_value(gift: &GiftSnapshot, count: u32, recipients: usize) -> Option<Coins> {
+    let recipients = i64::try_from(recipients).ok()?;
+    gift.price
+        .checked_mul(i64::from(count))?
+        .checked_mul(recipients)
 }
 
 /// A signed-in user acting on a room.
@@ -290,6 +344,44 @@ pub enum Actor {
     User(UserActor),
     /// The service itself: timers, presence, RTC callbacks, the gift saga.
     System,
+    /// A robot, driven by the robot orchestrator: a user marked as a robot in its
+    /// configuration, never a client of the API. It acts as an ordinary member (VIP level 0,
+    /// not a platform admin); its joins and leaves are marked as a robot's, and it alone may
+    /// send [`CommandKind::RobotGift`], and never a paid [`CommandKind::ApplyGift`]. Stored as
+    /// `{"kind": "robot", "user_id": "..."}`.
+    #[serde(with = "robot_actor")]
+    Robot(UserId),
+}
+
+/// The JSON of [`Actor::Robot`]: an object with the robot's `user_id` beside the `kind` tag
+/// (an internally tagged variant cannot hold a bare string).
+mod robot_actor {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::ids::UserId;
+
+    #[derive(Serialize)]
+    struct RobotRef<'a> {
+        user_id: &'a UserId,
+    }
+
+    #[derive(Deserialize)]
+    struct Robot {
+        user_id: UserId,
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        user_id: &UserId,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        RobotRef { user_id }.serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<UserId, D::Error> {
+        Robot::deserialize(deserializer).map(|robot| robot.user_id)
+    }
 }
 
 impl Actor {
@@ -302,12 +394,18 @@ impl Actor {
         })
     }
 
-    /// The acting user's id, unless the system acts.
+    /// The acting user's (or robot's) id, unless the system acts.
     pub fn user_id(&self) -> Option<&UserId> {
         match self {
             Actor::User(user) => Some(&user.user_id),
+            Actor::Robot(robot) => Some(robot),
             Actor::System => None,
         }
+    }
+
+    /// Whether a robot acts.
+    pub fn is_robot(&self) -> bool {
+        matches!(self, Actor::Robot(_))
     }
 }
 

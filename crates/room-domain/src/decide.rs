@@ -1,11 +1,11 @@
 //! `decide`: the rules of a room. Given the state, a command and its context, either the events
 //! the command causes or the reason it is refused. Pure: the same inputs give the same output.
 
-use crate::command::{Actor, ApplyGift, Command, CommandKind, Ctx};
+use crate::command::{Actor, ApplyGift, Command, CommandKind, Ctx, RobotGift, UserActor};
 use crate::event::{
     Event, GiftSent, LeaveReason, LuckyOutcome, MicChange, MicDownReason, RocketReward,
 };
-use crate::ids::{RocketId, SeatIndex, UserId};
+use crate::ids::{OrderId, RocketId, SeatIndex, UserId};
 use crate::money::Coins;
 use crate::rejection::{Field, Rejection};
 use crate::rules::MAX_SEATS;
@@ -33,12 +33,13 @@ impl Standing {
         match actor {
             Actor::System => Standing::System,
             Actor::User(user) if user.platform_admin => Standing::PlatformAdmin,
-            Actor::User(user) => {
-                if state.owner.as_ref() == Some(&user.user_id) {
+            // A robot stands where its user id puts it, like an ordinary user.
+            Actor::User(UserActor { user_id, .. }) | Actor::Robot(user_id) => {
+                if state.owner.as_ref() == Some(user_id) {
                     Standing::Owner
-                } else if state.admins.contains(&user.user_id) {
+                } else if state.admins.contains(user_id) {
                     Standing::Admin
-                } else if state.members.contains_key(&user.user_id) {
+                } else if state.members.contains_key(user_id) {
                     Standing::Member
                 } else {
                     Standing::Outsider
@@ -367,6 +368,7 @@ pub fn decide(
                 user: user.clone(),
                 by: by.clone(),
                 ban_until: ban_seconds.map(|secs| ctx.now.plus_secs(secs)),
+                robot: member.is_some_and(|m| m.robot),
             });
             // A banned admin is an admin no more: the role would let them lift their own ban
             // and moderate the room they are banned from.
@@ -431,6 +433,7 @@ pub fn decide(
             }])
         }
         CommandKind::ApplyGift(gift) => apply_gift(state, ctx, standing, gift),
+        CommandKind::RobotGift(gift) => robot_gift(state, ctx, command, gift),
         CommandKind::LaunchRocket {
             rocket_id,
             level,
@@ -478,8 +481,19 @@ fn join(
     ctx: &Ctx<'_>,
     password_verified: bool,
 ) -> Result<Vec<Event>, Rejection> {
-    let Actor::User(actor) = ctx.actor else {
-        return Err(Rejection::Forbidden);
+    // A robot joins as an ordinary user would: VIP level 0, no platform admin.
+    let robot_actor;
+    let (actor, robot) = match ctx.actor {
+        Actor::User(actor) => (actor, false),
+        Actor::Robot(user_id) => {
+            robot_actor = UserActor {
+                user_id: user_id.clone(),
+                vip_level: 0,
+                platform_admin: false,
+            };
+            (&robot_actor, true)
+        }
+        Actor::System => return Err(Rejection::Forbidden),
     };
     let user = &actor.user_id;
     if state.members.contains_key(user) {
@@ -504,6 +518,7 @@ fn join(
         role,
         vip_level: actor.vip_level,
         joined_at: ctx.now,
+        robot,
     }])
 }
 
@@ -513,6 +528,11 @@ fn apply_gift(
     standing: Standing,
     gift: &ApplyGift,
 ) -> Result<Vec<Event>, Rejection> {
+    // Robots give only free robot gifts: a paid gift in a robot's name would be money a
+    // robot spent.
+    if ctx.actor.is_robot() {
+        return Err(Rejection::NotARobot);
+    }
     if standing != Standing::System && ctx.actor.user_id() != Some(&gift.sender) {
         return Err(Rejection::Forbidden);
     }
@@ -575,6 +595,7 @@ fn apply_gift(
         heat_added,
         fuel_added,
         lucky,
+        robot: false,
     }));
     if heat_added != 0 {
         events.push(Event::RoomHeatChanged {
@@ -621,6 +642,58 @@ fn apply_gift(
                 launch_at: ctx.now.plus_secs(config.countdown_secs),
             });
         }
+    }
+    Ok(events)
+}
+
+/// A robot's free gift: the gift and its heat, and nothing else. No rank change and no fuel
+/// (not even the day's rocket reset, which would empty the fuel): rocket launches pay real
+/// coins to members and ranks are money leaderboards, so only paid gifts may move them. See
+/// [`RobotGift`].
+fn robot_gift(
+    state: &RoomState,
+    ctx: &Ctx<'_>,
+    command: &Command,
+    gift: &RobotGift,
+) -> Result<Vec<Event>, Rejection> {
+    let Actor::Robot(sender) = ctx.actor else {
+        return Err(Rejection::NotARobot);
+    };
+    let total_value = gift.check_shape(sender, ctx.rules)?;
+    require_member(state, sender)?;
+    for recipient in &gift.recipients {
+        require_member(state, recipient)?;
+    }
+    // check_shape bounded count and recipients: the unit product fits.
+    let units = i64::from(gift.count) * gift.recipients.len() as i64;
+    let heat_added = gift
+        .gift
+        .heat
+        .checked_mul(units)
+        .ok_or(Rejection::AmountOverflow)?;
+    let heat = state
+        .heat
+        .checked_add(heat_added)
+        .ok_or(Rejection::AmountOverflow)?;
+    let mut events = Vec::with_capacity(2);
+    events.push(Event::RoomGiftSent(GiftSent {
+        order_id: OrderId::from(&command.command_id),
+        sender: sender.clone(),
+        recipients: gift.recipients.clone(),
+        gift_id: gift.gift.gift_id.clone(),
+        count: gift.count,
+        unit_price: gift.gift.price,
+        total_value,
+        heat_added,
+        fuel_added: 0,
+        lucky: None,
+        robot: true,
+    }));
+    if heat_added != 0 {
+        events.push(Event::RoomHeatChanged {
+            heat,
+            delta: heat_added,
+        });
     }
     Ok(events)
 }
@@ -721,6 +794,7 @@ fn leave_events(state: &RoomState, user: &UserId, reason: LeaveReason) -> Vec<Ev
     events.push(Event::RoomUserLeft {
         user: user.clone(),
         reason,
+        robot: state.members.get(user).is_some_and(|m| m.robot),
     });
     events
 }

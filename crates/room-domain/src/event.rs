@@ -81,6 +81,10 @@ pub enum Event {
         vip_level: u8,
         /// When.
         joined_at: Timestamp,
+        /// A robot joined ([`Actor::Robot`](crate::Actor::Robot)): displayed, not durable.
+        /// Absent for users.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        robot: bool,
     },
     /// A user left (by themselves, by eviction, or to another room).
     RoomUserLeft {
@@ -88,6 +92,9 @@ pub enum Event {
         user: UserId,
         /// Why.
         reason: LeaveReason,
+        /// A robot member left: displayed, not durable. Absent for users.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        robot: bool,
     },
     /// A moderator removed a user, maybe with a ban.
     RoomUserKicked {
@@ -97,6 +104,10 @@ pub enum Event {
         by: Option<UserId>,
         /// Banned until then, if banned.
         ban_until: Option<Timestamp>,
+        /// The kicked member is a robot. The kick stays durable (a moderator's act), but
+        /// whoever counts departures from it can tell a robot's apart. Absent for users.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        robot: bool,
     },
     /// A ban was lifted.
     RoomUserUnbanned {
@@ -139,7 +150,7 @@ pub enum Event {
         /// By whom.
         by: Option<UserId>,
     },
-    /// A paid gift was applied.
+    /// A paid gift was applied, or a robot sent a free one ([`GiftSent::robot`]).
     RoomGiftSent(GiftSent),
     /// The room's heat changed.
     RoomHeatChanged {
@@ -201,10 +212,10 @@ pub enum Event {
     },
 }
 
-/// A paid gift applied to the room.
+/// A paid gift applied to the room, or a robot's free gift.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GiftSent {
-    /// The order.
+    /// The order; for a robot gift, its command id (there is no order).
     pub order_id: OrderId,
     /// Who paid.
     pub sender: UserId,
@@ -216,14 +227,21 @@ pub struct GiftSent {
     pub count: u32,
     /// Coins per unit.
     pub unit_price: Coins,
-    /// `unit_price × count × recipients`: what the sender paid.
+    /// `unit_price × count × recipients`: what the sender paid (for a robot gift, the value
+    /// shown; nothing was paid).
     pub total_value: Coins,
     /// Heat the gift added.
     pub heat_added: i64,
-    /// Fuel the gift carried (added to the rocket unless it was counting down or done).
+    /// Fuel the gift carried (added to the rocket unless it was counting down or done); 0
+    /// for a robot gift.
     pub fuel_added: i64,
-    /// The lucky draw, for lucky gifts.
+    /// The lucky draw, for lucky gifts; never for a robot gift.
     pub lucky: Option<LuckyOutcome>,
+    /// A robot's free gift ([`RobotGift`](crate::RobotGift)): no coins moved, no fuel or
+    /// contribution was added, and it is displayed but not durable, so that no consumer
+    /// counts it as money, activity or growth. Absent for paid gifts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub robot: bool,
 }
 
 impl GiftSent {
@@ -389,8 +407,12 @@ impl Event {
             Event::RoomRocketIgnited { .. } => (Some(High), false, None),
             Event::RoomRocketLaunched { .. } => (Some(High), true, None),
             Event::RoomRocketReset { .. } => (Some(Normal), false, None),
-            Event::RoomGiftSent(_) => (Some(High), true, None),
-            Event::RoomUserJoined { .. } | Event::RoomUserLeft { .. } => (Some(Normal), true, None),
+            // Robot gifts, joins and leaves are shown like a user's, but are no facts for
+            // other services: no consumer may count them as money, activity or growth.
+            Event::RoomGiftSent(gift) => (Some(High), !gift.robot, None),
+            Event::RoomUserJoined { robot, .. } | Event::RoomUserLeft { robot, .. } => {
+                (Some(Normal), !robot, None)
+            }
             Event::RoomMicChanged { .. } => (Some(Normal), true, None),
             // The lock state is display; the snapshot repairs it, and the hash stays inside.
             Event::RoomLockChanged { .. } => (Some(Normal), false, None),
@@ -407,6 +429,18 @@ impl Event {
             im,
             durable,
             coalesce_key,
+        }
+    }
+
+    /// Whether this is a robot's display event: a robot gift, a robot's join or a robot
+    /// member's leave. These are never durable ([`Event::delivery`]); the display side samples
+    /// them (a configured fraction) before IM, so that robot rooms do not eat the IM budget.
+    /// What follows from a robot gift (its heat change) is not marked: it is coalesced anyway.
+    pub fn is_robot(&self) -> bool {
+        match self {
+            Event::RoomGiftSent(gift) => gift.robot,
+            Event::RoomUserJoined { robot, .. } | Event::RoomUserLeft { robot, .. } => *robot,
+            _ => false,
         }
     }
 

@@ -57,6 +57,7 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             role,
             vip_level,
             joined_at,
+            robot,
         } => {
             state.bans.remove(user);
             state.members.insert(
@@ -65,6 +66,7 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
                     role: *role,
                     vip_level: *vip_level,
                     joined_at: *joined_at,
+                    robot: *robot,
                 },
             );
         }
@@ -147,7 +149,8 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             }
         }
         Event::RoomGiftSent(_) => {
-            // The gift's effects come as the events that follow it (heat, rank, fuel).
+            // The gift's effects come as the events that follow it (heat, rank, fuel; a robot
+            // gift's only as heat).
         }
         Event::RoomHeatChanged { heat, .. } => state.heat = *heat,
         Event::RoomRankChanged {

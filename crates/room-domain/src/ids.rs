@@ -228,6 +228,13 @@ impl From<OrderId> for CommandId {
     }
 }
 
+impl From<&CommandId> for OrderId {
+    /// The order id a robot gift carries: its command id (a robot gift has no order).
+    fn from(command: &CommandId) -> Self {
+        OrderId(command.0.clone())
+    }
+}
+
 /// A mic seat, counted from 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]

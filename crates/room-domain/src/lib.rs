@@ -82,7 +82,7 @@ mod time;
 
 pub use command::{
     Actor, ApplyGift, COMMAND_SCHEMA_VERSION, Command, CommandKind, Ctx, GiftSnapshot,
-    RTC_CLOCK_SKEW_MS, UserActor,
+    RTC_CLOCK_SKEW_MS, RobotGift, UserActor,
 };
 pub use decide::decide;
 pub use event::{

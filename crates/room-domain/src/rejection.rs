@@ -217,6 +217,10 @@ pub enum Rejection {
     /// The sender names themselves as a recipient of their own gift.
     #[error("a gift cannot be sent to its sender")]
     SelfGift,
+    /// A robot gift from an actor that is not a robot, or a paid gift from a robot: robots
+    /// give only free robot gifts, and only robots do.
+    #[error("only robots send robot gifts, and robots send no other")]
+    NotARobot,
 }
 
 impl Rejection {
@@ -254,6 +258,7 @@ impl Rejection {
             Rejection::InvalidGift => "INVALID_GIFT",
             Rejection::AmountOverflow => "AMOUNT_OVERFLOW",
             Rejection::SelfGift => "SELF_GIFT",
+            Rejection::NotARobot => "NOT_A_ROBOT",
         }
     }
 
@@ -265,7 +270,8 @@ impl Rejection {
             | Rejection::CannotModerate { .. }
             | Rejection::VipProtected { .. }
             | Rejection::Banned { .. }
-            | Rejection::WrongPassword => RejectionKind::Forbidden,
+            | Rejection::WrongPassword
+            | Rejection::NotARobot => RejectionKind::Forbidden,
             Rejection::RoomAlreadyExists
             | Rejection::SeatOccupied { .. }
             | Rejection::StaleTimer => RejectionKind::Conflict,

@@ -82,6 +82,12 @@ pub struct Member {
     pub vip_level: u8,
     /// When they joined.
     pub joined_at: Timestamp,
+    /// Whether a robot joined ([`Actor::Robot`]): its leave is marked as a robot's. Absent in
+    /// snapshots of human members.
+    ///
+    /// [`Actor::Robot`]: crate::Actor::Robot
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub robot: bool,
 }
 
 /// Who sits on a seat.

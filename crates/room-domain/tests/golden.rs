@@ -1,7 +1,10 @@
 //! Golden files pin the JSON that leaves this crate: every event type in its Kafka envelope
 //! (`tests/golden/<Type>.json`), every value of the enums nested in events
 //! (`event_variants.json`), every command kind as written to the command log (`commands.json`)
-//! and a snapshot (`snapshot.json`).
+//! and a snapshot (`snapshot.json`); every actor as the command log stores it (`actors.json`);
+//! and what robots add: their events (`robot_events.json`), the robot gift command
+//! (`robot_commands.json`) and a robot member in a snapshot (`robot_snapshot.json`). The robot
+//! fields are left out of JSON when false, so the files from before robots stay as they were.
 //!
 //! Other services parse these bytes, and stored logs and snapshots are read back by newer
 //! builds, so **a change to a golden file is a deliberate contract change**. When a test here
@@ -19,11 +22,11 @@ use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
 use room_domain::{
-    ApplyGift, Coins, Command, CommandId, CommandKind, Contribution, DayKey, EVENT_SCHEMA_VERSION,
-    Event, EventEnvelope, GiftId, GiftSent, GiftSnapshot, LeaveReason, LuckyOutcome, Member,
-    MicChange, MicDownReason, Occupant, OrderId, PasswordHash, Rocket, RocketId, RocketReward,
-    RocketStatus, Role, RoomId, RoomProfile, RoomSettings, RoomState, RoomStatus, Seat, SeatIndex,
-    SeatSessionId, Snapshot, Timestamp, UserId,
+    Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Contribution, DayKey,
+    EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftId, GiftSent, GiftSnapshot, LeaveReason,
+    LuckyOutcome, Member, MicChange, MicDownReason, Occupant, OrderId, PasswordHash, RobotGift,
+    Rocket, RocketId, RocketReward, RocketStatus, Role, RoomId, RoomProfile, RoomSettings,
+    RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot, Timestamp, UserActor, UserId,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -58,7 +61,15 @@ const EVENT_TYPES: [&str; 21] = [
 ];
 
 /// The golden files that are not one event type each.
-const OTHER_FILES: [&str; 3] = ["commands.json", "event_variants.json", "snapshot.json"];
+const OTHER_FILES: [&str; 7] = [
+    "commands.json",
+    "event_variants.json",
+    "snapshot.json",
+    "actors.json",
+    "robot_commands.json",
+    "robot_events.json",
+    "robot_snapshot.json",
+];
 
 fn at(secs: i64) -> Timestamp {
     Timestamp(AT + secs * 1000)
@@ -111,15 +122,18 @@ fn sample_events() -> Vec<Event> {
             role: Role::Member,
             vip_level: 3,
             joined_at: at(5),
+            robot: false,
         },
         Event::RoomUserLeft {
             user: user("carol"),
             reason: LeaveReason::Left,
+            robot: false,
         },
         Event::RoomUserKicked {
             user: user("dave"),
             by: Some(user("bob")),
             ban_until: Some(at(3_600)),
+            robot: false,
         },
         Event::RoomUserUnbanned {
             user: user("dave"),
@@ -163,6 +177,7 @@ fn sample_events() -> Vec<Event> {
                 multiplier: 2,
                 reward: Coins(120),
             }),
+            robot: false,
         }),
         Event::RoomHeatChanged {
             heat: 1_060,
@@ -296,18 +311,21 @@ fn variant_events() -> Vec<Event> {
         Event::RoomUserLeft {
             user: user("dave"),
             reason: LeaveReason::Evicted,
+            robot: false,
         },
         Event::RoomUserJoined {
             user: user("bob"),
             role: Role::Admin,
             vip_level: 0,
             joined_at: at(1),
+            robot: false,
         },
         Event::RoomUserJoined {
             user: user("alice"),
             role: Role::Owner,
             vip_level: 12,
             joined_at: at(2),
+            robot: false,
         },
         Event::RoomLockChanged {
             locked: false,
@@ -318,6 +336,7 @@ fn variant_events() -> Vec<Event> {
             user: user("dave"),
             by: Some(user("alice")),
             ban_until: None,
+            robot: false,
         },
         Event::RoomUserMuted {
             user: user("carol"),
@@ -339,6 +358,7 @@ fn variant_events() -> Vec<Event> {
             heat_added: 1,
             fuel_added: 0,
             lucky: None,
+            robot: false,
         }),
         Event::RoomRocketLaunched {
             rocket_id: RocketId(6),
@@ -377,7 +397,96 @@ fn command_kind_is_listed(kind: &CommandKind) {
         | CommandKind::ApplyGift(_)
         | CommandKind::LaunchRocket { .. }
         | CommandKind::ResetRocket => {}
+        // Sampled in `robot_commands.json`, so that `commands.json` stays as it was.
+        CommandKind::RobotGift(_) => {}
     }
+}
+
+/// Every actor, as the command log stores it beside the command.
+fn sample_actors() -> Vec<Actor> {
+    vec![
+        Actor::User(UserActor {
+            user_id: user("carol"),
+            vip_level: 3,
+            platform_admin: false,
+        }),
+        Actor::User(UserActor {
+            user_id: user("staff"),
+            vip_level: 0,
+            platform_admin: true,
+        }),
+        Actor::System,
+        Actor::Robot(user("bot-1")),
+    ]
+}
+
+/// The robot gift command; its id stands for the order id.
+fn sample_robot_commands() -> Vec<Command> {
+    let kind = CommandKind::RobotGift(RobotGift {
+        gift: GiftSnapshot {
+            gift_id: GiftId::new("rose").unwrap(),
+            price: Coins(10),
+            heat: 10,
+            fuel: 10,
+            lucky: false,
+        },
+        count: 3,
+        recipients: vec![user("alice"), user("bob")],
+    });
+    command_kind_is_listed(&kind);
+    vec![Command::new(CommandId::new("c-robot-1").unwrap(), kind)]
+}
+
+/// The events robots mark: a robot's join, leave, kick and gift.
+fn sample_robot_events() -> Vec<Event> {
+    vec![
+        Event::RoomUserJoined {
+            user: user("bot-1"),
+            role: Role::Member,
+            vip_level: 0,
+            joined_at: at(5),
+            robot: true,
+        },
+        Event::RoomGiftSent(GiftSent {
+            order_id: OrderId::new("c-robot-1").unwrap(),
+            sender: user("bot-1"),
+            recipients: vec![user("alice"), user("bob")],
+            gift_id: GiftId::new("rose").unwrap(),
+            count: 3,
+            unit_price: Coins(10),
+            total_value: Coins(60),
+            heat_added: 60,
+            fuel_added: 0,
+            lucky: None,
+            robot: true,
+        }),
+        Event::RoomUserLeft {
+            user: user("bot-1"),
+            reason: LeaveReason::Evicted,
+            robot: true,
+        },
+        Event::RoomUserKicked {
+            user: user("bot-2"),
+            by: Some(user("alice")),
+            ban_until: None,
+            robot: true,
+        },
+    ]
+}
+
+/// [`sample_snapshot`] with a robot among the members.
+fn sample_robot_snapshot() -> Snapshot {
+    let mut snapshot = sample_snapshot();
+    snapshot.state.members.insert(
+        user("bot-1"),
+        Member {
+            role: Role::Member,
+            vip_level: 0,
+            joined_at: at(50),
+            robot: true,
+        },
+    );
+    snapshot
 }
 
 /// One command of every kind, as the command log stores them.
@@ -494,6 +603,7 @@ fn sample_snapshot() -> Snapshot {
         role,
         vip_level,
         joined_at: at(joined),
+        robot: false,
     };
     let seats = vec![
         Seat {
@@ -757,6 +867,51 @@ fn snapshot_matches_its_golden_file() {
         .check_invariants(at(100))
         .expect("the sample snapshot is a state a room can be in");
     assert_no_problems(check_golden("snapshot.json", &snapshot));
+}
+
+#[test]
+fn actors_match_their_golden_file() {
+    assert_no_problems(check_golden("actors.json", &sample_actors()));
+}
+
+#[test]
+fn robot_values_match_their_golden_files() {
+    let mut problems = check_golden("robot_commands.json", &sample_robot_commands());
+    let envelopes: Vec<EventEnvelope> = sample_robot_events()
+        .iter()
+        .enumerate()
+        .map(|(i, event)| envelope(u64::try_from(i).unwrap() + 200, event))
+        .collect();
+    problems.extend(check_golden("robot_events.json", &envelopes));
+    let snapshot = sample_robot_snapshot();
+    snapshot
+        .state
+        .check_invariants(at(100))
+        .expect("the robot snapshot is a state a room can be in");
+    problems.extend(check_golden("robot_snapshot.json", &snapshot));
+    assert_no_problems(problems);
+}
+
+#[test]
+fn robot_fields_are_left_out_when_false() {
+    // The same values from before robots: no `robot` key, so the older files stay valid.
+    for event in sample_events().iter().chain(&variant_events()) {
+        let json = serde_json::to_string(event).unwrap();
+        assert!(!json.contains("robot"), "{json}");
+    }
+    let json = serde_json::to_string(&sample_snapshot()).unwrap();
+    assert!(!json.contains("robot"), "{json}");
+    // And a robot's are marked.
+    for event in sample_robot_events() {
+        let json = serde_json::to_value(&event).unwrap();
+        let payload = &json["payload"];
+        assert_eq!(payload["robot"], serde_json::Value::Bool(true), "{json}");
+    }
+    let robot: serde_json::Value = serde_json::to_value(Actor::Robot(user("bot-1"))).unwrap();
+    assert_eq!(
+        robot,
+        serde_json::json!({"kind": "robot", "user_id": "bot-1"})
+    );
 }
 
 #[test]

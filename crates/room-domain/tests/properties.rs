@@ -10,7 +10,10 @@
 //! - money adding up: gift totals, lucky rewards, rocket rewards, heat and contributions;
 //! - replay: the log folded onto [`RoomState::new`], the events decoded from JSON, and the
 //!   newest JSON snapshot plus the events after it all equal the live state;
-//! - commands, events, envelopes (redacted), rejections and snapshots surviving JSON.
+//! - commands, events, envelopes (redacted), rejections and snapshots surviving JSON;
+//! - robots (who join, leave, take seats and send free robot gifts among the users): their
+//!   joins and leaves marked and never durable, robot gifts adding heat but never rocket fuel,
+//!   a contribution or a durable event, while paid gifts still do.
 //!
 //! Runs 256 cases (about 4 s in a debug build); `PROPTEST_CASES=5000` searches longer. A
 //! failing case is shrunk and printed, and its seed is kept in
@@ -23,13 +26,15 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope,
-    GiftId, GiftSnapshot, OrderId, PasswordHash, Rejection, RocketId, RocketLevel, RocketStatus,
-    RoomId, RoomRules, RoomState, SeatIndex, SeatSessionId, Snapshot, Timestamp, UserActor, UserId,
-    decide, evolve, evolve_all,
+    GiftId, GiftSnapshot, OrderId, PasswordHash, Rejection, RobotGift, RocketId, RocketLevel,
+    RocketStatus, RoomId, RoomRules, RoomState, SeatIndex, SeatSessionId, Snapshot, Timestamp,
+    UserActor, UserId, decide, evolve, evolve_all,
 };
 
 /// Users in the pool; user 0 creates the room, user 7 is a platform admin.
 const USERS: usize = 8;
+/// Robots in the pool, besides the users.
+const ROBOTS: usize = 3;
 const OWNER: usize = 0;
 const PLATFORM_ADMIN: usize = 7;
 /// 2025-11-30T00:00:00Z.
@@ -95,6 +100,10 @@ enum Who {
     Moderator(usize),
     /// User k of the pool, member or not.
     Anyone(usize),
+    /// Robot k of the pool, member or not.
+    Robot(usize),
+    /// The k-th robot member (modulo their number), or robot k if none is present.
+    RobotMember(usize),
     System,
 }
 
@@ -174,6 +183,12 @@ enum Op {
         admin: bool,
     },
     Gift(GiftOp),
+    /// A robot joins (any robot when fitting).
+    RobotJoin,
+    /// A robot member leaves (when fitting).
+    RobotLeave,
+    /// A robot member sends a free gift (when fitting); the op's sender and actor are not used.
+    RobotGift(GiftOp),
     Launch(LaunchOp),
     ResetRocket,
 }
@@ -345,6 +360,7 @@ fn who() -> impl Strategy<Value = Who> {
         4 => any::<usize>().prop_map(Who::Member),
         2 => any::<usize>().prop_map(Who::Moderator),
         2 => (0..USERS).prop_map(Who::Anyone),
+        1 => (0..ROBOTS).prop_map(Who::Robot),
         1 => Just(Who::System),
     ]
 }
@@ -509,6 +525,9 @@ fn op() -> impl Strategy<Value = Op> {
                 .boxed(),
         ),
         (60, gift().prop_map(Op::Gift).boxed()),
+        (24, Just(Op::RobotJoin).boxed()),
+        (5, Just(Op::RobotLeave).boxed()),
+        (30, gift().prop_map(Op::RobotGift).boxed()),
         (24, launch().prop_map(Op::Launch).boxed()),
         (6, Just(Op::ResetRocket).boxed()),
     ])
@@ -599,12 +618,17 @@ struct Coverage {
     launches_on_a_later_day: u64,
     gifts_stamped_on_an_earlier_day: u64,
     snapshot_restores: u64,
+    robot_joins: u64,
+    robot_leaves: u64,
+    robot_gifts_with_heat: u64,
+    robot_gifts_while_idle: u64,
 }
 
 struct Pool {
     room_id: RoomId,
     users: Vec<UserId>,
     actors: Vec<Actor>,
+    robots: Vec<UserId>,
 }
 
 impl Pool {
@@ -628,10 +652,17 @@ impl Pool {
             room_id: RoomId::new("room-prop").unwrap(),
             users,
             actors,
+            robots: (0..ROBOTS)
+                .map(|i| UserId::new(format!("bot{i}")).unwrap())
+                .collect(),
         }
     }
 
+    /// The actor `user` is: a robot acts as one.
     fn actor_of(&self, user: &UserId) -> Actor {
+        if self.robots.contains(user) {
+            return Actor::Robot(user.clone());
+        }
         let i = self.users.iter().position(|u| u == user).unwrap();
         self.actors[i].clone()
     }
@@ -649,6 +680,11 @@ impl Pool {
                 nth_or(moderators, k, &self.users)
             }
             Who::Anyone(i) => self.users[i % USERS].clone(),
+            Who::Robot(i) => self.robots[i % ROBOTS].clone(),
+            Who::RobotMember(k) => {
+                let robots = state.members.iter().filter(|(_, m)| m.robot);
+                nth_or(robots.map(|(user, _)| user), k, &self.robots)
+            }
             Who::System => return Actor::System,
         };
         self.actor_of(&user)
@@ -670,7 +706,11 @@ impl Pool {
 /// Who may send `op`, picked with the index of `who`.
 fn fitting_actor(who: Who, op: &Op) -> Who {
     let k = match who {
-        Who::Member(k) | Who::Moderator(k) | Who::Anyone(k) => k,
+        Who::Member(k)
+        | Who::Moderator(k)
+        | Who::Anyone(k)
+        | Who::Robot(k)
+        | Who::RobotMember(k) => k,
         Who::System => 0,
     };
     match op {
@@ -691,6 +731,8 @@ fn fitting_actor(who: Who, op: &Op) -> Who {
         | Op::ChatMute { .. }
         | Op::SetAdmin { .. } => Who::Moderator(k),
         Op::CreateRoom { .. } | Op::Join { .. } => Who::Anyone(k),
+        Op::RobotJoin => Who::Robot(k),
+        Op::RobotLeave | Op::RobotGift(_) => Who::RobotMember(k),
         // Mostly refused (only the owner among members may close), so that rooms stay open.
         Op::CloseRoom
         | Op::Leave
@@ -724,7 +766,8 @@ fn resolve_seat(pick: SeatPick, state: &RoomState, actor: &Actor) -> u8 {
     u8::try_from(index).unwrap()
 }
 
-/// The `k`-th of `candidates` modulo their number, or user `k` of the pool if there are none.
+/// The `k`-th of `candidates` modulo their number, or the `k`-th of `users` (modulo their
+/// number) if there are none.
 fn nth_or<'a>(
     candidates: impl Iterator<Item = &'a UserId> + Clone,
     k: usize,
@@ -732,9 +775,26 @@ fn nth_or<'a>(
 ) -> UserId {
     let len = candidates.clone().count();
     if len == 0 {
-        users[k % USERS].clone()
+        users[k % users.len()].clone()
     } else {
         candidates.clone().nth(k % len).unwrap().clone()
+    }
+}
+
+/// The users `recipients` names in `state`.
+fn recipients_of(recipients: &Recipients, state: &RoomState, pool: &Pool) -> Vec<UserId> {
+    match recipients {
+        Recipients::Members { start, n } => {
+            let members: Vec<&UserId> = state.members.keys().collect();
+            if members.is_empty() {
+                vec![pool.users[start % USERS].clone()]
+            } else {
+                (0..(*n).min(members.len()))
+                    .map(|j| members[(start % members.len() + j) % members.len()].clone())
+                    .collect()
+            }
+        }
+        Recipients::Listed(targets) => targets.iter().map(|t| pool.user(*t, state)).collect(),
     }
 }
 
@@ -940,6 +1000,31 @@ impl Run<'_> {
                 user: resolve(user),
                 admin: *admin,
             },
+            Op::RobotJoin => CommandKind::Join {
+                password_verified: false,
+                verified_lock: None,
+            },
+            Op::RobotLeave => CommandKind::Leave,
+            Op::RobotGift(gift) => CommandKind::RobotGift(RobotGift {
+                recipients: {
+                    let mut recipients = recipients_of(&gift.recipients, state, pool);
+                    // Mostly to others: the robot's members are few, and a gift to oneself is
+                    // refused (listed recipients still name the robot now and then).
+                    if matches!(gift.recipients, Recipients::Members { .. }) && recipients.len() > 1
+                    {
+                        recipients.retain(|user| Some(user) != actor.user_id());
+                    }
+                    recipients
+                },
+                gift: GiftSnapshot {
+                    gift_id: GiftId::new(gift.gift_id).unwrap(),
+                    price: Coins(gift.price),
+                    heat: gift.heat,
+                    fuel: gift.fuel,
+                    lucky: gift.lucky,
+                },
+                count: gift.count,
+            }),
             Op::Gift(gift) => {
                 let sender = resolve(&gift.sender);
                 if step.fitting_actor {
@@ -951,21 +1036,7 @@ impl Run<'_> {
                 CommandKind::ApplyGift(ApplyGift {
                     order_id: OrderId::new(format!("o-{i}")).unwrap(),
                     sender,
-                    recipients: match &gift.recipients {
-                        Recipients::Members { start, n } => {
-                            let members: Vec<&UserId> = state.members.keys().collect();
-                            if members.is_empty() {
-                                vec![pool.users[start % USERS].clone()]
-                            } else {
-                                (0..(*n).min(members.len()))
-                                    .map(|j| {
-                                        members[(start % members.len() + j) % members.len()].clone()
-                                    })
-                                    .collect()
-                            }
-                        }
-                        Recipients::Listed(targets) => targets.iter().map(resolve).collect(),
-                    },
+                    recipients: recipients_of(&gift.recipients, state, pool),
                     gift: GiftSnapshot {
                         gift_id: GiftId::new(gift.gift_id).unwrap(),
                         price: Coins(gift.price),
@@ -1168,11 +1239,46 @@ impl Run<'_> {
         events: &[Event],
     ) -> Result<(), TestCaseError> {
         for event in events {
+            let delivery = event.delivery();
+            if event.is_robot() {
+                prop_assert!(!delivery.durable, "a durable robot event: {:?}", event);
+                prop_assert!(
+                    delivery.im.is_some(),
+                    "a robot event not shown: {:?}",
+                    event
+                );
+            }
             match event {
+                Event::RoomGiftSent(sent) if sent.robot => {
+                    self.check_robot_gift(command, ctx, sent)?;
+                }
+                Event::RoomUserJoined { robot, .. } => {
+                    prop_assert_eq!(*robot, ctx.actor.is_robot(), "join marked wrong");
+                    prop_assert_eq!(delivery.durable, !robot);
+                    prop_assert_eq!(event.is_robot(), *robot);
+                    if *robot {
+                        self.coverage.borrow_mut().robot_joins += 1;
+                    }
+                }
+                Event::RoomUserLeft { user, robot, .. } => {
+                    let was_robot = before.members.get(user).is_some_and(|m| m.robot);
+                    prop_assert_eq!(*robot, was_robot, "leave of {:?} marked wrong", user);
+                    prop_assert_eq!(delivery.durable, !robot);
+                    prop_assert_eq!(event.is_robot(), *robot);
+                    if *robot {
+                        self.coverage.borrow_mut().robot_leaves += 1;
+                    }
+                }
+                Event::RoomUserKicked { user, robot, .. } => {
+                    let was_robot = before.members.get(user).is_some_and(|m| m.robot);
+                    prop_assert_eq!(*robot, was_robot, "kick of {:?} marked wrong", user);
+                    prop_assert!(delivery.durable && !event.is_robot());
+                }
                 Event::RoomGiftSent(sent) => {
                     let CommandKind::ApplyGift(gift) = &command.kind else {
                         return Err(TestCaseError::fail(format!("gift from {command:?}")));
                     };
+                    prop_assert!(!ctx.actor.is_robot(), "a robot sent a paid gift");
                     prop_assert!(sent.total_value.0 >= 0);
                     let units = i128::from(gift.count) * gift.recipients.len() as i128;
                     prop_assert_eq!(&sent.order_id, &gift.order_id);
@@ -1296,6 +1402,48 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// A robot gift's event: as the command asked, sent by the acting robot, under the command
+    /// id, with no fuel, no lucky draw, and no durable delivery.
+    fn check_robot_gift(
+        &self,
+        command: &Command,
+        ctx: &Ctx<'_>,
+        sent: &room_domain::GiftSent,
+    ) -> Result<(), TestCaseError> {
+        let CommandKind::RobotGift(gift) = &command.kind else {
+            return Err(TestCaseError::fail(format!(
+                "a robot gift from {command:?}"
+            )));
+        };
+        let Actor::Robot(robot) = ctx.actor else {
+            return Err(TestCaseError::fail(format!(
+                "a robot gift by {:?}",
+                ctx.actor
+            )));
+        };
+        let units = i128::from(gift.count) * gift.recipients.len() as i128;
+        prop_assert_eq!(&sent.sender, robot);
+        prop_assert_eq!(&sent.order_id, &OrderId::from(&command.command_id));
+        prop_assert_eq!(&sent.recipients, &gift.recipients);
+        prop_assert_eq!(&sent.gift_id, &gift.gift.gift_id);
+        prop_assert_eq!(sent.count, gift.count);
+        prop_assert_eq!(sent.unit_price, gift.gift.price);
+        prop_assert_eq!(
+            i128::from(sent.total_value.0),
+            i128::from(gift.gift.price.0) * units
+        );
+        prop_assert_eq!(
+            i128::from(sent.heat_added),
+            i128::from(gift.gift.heat) * units
+        );
+        prop_assert_eq!(sent.fuel_added, 0);
+        prop_assert_eq!(sent.lucky, None);
+        let event = Event::RoomGiftSent(sent.clone());
+        prop_assert!(!event.delivery().durable);
+        prop_assert_eq!(event.delivery().im, Some(room_domain::ImPriority::High));
+        Ok(())
+    }
+
     /// What can be said of the state after a command's events were applied.
     fn check_effects(
         &self,
@@ -1309,6 +1457,48 @@ impl Run<'_> {
             .iter()
             .filter(|e| matches!(e, Event::RoomGiftSent(_)))
             .count();
+        if let CommandKind::Join { .. } = command.kind
+            && let Some(user) = ctx.actor.user_id()
+            && !events.is_empty()
+        {
+            prop_assert_eq!(after.members[user].robot, ctx.actor.is_robot());
+        }
+        if let CommandKind::RobotGift(gift) = &command.kind {
+            // Free gifts make the room look lively, and do nothing that money does: no fuel
+            // (a launch pays members real coins), no contribution (ranks are of coins given),
+            // no durable fact for other services to count.
+            prop_assert_eq!(gifts, 1, "an accepted robot gift gives one RoomGiftSent");
+            let Some(Event::RoomGiftSent(sent)) = events.first() else {
+                return Err(TestCaseError::fail("RoomGiftSent is not the first event"));
+            };
+            prop_assert!(sent.robot);
+            prop_assert_eq!(after.heat, before.heat + sent.heat_added);
+            prop_assert_eq!(&after.contribution, &before.contribution);
+            prop_assert_eq!(
+                &after.rocket,
+                &before.rocket,
+                "a robot gift moved the rocket"
+            );
+            for event in events {
+                prop_assert!(
+                    matches!(
+                        event,
+                        Event::RoomGiftSent(_) | Event::RoomHeatChanged { .. }
+                    ),
+                    "a robot gift gave {:?}",
+                    event
+                );
+                prop_assert!(!event.delivery().durable, "durable: {:?}", event);
+            }
+            let mut coverage = self.coverage.borrow_mut();
+            if sent.heat_added > 0 {
+                coverage.robot_gifts_with_heat += 1;
+            }
+            if before.rocket.status == RocketStatus::Idle && gift.gift.fuel > 0 {
+                coverage.robot_gifts_while_idle += 1;
+            }
+            return Ok(());
+        }
         if !matches!(command.kind, CommandKind::ApplyGift(_)) {
             prop_assert_eq!(gifts, 0);
             prop_assert_eq!(after.heat, before.heat);
@@ -1319,7 +1509,16 @@ impl Run<'_> {
         let Some(Event::RoomGiftSent(sent)) = events.first() else {
             return Err(TestCaseError::fail("RoomGiftSent is not the first event"));
         };
+        prop_assert!(!sent.robot, "a paid gift marked as a robot's");
+        prop_assert!(
+            events[0].delivery().durable,
+            "a paid gift is a durable fact"
+        );
         prop_assert_eq!(after.heat, before.heat + sent.heat_added);
+        let ranked = events
+            .iter()
+            .any(|e| matches!(e, Event::RoomRankChanged { .. }));
+        prop_assert_eq!(ranked, sent.total_value.0 > 0, "paid gifts move the ranks");
 
         // Contribution: the sender's day and week totals grow by exactly the gift's value;
         // nobody else's change. The totals are those of the newest day the room has seen: a
@@ -1393,6 +1592,17 @@ impl Run<'_> {
                 prop_assert_eq!(after.rocket.fuel, config.fuel);
             }
         }
+        // A paid gift with fuel fills a rocket that takes fuel (idle, once reset on a new day).
+        let level = if new_day { 1 } else { before.rocket.level };
+        let idle = new_day || before.rocket.status == RocketStatus::Idle;
+        if idle && sent.fuel_added > 0 && ctx.rules.rocket_level(level).is_some() {
+            prop_assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, Event::RoomRocketFuelChanged { .. })),
+                "a paid gift with fuel did not fill the rocket"
+            );
+        }
         Ok(())
     }
 }
@@ -1424,10 +1634,11 @@ fn kind_name(kind: &CommandKind) -> &'static str {
         CommandKind::ApplyGift(_) => "apply_gift",
         CommandKind::LaunchRocket { .. } => "launch_rocket",
         CommandKind::ResetRocket => "reset_rocket",
+        CommandKind::RobotGift(_) => "robot_gift",
     }
 }
 
-const ALL_COMMAND_KINDS: [&str; 24] = [
+const ALL_COMMAND_KINDS: [&str; 25] = [
     "create_room",
     "update_profile",
     "change_background",
@@ -1452,6 +1663,7 @@ const ALL_COMMAND_KINDS: [&str; 24] = [
     "apply_gift",
     "launch_rocket",
     "reset_rocket",
+    "robot_gift",
 ];
 
 const ALL_EVENT_TYPES: [&str; 21] = [
@@ -1532,6 +1744,10 @@ fn random_command_sequences_keep_the_room_consistent() {
         "{coverage:#?}"
     );
     assert!(coverage.snapshot_restores > 0, "{coverage:#?}");
+    assert!(coverage.robot_joins > 0, "{coverage:#?}");
+    assert!(coverage.robot_leaves > 0, "{coverage:#?}");
+    assert!(coverage.robot_gifts_with_heat > 0, "{coverage:#?}");
+    assert!(coverage.robot_gifts_while_idle > 0, "{coverage:#?}");
 }
 
 /// Decides `kind` as `actor` at `now` and applies the events; panics if the room refuses.

@@ -6,8 +6,8 @@ mod fixture {
 
     use room_domain::{
         Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Ctx, Event, GiftId, GiftSnapshot,
-        MicChange, MicDownReason, OrderId, Rejection, RocketId, RoomId, RoomRules, RoomState,
-        SeatIndex, SeatSessionId, Timestamp, UserActor, UserId, decide, evolve,
+        MicChange, MicDownReason, OrderId, Rejection, RobotGift, RocketId, RoomId, RoomRules,
+        RoomState, SeatIndex, SeatSessionId, Timestamp, UserActor, UserId, decide, evolve,
     };
 
     /// Wednesday 2025-11-26, 12:00 UTC: far from any day or week boundary between UTC-8 and
@@ -41,6 +41,25 @@ mod fixture {
 
     pub fn system() -> Actor {
         Actor::System
+    }
+
+    pub fn robot(name: &str) -> Actor {
+        Actor::Robot(id(name))
+    }
+
+    /// A free robot gift of `count` roses worth `price` each, with as much heat and fuel.
+    pub fn robot_gift(recipients: &[&str], price: i64, count: u32) -> RobotGift {
+        RobotGift {
+            gift: GiftSnapshot {
+                gift_id: GiftId::new("rose").expect("a valid gift id"),
+                price: Coins(price),
+                heat: price,
+                fuel: price,
+                lucky: false,
+            },
+            count,
+            recipients: recipients.iter().map(|name| id(name)).collect(),
+        }
     }
 
     pub fn seat(index: u8) -> SeatIndex {
@@ -308,6 +327,7 @@ mod fixture {
                 scheduled_at: NOON,
             },
             CommandKind::ResetRocket,
+            CommandKind::RobotGift(robot_gift(&["bob"], 10, 1)),
         ];
         for kind in &kinds {
             match kind {
@@ -334,7 +354,8 @@ mod fixture {
                 | CommandKind::SetAdmin { .. }
                 | CommandKind::ApplyGift(_)
                 | CommandKind::LaunchRocket { .. }
-                | CommandKind::ResetRocket => {}
+                | CommandKind::ResetRocket
+                | CommandKind::RobotGift(_) => {}
             }
         }
         kinds
@@ -344,12 +365,14 @@ mod fixture {
 use std::collections::BTreeSet;
 
 use fixture::{
-    NOON, Room, downs, every_command_kind, gift, id, platform_admin, seat, system, types, user, vip,
+    NOON, Room, downs, every_command_kind, gift, id, platform_admin, robot, robot_gift, seat,
+    system, types, user, vip,
 };
 use room_domain::{
-    Coins, CommandKind, DayKey, Event, Field, LAUNCH_WAIT_MS, LeaveReason, LuckyEntry,
-    LuckyOutcome, LuckyTable, MicChange, MicDownReason, PasswordHash, Rejection, RejectionKind,
-    RocketId, RocketLevel, RocketStatus, Role, RoomRules, RoomStatus, SeatSessionId, Timestamp,
+    Coins, CommandKind, DayKey, Event, Field, GiftId, GiftSent, ImPriority, LAUNCH_WAIT_MS,
+    LeaveReason, LuckyEntry, LuckyOutcome, LuckyTable, MicChange, MicDownReason, OrderId,
+    PasswordHash, Rejection, RejectionKind, RocketId, RocketLevel, RocketStatus, Role, RoomRules,
+    RoomStatus, SeatSessionId, Timestamp,
 };
 
 fn kick(name: &str) -> CommandKind {
@@ -662,6 +685,7 @@ fn a_banned_user_cannot_join_until_the_ban_ends() {
             user: id("bob"),
             by: Some(id("admin")),
             ban_until: Some(until),
+            robot: false,
         }]
     );
 
@@ -1061,6 +1085,7 @@ fn leaving_the_room_frees_the_seat() {
             Event::RoomUserLeft {
                 user: id("alice"),
                 reason: LeaveReason::Left,
+                robot: false,
             },
         ]
     );
@@ -1091,6 +1116,7 @@ fn eviction_frees_the_seat_and_is_idempotent() {
         Some(&Event::RoomUserLeft {
             user: id("alice"),
             reason: LeaveReason::Evicted,
+            robot: false,
         })
     );
     assert!(!room.is_member("alice"));
@@ -1118,6 +1144,7 @@ fn an_eviction_keeps_a_member_who_joined_after_the_heartbeat_it_saw() {
         Some(&Event::RoomUserLeft {
             user: id("alice"),
             reason: LeaveReason::Evicted,
+            robot: false,
         })
     );
     assert!(!room.is_member("alice"));
@@ -1434,6 +1461,7 @@ fn joining_records_role_and_vip_level_and_joining_twice_changes_nothing() {
             role: Role::Member,
             vip_level: 3,
             joined_at: NOON,
+            robot: false,
         }]
     );
     let version = room.state.version;
@@ -2870,4 +2898,259 @@ fn rejection_codes_are_unique_screaming_snake_case_and_match_the_json_tag() {
         assert_eq!(json["code"], code, "{rejection:?}");
         assert!(!rejection.to_string().is_empty());
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Robots.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn robot_joins_and_leaves_are_marked_and_displayed_but_not_durable() {
+    let mut room = Room::open();
+    let events = room.join_as(&robot("bot-1"));
+    assert_eq!(
+        events,
+        [Event::RoomUserJoined {
+            user: id("bot-1"),
+            role: Role::Member,
+            vip_level: 0,
+            joined_at: NOON,
+            robot: true,
+        }]
+    );
+    assert!(room.state.members[&id("bot-1")].robot);
+    assert!(!room.state.members[&id("alice")].robot);
+    let delivery = events[0].delivery();
+    assert!(!delivery.durable);
+    assert_eq!(delivery.im, Some(ImPriority::Normal));
+    assert!(events[0].is_robot());
+
+    room.ok(&robot("bot-1"), CommandKind::TakeSeat { seat: seat(2) });
+    let events = room.ok(&robot("bot-1"), CommandKind::Leave);
+    assert_eq!(downs(&events), [(2, "bot-1", MicDownReason::LeftRoom)]);
+    let left = events.last().unwrap();
+    assert_eq!(
+        left,
+        &Event::RoomUserLeft {
+            user: id("bot-1"),
+            reason: LeaveReason::Left,
+            robot: true,
+        }
+    );
+    assert!(!left.delivery().durable && left.is_robot());
+    assert_eq!(left.delivery().im, Some(ImPriority::Normal));
+
+    // Evicted, a robot's leave is marked too.
+    room.join_as(&robot("bot-1"));
+    let events = room.ok(
+        &system(),
+        CommandKind::Evict {
+            user: id("bot-1"),
+            seen: None,
+        },
+    );
+    assert_eq!(
+        events,
+        [Event::RoomUserLeft {
+            user: id("bot-1"),
+            reason: LeaveReason::Evicted,
+            robot: true,
+        }]
+    );
+
+    // Kicked: the kick is a moderator's act and stays durable, marked as a robot's.
+    room.join_as(&robot("bot-1"));
+    let events = room.ok(
+        &user("owner"),
+        CommandKind::Kick {
+            user: id("bot-1"),
+            ban_seconds: None,
+        },
+    );
+    assert_eq!(
+        events,
+        [Event::RoomUserKicked {
+            user: id("bot-1"),
+            by: Some(id("owner")),
+            ban_until: None,
+            robot: true,
+        }]
+    );
+    assert!(events[0].delivery().durable && !events[0].is_robot());
+
+    // A user's join and leave stay durable facts.
+    let joined = room.join_as(&user("carol"));
+    let left = room.ok(&user("carol"), CommandKind::Leave);
+    for event in joined.iter().chain(&left) {
+        assert!(event.delivery().durable && !event.is_robot(), "{event:?}");
+    }
+}
+
+#[test]
+fn a_robot_gift_adds_heat_but_no_fuel_no_rank_and_no_durable_event() {
+    let mut room = Room::open();
+    room.join_as(&robot("bot-1"));
+    let fuel = room.state.rocket.clone();
+    let contribution = room.state.contribution.clone();
+    let mut free = robot_gift(&["alice", "bob"], 10, 3);
+    // A lucky gift draws nothing for a robot: a lucky reward is coins.
+    free.gift.lucky = true;
+    let events = room.ok(&robot("bot-1"), CommandKind::RobotGift(free));
+    assert_eq!(
+        events,
+        [
+            Event::RoomGiftSent(GiftSent {
+                order_id: OrderId::new("cmd-1").unwrap(),
+                sender: id("bot-1"),
+                recipients: vec![id("alice"), id("bob")],
+                gift_id: GiftId::new("rose").unwrap(),
+                count: 3,
+                unit_price: Coins(10),
+                total_value: Coins(60),
+                heat_added: 60,
+                fuel_added: 0,
+                lucky: None,
+                robot: true,
+            }),
+            Event::RoomHeatChanged {
+                heat: 60,
+                delta: 60,
+            },
+        ]
+    );
+    assert_eq!(room.state.heat, 60);
+    assert_eq!(room.state.rocket, fuel);
+    assert_eq!(room.state.contribution, contribution);
+    let delivery = events[0].delivery();
+    assert!(!delivery.durable);
+    assert_eq!(delivery.im, Some(ImPriority::High));
+    assert!(events[0].is_robot());
+    assert!(events.iter().all(|e| !e.delivery().durable));
+
+    // A paid gift in the same room still fills the rocket and the ranks, durably.
+    let events = room.give(gift("alice", &["bob"], 10, 1));
+    assert!(events[0].delivery().durable && !events[0].is_robot());
+    assert_eq!(room.state.rocket.fuel, 10);
+    assert_eq!(
+        room.state.day_contribution(&id("alice"), NOON.day_key(0)),
+        Coins(10)
+    );
+}
+
+#[test]
+fn a_robot_gift_on_a_new_day_leaves_the_rocket_alone() {
+    let mut room = Room::open();
+    room.join_as(&robot("bot-1"));
+    room.give(gift("alice", &["bob"], 10, 1));
+    let rocket = room.state.rocket.clone();
+    room.advance_secs(24 * 3600);
+    let events = room.ok(
+        &robot("bot-1"),
+        CommandKind::RobotGift(robot_gift(&["alice"], 5, 1)),
+    );
+    assert_eq!(
+        types(&events),
+        ["RoomGiftSent", "RoomHeatChanged"],
+        "no rocket reset, which would empty the fuel"
+    );
+    assert_eq!(room.state.rocket, rocket);
+}
+
+#[test]
+fn only_a_robot_member_sends_robot_gifts_to_members() {
+    let mut room = Room::open();
+    room.join_as(&robot("bot-1"));
+    let give = |recipients: &[&str]| CommandKind::RobotGift(robot_gift(recipients, 10, 1));
+    for actor in [
+        user("alice"),
+        user("owner"),
+        platform_admin("staff"),
+        system(),
+    ] {
+        assert_eq!(
+            room.err(&actor, give(&["bob"])),
+            Rejection::NotARobot,
+            "{actor:?}"
+        );
+    }
+    assert_eq!(
+        room.err(&robot("bot-2"), give(&["bob"])),
+        Rejection::NotAMember { user: id("bot-2") }
+    );
+    assert_eq!(
+        room.err(&robot("bot-1"), give(&["carol"])),
+        Rejection::NotAMember { user: id("carol") }
+    );
+    assert_eq!(
+        room.err(&robot("bot-1"), give(&["bot-1"])),
+        Rejection::SelfGift
+    );
+    assert_eq!(
+        room.err(&robot("bot-1"), give(&["bob", "bob"])),
+        Rejection::DuplicateRecipient { user: id("bob") }
+    );
+    assert!(matches!(
+        room.err(&robot("bot-1"), give(&[])),
+        Rejection::InvalidRecipientCount { count: 0, .. }
+    ));
+    assert!(matches!(
+        room.err(
+            &robot("bot-1"),
+            CommandKind::RobotGift(robot_gift(&["bob"], 10, 0))
+        ),
+        Rejection::InvalidGiftCount { count: 0, .. }
+    ));
+    assert_eq!(
+        room.err(
+            &robot("bot-1"),
+            CommandKind::RobotGift(robot_gift(&["bob"], -1, 1))
+        ),
+        Rejection::InvalidGift
+    );
+    // Nor does a robot send a paid gift, even in its own name.
+    assert_eq!(
+        room.err(
+            &robot("bot-1"),
+            CommandKind::ApplyGift(gift("bot-1", &["bob"], 10, 1))
+        ),
+        Rejection::NotARobot
+    );
+    assert_eq!(Rejection::NotARobot.code(), "NOT_A_ROBOT");
+    assert_eq!(Rejection::NotARobot.kind(), RejectionKind::Forbidden);
+
+    room.ok(&user("owner"), CommandKind::CloseRoom);
+    assert_eq!(
+        room.err(&robot("bot-1"), give(&["bob"])),
+        Rejection::RoomClosed
+    );
+}
+
+#[test]
+fn a_robot_joins_a_locked_room_like_any_user_and_moderates_nothing() {
+    let mut room = Room::open();
+    room.ok(
+        &user("owner"),
+        CommandKind::SetLock {
+            password_hash: Some(PasswordHash("argon2id$x".into())),
+        },
+    );
+    let join = |verified| CommandKind::Join {
+        password_verified: verified,
+        verified_lock: None,
+    };
+    assert_eq!(
+        room.err(&robot("bot-1"), join(false)),
+        Rejection::WrongPassword
+    );
+    room.ok(&robot("bot-1"), join(true));
+    assert_eq!(
+        room.err(
+            &robot("bot-1"),
+            CommandKind::Kick {
+                user: id("alice"),
+                ban_seconds: None,
+            }
+        ),
+        Rejection::Forbidden
+    );
 }

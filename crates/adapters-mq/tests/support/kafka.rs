@@ -118,12 +118,14 @@ pub fn event(seq: u64) -> Event {
             heat_added: 40,
             fuel_added: 40,
             lucky: None,
+            robot: false,
         }),
         1 => Event::RoomUserJoined {
             user: user(&format!("u-{seq}")),
             role: Role::Member,
             vip_level: 1,
             joined_at: Timestamp(1_764_460_800_000 + seq as i64),
+            robot: false,
         },
         _ => Event::RoomChatEnabledChanged {
             enabled: seq.is_multiple_of(2),

@@ -45,6 +45,7 @@ pub fn gift(n: u64) -> Event {
         heat_added: 10,
         fuel_added: 10,
         lucky: None,
+        robot: false,
     })
 }
 
@@ -78,6 +79,7 @@ pub fn left(n: u64) -> Event {
     Event::RoomUserLeft {
         user: UserId::new(format!("u-{n}")).unwrap(),
         reason: LeaveReason::Left,
+        robot: false,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Integration tests of room-app: the gift saga's interactions with its ports (mockall), its
 //! effects on balances and orders (in-memory store), and the Room Cell runtime: group commit,
 //! idempotency, overload, fencing, snapshots, timers and payouts, and the log pruned behind
-//! snapshots.
+//! snapshots; and robots, whose gifts, joins and leaves are shown but never durable.
 
 mod batch_faults;
 mod creation;
@@ -12,6 +12,7 @@ mod log_pruning;
 mod order_identity;
 mod password_attempts;
 mod recent_replies;
+mod robots;
 mod runtime;
 mod saga_interactions;
 mod saga_state;
