@@ -216,7 +216,10 @@ impl App {
         let display: MessengerRef = match &im {
             Some(im) => Arc::new(FanOutMessenger::new(vec![
                 shared.messenger,
-                im.messenger.clone(),
+                Arc::new(crate::im::RobotSampling {
+                    inner: im.messenger.clone(),
+                    per_million: (settings.robots.im_sample * 1_000_000.0).round() as u64,
+                }),
             ])),
             None => shared.messenger,
         };

@@ -70,12 +70,17 @@ pub struct RobotSettings {
     /// The user-id prefix that marks robots (`ROOM__ROBOTS__ID_PREFIX`): a robot room's pool
     /// holds only ids with it.
     pub id_prefix: String,
+    /// The share of robot display events (robot gifts, joins and leaves) sent to Tencent IM
+    /// (`ROOM__ROBOTS__IM_SAMPLE`, 0 to 1): robot rooms must not eat the rooms' IM budget. The
+    /// event stream gets them all.
+    pub im_sample: f64,
 }
 
 impl Default for RobotSettings {
     fn default() -> Self {
         RobotSettings {
             id_prefix: "robot-".into(),
+            im_sample: 0.1,
         }
     }
 }
@@ -658,6 +663,11 @@ impl Settings {
             "ROOM__WORKERS__IN_PROCESS=false, but ROOM__STORAGE__URL is a SQLite file, which \
              one process serves: room-worker cannot share it, so room-api must run the \
              background work itself (leave ROOM__WORKERS__IN_PROCESS unset)"
+        );
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&self.robots.im_sample),
+            "ROOM__ROBOTS__IM_SAMPLE is {}: it is a share, from 0 to 1",
+            self.robots.im_sample
         );
         let runs_passes = role == crate::Role::Worker || self.workers.in_process;
         anyhow::ensure!(

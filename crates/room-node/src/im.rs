@@ -67,6 +67,45 @@ impl Im {
     }
 }
 
+/// Hands display events on to IM, but only a share of the robot events (robot gifts, joins and
+/// leaves, [`Event::is_robot`]): which ones is decided by the event's id, so every
+/// node that might send it decides alike. Human events all pass.
+pub(crate) struct RobotSampling {
+    /// The messenger events go on to.
+    pub inner: room_app::ports::MessengerRef,
+    /// Robot events kept per million.
+    pub per_million: u64,
+}
+
+impl RobotSampling {
+    fn keeps(&self, message: &room_app::ports::DisplayMessage) -> bool {
+        if !message.envelope.event.is_robot() {
+            return true;
+        }
+        use std::hash::BuildHasher;
+        // A fixed-key hasher: the same event draws the same number on every node of a build.
+        let draw =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .hash_one(&message.envelope.event_id);
+        draw % 1_000_000 < self.per_million
+    }
+}
+
+#[async_trait::async_trait]
+impl room_app::ports::Messenger for RobotSampling {
+    async fn publish(&self, room_id: &RoomId, mut messages: Vec<room_app::ports::DisplayMessage>) {
+        let before = messages.len();
+        messages.retain(|message| self.keeps(message));
+        let dropped = before - messages.len();
+        if dropped > 0 {
+            metrics::counter!("room_im_robot_events_sampled_out_total").increment(dropped as u64);
+        }
+        if !messages.is_empty() {
+            self.inner.publish(room_id, messages).await;
+        }
+    }
+}
+
 /// Consumes the topic's durable facts as consumer group `workers.im_effects_group` and makes each
 /// room's IM group follow them, until `cancel` fires.
 pub(crate) async fn run_group_effects(
@@ -301,5 +340,70 @@ impl GroupEffects {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use room_app::ports::{DisplayMessage, Messenger};
+    use room_domain::{Event, EventEnvelope, ImPriority, Role, RoomId, Timestamp, UserId};
+
+    use super::*;
+
+    /// Counts what reaches it.
+    #[derive(Default)]
+    struct Counting(Mutex<Vec<u64>>);
+
+    #[async_trait::async_trait]
+    impl Messenger for Counting {
+        async fn publish(&self, _room_id: &RoomId, messages: Vec<DisplayMessage>) {
+            self.0
+                .lock()
+                .unwrap()
+                .extend(messages.iter().map(|m| m.envelope.seq));
+        }
+    }
+
+    fn join(room: &RoomId, seq: u64, robot: bool) -> DisplayMessage {
+        let event = Event::RoomUserJoined {
+            user: UserId::new(if robot { "robot-1" } else { "alice" }).unwrap(),
+            role: Role::Member,
+            vip_level: 0,
+            joined_at: Timestamp(0),
+            robot,
+        };
+        DisplayMessage {
+            envelope: EventEnvelope::new(room.clone(), seq, Timestamp(0), &event),
+            priority: ImPriority::Normal,
+            coalesce_key: None,
+        }
+    }
+
+    async fn kept(per_million: u64, robot: bool) -> usize {
+        let counting = Arc::new(Counting::default());
+        let sampling = RobotSampling {
+            inner: counting.clone(),
+            per_million,
+        };
+        let room = RoomId::new("room-1").unwrap();
+        for seq in 1..=10_000 {
+            sampling.publish(&room, vec![join(&room, seq, robot)]).await;
+        }
+        counting.0.lock().unwrap().len()
+    }
+
+    #[tokio::test]
+    async fn only_the_configured_share_of_robot_events_reaches_im() {
+        assert_eq!(kept(0, true).await, 0, "a share of 0 sends no robot event");
+        assert_eq!(
+            kept(1_000_000, true).await,
+            10_000,
+            "a share of 1 sends them all"
+        );
+        let tenth = kept(100_000, true).await;
+        assert!((800..=1_200).contains(&tenth), "about a tenth: {tenth}");
+        assert_eq!(kept(0, false).await, 10_000, "human events all pass");
     }
 }
