@@ -350,8 +350,9 @@ impl Claim {
     }
 }
 
-/// Like [`run_every`], but each pass first claims (or renews) `name` through `claim`, and is
-/// skipped while another process holds it; the claim is released when `cancel` fires. A pass
+/// Like [`run_every`], but passes run only while this process holds `name` through `claim`
+/// (renewed once a third of its TTL has passed; asked for every tenth of the TTL while
+/// another process holds it); the claim is released when `cancel` fires. A pass
 /// that fails waits for the next tick doubled, up to 32 periods (a broker or database outage
 /// is not hammered), and the first pass that succeeds resets the wait. A pass that did work
 /// runs again at once, so a backlog drains at full speed.
@@ -367,6 +368,11 @@ pub async fn run_claimed<F, Fut>(
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<u64>>,
 {
+    // The claim is renewed once a third of its life has passed, not before every pass (a
+    // drained outbox is looked at every few milliseconds); a process without it asks again
+    // every tenth of its life.
+    let renew_after = claim.ttl / 3;
+    let mut renewed: Option<tokio::time::Instant> = None;
     let mut wait = Duration::ZERO;
     let mut held = false;
     loop {
@@ -374,21 +380,30 @@ pub async fn run_claimed<F, Fut>(
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(wait) => {}
         }
-        match claim.take(name).await {
-            Ok(now_held) => {
-                if now_held != held {
-                    tracing::info!(worker = name, held = now_held, "work claim changed");
+        if !held || renewed.is_none_or(|at| at.elapsed() >= renew_after) {
+            let asked = tokio::time::Instant::now();
+            match claim.take(name).await {
+                Ok(now_held) => {
+                    if now_held != held {
+                        tracing::info!(worker = name, held = now_held, "work claim changed");
+                    }
+                    held = now_held;
+                    renewed = now_held.then_some(asked);
                 }
-                held = now_held;
+                Err(error) => {
+                    held = false;
+                    renewed = None;
+                    tracing::warn!(worker = name, error = %error, "cannot claim work");
+                }
             }
-            Err(error) => {
-                held = false;
-                tracing::warn!(worker = name, error = %error, "cannot claim work");
-            }
+            metrics::gauge!("room_worker_claimed", "worker" => name).set(if held {
+                1.0
+            } else {
+                0.0
+            });
         }
-        metrics::gauge!("room_worker_claimed", "worker" => name).set(if held { 1.0 } else { 0.0 });
         if !held {
-            wait = period;
+            wait = period.max(claim.ttl / 10);
             continue;
         }
         match pass().await {

@@ -1,5 +1,6 @@
-//! [`App`]: the embedded single-node service — storage, the Room Cell runtime, the use cases,
-//! the background passes and the HTTP router — wired from [`Settings`], with a graceful stop.
+//! [`App`]: a node of the service — storage, the shared state when clustered, the Room Cell
+//! runtime, the use cases, the background work of its [`Role`] and the HTTP router — wired
+//! from [`Settings`], with a graceful stop.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,6 +4,7 @@
 //! snapshots; and robots, whose gifts, joins and leaves are shown but never durable.
 
 mod batch_faults;
+mod claims;
 mod creation;
 mod eviction;
 mod forwarding;
