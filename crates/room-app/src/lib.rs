@@ -2,9 +2,9 @@
 //! the Room Cell runtime (one task per active room, group commit), and the use cases that the
 //! API and the workers call.
 //!
-//! Binaries build adapters, hand them to [`RoomService`] through [`Ports`], and call its
-//! methods. With feature `testkit`, [`testkit`] has in-memory fakes of every port and the
-//! conformance suites every adapter must pass.
+//! Binaries build adapters, hand them to [`RoomService`] through [`ServicePorts`] and
+//! [`CellDeps`], and call its methods. With feature `testkit`, `testkit` has in-memory fakes
+//! of every port and the conformance suites every adapter must pass.
 
 mod attempts;
 mod cell;

@@ -4,7 +4,7 @@
 //! Verbs are fixed: `get_*` returns `Ok(None)` for absence, `create` fails with
 //! [`Error::AlreadyExists`](crate::Error::AlreadyExists), `create_or_get` is idempotent, lists
 //! are `list_*`. Every adapter passes the conformance suite of its port in
-//! [`testkit`](crate::testkit) (feature `testkit`).
+//! `testkit` (feature `testkit`).
 
 use std::sync::Arc;
 

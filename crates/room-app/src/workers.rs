@@ -3,7 +3,8 @@
 //! outbox to the broker and deleting what it delivered long ago, and pruning the room logs
 //! behind their snapshots. Each pass is a function returning what it did; [`run_every`] loops
 //! one until cancelled, and [`run_claimed`] does so only while this process holds the pass's
-//! [`WorkClaims`] claim, so that the processes sharing a store never run one pass at once.
+//! [`WorkClaims`](crate::ports::WorkClaims) claim, so that the processes sharing a store
+//! never run one pass at once.
 
 use std::future::Future;
 use std::time::Duration;
