@@ -204,7 +204,12 @@ impl App {
         if settings.rtc.callback_key.is_none() {
             tracing::warn!("ROOM__RTC__CALLBACK_KEY is not set: every TRTC callback is refused");
         }
-        let auth: AuthenticatorRef = Arc::new(settings.auth.authenticator()?);
+        let auth: AuthenticatorRef = Arc::new(
+            settings
+                .auth
+                .authenticator()?
+                .refusing_robots(&settings.robots.id_prefix),
+        );
 
         let messenger = Arc::new(BroadcastMessenger::new(settings.sse.buffer.max(1)));
         let clock: ClockRef = Arc::new(SystemClock);

@@ -61,6 +61,8 @@ pub struct Authenticator {
     validation: Validation,
     issuer: Option<String>,
     audience: Option<String>,
+    /// Subjects with this prefix are refused: robots act through the orchestrator only.
+    robot_prefix: Option<String>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -109,7 +111,15 @@ impl Authenticator {
             validation,
             issuer: issuer.map(str::to_owned),
             audience: audience.map(str::to_owned),
+            robot_prefix: None,
         })
+    }
+
+    /// This authenticator, refusing every token whose subject starts with `prefix` (the
+    /// robots' ids, `robots.id_prefix`) with 401 `INVALID_TOKEN`: nobody signs in as a robot.
+    pub fn refusing_robots(mut self, prefix: &str) -> Self {
+        self.robot_prefix = (!prefix.is_empty()).then(|| prefix.to_owned());
+        self
     }
 
     /// A token for `user`, valid for `ttl`.
@@ -156,6 +166,13 @@ impl Authenticator {
         // could pose as another user: refused like any other bad token.
         let user_id = UserId::new(&claims.sub)
             .map_err(|error| invalid_token(format!("the token's subject is not valid: {error}")))?;
+        if let Some(prefix) = &self.robot_prefix
+            && user_id.as_str().starts_with(prefix.as_str())
+        {
+            return Err(invalid_token(format!(
+                "the token's subject has the robots' id prefix {prefix:?}: robots do not sign in"
+            )));
+        }
         Ok(UserActor {
             user_id,
             vip_level: claims.vip.unwrap_or(0),

@@ -37,6 +37,29 @@ async fn a_token_whose_subject_breaks_the_id_rule_is_unauthenticated() {
 }
 
 #[tokio::test]
+async fn nobody_signs_in_as_a_robot() {
+    let app = TestApp::new().await;
+    let (status, body) = app.get("/v1/me/wallet", &app.token("robot-7")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(error_code(&body), "INVALID_TOKEN");
+    let (status, body) = app.get("/v1/me/wallet", &app.token("robotic")).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "only the prefix `robot-` marks robots: {body}"
+    );
+    let app = TestApp::with(|s| s.robots.id_prefix = "bot.".into()).await;
+    let (status, _) = app.get("/v1/me/wallet", &app.token("robot-7")).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the configured prefix, not a fixed one"
+    );
+    let (status, _) = app.get("/v1/me/wallet", &app.token("bot.7")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
 async fn ids_that_break_the_rule_are_refused_in_paths_and_bodies() {
     let app = TestApp::new().await;
     let room_id = app.create_room("alice").await;
