@@ -63,6 +63,8 @@ impl RouteClass {
             // A heartbeat reads the room and refreshes an entry in memory: it costs what a
             // read costs and, like reads, is not limited.
             ("POST", "/v1/rooms/{room_id}/heartbeat") => None,
+            // TRTC's webhook, signed by TRTC: no user sends it, whatever bearer header it has.
+            ("POST", "/v1/rtc/callbacks") => None,
             ("POST" | "PUT" | "PATCH" | "DELETE", _) => Some(RouteClass::Write),
             _ => None,
         }
@@ -318,6 +320,7 @@ mod tests {
         );
         assert_eq!(class(Method::GET, "/v1/rooms"), None);
         assert_eq!(class(Method::POST, "/v1/rooms/{room_id}/heartbeat"), None);
+        assert_eq!(class(Method::POST, "/v1/rtc/callbacks"), None);
     }
 
     #[test]
