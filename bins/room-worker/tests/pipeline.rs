@@ -127,6 +127,49 @@ impl Cluster {
     }
 }
 
+/// A name no other run of these tests uses (topics, groups, directories).
+fn unique() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{}-{nanos}", std::process::id())
+}
+
+/// A node served in this process on a socket, until [`Served::stop`].
+struct Served {
+    client: Client,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Served {
+    async fn start(settings: Settings, port: u16) -> Served {
+        let app = App::build(settings).await.expect("the node builds");
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn({
+            let stop = stop.clone();
+            app.serve(listener, async move { stop.cancelled().await })
+        });
+        Served {
+            client: Client {
+                base: format!("http://127.0.0.1:{port}"),
+                http: reqwest::Client::new(),
+            },
+            stop,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        self.task.await.unwrap().expect("the node stopped cleanly");
+    }
+}
+
 /// A client of the API node.
 struct Client {
     base: String,
@@ -319,14 +362,7 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
         return;
     };
     let database = server.database().await;
-    let unique = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    );
+    let unique = unique();
     let cluster = Cluster {
         im: FakeIm::start().await,
         mysql_url: database.url.clone(),
@@ -345,21 +381,8 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
 
     // The API node, serving on a socket until the test ends.
     let port = free_port();
-    let app = App::build(cluster.api_settings(port))
-        .await
-        .expect("the API node");
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .unwrap();
-    let stop = CancellationToken::new();
-    let api = tokio::spawn({
-        let stop = stop.clone();
-        app.serve(listener, async move { stop.cancelled().await })
-    });
-    let client = Client {
-        base: format!("http://127.0.0.1:{port}"),
-        http: reqwest::Client::new(),
-    };
+    let api = Served::start(cluster.api_settings(port), port).await;
+    let client = &api.client;
 
     let reader = Reader::start(&brokers, &cluster.topic, &format!("pipeline-{unique}"));
     let seen = reader.seen.clone();
@@ -534,8 +557,7 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
 
     worker.start_kill().unwrap();
     let _ = worker.wait().await;
-    stop.cancel();
-    api.await.unwrap().expect("the API node stopped cleanly");
+    api.stop().await;
 }
 
 /// One embedded node (SQLite, no Redis, no worker) publishes its own outbox: `room-api` runs
@@ -545,14 +567,7 @@ async fn an_embedded_node_publishes_its_outbox_itself() {
     let Some(brokers) = testkit::service_url("ROOM_TEST_KAFKA_BROKERS") else {
         return;
     };
-    let unique = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
+    let unique = unique();
     let topic = format!("room.events.embedded.{unique}");
     create_topic(&brokers, &topic).await;
     let dir = std::env::temp_dir().join(format!("room-embedded-{unique}"));
@@ -565,19 +580,8 @@ async fn an_embedded_node_publishes_its_outbox_itself() {
     settings.auth.jwt_secret = SecretString::from(SECRET);
     settings.kafka.brokers = Some(brokers.clone());
     settings.kafka.topic = topic.clone();
-    let app = App::build(settings).await.expect("the embedded node");
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .unwrap();
-    let stop = CancellationToken::new();
-    let node = tokio::spawn({
-        let stop = stop.clone();
-        app.serve(listener, async move { stop.cancelled().await })
-    });
-    let client = Client {
-        base: format!("http://127.0.0.1:{port}"),
-        http: reqwest::Client::new(),
-    };
+    let node = Served::start(settings, port).await;
+    let client = &node.client;
     let room = client
         .post("/v1/rooms", "owner", json!({ "name": "Embedded" }))
         .await;
@@ -613,7 +617,6 @@ async fn an_embedded_node_publishes_its_outbox_itself() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     reader.stop().await;
-    stop.cancel();
-    node.await.unwrap().expect("the node stopped cleanly");
+    node.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
