@@ -155,6 +155,7 @@ pub fn decide(
             for (i, seat) in state.seats.iter().enumerate() {
                 if let Some(occupant) = &seat.occupant {
                     events.push(mic_down(
+                        state,
                         seat_index(i),
                         &occupant.user,
                         occupant.session,
@@ -216,6 +217,7 @@ pub fn decide(
                     session: state.next_seat_session,
                     since: ctx.now,
                     publish_deadline: ctx.now.plus_secs(ctx.rules.mic_publish_timeout_secs),
+                    robot: is_robot_member(state, user),
                 },
             });
             Ok(events)
@@ -316,6 +318,7 @@ pub fn decide(
                 change: MicChange::Published {
                     user: user.clone(),
                     session: occupant.session,
+                    robot: is_robot_member(state, user),
                 },
             }])
         }
@@ -538,26 +541,21 @@ fn apply_gift(
     }
     let rules = ctx.rules;
     let total_value = gift.check_shape(rules)?;
-    require_member(state, &gift.sender)?;
-    for recipient in &gift.recipients {
-        require_member(state, recipient)?;
+    let (units, heat_added, heat) = gift_heat(
+        state,
+        &gift.sender,
+        &gift.recipients,
+        gift.count,
+        gift.gift.heat,
+    )?;
+    // Nor does the system apply one in a robot member's name (the saga refunds it).
+    if is_robot_member(state, &gift.sender) {
+        return Err(Rejection::NotARobot);
     }
-    // check_shape bounded count (<= 9999) and recipients (<= 20): the unit product fits; the
-    // coin and point totals are checked.
-    let units = i64::from(gift.count) * gift.recipients.len() as i64;
-    let heat_added = gift
-        .gift
-        .heat
-        .checked_mul(units)
-        .ok_or(Rejection::AmountOverflow)?;
     let fuel_added = gift
         .gift
         .fuel
         .checked_mul(units)
-        .ok_or(Rejection::AmountOverflow)?;
-    let heat = state
-        .heat
-        .checked_add(heat_added)
         .ok_or(Rejection::AmountOverflow)?;
     let lucky = if gift.gift.lucky {
         let multiplier = rules.lucky.draw(gift.lucky_draw);
@@ -660,21 +658,8 @@ fn robot_gift(
         return Err(Rejection::NotARobot);
     };
     let total_value = gift.check_shape(sender, ctx.rules)?;
-    require_member(state, sender)?;
-    for recipient in &gift.recipients {
-        require_member(state, recipient)?;
-    }
-    // check_shape bounded count and recipients: the unit product fits.
-    let units = i64::from(gift.count) * gift.recipients.len() as i64;
-    let heat_added = gift
-        .gift
-        .heat
-        .checked_mul(units)
-        .ok_or(Rejection::AmountOverflow)?;
-    let heat = state
-        .heat
-        .checked_add(heat_added)
-        .ok_or(Rejection::AmountOverflow)?;
+    let (_, heat_added, heat) =
+        gift_heat(state, sender, &gift.recipients, gift.count, gift.gift.heat)?;
     let mut events = Vec::with_capacity(2);
     events.push(Event::RoomGiftSent(GiftSent {
         order_id: OrderId::from(&command.command_id),
@@ -744,9 +729,15 @@ fn launch_rocket(
 
 /// Picks up to `winners` distinct members with the random input and shares `pool` among them:
 /// equal parts, the remainder one coin each to the first winners drawn. The amounts add up to
-/// `pool` exactly (or nothing is given when no one is present).
+/// `pool` exactly (or nothing is given when no human is present). Robots never win: the
+/// rewards are real coins, paid into the winners' wallets.
 fn draw_rewards(state: &RoomState, pool: Coins, winners: u32, random: u64) -> Vec<RocketReward> {
-    let mut candidates: Vec<&UserId> = state.members.keys().collect();
+    let mut candidates: Vec<&UserId> = state
+        .members
+        .iter()
+        .filter(|(_, member)| !member.robot)
+        .map(|(user, _)| user)
+        .collect();
     // Never more winners than coins: nobody wins zero.
     let k = (winners as usize)
         .min(candidates.len())
@@ -802,7 +793,7 @@ fn leave_events(state: &RoomState, user: &UserId, reason: LeaveReason) -> Vec<Ev
 /// The `Down` event for whoever holds `seat` (which must be occupied).
 fn down_from(state: &RoomState, seat: SeatIndex, reason: MicDownReason) -> Event {
     let occupant = occupant_of(state, seat);
-    mic_down(seat, &occupant.user, occupant.session, reason)
+    mic_down(state, seat, &occupant.user, occupant.session, reason)
 }
 
 /// Whether an RTC event seen at `at` happened before `occupant`'s seat session began (beyond
@@ -819,6 +810,7 @@ fn occupant_of(state: &RoomState, seat: SeatIndex) -> &crate::state::Occupant {
 }
 
 fn mic_down(
+    state: &RoomState,
     seat: SeatIndex,
     user: &UserId,
     session: crate::ids::SeatSessionId,
@@ -830,8 +822,38 @@ fn mic_down(
             user: user.clone(),
             session,
             reason,
+            robot: is_robot_member(state, user),
         },
     }
+}
+
+/// What every gift needs and adds, paid or not: the sender and each recipient in the room, and
+/// the heat of `count` units of `heat` to each recipient. Answers the units given, the heat
+/// added and the room's heat after. A gift's shape was checked first (count <= 9999, at most
+/// 20 recipients), so the unit product fits; the heat totals are checked.
+fn gift_heat(
+    state: &RoomState,
+    sender: &UserId,
+    recipients: &[UserId],
+    count: u32,
+    heat: i64,
+) -> Result<(i64, i64, i64), Rejection> {
+    require_member(state, sender)?;
+    for recipient in recipients {
+        require_member(state, recipient)?;
+    }
+    let units = i64::from(count) * recipients.len() as i64;
+    let heat_added = heat.checked_mul(units).ok_or(Rejection::AmountOverflow)?;
+    let after = state
+        .heat
+        .checked_add(heat_added)
+        .ok_or(Rejection::AmountOverflow)?;
+    Ok((units, heat_added, after))
+}
+
+/// Whether `user` is in the room as a robot.
+fn is_robot_member(state: &RoomState, user: &UserId) -> bool {
+    state.members.get(user).is_some_and(|member| member.robot)
 }
 
 fn seat_index(i: usize) -> SeatIndex {

@@ -293,6 +293,9 @@ pub enum MicChange {
         since: Timestamp,
         /// Publish audio by then.
         publish_deadline: Timestamp,
+        /// The user is a robot: displayed, not durable (no mic time counts). Absent for users.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        robot: bool,
     },
     /// A user left the seat.
     Down {
@@ -302,6 +305,9 @@ pub enum MicChange {
         session: SeatSessionId,
         /// Why.
         reason: MicDownReason,
+        /// The user is a robot: displayed, not durable. Absent for users.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        robot: bool,
     },
     /// The RTC vendor confirmed the holder publishes audio.
     Published {
@@ -309,6 +315,9 @@ pub enum MicChange {
         user: UserId,
         /// This stay.
         session: SeatSessionId,
+        /// The user is a robot: displayed, not durable. Absent for users.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        robot: bool,
     },
     /// The seat was muted or unmuted.
     Muted {
@@ -319,6 +328,18 @@ pub enum MicChange {
         /// Who.
         by: Option<UserId>,
     },
+}
+
+impl MicChange {
+    /// Whether a robot took, left or published on the seat.
+    pub fn is_robot(&self) -> bool {
+        match self {
+            MicChange::Up { robot, .. }
+            | MicChange::Down { robot, .. }
+            | MicChange::Published { robot, .. } => *robot,
+            MicChange::Muted { .. } => false,
+        }
+    }
 }
 
 /// Why a user left a seat.
@@ -413,7 +434,8 @@ impl Event {
             Event::RoomUserJoined { robot, .. } | Event::RoomUserLeft { robot, .. } => {
                 (Some(Normal), !robot, None)
             }
-            Event::RoomMicChanged { .. } => (Some(Normal), true, None),
+            // A robot's mic time is no fact for other services either.
+            Event::RoomMicChanged { change, .. } => (Some(Normal), !change.is_robot(), None),
             // The lock state is display; the snapshot repairs it, and the hash stays inside.
             Event::RoomLockChanged { .. } => (Some(Normal), false, None),
             Event::RoomUserKicked { .. } | Event::RoomClosed { .. } => (Some(High), true, None),
@@ -440,6 +462,7 @@ impl Event {
         match self {
             Event::RoomGiftSent(gift) => gift.robot,
             Event::RoomUserJoined { robot, .. } | Event::RoomUserLeft { robot, .. } => *robot,
+            Event::RoomMicChanged { change, .. } => change.is_robot(),
             _ => false,
         }
     }

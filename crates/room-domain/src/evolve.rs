@@ -113,6 +113,7 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
                     session,
                     since,
                     publish_deadline,
+                    ..
                 } => {
                     seat.occupant = Some(Occupant {
                         user: user.clone(),

@@ -156,6 +156,7 @@ fn sample_events() -> Vec<Event> {
                 session: SeatSessionId(7),
                 since: at(10),
                 publish_deadline: at(40),
+                robot: false,
             },
         },
         Event::RoomMicSeatLocked {
@@ -281,6 +282,7 @@ fn variant_events() -> Vec<Event> {
                 user: user("carol"),
                 session: SeatSessionId(7),
                 reason,
+                robot: false,
             },
         })
         .collect();
@@ -290,6 +292,7 @@ fn variant_events() -> Vec<Event> {
             change: MicChange::Published {
                 user: user("carol"),
                 session: SeatSessionId(7),
+                robot: false,
             },
         },
         Event::RoomMicChanged {

@@ -1364,18 +1364,23 @@ impl Run<'_> {
                             "{:?} won but is not a member",
                             reward.user
                         );
+                        // The rewards are real coins: robots never win them.
+                        prop_assert!(
+                            !before.members[&reward.user].robot,
+                            "robot {:?} won coins",
+                            reward.user
+                        );
                         prop_assert!(!reward.coins.is_negative());
                     }
+                    let humans = before.members.values().filter(|m| !m.robot).count();
                     let paid: i128 = rewards.iter().map(|r| i128::from(r.coins.0)).sum();
-                    if before.members.is_empty() || config.reward_pool.0 == 0 {
+                    if humans == 0 || config.reward_pool.0 == 0 {
                         prop_assert!(rewards.is_empty());
                     } else {
                         prop_assert_eq!(paid, i128::from(config.reward_pool.0));
                         // Nobody wins zero coins: a pool smaller than the winner count has
                         // fewer winners.
-                        let expected = before
-                            .members
-                            .len()
+                        let expected = humans
                             .min(config.winners as usize)
                             .min(usize::try_from(config.reward_pool.0).unwrap_or(0));
                         prop_assert_eq!(rewards.len(), expected);

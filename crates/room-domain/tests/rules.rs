@@ -879,6 +879,7 @@ fn taking_a_seat_opens_a_session_with_a_publish_deadline() {
                 session: SeatSessionId(1),
                 since: NOON,
                 publish_deadline: NOON.plus_secs(room.rules.mic_publish_timeout_secs),
+                robot: false,
             },
         }]
     );
@@ -900,6 +901,7 @@ fn taking_another_seat_moves_the_user() {
                     user: id("alice"),
                     session: SeatSessionId(1),
                     reason: MicDownReason::Moved,
+                    robot: false,
                 },
             },
             Event::RoomMicChanged {
@@ -909,6 +911,7 @@ fn taking_another_seat_moves_the_user() {
                     session: SeatSessionId(2),
                     since: NOON,
                     publish_deadline: NOON.plus_secs(30),
+                    robot: false,
                 },
             },
         ]
@@ -1080,6 +1083,7 @@ fn leaving_the_room_frees_the_seat() {
                     user: id("alice"),
                     session: SeatSessionId(1),
                     reason: MicDownReason::LeftRoom,
+                    robot: false,
                 },
             },
             Event::RoomUserLeft {
@@ -1281,6 +1285,7 @@ fn confirming_the_publish_clears_the_deadline_once() {
             change: MicChange::Published {
                 user: id("alice"),
                 session,
+                robot: false,
             },
         }]
     );
@@ -3153,4 +3158,67 @@ fn a_robot_joins_a_locked_room_like_any_user_and_moderates_nothing() {
         ),
         Rejection::Forbidden
     );
+}
+
+#[test]
+fn robots_never_win_rocket_rewards() {
+    let mut room = Room::open_with(small_rocket_rules());
+    for name in ["bot-1", "bot-2", "bot-3", "bot-4", "bot-5", "bot-6"] {
+        room.join_as(&robot(name));
+    }
+    let (rocket_id, level, launch_at) = ignite(&mut room);
+    room.now = launch_at;
+    for random in 0..40 {
+        room.random = random;
+        let events = room
+            .ask(&system(), launch(rocket_id, level, launch_at))
+            .expect("launches");
+        let won = rewards(&events);
+        assert_eq!(won.iter().map(|(_, c)| c).sum::<i64>(), 1_000);
+        assert!(
+            won.iter().all(|(user, _)| !user.starts_with("bot-")),
+            "the rewards are real coins: humans only ({won:?})"
+        );
+    }
+    // A room of robots alone pays nobody.
+    let mut room = Room::open_with(small_rocket_rules());
+    let (rocket_id, level, launch_at) = ignite(&mut room);
+    room.join_as(&robot("bot-1"));
+    for name in ["bob", "admin", "admin2", "alice", "owner"] {
+        if room.is_member(name) {
+            room.ok(&user(name), CommandKind::Leave);
+        }
+    }
+    room.now = launch_at;
+    let events = room.ok(&system(), launch(rocket_id, level, launch_at));
+    assert_eq!(rewards(&events), []);
+}
+
+#[test]
+fn the_system_applies_no_paid_gift_in_a_robot_members_name() {
+    let mut room = Room::open();
+    room.join_as(&robot("bot-1"));
+    assert_eq!(
+        room.ask(
+            &system(),
+            CommandKind::ApplyGift(gift("bot-1", &["alice"], 10, 1))
+        ),
+        Err(Rejection::NotARobot),
+        "a robot spends no coins, so the saga refunds such an order"
+    );
+}
+
+#[test]
+fn a_robots_mic_time_is_displayed_but_no_durable_fact() {
+    let mut room = Room::open();
+    room.join_as(&robot("bot-1"));
+    let up = room.ok(&robot("bot-1"), CommandKind::TakeSeat { seat: seat(3) });
+    let down = room.ok(&robot("bot-1"), CommandKind::LeaveSeat { seat: seat(3) });
+    for event in up.iter().chain(&down) {
+        assert!(event.is_robot(), "{event:?}");
+        assert!(!event.delivery().durable, "{event:?}");
+        assert_eq!(event.delivery().im, Some(ImPriority::Normal));
+    }
+    let human = room.ok(&user("alice"), CommandKind::TakeSeat { seat: seat(4) });
+    assert!(human.iter().all(|e| !e.is_robot() && e.delivery().durable));
 }
