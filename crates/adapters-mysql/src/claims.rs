@@ -1,5 +1,5 @@
-//! [`WorkClaims`]: one row per job name, read under a row lock and taken over in the same
-//! transaction when it is free, expired or already the claimer's.
+//! [`WorkClaims`]: one row per job name, taken over by one upsert when it is free, expired or
+//! already the claimer's, then read back.
 
 use async_trait::async_trait;
 use room_app::ports::WorkClaims;
@@ -18,34 +18,28 @@ impl WorkClaims for MySqlStore {
         until: Timestamp,
     ) -> Result<bool> {
         self.retrying("claim_work", || async move {
-            let mut tx = self.pool.begin().await?;
-            // The row exists from the first claim on, so the lock below always has a row to
-            // hold and two first claimers queue on it.
+            // One statement, so that two claimers never hold locks on the row in turn (an
+            // `INSERT IGNORE` and a `SELECT ... FOR UPDATE` in one transaction deadlock when
+            // two run at once). Assignments apply left to right: the owner changes first when
+            // the row is free, expired or ours, and the expiry follows only if it is ours now.
             sqlx::query(
-                "INSERT IGNORE INTO room_work_claims (name, owner, claimed_until) VALUES (?, '', 0)",
+                "INSERT INTO room_work_claims (name, owner, claimed_until) VALUES (?, ?, ?)
+                 ON DUPLICATE KEY UPDATE
+                     owner = IF(owner = VALUES(owner) OR claimed_until < ?, VALUES(owner), owner),
+                     claimed_until = IF(owner = VALUES(owner), VALUES(claimed_until), claimed_until)",
             )
             .bind(name)
-            .execute(&mut *tx)
+            .bind(owner)
+            .bind(until.as_millis())
+            .bind(now.as_millis())
+            .execute(&self.pool)
             .await?;
-            let (holder, expiry): (String, i64) = sqlx::query_as(
-                "SELECT owner, claimed_until FROM room_work_claims WHERE name = ? FOR UPDATE",
-            )
-            .bind(name)
-            .fetch_one(&mut *tx)
-            .await?;
-            let free = holder.is_empty() || holder == owner || expiry < now.as_millis();
-            if free {
-                sqlx::query(
-                    "UPDATE room_work_claims SET owner = ?, claimed_until = ? WHERE name = ?",
-                )
-                .bind(owner)
-                .bind(until.as_millis())
-                .bind(name)
-                .execute(&mut *tx)
-                .await?;
-            }
-            tx.commit().await?;
-            Ok::<_, TxError>(free)
+            let (holder,): (String,) =
+                sqlx::query_as("SELECT owner FROM room_work_claims WHERE name = ?")
+                    .bind(name)
+                    .fetch_one(&self.pool)
+                    .await?;
+            Ok::<_, TxError>(holder == owner)
         })
         .await
     }

@@ -346,17 +346,51 @@ pub struct Claim {
 impl Claim {
     async fn take(&self, name: &str) -> Result<bool> {
         let now = self.clock.now();
-        let until = Timestamp(now.0 + i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX));
+        let ttl = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
+        let until = Timestamp(now.0.saturating_add(ttl));
         self.claims.claim(name, &self.owner, now, until).await
+    }
+
+    /// Claims or renews `name`; answers whether this process holds it now, and records when it
+    /// asked in `renewed` when it does. `held` is whether it held the claim before, for the log
+    /// and the `room_worker_claimed` gauge.
+    async fn renew(
+        &self,
+        name: &'static str,
+        held: bool,
+        renewed: &mut tokio::time::Instant,
+    ) -> bool {
+        let asked = tokio::time::Instant::now();
+        let now_held = match self.take(name).await {
+            Ok(now_held) => now_held,
+            Err(error) => {
+                tracing::warn!(worker = name, error = %error, "cannot claim work");
+                false
+            }
+        };
+        if now_held != held {
+            tracing::info!(worker = name, held = now_held, "work claim changed");
+        }
+        if now_held {
+            *renewed = asked;
+        }
+        metrics::gauge!("room_worker_claimed", "worker" => name).set(if now_held {
+            1.0
+        } else {
+            0.0
+        });
+        now_held
     }
 }
 
 /// Like [`run_every`], but passes run only while this process holds `name` through `claim`
-/// (renewed once a third of its TTL has passed; asked for every tenth of the TTL while
-/// another process holds it); the claim is released when `cancel` fires. A pass
-/// that fails waits for the next tick doubled, up to 32 periods (a broker or database outage
-/// is not hammered), and the first pass that succeeds resets the wait. A pass that did work
-/// runs again at once, so a backlog drains at full speed.
+/// (renewed once a third of its TTL has passed, also while a long pass runs; asked for every
+/// tenth of the TTL while another process holds it). A pass during which the claim is lost,
+/// or `cancel` fires, is dropped at once, so two processes never run one pass at the same
+/// time; the claim is released when `cancel` fires. A pass that fails waits for the next tick
+/// doubled, up to 32 periods (a broker or database outage is not hammered), and the first
+/// pass that succeeds resets the wait. A pass that did work runs again at once, so a backlog
+/// drains at full speed.
 ///
 /// Metrics, by `worker` = `name`: `room_worker_claimed` (1 while held), `room_worker_errors_total`.
 pub async fn run_claimed<F, Fut>(
@@ -370,10 +404,10 @@ pub async fn run_claimed<F, Fut>(
     Fut: Future<Output = Result<u64>>,
 {
     // The claim is renewed once a third of its life has passed, not before every pass (a
-    // drained outbox is looked at every few milliseconds); a process without it asks again
-    // every tenth of its life.
+    // drained outbox is looked at every few milliseconds), and while a long pass runs; a
+    // process without it asks again every tenth of its life.
     let renew_after = claim.ttl / 3;
-    let mut renewed: Option<tokio::time::Instant> = None;
+    let mut renewed = tokio::time::Instant::now();
     let mut wait = Duration::ZERO;
     let mut held = false;
     loop {
@@ -381,37 +415,37 @@ pub async fn run_claimed<F, Fut>(
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(wait) => {}
         }
-        if !held || renewed.is_none_or(|at| at.elapsed() >= renew_after) {
-            let asked = tokio::time::Instant::now();
-            match claim.take(name).await {
-                Ok(now_held) => {
-                    if now_held != held {
-                        tracing::info!(worker = name, held = now_held, "work claim changed");
-                    }
-                    held = now_held;
-                    renewed = now_held.then_some(asked);
-                }
-                Err(error) => {
-                    held = false;
-                    renewed = None;
-                    tracing::warn!(worker = name, error = %error, "cannot claim work");
-                }
-            }
-            metrics::gauge!("room_worker_claimed", "worker" => name).set(if held {
-                1.0
-            } else {
-                0.0
-            });
+        if !held || renewed.elapsed() >= renew_after {
+            held = claim.renew(name, held, &mut renewed).await;
         }
         if !held {
             wait = period.max(claim.ttl / 10);
             continue;
         }
-        match pass().await {
-            Ok(done) => {
+        // The pass runs while the claim is renewed beside it; a claim lost meanwhile, or a
+        // stop, drops the pass where it is (what it did stays done; the next holder goes on).
+        let run = pass();
+        tokio::pin!(run);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break None,
+                outcome = &mut run => break Some(outcome),
+                _ = tokio::time::sleep_until(renewed + renew_after) => {
+                    held = claim.renew(name, held, &mut renewed).await;
+                    if !held {
+                        tracing::warn!(worker = name, "work claim lost during a pass; pass dropped");
+                        break None;
+                    }
+                }
+            }
+        };
+        match outcome {
+            None => wait = period,
+            Some(Ok(done)) => {
                 wait = if done > 0 { Duration::ZERO } else { period };
             }
-            Err(error) => {
+            Some(Err(error)) => {
                 metrics::counter!("room_worker_errors_total", "worker" => name).increment(1);
                 tracing::warn!(worker = name, error = %error, "worker pass failed");
                 wait = (wait * 2).clamp(period, period * 32);

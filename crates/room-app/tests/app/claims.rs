@@ -68,3 +68,94 @@ async fn one_process_runs_a_claimed_pass_and_the_other_takes_over_when_it_stops(
     b_stop.cancel();
     b.await.unwrap();
 }
+
+/// The service's clock as tokio's (paused) time moves it.
+struct TokioClock {
+    start: tokio::time::Instant,
+}
+
+impl room_app::ports::Clock for TokioClock {
+    fn now(&self) -> room_domain::Timestamp {
+        room_domain::Timestamp(1_700_000_000_000 + self.start.elapsed().as_millis() as i64)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pass_longer_than_the_claim_keeps_it_and_a_stop_drops_the_pass() {
+    let claims: WorkClaimsRef = Arc::new(InMemoryStore::new());
+    let clock: ClockRef = Arc::new(TokioClock {
+        start: tokio::time::Instant::now(),
+    });
+    let ttl = Duration::from_secs(3);
+    let claim = |owner: &str| workers::Claim {
+        claims: claims.clone(),
+        owner: owner.to_owned(),
+        clock: clock.clone(),
+        ttl,
+    };
+    // Worker a's passes last four TTLs each; b would run the pass as soon as a's claim
+    // expired.
+    let (a_started, a_finished, b_passes) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let (a_stop, b_stop) = (CancellationToken::new(), CancellationToken::new());
+    let a = tokio::spawn(workers::run_claimed(
+        "outbox_publisher",
+        Duration::from_millis(100),
+        claim("worker-a"),
+        a_stop.clone(),
+        {
+            let (started, finished) = (a_started.clone(), a_finished.clone());
+            move || {
+                let (started, finished) = (started.clone(), finished.clone());
+                async move {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_secs(12)).await;
+                    finished.fetch_add(1, Ordering::SeqCst);
+                    Ok(1)
+                }
+            }
+        },
+    ));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let b = tokio::spawn(workers::run_claimed(
+        "outbox_publisher",
+        Duration::from_millis(100),
+        claim("worker-b"),
+        b_stop.clone(),
+        {
+            let passes = b_passes.clone();
+            move || {
+                passes.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(Ok(0))
+            }
+        },
+    ));
+    // Paused time jumps ahead whenever every task waits: 30 s of virtual time.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(
+        a_finished.load(Ordering::SeqCst) >= 2,
+        "a's long passes ran to their end"
+    );
+    assert_eq!(
+        b_passes.load(Ordering::SeqCst),
+        0,
+        "a renewed its claim during its passes: b never ran one"
+    );
+
+    // A stop drops a's pass in the middle; b takes the released claim over.
+    let finished = a_finished.load(Ordering::SeqCst);
+    a_stop.cancel();
+    a.await.unwrap();
+    assert_eq!(
+        a_finished.load(Ordering::SeqCst),
+        finished,
+        "the pass was dropped"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(b_passes.load(Ordering::SeqCst) > 0, "b took the claim over");
+    b_stop.cancel();
+    b.await.unwrap();
+}
