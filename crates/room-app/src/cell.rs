@@ -933,6 +933,9 @@ struct Cell {
     /// When the rocket-reset timer this cell last committed is due: every gift fuels the
     /// rocket, and re-arming the same timer each time would cost a write per gift.
     reset_armed_at: Option<Timestamp>,
+    /// Whether the commands being planned are the fresh ones of [`Cell::resolve_duplicates`]:
+    /// a second clash on a command id then is an id the log no longer answers.
+    resolving: bool,
 }
 
 impl Cell {
@@ -968,6 +971,7 @@ impl Cell {
             recent_order: VecDeque::new(),
             recent_bytes: 0,
             reset_armed_at: None,
+            resolving: false,
         })
     }
 
@@ -1161,6 +1165,28 @@ impl Cell {
             }
             return Some(stop);
         }
+        if self.resolving {
+            // They clashed again, yet the log answered none of them: among them is an id whose
+            // record is being pruned (its first events already gone). Alone, such a command
+            // gets a definite answer, never a loop; a batch is planned again command by
+            // command, so that the others still commit.
+            if let [command] = commands.as_slice() {
+                let error = Error::AlreadyExists(format!(
+                    "command {} of room {} is too old to be answered again",
+                    command.command.command_id, self.room_id
+                ));
+                for command in commands {
+                    let _ = command.reply.send(Err(error.clone()));
+                }
+                return None;
+            }
+            for command in commands {
+                if let Some(stop) = Box::pin(self.process_commands(vec![command], mailbox)).await {
+                    return Some(stop);
+                }
+            }
+            return None;
+        }
         let mut fresh = Vec::with_capacity(commands.len());
         for command in commands {
             let id = &command.command.command_id;
@@ -1177,8 +1203,12 @@ impl Cell {
         if fresh.is_empty() {
             return None;
         }
-        // One level only: the stored duplicates are gone from `fresh`, so this cannot loop.
-        Box::pin(self.process_commands(fresh, mailbox)).await
+        // One level only: the stored duplicates are gone from `fresh`, and a second clash is
+        // answered above.
+        self.resolving = true;
+        let stop = Box::pin(self.process_commands(fresh, mailbox)).await;
+        self.resolving = false;
+        stop
     }
 
     async fn stored_reply(&self, id: &CommandId) -> Result<Option<Arc<CommandReply>>> {
