@@ -1,11 +1,11 @@
 //! [`ImClient`]: Tencent IM's REST API over keep-alive HTTPS, with the request and answer
 //! types of the commands the room service uses.
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use room_app::ports::{ClockRef, IdGenRef};
+use room_app::{RandomIds, SystemClock};
 use room_domain::{ImPriority, Timestamp, UserId};
 use secrecy::ExposeSecret;
 use serde::Serialize;
@@ -71,10 +71,6 @@ impl Command {
 pub struct GroupMessage {
     /// `MsgContent.Data`: what clients parse (a JSON document as a string, here).
     pub data: String,
-    /// `MsgContent.Desc`, if any.
-    pub desc: Option<String>,
-    /// `MsgContent.Ext`, if any.
-    pub ext: Option<String>,
     /// `MsgPriority`: which messages Tencent keeps first when the group's 40/s are exceeded.
     pub priority: Option<ImPriority>,
     /// `Random`: the duplicate filter's key; `None` picks a fresh one for this send (kept
@@ -83,12 +79,10 @@ pub struct GroupMessage {
 }
 
 impl GroupMessage {
-    /// A message carrying `data`, with no `Desc` or `Ext`, a fresh `Random` and no priority.
+    /// A message carrying `data` (no `Desc` or `Ext`), a fresh `Random` and no priority.
     pub fn new(data: impl Into<String>) -> Self {
         GroupMessage {
             data: data.into(),
-            desc: None,
-            ext: None,
             priority: None,
             random: None,
         }
@@ -110,11 +104,7 @@ impl GroupMessage {
     fn msg_body(&self) -> [Elem<'_>; 1] {
         [Elem {
             msg_type: "TIMCustomElem",
-            msg_content: Content {
-                data: &self.data,
-                desc: self.desc.as_deref(),
-                ext: self.ext.as_deref(),
-            },
+            msg_content: Content { data: &self.data },
         }]
     }
 }
@@ -156,10 +146,6 @@ struct Elem<'a> {
 struct Content<'a> {
     #[serde(rename = "Data")]
     data: &'a str,
-    #[serde(rename = "Desc", skip_serializing_if = "Option::is_none")]
-    desc: Option<&'a str>,
-    #[serde(rename = "Ext", skip_serializing_if = "Option::is_none")]
-    ext: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -237,6 +223,10 @@ struct UnbanBody<'a> {
 /// `room_im_request_seconds{command}`, and `room_im_msg_dropped_total{reason}` for messages
 /// Tencent took but dropped (`reason`: `freq_ctrl` or `other`).
 ///
+/// Every UserSig time (the admin's, and the users' of [`ImClient::sign_user`]) comes from its
+/// [`Clock`](room_app::ports::Clock) ([`ImClient::with_clock`]); random values from a
+/// [`RandomIds`].
+///
 /// Cheap to clone: clones share the connection pool and the cached UserSig.
 #[derive(Clone)]
 pub struct ImClient {
@@ -257,6 +247,8 @@ struct Inner {
     max_backoff: Duration,
     bad_sig_wait: Duration,
     admin_sig: Mutex<Option<CachedSig>>,
+    clock: ClockRef,
+    ids: IdGenRef,
 }
 
 struct CachedSig {
@@ -275,9 +267,14 @@ impl std::fmt::Debug for ImClient {
 }
 
 impl ImClient {
-    /// A client as `settings` say; [`ImError::Config`] without an app id and key, or with a
-    /// base URL that is not `http(s)://host[:port]`.
+    /// A client as `settings` say, on the system clock; [`ImError::Config`] without an app id
+    /// and key, or with a base URL that is not `http(s)://host[:port]`.
     pub fn new(settings: &ImSettings) -> Result<ImClient> {
+        ImClient::with_clock(settings, Arc::new(SystemClock))
+    }
+
+    /// [`ImClient::new`] with UserSig times from `clock`.
+    pub fn with_clock(settings: &ImSettings, clock: ClockRef) -> Result<ImClient> {
         let (Some(sdk_app_id), Some(secret)) = (settings.sdk_app_id, settings.secret_key.as_ref())
         else {
             return Err(ImError::Config(
@@ -328,6 +325,8 @@ impl ImClient {
                 max_backoff: Duration::from_millis(settings.max_backoff_ms),
                 bad_sig_wait: Duration::from_millis(settings.bad_sig_wait_ms),
                 admin_sig: Mutex::new(None),
+                clock,
+                ids: Arc::new(RandomIds::new()),
             }),
         })
     }
@@ -340,7 +339,7 @@ impl ImClient {
     /// A UserSig for an app user to log in with, valid for
     /// [`ImSettings::user_sig_ttl_secs`], and when it expires.
     pub fn sign_user(&self, user_id: &UserId) -> (String, Timestamp) {
-        let now = unix_now();
+        let now = self.unix_now();
         let ttl = self.inner.user_sig_ttl_secs;
         let sig = self.inner.signer.sign(user_id.as_str(), ttl, now);
         let expires_at =
@@ -399,7 +398,7 @@ impl ImClient {
     ) -> Result<SendOutcome> {
         let body = SendBody {
             group_id,
-            random: message.random.unwrap_or_else(random_u32),
+            random: message.random.unwrap_or_else(|| self.random_u32()),
             priority: message.priority.map(priority_name),
             msg_body: message.msg_body(),
         };
@@ -557,7 +556,7 @@ impl ImClient {
             .append_pair("sdkappid", &self.inner.signer.sdk_app_id().to_string())
             .append_pair("identifier", &self.inner.admin_id)
             .append_pair("usersig", sig)
-            .append_pair("random", &random_u32().to_string())
+            .append_pair("random", &self.random_u32().to_string())
             .append_pair("contenttype", "json");
         let response = self
             .inner
@@ -591,7 +590,7 @@ impl ImClient {
 
     /// The cached admin sig, signed anew when less than half its lifetime remains.
     fn admin_sig(&self) -> Arc<str> {
-        let now = unix_now();
+        let now = self.unix_now();
         let mut cached = self
             .inner
             .admin_sig
@@ -637,8 +636,19 @@ impl ImClient {
             .backoff
             .saturating_mul(1 << attempt.saturating_sub(1).min(16))
             .min(self.inner.max_backoff);
-        let jitter = f64::from(random_u32()) / f64::from(u32::MAX);
+        let jitter = f64::from(self.random_u32()) / f64::from(u32::MAX);
         doubled.mul_f64(0.5 + 0.5 * jitter)
+    }
+
+    /// The clock's time in Unix seconds (0 before 1970).
+    fn unix_now(&self) -> u64 {
+        u64::try_from(self.inner.clock.now().0 / 1000).unwrap_or(0)
+    }
+
+    /// A random `u32`: both halves of a random `u64`, folded.
+    fn random_u32(&self) -> u32 {
+        let value = self.inner.ids.random();
+        (value ^ (value >> 32)) as u32
     }
 }
 
@@ -706,26 +716,6 @@ pub(crate) fn custom_body_bytes(escaped_data_bytes: usize) -> usize {
     escaped_data_bytes + *OVERHEAD.get_or_init(|| GroupMessage::new("").body_bytes())
 }
 
-/// A fresh random `u32` (SipHash of a counter under a process-wide random key).
-pub(crate) fn random_u32() -> u32 {
-    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = KEYS
-        .get_or_init(std::collections::hash_map::RandomState::new)
-        .build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    // Both halves of the hash are uniform; fold them.
-    let hash = hasher.finish();
-    (hash ^ (hash >> 32)) as u32
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -790,7 +780,9 @@ mod tests {
 
     #[test]
     fn random_values_differ() {
-        let values: std::collections::HashSet<u32> = (0..1000).map(|_| random_u32()).collect();
+        let client = ImClient::new(&ImSettings::new(1_400_000_000, "key")).unwrap();
+        let values: std::collections::HashSet<u32> =
+            (0..1000).map(|_| client.random_u32()).collect();
         assert!(values.len() > 990);
     }
 }

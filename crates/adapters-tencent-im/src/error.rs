@@ -15,30 +15,74 @@ pub enum ErrorClass {
     Permanent,
 }
 
+/// Tencent's documented codes of each class, as inclusive ranges (most are one code).
+const RETRYABLE: &[(i64, i64)] = &[
+    (10002, 10002),
+    (10006, 10006),
+    (10023, 10023),
+    (60007, 60008),
+    (60011, 60011),
+    (60018, 60019),
+    (70169, 70169),
+    (70202, 70202),
+    (70500, 70500),
+    (90992, 90992),
+    (90994, 90995),
+    (91000, 91000),
+];
+const RESIGN: &[(i64, i64)] = &[(70001, 70001), (70050, 70050)];
+/// With the `create_group` answers the client acts on (10021 id taken, 10025 already yours,
+/// 10036 / 10058 quota).
+const PERMANENT: &[(i64, i64)] = &[
+    (10004, 10004),
+    (10007, 10007),
+    (10010, 10010),
+    (10015, 10017),
+    (10021, 10021),
+    (10025, 10025),
+    (10036, 10036),
+    (10058, 10058),
+    (80001, 80002),
+    (60002, 60006),
+    (60009, 60010),
+    (60012, 60012),
+    (60015, 60017),
+    (60020, 60021),
+    (70003, 70003),
+    (70005, 70005),
+    (70009, 70009),
+    (70013, 70014),
+    (70016, 70016),
+    (70020, 70020),
+    (70107, 70107),
+    (70398, 70398),
+    (20002, 20002),
+];
+
+fn listed(table: &[(i64, i64)], code: i64) -> bool {
+    table
+        .iter()
+        .any(|(low, high)| (*low..=*high).contains(&code))
+}
+
 impl ErrorClass {
     /// The class of `code`. Codes not in Tencent's documented lists are permanent; the client
     /// logs them.
     pub fn of(code: i64) -> ErrorClass {
-        match code {
-            10002 | 10006 | 10023 | 60007 | 60008 | 60011 | 60018 | 60019 | 70169 | 70202
-            | 70500 | 90992 | 90994 | 90995 | 91000 => ErrorClass::Retryable,
-            70001 | 70050 => ErrorClass::Resign,
-            _ => ErrorClass::Permanent,
+        if listed(RETRYABLE, code) {
+            ErrorClass::Retryable
+        } else if listed(RESIGN, code) {
+            ErrorClass::Resign
+        } else {
+            ErrorClass::Permanent
         }
     }
 
     /// Whether `code` is one Tencent documents (an unknown one is worth a log line).
     pub fn is_known(code: i64) -> bool {
-        matches!(
-            code,
-            10002 | 10006 | 10023 | 60007 | 60008 | 60011 | 60018 | 60019 | 70169 | 70202
-                | 70500 | 90992 | 90994 | 90995 | 91000
-                | 70001 | 70050
-                | 10004 | 10007 | 10010 | 10015 | 10016 | 10017 | 10021 | 10025 | 10036
-                | 10058 | 80001 | 80002 | 60002..=60006 | 60009 | 60010 | 60012
-                | 60015..=60017 | 60020 | 60021 | 70003 | 70005 | 70009 | 70013 | 70014
-                | 70016 | 70020 | 70107 | 70398 | 20002
-        )
+        [RETRYABLE, RESIGN, PERMANENT]
+            .iter()
+            .any(|table| listed(table, code))
     }
 }
 
@@ -216,6 +260,23 @@ mod tests {
         }
         assert_eq!(ErrorClass::of(12345), ErrorClass::Permanent);
         assert!(!ErrorClass::is_known(12345));
+        assert!(ErrorClass::is_known(10002) && ErrorClass::is_known(70050));
+    }
+
+    #[test]
+    fn the_tables_do_not_overlap() {
+        for (table, others) in [
+            (RETRYABLE, [RESIGN, PERMANENT]),
+            (RESIGN, [RETRYABLE, PERMANENT]),
+            (PERMANENT, [RETRYABLE, RESIGN]),
+        ] {
+            for (low, high) in table {
+                assert!(low <= high);
+                for code in *low..=*high {
+                    assert!(!others.iter().any(|o| listed(o, code)), "{code}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //!   into retryable, re-sign and permanent ([`ImError::is_retryable`]).
 //! - [`ImMessenger`]: the [`Messenger`](room_app::ports::Messenger) port. It never blocks a
 //!   commit: events are queued, coalesced, packed several to a message and rate-limited per
-//!   room below Tencent's 40 messages/s per group, shedding Low before Normal before High.
+//!   room below Tencent's 40 messages/s per group (shedding Low before Normal before High)
+//!   and per node within the app's 200 calls/s, with bounds on the events a node holds and
+//!   on their age, and a patient retry for groups that do not exist yet.
 //! - [`group_id`]: the group of a room, the same on every node.
 //! - `FakeIm` (feature `fake`): a local server speaking the same REST contract, for tests.
 //!

@@ -16,10 +16,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::custom_body_bytes;
-use crate::{DisplaySettings, GroupMessage, ImClient, SendOutcome, group_id};
+use crate::{DisplaySettings, GroupMessage, ImClient, ImError, SendOutcome, group_id};
 
 /// How often idle rooms are forgotten.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
+/// The first wait before a message refused for a missing group is sent again; it doubles.
+const NO_GROUP_FIRST_RETRY: Duration = Duration::from_secs(1);
+/// Messages above this size get one warning per node: older Tencent documents cap a message
+/// at 8 KB, current ones at 12 KB.
+const LARGE_MESSAGE_BYTES: usize = 8 * 1024;
 /// How often the gauges are refreshed at most.
 const GAUGE_EVERY: Duration = Duration::from_millis(250);
 /// Batches taken from the queue per wake of the dispatcher, before it looks at its timers and
@@ -42,6 +47,24 @@ const BATCHES_PER_TURN: usize = 256;
 /// - a bound of [`DisplaySettings::room_queue_max`] waiting events: beyond it the oldest Low
 ///   events are shed first, then Normal, then High (counted by priority).
 ///
+/// Across rooms, the node keeps:
+/// - a token bucket of [`DisplaySettings::app_rate_per_sec`] `send_group_msg` calls per second
+///   with a burst of [`DisplaySettings::app_burst`]: Tencent allows an app 200 calls a second
+///   of each command, shared by every node. A room that is ready to send but finds no token
+///   (or no free slot) joins one waiting line and is served in turn, first come first served;
+/// - a bound of [`DisplaySettings::max_held_events`] events held across rooms (queued, held
+///   for coalescing or waiting for a group): beyond it, new events are dropped whatever their
+///   priority (`node_full`). Shedding by priority is the per-room bound's job; this one only
+///   keeps a flood over many rooms from taking the node's memory;
+/// - an age limit, [`DisplaySettings::max_age_ms`]: an event older than it when its turn to be
+///   packed comes is dropped (`too_old`): late display is worse than none.
+///
+/// A message refused because the room's group does not exist yet (10010 / 10015: the group is
+/// created asynchronously, after the room's durable facts) is kept and sent again after 1 s,
+/// 2 s, 4 s, ..., for at most [`DisplaySettings::no_group_retry_ms`], then dropped
+/// (`no_group`); the room's later events wait behind it, and a warning is logged once per
+/// room. The messenger never creates groups.
+///
 /// Each send packs as many of a room's waiting events as fit into ONE `send_group_msg`: one
 /// `TIMCustomElem` whose `Data` is `{"room_id":..,"events":[envelope, ...]}` (envelopes in seq
 /// order, each with its room id and seq), its `MsgBody` within
@@ -51,8 +74,9 @@ const BATCHES_PER_TURN: usize = 256;
 /// [`DisplaySettings::max_in_flight`].
 ///
 /// Metrics: `room_im_display_messages_total` and `room_im_display_events_total` (sent),
-/// `room_im_display_dropped_total{reason}` (events; `reason`: `queue_full`, `shed`,
-/// `too_large`, `im_dropped` (Tencent's `MsgDropReason`), `send_failed`, `shutdown`),
+/// `room_im_display_dropped_total{reason}` (events; `reason`: `queue_full`, `node_full`,
+/// `shed`, `too_large`, `too_old`, `no_group`, `im_dropped` (Tencent's `MsgDropReason`),
+/// `send_failed` (refused, failed after its retries, or the send task failed), `shutdown`),
 /// `room_im_display_shed_total{priority}`, `room_im_display_coalesced_total`,
 /// `room_im_display_lag_seconds` (from `publish` to Tencent's answer, per event),
 /// `room_im_display_queue_depth` (events waiting in the dispatcher) and
@@ -103,6 +127,13 @@ pub struct DisplayStats {
     pub events_sent: u64,
     /// Events dropped because the node's queue was full.
     pub dropped_queue_full: u64,
+    /// Events dropped because the node held [`DisplaySettings::max_held_events`] already.
+    pub dropped_node_full: u64,
+    /// Events older than [`DisplaySettings::max_age_ms`] when their turn came.
+    pub dropped_too_old: u64,
+    /// Events whose room's group still did not exist after
+    /// [`DisplaySettings::no_group_retry_ms`].
+    pub dropped_no_group: u64,
     /// Events shed by a room's bound (the sum of the three `shed_*`).
     pub dropped_shed: u64,
     /// Events too large for a message on their own.
@@ -128,18 +159,26 @@ struct Stats {
     messages_sent: AtomicU64,
     events_sent: AtomicU64,
     dropped_queue_full: AtomicU64,
+    dropped_node_full: AtomicU64,
+    dropped_too_old: AtomicU64,
+    dropped_no_group: AtomicU64,
     dropped_too_large: AtomicU64,
     dropped_by_im: AtomicU64,
     dropped_send_failed: AtomicU64,
     dropped_shutdown: AtomicU64,
     shed: [AtomicU64; 3],
     coalesced: AtomicU64,
+    /// Rooms the dispatcher keeps (the `room_im_display_rooms` gauge), for tests.
+    rooms: AtomicU64,
 }
 
 /// Why events were dropped: the `reason` label.
 #[derive(Debug, Clone, Copy)]
 enum Drop {
     QueueFull,
+    NodeFull,
+    TooOld,
+    NoGroup,
     TooLarge,
     ByIm,
     SendFailed,
@@ -153,6 +192,9 @@ impl Stats {
         }
         let (counter, reason) = match why {
             Drop::QueueFull => (&self.dropped_queue_full, "queue_full"),
+            Drop::NodeFull => (&self.dropped_node_full, "node_full"),
+            Drop::TooOld => (&self.dropped_too_old, "too_old"),
+            Drop::NoGroup => (&self.dropped_no_group, "no_group"),
             Drop::TooLarge => (&self.dropped_too_large, "too_large"),
             Drop::ByIm => (&self.dropped_by_im, "im_dropped"),
             Drop::SendFailed => (&self.dropped_send_failed, "send_failed"),
@@ -186,6 +228,9 @@ impl Stats {
             messages_sent: get(&self.messages_sent),
             events_sent: get(&self.events_sent),
             dropped_queue_full: get(&self.dropped_queue_full),
+            dropped_node_full: get(&self.dropped_node_full),
+            dropped_too_old: get(&self.dropped_too_old),
+            dropped_no_group: get(&self.dropped_no_group),
             dropped_shed: shed.iter().sum(),
             dropped_too_large: get(&self.dropped_too_large),
             dropped_by_im: get(&self.dropped_by_im),
@@ -223,9 +268,18 @@ impl ImMessenger {
         settings: &DisplaySettings,
         cancel: CancellationToken,
     ) -> (ImMessenger, DispatcherHandle) {
+        ImMessenger::start_with(Arc::new(client), settings, cancel)
+    }
+
+    /// [`ImMessenger::start`] with any [`GroupSender`] (tests use one that needs no HTTP).
+    fn start_with(
+        sender: Arc<dyn GroupSender>,
+        settings: &DisplaySettings,
+        cancel: CancellationToken,
+    ) -> (ImMessenger, DispatcherHandle) {
         let stats = Arc::new(Stats::default());
         let (queue, pending) = mpsc::channel(settings.queue_capacity.max(1));
-        let dispatcher = Dispatcher::new(client, settings, stats.clone());
+        let dispatcher = Dispatcher::new(sender, settings, stats.clone());
         let task = tokio::spawn(dispatcher.run(pending, cancel));
         (
             ImMessenger {
@@ -265,6 +319,69 @@ impl Messenger for ImMessenger {
     }
 }
 
+/// Where the dispatcher's messages go: the [`ImClient`] in production.
+#[async_trait]
+trait GroupSender: Send + Sync + 'static {
+    async fn send(&self, group_id: &str, message: &GroupMessage) -> crate::Result<SendOutcome>;
+}
+
+#[async_trait]
+impl GroupSender for ImClient {
+    async fn send(&self, group_id: &str, message: &GroupMessage) -> crate::Result<SendOutcome> {
+        self.send_group_msg(group_id, message).await
+    }
+}
+
+/// A token bucket: `rate` tokens a second, at most `burst` saved up. Time is tokio's, so
+/// tests drive it with `tokio::time::pause()`.
+#[derive(Debug, Clone)]
+struct Bucket {
+    tokens: f64,
+    refilled: Instant,
+    rate: f64,
+    burst: f64,
+}
+
+impl Bucket {
+    /// A full bucket.
+    fn full(rate: f64, burst: f64, now: Instant) -> Self {
+        Bucket {
+            tokens: burst,
+            refilled: now,
+            rate,
+            burst,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
+        self.refilled = now;
+    }
+
+    /// `None` when a token is there; else how long until one is.
+    fn wait(&mut self, now: Instant) -> Option<Duration> {
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            None
+        } else {
+            // At least a millisecond: a wait that rounds to nothing would spin.
+            let wait = Duration::from_secs_f64((1.0 - self.tokens) / self.rate);
+            Some(wait.max(Duration::from_millis(1)))
+        }
+    }
+
+    /// Takes a token; call after [`Bucket::wait`] said one is there.
+    fn take(&mut self) {
+        self.tokens -= 1.0;
+    }
+
+    fn is_full(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        self.tokens >= self.burst
+    }
+}
+
 /// One commit's display events, as `publish` queues them.
 struct Batch {
     room_id: RoomId,
@@ -298,15 +415,35 @@ struct Held {
     queued_seq: Option<u64>,
 }
 
+/// A message refused because its group did not exist, kept to be sent again.
+struct Parked {
+    pack: Pack,
+    retry: NoGroupRetry,
+}
+
+/// Where a message refused for a missing group is in its retries.
+#[derive(Debug, Clone, Copy)]
+struct NoGroupRetry {
+    /// The first refusal.
+    since: Instant,
+    /// The last wait.
+    delay: Duration,
+    /// When it goes again.
+    at: Instant,
+}
+
 /// What the dispatcher keeps of one room.
 struct Room {
     group_id: Arc<str>,
     /// Events waiting, by seq.
     queue: VecDeque<Item>,
     held: Vec<Held>,
-    tokens: f64,
-    refilled: Instant,
+    bucket: Bucket,
     in_flight: bool,
+    /// A message waiting for the room's group to exist; it goes before the queue.
+    parked: Option<Parked>,
+    /// Whether the missing group was logged already.
+    warned_no_group: bool,
     /// Whether the room is in the dispatcher's list of rooms waiting for a send slot.
     waiting_slot: bool,
     /// The earliest wake-up the dispatcher has for the room.
@@ -314,28 +451,30 @@ struct Room {
 }
 
 impl Room {
-    fn new(room_id: &RoomId, burst: f64, now: Instant) -> Self {
+    fn new(room_id: &RoomId, rate: f64, burst: f64, now: Instant) -> Self {
         Room {
             group_id: group_id(room_id).into(),
             queue: VecDeque::new(),
             held: Vec::new(),
-            tokens: burst,
-            refilled: now,
+            bucket: Bucket::full(rate, burst, now),
             in_flight: false,
+            parked: None,
+            warned_no_group: false,
             waiting_slot: false,
             wake_at: None,
         }
     }
 
-    /// Events waiting (queued or held).
+    /// Events waiting (queued, held, or parked for a missing group).
     fn size(&self) -> usize {
-        self.queue.len() + self.held.iter().filter(|h| h.item.is_some()).count()
+        self.queue.len()
+            + self.held.iter().filter(|h| h.item.is_some()).count()
+            + self.parked.as_ref().map_or(0, |p| p.pack.published.len())
     }
 
-    fn refill(&mut self, now: Instant, rate: f64, burst: f64) {
-        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * rate).min(burst);
-        self.refilled = now;
+    /// Whether a held event of `key` is waiting (a new one replaces it instead of adding one).
+    fn holds(&self, key: &'static str) -> bool {
+        self.held.iter().any(|h| h.key == key && h.item.is_some())
     }
 
     /// Puts `item` in the queue at its seq's place (the end, nearly always).
@@ -436,8 +575,17 @@ impl Room {
     }
 
     /// Takes the events of the next message: from the front of the queue, then held ones if
-    /// the queue is empty, as many as fit in `max_bytes`. `None` when nothing fits.
-    fn pack(&mut self, room_id: &RoomId, max_bytes: usize, stats: &Stats) -> Option<Pack> {
+    /// the queue is empty, as many as fit in `max_bytes`; events published more than
+    /// `max_age` before `now` are dropped instead. `None` when nothing is left to send.
+    fn pack(
+        &mut self,
+        room_id: &RoomId,
+        limits: PackLimits,
+        now: Instant,
+        stats: &Stats,
+    ) -> Option<Pack> {
+        let too_old = |item: &Item| now.saturating_duration_since(item.published) > limits.max_age;
+        let mut old = 0;
         let mut data = String::with_capacity(1024);
         data.push_str(r#"{"room_id":"#);
         push_json(&mut data, room_id);
@@ -445,9 +593,17 @@ impl Room {
         let mut builder = PackBuilder {
             escaped: escaped_len(&data) + "]}".len(),
             events: Vec::new(),
-            max_bytes,
+            max_bytes: limits.max_bytes,
         };
         while let Some(front) = self.queue.front() {
+            if too_old(front) {
+                let item = self.queue.pop_front().expect("the front was just seen");
+                if let Some(key) = item.key {
+                    forget_queued(&mut self.held, key, item.seq());
+                }
+                old += 1;
+                continue;
+            }
             match builder.offer(front) {
                 Offer::Fits(json) => {
                     let item = self.queue.pop_front().expect("the front was just seen");
@@ -479,6 +635,11 @@ impl Room {
                 let Some(item) = held.item.as_ref() else {
                     continue;
                 };
+                if too_old(item) {
+                    held.item = None;
+                    old += 1;
+                    continue;
+                }
                 match builder.offer(item) {
                     Offer::Fits(json) => {
                         let item = held.item.take().expect("just seen");
@@ -492,6 +653,7 @@ impl Room {
                 }
             }
         }
+        stats.dropped(Drop::TooOld, old);
         if builder.events.is_empty() {
             return None;
         }
@@ -514,6 +676,13 @@ impl Room {
             published,
         })
     }
+}
+
+/// What one message may carry.
+#[derive(Debug, Clone, Copy)]
+struct PackLimits {
+    max_bytes: usize,
+    max_age: Duration,
 }
 
 /// Clears a key's note of a queued event that left the queue.
@@ -588,9 +757,17 @@ struct Pack {
 
 /// What a finished send reports back.
 struct SendDone {
-    room_id: RoomId,
     outcome: crate::Result<SendOutcome>,
-    published: Vec<Instant>,
+    pack: Pack,
+    /// Its retries so far after refusals for a missing group.
+    retry: Option<NoGroupRetry>,
+}
+
+/// A send in flight: its room and how many events it carries (to count them if its task
+/// fails).
+struct InFlight {
+    room_id: RoomId,
+    events: usize,
 }
 
 struct Tuning {
@@ -599,86 +776,123 @@ struct Tuning {
     room_queue_max: usize,
     coalesce: Duration,
     max_in_flight: usize,
-    max_bytes: usize,
+    limits: PackLimits,
+    max_held: usize,
+    no_group_retry: Duration,
     drain: Duration,
 }
 
+/// A positive finite rate, or `fallback`.
+fn rate_or(rate: f64, fallback: f64) -> f64 {
+    if rate.is_finite() && rate > 0.0 {
+        rate
+    } else {
+        fallback
+    }
+}
+
+/// A burst of at least one token.
+fn burst_of(burst: f64) -> f64 {
+    if burst.is_finite() {
+        burst.max(1.0)
+    } else {
+        1.0
+    }
+}
+
 struct Dispatcher {
-    client: ImClient,
+    sender: Arc<dyn GroupSender>,
     tuning: Tuning,
     stats: Arc<Stats>,
     rooms: HashMap<RoomId, Room>,
-    /// Room wake-ups (tokens back, held events due), earliest first; stale ones are skipped.
+    /// Room wake-ups (tokens back, held events due, a parked message's retry), earliest
+    /// first; stale ones are skipped.
     wakeups: BinaryHeap<Reverse<(Instant, RoomId)>>,
-    /// Rooms ready to send but for a free slot, in the order they became ready.
-    waiting_slot: VecDeque<RoomId>,
+    /// Rooms ready to send but for a free slot or an app token, in the order they became
+    /// ready.
+    line: VecDeque<RoomId>,
+    /// When the app bucket has a token again for the line, if the line waits for one.
+    line_wake: Option<Instant>,
+    /// The node's `send_group_msg` budget (the app's is shared by every node).
+    app: Bucket,
     sends: JoinSet<SendDone>,
+    in_flight: HashMap<tokio::task::Id, InFlight>,
     /// Events waiting across rooms.
     waiting: usize,
+    sweep_at: Instant,
     gauges_at: Instant,
+    warned_large: bool,
 }
 
 impl Dispatcher {
-    fn new(client: ImClient, settings: &DisplaySettings, stats: Arc<Stats>) -> Self {
-        let rate = if settings.room_rate_per_sec.is_finite() && settings.room_rate_per_sec > 0.0 {
-            settings.room_rate_per_sec
-        } else {
-            DisplaySettings::default().room_rate_per_sec
-        };
-        let burst = if settings.room_burst.is_finite() {
-            settings.room_burst.max(1.0)
-        } else {
-            1.0
-        };
+    fn new(sender: Arc<dyn GroupSender>, settings: &DisplaySettings, stats: Arc<Stats>) -> Self {
+        let defaults = DisplaySettings::default();
+        let now = Instant::now();
+        let app_rate = rate_or(settings.app_rate_per_sec, defaults.app_rate_per_sec);
         Dispatcher {
-            client,
+            sender,
             tuning: Tuning {
-                rate,
-                burst,
+                rate: rate_or(settings.room_rate_per_sec, defaults.room_rate_per_sec),
+                burst: burst_of(settings.room_burst),
                 room_queue_max: settings.room_queue_max.max(1),
                 coalesce: Duration::from_millis(settings.coalesce_ms),
                 max_in_flight: settings.max_in_flight.max(1),
-                max_bytes: settings.max_message_bytes,
+                limits: PackLimits {
+                    max_bytes: settings.max_message_bytes,
+                    max_age: Duration::from_millis(settings.max_age_ms),
+                },
+                max_held: settings.max_held_events.max(1),
+                no_group_retry: Duration::from_millis(settings.no_group_retry_ms),
                 drain: Duration::from_millis(settings.drain_ms),
             },
             stats,
             rooms: HashMap::new(),
             wakeups: BinaryHeap::new(),
-            waiting_slot: VecDeque::new(),
+            line: VecDeque::new(),
+            line_wake: None,
+            app: Bucket::full(app_rate, burst_of(settings.app_burst), now),
             sends: JoinSet::new(),
+            in_flight: HashMap::new(),
             waiting: 0,
-            gauges_at: Instant::now(),
+            sweep_at: now + SWEEP_EVERY,
+            gauges_at: now,
+            warned_large: false,
         }
     }
 
+    /// The earliest of the rooms' wake-ups, the line's and the sweep.
+    fn next_timer(&self) -> Instant {
+        let mut at = self.sweep_at;
+        if let Some(Reverse((room_at, _))) = self.wakeups.peek() {
+            at = at.min(*room_at);
+        }
+        if let Some(line_at) = self.line_wake {
+            at = at.min(line_at);
+        }
+        at
+    }
+
     async fn run(mut self, mut pending: mpsc::Receiver<Batch>, cancel: CancellationToken) {
-        let mut sweep = tokio::time::interval(SWEEP_EVERY);
-        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let timer = tokio::time::sleep(Duration::ZERO);
+        let timer = tokio::time::sleep_until(self.next_timer());
         tokio::pin!(timer);
-        let mut timer_at: Option<Instant> = None;
+        let mut timer_at = self.next_timer();
         // One waiter for the whole run: a new one per turn would register with the token
         // each time.
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
         loop {
-            let next_wake = self.wakeups.peek().map(|Reverse((at, _))| *at);
-            if next_wake != timer_at {
-                if let Some(at) = next_wake {
-                    timer.as_mut().reset(at);
-                }
-                timer_at = next_wake;
+            let next = self.next_timer();
+            if next != timer_at {
+                timer.as_mut().reset(next);
+                timer_at = next;
             }
             tokio::select! {
                 biased;
                 () = &mut cancelled => break,
-                Some(done) = self.sends.join_next(), if !self.sends.is_empty() => {
+                Some(done) = self.sends.join_next_with_id(), if !self.sends.is_empty() => {
                     self.finished(done);
                 }
-                () = &mut timer, if timer_at.is_some() => {
-                    timer_at = None;
-                    self.wake(Instant::now());
-                }
+                () = &mut timer => self.timers(Instant::now()),
                 batch = pending.recv() => {
                     let Some(batch) = batch else { break };
                     let now = Instant::now();
@@ -690,12 +904,29 @@ impl Dispatcher {
                         }
                     }
                 }
-                _ = sweep.tick() => self.sweep(Instant::now()),
+            }
+            // Checked every turn, whichever branch ran: under a steady flood the timer
+            // branch may not be the one that runs for a long while.
+            let now = Instant::now();
+            if now >= self.sweep_at {
+                self.sweep(now);
             }
             self.refresh_gauges(false);
         }
         self.drain(pending).await;
         self.refresh_gauges(true);
+    }
+
+    /// What is due at `now`: rooms' wake-ups, the line, the sweep.
+    fn timers(&mut self, now: Instant) {
+        self.wake(now);
+        if self.line_wake.is_some_and(|at| at <= now) {
+            self.line_wake = None;
+            self.serve_line(now);
+        }
+        if now >= self.sweep_at {
+            self.sweep(now);
+        }
     }
 
     /// Takes in one commit's events and sends what the room can send now.
@@ -709,9 +940,15 @@ impl Dispatcher {
         let room = self
             .rooms
             .entry(room_id.clone())
-            .or_insert_with(|| Room::new(&room_id, tuning.burst, now));
+            .or_insert_with(|| Room::new(&room_id, tuning.rate, tuning.burst, now));
         let before = room.size();
+        let mut refused = 0;
         for message in messages {
+            let adds = message.coalesce_key.is_none_or(|key| !room.holds(key));
+            if adds && self.waiting + (room.size() - before) >= tuning.max_held {
+                refused += 1;
+                continue;
+            }
             let item = Item {
                 envelope: message.envelope,
                 priority: message.priority,
@@ -725,45 +962,84 @@ impl Dispatcher {
         }
         room.shed(tuning.room_queue_max, &self.stats);
         self.waiting = self.waiting + room.size() - before;
-        self.serve(&room_id, now);
+        self.stats.dropped(Drop::NodeFull, refused);
+        self.serve(&room_id, now, false);
     }
 
     /// Moves the room's due events to its queue, and starts its next send if it has no send
-    /// in flight, a token and a free slot; else arranges to be called again when it may.
-    fn serve(&mut self, room_id: &RoomId, now: Instant) {
+    /// in flight, a token, and the line lets it: a free slot and an app token, and no room
+    /// ahead of it (unless `from_line`: it is the one at the front). Else it arranges to be
+    /// called again when it may.
+    fn serve(&mut self, room_id: &RoomId, now: Instant, from_line: bool) {
         let Some(room) = self.rooms.get_mut(room_id) else {
             return;
         };
         let before = room.size();
         room.flush_due(now, &self.stats);
         let mut wake = room.next_due();
-        if !room.in_flight && !room.queue.is_empty() {
-            room.refill(now, self.tuning.rate, self.tuning.burst);
-            if room.tokens < 1.0 {
-                let wait = Duration::from_secs_f64((1.0 - room.tokens) / self.tuning.rate);
-                wake = Some(wake.map_or(now + wait, |w| w.min(now + wait)));
-            } else if self.sends.len() >= self.tuning.max_in_flight {
-                if !room.waiting_slot {
-                    room.waiting_slot = true;
-                    self.waiting_slot.push_back(room_id.clone());
+        let mut earliest = |at: Instant| wake = Some(wake.map_or(at, |w| w.min(at)));
+        let has_work = room.parked.is_some() || !room.queue.is_empty();
+        if !room.in_flight && !room.waiting_slot && has_work {
+            let parked_at = room.parked.as_ref().map(|p| p.retry.at);
+            if let Some(at) = parked_at.filter(|at| *at > now) {
+                earliest(at);
+            } else if let Some(wait) = room.bucket.wait(now) {
+                earliest(now + wait);
+            } else if (!from_line && !self.line.is_empty())
+                || self.sends.len() >= self.tuning.max_in_flight
+                || self.app.wait(now).is_some()
+            {
+                room.waiting_slot = true;
+                self.line.push_back(room_id.clone());
+                if self.line_wake.is_none() {
+                    self.line_wake = self.app.wait(now).map(|wait| now + wait);
                 }
-            } else if let Some(pack) = room.pack(room_id, self.tuning.max_bytes, &self.stats) {
-                room.tokens -= 1.0;
-                room.in_flight = true;
-                // Held events may have left with the pack.
-                wake = room.next_due();
-                let client = self.client.clone();
-                let group_id = room.group_id.clone();
-                let room_id = room_id.clone();
-                self.sends.spawn(async move {
+            } else {
+                let next = match room.parked.take() {
+                    Some(parked) => Some((parked.pack, Some(parked.retry))),
+                    None => room
+                        .pack(room_id, self.tuning.limits, now, &self.stats)
+                        .map(|pack| (pack, None)),
+                };
+                if let Some((pack, retry)) = next {
+                    room.bucket.take();
+                    self.app.take();
+                    room.in_flight = true;
+                    // Held events may have left with the pack.
+                    wake = room.next_due();
+                    let events = pack.published.len();
                     let message = GroupMessage::new(pack.data).with_priority(pack.priority);
-                    let outcome = client.send_group_msg(&group_id, &message).await;
-                    SendDone {
-                        room_id,
-                        outcome,
-                        published: pack.published,
+                    if !self.warned_large && message.body_bytes() > LARGE_MESSAGE_BYTES {
+                        self.warned_large = true;
+                        tracing::warn!(
+                            bytes = message.body_bytes(),
+                            "an IM display message is over 8 KB; Tencent's older limit \
+                             (lower im.display.max_message_bytes if clients miss messages)"
+                        );
                     }
-                });
+                    let sender = self.sender.clone();
+                    let group_id = room.group_id.clone();
+                    let (priority, published) = (pack.priority, pack.published);
+                    let task = self.sends.spawn(async move {
+                        let outcome = sender.send(&group_id, &message).await;
+                        SendDone {
+                            outcome,
+                            pack: Pack {
+                                data: message.data,
+                                priority,
+                                published,
+                            },
+                            retry,
+                        }
+                    });
+                    self.in_flight.insert(
+                        task.id(),
+                        InFlight {
+                            room_id: room_id.clone(),
+                            events,
+                        },
+                    );
+                }
             }
         }
         let after = room.size();
@@ -774,6 +1050,26 @@ impl Dispatcher {
             self.wakeups.push(Reverse((at, room_id.clone())));
         }
         self.waiting = self.waiting + after - before;
+    }
+
+    /// Serves the rooms in the line, in order, while slots and app tokens last.
+    fn serve_line(&mut self, now: Instant) {
+        while !self.line.is_empty() && self.sends.len() < self.tuning.max_in_flight {
+            if let Some(wait) = self.app.wait(now) {
+                self.line_wake = Some(now + wait);
+                return;
+            }
+            let Some(room_id) = self.line.pop_front() else {
+                break;
+            };
+            if let Some(room) = self.rooms.get_mut(&room_id) {
+                room.waiting_slot = false;
+            }
+            self.serve(&room_id, now, true);
+        }
+        if self.line.is_empty() {
+            self.line_wake = None;
+        }
     }
 
     /// Serves the rooms whose wake-up has come.
@@ -793,23 +1089,40 @@ impl Dispatcher {
                 continue;
             }
             room.wake_at = None;
-            self.serve(&room_id, now);
+            self.serve(&room_id, now, false);
         }
     }
 
-    /// Records a finished send, then serves its room and the rooms waiting for a slot.
-    fn finished(&mut self, done: Result<SendDone, tokio::task::JoinError>) {
-        let done = match done {
-            Ok(done) => done,
-            Err(error) => {
-                // Sends do not panic; one that did leaves its room marked in flight, and the
-                // room's events wait until the dispatcher restarts.
-                tracing::error!(error = %error, "an IM display send failed to run");
-                return;
-            }
+    /// Records a finished (or failed) send task, then serves the line and its room.
+    fn finished(&mut self, joined: Result<(tokio::task::Id, SendDone), tokio::task::JoinError>) {
+        let (id, done) = match joined {
+            Ok((id, done)) => (id, Ok(done)),
+            Err(error) => (error.id(), Err(error)),
+        };
+        let Some(InFlight { room_id, events }) = self.in_flight.remove(&id) else {
+            return;
         };
         let now = Instant::now();
-        let events = done.published.len();
+        match done {
+            Ok(done) => self.record(&room_id, done, now),
+            Err(error) => {
+                // A panic (or an abort) must not leave the room marked in flight forever.
+                tracing::error!(room_id = %room_id, error = %error, events, "an IM display send failed to run");
+                self.stats.dropped(Drop::SendFailed, events);
+            }
+        }
+        if let Some(room) = self.rooms.get_mut(&room_id) {
+            room.in_flight = false;
+        }
+        // Rooms in the line go first; the room that just sent queues behind them if the
+        // slots or tokens are taken, so busy rooms cannot starve the others.
+        self.serve_line(now);
+        self.serve(&room_id, now, false);
+    }
+
+    /// Counts what a send did; a message refused for a missing group is parked for a retry.
+    fn record(&mut self, room_id: &RoomId, done: SendDone, now: Instant) {
+        let events = done.pack.published.len();
         match &done.outcome {
             Ok(SendOutcome::Sent { .. }) => {
                 self.stats.messages_sent.fetch_add(1, Ordering::Relaxed);
@@ -819,59 +1132,80 @@ impl Dispatcher {
                 metrics::counter!("room_im_display_messages_total").increment(1);
                 metrics::counter!("room_im_display_events_total").increment(events as u64);
                 let lag = metrics::histogram!("room_im_display_lag_seconds");
-                for at in &done.published {
+                for at in &done.pack.published {
                     lag.record(now.saturating_duration_since(*at).as_secs_f64());
                 }
             }
             Ok(SendOutcome::Dropped { reason }) => {
                 tracing::debug!(
-                    room_id = %done.room_id, reason, events,
+                    room_id = %room_id, reason, events,
                     "Tencent IM dropped a display message"
                 );
                 self.stats.dropped(Drop::ByIm, events);
             }
+            Err(ImError::NoSuchGroup { .. }) => self.park(room_id, done, now),
             Err(error) => {
                 if error.is_retryable() {
                     tracing::debug!(
-                        room_id = %done.room_id, error = %error, events,
+                        room_id = %room_id, error = %error, events,
                         "a display message was not sent"
                     );
                 } else {
                     tracing::warn!(
-                        room_id = %done.room_id, error = %error, events,
+                        room_id = %room_id, error = %error, events,
                         "a display message was refused"
                     );
                 }
                 self.stats.dropped(Drop::SendFailed, events);
             }
         }
-        if let Some(room) = self.rooms.get_mut(&done.room_id) {
-            room.in_flight = false;
+    }
+
+    /// Keeps a message its group refused as missing, to send again later, or drops it once
+    /// [`Tuning::no_group_retry`] has passed since the first refusal.
+    fn park(&mut self, room_id: &RoomId, done: SendDone, now: Instant) {
+        let events = done.pack.published.len();
+        let since = done.retry.map_or(now, |r| r.since);
+        let Some(room) = self.rooms.get_mut(room_id) else {
+            self.stats.dropped(Drop::NoGroup, events);
+            return;
+        };
+        if !room.warned_no_group {
+            room.warned_no_group = true;
+            tracing::warn!(
+                room_id = %room_id,
+                "the room's IM group does not exist (yet); holding its display for a while"
+            );
         }
-        // Rooms that waited for a slot go first; the room that just sent queues behind them
-        // if the slots are taken, so busy rooms cannot starve the others.
-        while self.sends.len() < self.tuning.max_in_flight {
-            let Some(room_id) = self.waiting_slot.pop_front() else {
-                break;
-            };
-            if let Some(room) = self.rooms.get_mut(&room_id) {
-                room.waiting_slot = false;
-            }
-            self.serve(&room_id, now);
+        let limit = since + self.tuning.no_group_retry;
+        if now >= limit {
+            tracing::debug!(room_id = %room_id, events, "the room's IM group never appeared");
+            self.stats.dropped(Drop::NoGroup, events);
+            return;
         }
-        self.serve(&done.room_id, now);
+        let delay = done
+            .retry
+            .map_or(NO_GROUP_FIRST_RETRY, |r| r.delay.saturating_mul(2));
+        room.parked = Some(Parked {
+            pack: done.pack,
+            retry: NoGroupRetry {
+                since,
+                delay,
+                at: (now + delay).min(limit),
+            },
+        });
+        self.waiting += events;
     }
 
     /// Forgets rooms with nothing waiting or in flight whose bucket is full again.
     fn sweep(&mut self, now: Instant) {
-        let Tuning { rate, burst, .. } = self.tuning;
+        self.sweep_at = now + SWEEP_EVERY;
         self.rooms.retain(|_, room| {
-            if room.in_flight || room.waiting_slot || room.size() > 0 {
-                return true;
-            }
-            room.refill(now, rate, burst);
-            room.tokens < burst
+            room.in_flight || room.waiting_slot || room.size() > 0 || !room.bucket.is_full(now)
         });
+        self.stats
+            .rooms
+            .store(self.rooms.len() as u64, Ordering::Relaxed);
     }
 
     fn refresh_gauges(&mut self, now_anyway: bool) {
@@ -882,10 +1216,13 @@ impl Dispatcher {
         self.gauges_at = now;
         metrics::gauge!("room_im_display_queue_depth").set(self.waiting as f64);
         metrics::gauge!("room_im_display_rooms").set(self.rooms.len() as f64);
+        self.stats
+            .rooms
+            .store(self.rooms.len() as u64, Ordering::Relaxed);
     }
 
-    /// After cancellation: takes what was queued, sends it (held events at once) for at most
-    /// the drain time, then drops the rest.
+    /// After cancellation: takes what was queued, sends it (held events and parked messages
+    /// at once) for at most the drain time, then drops the rest.
     async fn drain(&mut self, mut pending: mpsc::Receiver<Batch>) {
         pending.close();
         let now = Instant::now();
@@ -896,34 +1233,35 @@ impl Dispatcher {
             for held in &mut room.held {
                 held.due = now;
             }
+            if let Some(parked) = &mut room.parked {
+                parked.retry.at = now;
+            }
         }
         let rooms: Vec<RoomId> = self.rooms.keys().cloned().collect();
         for room_id in &rooms {
-            self.serve(room_id, now);
+            self.serve(room_id, now, false);
         }
         let deadline = now + self.tuning.drain;
         loop {
             if self.waiting == 0 && self.sends.is_empty() {
                 break;
             }
-            let next_wake = self.wakeups.peek().map(|Reverse((at, _))| *at);
-            let woken = next_wake.unwrap_or(deadline);
+            let woken = self.next_timer().min(deadline);
             tokio::select! {
                 biased;
                 () = tokio::time::sleep_until(deadline) => break,
-                Some(done) = self.sends.join_next(), if !self.sends.is_empty() => {
+                Some(done) = self.sends.join_next_with_id(), if !self.sends.is_empty() => {
                     self.finished(done);
                 }
-                () = tokio::time::sleep_until(woken), if next_wake.is_some() => {
-                    self.wake(Instant::now());
-                }
+                () = tokio::time::sleep_until(woken) => self.timers(Instant::now()),
             }
         }
         // What could not be sent in time.
         self.sends.abort_all();
         while self.sends.join_next().await.is_some() {}
+        let in_flight: usize = self.in_flight.drain().map(|(_, f)| f.events).sum();
         let left: usize = self.rooms.values().map(Room::size).sum();
-        self.stats.dropped(Drop::Shutdown, left);
+        self.stats.dropped(Drop::Shutdown, left + in_flight);
         self.waiting = 0;
     }
 }
@@ -932,6 +1270,7 @@ impl Dispatcher {
 mod tests {
     use super::*;
     use room_domain::{Event, Timestamp};
+    use std::sync::atomic::AtomicU64;
 
     fn item(seq: u64, priority: ImPriority, key: Option<&'static str>) -> Item {
         let room = RoomId::new("r").unwrap();
@@ -947,8 +1286,276 @@ mod tests {
         }
     }
 
+    fn limits(max_bytes: usize) -> PackLimits {
+        PackLimits {
+            max_bytes,
+            max_age: Duration::from_secs(60),
+        }
+    }
+
     fn room() -> Room {
-        Room::new(&RoomId::new("r").unwrap(), 5.0, Instant::now())
+        Room::new(&RoomId::new("r").unwrap(), 30.0, 5.0, Instant::now())
+    }
+
+    /// A sender that needs no HTTP: it answers after `latency` (tokio time), records what
+    /// it sent, panics for groups in `panics` (once each) and answers 10010 for groups in
+    /// `missing`.
+    #[derive(Default)]
+    struct TestSender {
+        latency: Duration,
+        sent: std::sync::Mutex<Vec<(Instant, String, usize)>>,
+        attempts: AtomicU64,
+        missing: std::sync::Mutex<std::collections::HashSet<String>>,
+        panics: std::sync::Mutex<std::collections::HashSet<String>>,
+    }
+
+    #[async_trait]
+    impl GroupSender for TestSender {
+        async fn send(&self, group_id: &str, message: &GroupMessage) -> crate::Result<SendOutcome> {
+            self.attempts.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(self.latency).await;
+            if self.panics.lock().unwrap().remove(group_id) {
+                panic!("a send that panics");
+            }
+            if self.missing.lock().unwrap().contains(group_id) {
+                return Err(ImError::from_code(10010, "no such group"));
+            }
+            let data: serde_json::Value = serde_json::from_str(&message.data).unwrap();
+            let events = data["events"].as_array().unwrap().len();
+            self.sent
+                .lock()
+                .unwrap()
+                .push((Instant::now(), group_id.to_owned(), events));
+            Ok(SendOutcome::Sent {
+                msg_seq: 1,
+                msg_time: 0,
+            })
+        }
+    }
+
+    impl TestSender {
+        fn events_sent(&self) -> usize {
+            self.sent.lock().unwrap().iter().map(|s| s.2).sum()
+        }
+    }
+
+    fn start(
+        sender: &Arc<TestSender>,
+        adjust: impl FnOnce(&mut DisplaySettings),
+    ) -> (ImMessenger, DispatcherHandle, CancellationToken) {
+        let mut settings = DisplaySettings::default();
+        adjust(&mut settings);
+        let cancel = CancellationToken::new();
+        let (messenger, handle) =
+            ImMessenger::start_with(sender.clone(), &settings, cancel.clone());
+        (messenger, handle, cancel)
+    }
+
+    fn shown(room: &RoomId, seq: u64) -> DisplayMessage {
+        let event = Event::RoomUserLeft {
+            user: room_domain::UserId::new(format!("u-{seq}")).unwrap(),
+            reason: room_domain::LeaveReason::Left,
+            robot: false,
+        };
+        DisplayMessage {
+            envelope: EventEnvelope::new(room.clone(), seq, Timestamp(0), &event),
+            priority: ImPriority::Normal,
+            coalesce_key: None,
+        }
+    }
+
+    fn shown_many(room: &RoomId, seqs: std::ops::RangeInclusive<u64>) -> Vec<DisplayMessage> {
+        seqs.map(|seq| shown(room, seq)).collect()
+    }
+
+    /// Lets tokio time run (auto-advancing under `pause`) until `done` holds, for at most a
+    /// minute of that time.
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "no {what} within a minute");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bucket_gives_its_burst_then_its_rate() {
+        let start = Instant::now();
+        let mut bucket = Bucket::full(10.0, 3.0, start);
+        for _ in 0..3 {
+            assert_eq!(bucket.wait(Instant::now()), None);
+            bucket.take();
+        }
+        assert_eq!(
+            bucket.wait(Instant::now()),
+            Some(Duration::from_millis(100))
+        );
+        tokio::time::advance(Duration::from_millis(50)).await;
+        assert_eq!(bucket.wait(Instant::now()), Some(Duration::from_millis(50)));
+        tokio::time::advance(Duration::from_millis(50)).await;
+        assert_eq!(bucket.wait(Instant::now()), None);
+        bucket.take();
+        // A long quiet spell saves up the burst, no more.
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(bucket.is_full(Instant::now()));
+        for _ in 0..3 {
+            assert_eq!(bucket.wait(Instant::now()), None);
+            bucket.take();
+        }
+        assert!(bucket.wait(Instant::now()).is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_app_bucket_paces_sends_across_rooms_in_turn() {
+        let sender = Arc::new(TestSender::default());
+        let (messenger, _handle, _cancel) = start(&sender, |s| {
+            s.app_rate_per_sec = 20.0;
+            s.app_burst = 2.0;
+        });
+        let rooms: Vec<RoomId> = (0..60)
+            .map(|i| RoomId::new(format!("r{i:02}")).unwrap())
+            .collect();
+        let start = Instant::now();
+        for room in &rooms {
+            messenger.publish(room, vec![shown(room, 1)]).await;
+        }
+        until("every room's message", || {
+            sender.sent.lock().unwrap().len() == 60
+        })
+        .await;
+        let sent = sender.sent.lock().unwrap().clone();
+        // Never more than the burst plus the rate times the time so far.
+        for (n, (at, _, _)) in sent.iter().enumerate() {
+            let elapsed = at.duration_since(start).as_secs_f64();
+            assert!(
+                (n + 1) as f64 <= 2.0 + 20.0 * elapsed + 1e-6,
+                "send {n} at {elapsed:.3} s"
+            );
+        }
+        // ... and the rooms went in the order they became ready, none skipped.
+        let order: Vec<String> = sent.iter().map(|s| s.1.clone()).collect();
+        let expected: Vec<String> = rooms.iter().map(group_id).collect();
+        assert_eq!(order, expected);
+        let last = sent[59].0.duration_since(start);
+        assert!(last <= Duration::from_millis(2_950 + 50), "{last:?}");
+        assert!(last >= Duration::from_millis(2_900), "{last:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn beyond_the_node_cap_new_events_are_dropped() {
+        let sender = Arc::new(TestSender {
+            latency: Duration::from_secs(5),
+            ..TestSender::default()
+        });
+        let (messenger, _handle, _cancel) = start(&sender, |s| s.max_held_events = 10);
+        let (a, b) = (RoomId::new("a").unwrap(), RoomId::new("b").unwrap());
+        // The first event leaves at once; the room's next 15 wait behind it, 10 of them held.
+        messenger.publish(&a, vec![shown(&a, 1)]).await;
+        until("the first send", || {
+            sender.attempts.load(Ordering::Relaxed) == 1
+        })
+        .await;
+        messenger.publish(&a, shown_many(&a, 2..=16)).await;
+        until("the node cap", || messenger.stats().dropped_node_full == 5).await;
+        // Another room finds the node full too.
+        messenger.publish(&b, shown_many(&b, 1..=3)).await;
+        until("the node cap", || messenger.stats().dropped_node_full == 8).await;
+        until("the held events", || sender.events_sent() == 11).await;
+        // Room is made again as the held ones leave.
+        messenger.publish(&b, shown_many(&b, 4..=5)).await;
+        until("room b's events", || sender.events_sent() == 13).await;
+        assert_eq!(messenger.stats().dropped_node_full, 8);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_too_old_when_their_turn_comes_are_dropped() {
+        let sender = Arc::new(TestSender {
+            latency: Duration::from_secs(2),
+            ..TestSender::default()
+        });
+        let (messenger, _handle, _cancel) = start(&sender, |s| s.max_age_ms = 1_000);
+        let r = RoomId::new("slow").unwrap();
+        messenger.publish(&r, vec![shown(&r, 1)]).await;
+        until("the first send", || {
+            sender.attempts.load(Ordering::Relaxed) == 1
+        })
+        .await;
+        // These wait 2 s behind the first: past their 1 s.
+        messenger.publish(&r, shown_many(&r, 2..=6)).await;
+        until("the drop", || messenger.stats().dropped_too_old == 5).await;
+        assert_eq!(sender.events_sent(), 1);
+        // Fresh ones still go.
+        messenger.publish(&r, shown_many(&r, 7..=8)).await;
+        until("the fresh events", || sender.events_sent() == 3).await;
+        assert_eq!(messenger.stats().dropped_too_old, 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_send_that_panics_frees_its_room() {
+        let sender = Arc::new(TestSender::default());
+        let r = RoomId::new("fragile").unwrap();
+        sender.panics.lock().unwrap().insert(group_id(&r));
+        let (messenger, _handle, _cancel) = start(&sender, |_| {});
+        messenger.publish(&r, shown_many(&r, 1..=2)).await;
+        until("the failed send", || {
+            messenger.stats().dropped_send_failed == 2
+        })
+        .await;
+        messenger.publish(&r, vec![shown(&r, 3)]).await;
+        until("the next send", || sender.events_sent() == 1).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_missing_group_is_retried_with_a_doubling_wait_then_given_up() {
+        let sender = Arc::new(TestSender::default());
+        let r = RoomId::new("nogroup").unwrap();
+        sender.missing.lock().unwrap().insert(group_id(&r));
+        let (messenger, _handle, _cancel) = start(&sender, |_| {});
+        let start = Instant::now();
+        messenger.publish(&r, shown_many(&r, 1..=3)).await;
+        until("the give-up", || messenger.stats().dropped_no_group == 3).await;
+        // Tried at 0, 1, 3, 7 s and at the 15 s limit.
+        assert_eq!(sender.attempts.load(Ordering::Relaxed), 5);
+        let gave_up = start.elapsed();
+        assert!(gave_up >= Duration::from_secs(15), "{gave_up:?}");
+        assert!(gave_up < Duration::from_secs(16), "{gave_up:?}");
+        // Once the group exists, the room's display goes again.
+        sender.missing.lock().unwrap().clear();
+        messenger.publish(&r, vec![shown(&r, 4)]).await;
+        until("the next send", || sender.events_sent() == 1).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn quiet_rooms_are_swept_during_a_flood() {
+        let sender = Arc::new(TestSender {
+            latency: Duration::from_millis(5),
+            ..TestSender::default()
+        });
+        let (messenger, _handle, _cancel) = start(&sender, |_| {});
+        let messenger = Arc::new(messenger);
+        for i in 0..20 {
+            let room = RoomId::new(format!("quiet-{i}")).unwrap();
+            messenger.publish(&room, vec![shown(&room, 1)]).await;
+        }
+        until("the quiet rooms' sends", || sender.events_sent() == 20).await;
+        let hot = RoomId::new("hot").unwrap();
+        let flood = {
+            let messenger = messenger.clone();
+            tokio::spawn(async move {
+                for seq in 1.. {
+                    messenger.publish(&hot, vec![shown(&hot, seq)]).await;
+                    tokio::task::yield_now().await;
+                    if seq % 4 == 0 {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+            })
+        };
+        until("the sweep", || {
+            messenger.stats.rooms.load(Ordering::Relaxed) == 1
+        })
+        .await;
+        flood.abort();
     }
 
     #[test]
@@ -1014,7 +1621,9 @@ mod tests {
             room.enqueue(item(seq, ImPriority::Normal, None));
         }
         let id = RoomId::new("r").unwrap();
-        let pack = room.pack(&id, 2048, &stats).unwrap();
+        let pack = room
+            .pack(&id, limits(2048), Instant::now(), &stats)
+            .unwrap();
         let message = GroupMessage::new(pack.data.clone());
         assert!(message.body_bytes() <= 2048);
         let data: serde_json::Value = serde_json::from_str(&pack.data).unwrap();
@@ -1024,7 +1633,9 @@ mod tests {
         assert_eq!(room.queue.len(), 200 - events.len());
         // One more event would not have fit.
         let mut bigger = room_for_size_check(events.len() + 1);
-        let more = bigger.pack(&id, usize::MAX, &stats).unwrap();
+        let more = bigger
+            .pack(&id, limits(usize::MAX), Instant::now(), &stats)
+            .unwrap();
         assert!(GroupMessage::new(more.data).body_bytes() > 2048);
     }
 
@@ -1042,7 +1653,7 @@ mod tests {
         let mut room = room();
         room.enqueue(item(1, ImPriority::High, None));
         let id = RoomId::new("r").unwrap();
-        assert!(room.pack(&id, 50, &stats).is_none());
+        assert!(room.pack(&id, limits(50), Instant::now(), &stats).is_none());
         assert!(room.queue.is_empty());
         assert_eq!(stats.snapshot().dropped_too_large, 1);
     }

@@ -90,6 +90,79 @@ impl ImSettings {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
     }
+
+    /// Refuses settings the adapter cannot work with, naming the setting (as its
+    /// `ROOM__IM__...` variable): a room budget that reaches Tencent's 40 messages/s, an app
+    /// budget above its 200 calls/s, messages over 12 KB, a request timeout not above
+    /// Tencent's own 3 s, zero capacities, a base URL that is not `http(s)://host`.
+    pub fn validate(&self) -> Result<(), String> {
+        let display = &self.display;
+        let positive = |value: f64| value.is_finite() && value > 0.0;
+        if !positive(display.room_rate_per_sec) || !positive(display.room_burst) {
+            return Err(
+                "ROOM__IM__DISPLAY__ROOM_RATE_PER_SEC and ROOM__IM__DISPLAY__ROOM_BURST \
+                        must be positive"
+                    .to_owned(),
+            );
+        }
+        if display.room_rate_per_sec + display.room_burst >= 40.0 {
+            return Err(format!(
+                "ROOM__IM__DISPLAY__ROOM_RATE_PER_SEC ({}) + ROOM__IM__DISPLAY__ROOM_BURST ({}) \
+                 must stay below Tencent's 40 messages/s per group",
+                display.room_rate_per_sec, display.room_burst
+            ));
+        }
+        if !positive(display.app_rate_per_sec) || !positive(display.app_burst) {
+            return Err(
+                "ROOM__IM__DISPLAY__APP_RATE_PER_SEC and ROOM__IM__DISPLAY__APP_BURST \
+                        must be positive"
+                    .to_owned(),
+            );
+        }
+        if display.app_rate_per_sec + display.app_burst > 200.0 {
+            return Err(format!(
+                "ROOM__IM__DISPLAY__APP_RATE_PER_SEC ({}) + ROOM__IM__DISPLAY__APP_BURST ({}) \
+                 exceed Tencent's 200 calls/s per app (shared by the nodes: about 150 / nodes)",
+                display.app_rate_per_sec, display.app_burst
+            ));
+        }
+        if display.max_message_bytes == 0 || display.max_message_bytes > crate::MAX_MSG_BODY_BYTES {
+            return Err(format!(
+                "ROOM__IM__DISPLAY__MAX_MESSAGE_BYTES ({}) must be 1 to {} (Tencent's 12 KB)",
+                display.max_message_bytes,
+                crate::MAX_MSG_BODY_BYTES
+            ));
+        }
+        if self.request_timeout_ms <= 3_000 {
+            return Err(format!(
+                "ROOM__IM__REQUEST_TIMEOUT_MS ({}) must be above Tencent's own 3000 ms",
+                self.request_timeout_ms
+            ));
+        }
+        for (name, value) in [
+            ("ROOM__IM__DISPLAY__QUEUE_CAPACITY", display.queue_capacity),
+            ("ROOM__IM__DISPLAY__ROOM_QUEUE_MAX", display.room_queue_max),
+            ("ROOM__IM__DISPLAY__MAX_IN_FLIGHT", display.max_in_flight),
+            (
+                "ROOM__IM__DISPLAY__MAX_HELD_EVENTS",
+                display.max_held_events,
+            ),
+            ("ROOM__IM__MAX_ATTEMPTS", self.max_attempts as usize),
+        ] {
+            if value == 0 {
+                return Err(format!("{name} must not be 0"));
+            }
+        }
+        let url = reqwest::Url::parse(&self.base_url)
+            .map_err(|error| format!("ROOM__IM__BASE_URL ({}): {error}", self.base_url))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(format!(
+                "ROOM__IM__BASE_URL ({}) must be http(s)://host[:port]",
+                self.base_url
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `[im.display]`: the display messenger ([`ImMessenger`](crate::ImMessenger)).
@@ -112,6 +185,25 @@ pub struct DisplaySettings {
     pub coalesce_ms: u64,
     /// Most sends in flight at once, across rooms (each room has at most one).
     pub max_in_flight: usize,
+    /// `send_group_msg` calls per second from this node, across rooms
+    /// (`ROOM__IM__DISPLAY__APP_RATE_PER_SEC`). Tencent allows the app 200 calls a second of
+    /// each command, shared by all the nodes: set it to about 150 divided by the number of
+    /// nodes (the rest is headroom for retries and other callers). Default 150 (one node).
+    pub app_rate_per_sec: f64,
+    /// Calls this node may make at once above [`DisplaySettings::app_rate_per_sec`] after a
+    /// quiet spell (`ROOM__IM__DISPLAY__APP_BURST`).
+    pub app_burst: f64,
+    /// Events held across all rooms at most (queued, held for coalescing, or waiting for
+    /// their group): beyond it new events are dropped, whatever their priority
+    /// (`ROOM__IM__DISPLAY__MAX_HELD_EVENTS`).
+    pub max_held_events: usize,
+    /// The oldest an event may be, from `publish`, when its turn to be sent comes; an older
+    /// one is dropped, in milliseconds (`ROOM__IM__DISPLAY__MAX_AGE_MS`).
+    pub max_age_ms: u64,
+    /// How long a message refused because its room's group does not exist yet is kept and
+    /// sent again (after 1 s, then 2 s, 4 s, ...), in milliseconds
+    /// (`ROOM__IM__DISPLAY__NO_GROUP_RETRY_MS`).
+    pub no_group_retry_ms: u64,
     /// The most a message's `MsgBody`, as JSON, may take; Tencent refuses beyond 12 KB.
     pub max_message_bytes: usize,
     /// How long a graceful stop keeps sending what is queued, in milliseconds.
@@ -127,6 +219,11 @@ impl Default for DisplaySettings {
             room_queue_max: 3_000,
             coalesce_ms: 200,
             max_in_flight: 64,
+            app_rate_per_sec: 150.0,
+            app_burst: 10.0,
+            max_held_events: 200_000,
+            max_age_ms: 10_000,
+            no_group_retry_ms: 15_000,
             max_message_bytes: crate::MAX_MSG_BODY_BYTES,
             drain_ms: 2_000,
         }
@@ -143,6 +240,81 @@ mod tests {
         assert!(display.room_rate_per_sec + display.room_burst < 40.0);
         assert!(ImSettings::default().request_timeout() > Duration::from_secs(3));
         assert!(!ImSettings::default().is_configured());
+    }
+
+    #[test]
+    fn the_defaults_validate() {
+        assert_eq!(ImSettings::default().validate(), Ok(()));
+        assert_eq!(ImSettings::new(1_400_000_000, "k").validate(), Ok(()));
+    }
+
+    #[test]
+    fn validate_refuses_what_tencent_would_refuse_naming_the_setting() {
+        let refused = |adjust: fn(&mut ImSettings), names: &str| {
+            let mut settings = ImSettings::default();
+            adjust(&mut settings);
+            let message = settings.validate().unwrap_err();
+            assert!(message.contains(names), "{names}: {message}");
+        };
+        refused(
+            |s| s.display.room_rate_per_sec = 35.0,
+            "ROOM__IM__DISPLAY__ROOM_BURST",
+        );
+        refused(
+            |s| {
+                s.display.room_rate_per_sec = 30.0;
+                s.display.room_burst = 10.0;
+            },
+            "ROOM__IM__DISPLAY__ROOM_RATE_PER_SEC",
+        );
+        refused(
+            |s| s.display.room_rate_per_sec = 0.0,
+            "ROOM__IM__DISPLAY__ROOM_RATE_PER_SEC",
+        );
+        refused(
+            |s| s.display.app_rate_per_sec = 195.0,
+            "ROOM__IM__DISPLAY__APP_RATE_PER_SEC",
+        );
+        refused(
+            |s| s.display.max_message_bytes = 12 * 1024 + 1,
+            "ROOM__IM__DISPLAY__MAX_MESSAGE_BYTES",
+        );
+        refused(
+            |s| s.request_timeout_ms = 3_000,
+            "ROOM__IM__REQUEST_TIMEOUT_MS",
+        );
+        refused(
+            |s| s.display.queue_capacity = 0,
+            "ROOM__IM__DISPLAY__QUEUE_CAPACITY",
+        );
+        refused(
+            |s| s.display.room_queue_max = 0,
+            "ROOM__IM__DISPLAY__ROOM_QUEUE_MAX",
+        );
+        refused(
+            |s| s.display.max_in_flight = 0,
+            "ROOM__IM__DISPLAY__MAX_IN_FLIGHT",
+        );
+        refused(
+            |s| s.display.max_held_events = 0,
+            "ROOM__IM__DISPLAY__MAX_HELD_EVENTS",
+        );
+        refused(|s| s.max_attempts = 0, "ROOM__IM__MAX_ATTEMPTS");
+        refused(
+            |s| s.base_url = "ftp://example.com".to_owned(),
+            "ROOM__IM__BASE_URL",
+        );
+        refused(
+            |s| s.base_url = "not a url".to_owned(),
+            "ROOM__IM__BASE_URL",
+        );
+        // The edges that pass.
+        let mut settings = ImSettings::default();
+        settings.display.room_rate_per_sec = 34.0;
+        settings.display.max_message_bytes = 12 * 1024;
+        settings.request_timeout_ms = 3_001;
+        settings.base_url = "http://127.0.0.1:8080".to_owned();
+        assert_eq!(settings.validate(), Ok(()));
     }
 
     #[test]

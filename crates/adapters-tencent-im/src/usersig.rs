@@ -24,14 +24,8 @@ use sha2::Sha256;
 /// a hostile sig from inflating without bound.
 const MAX_DOCUMENT_BYTES: u64 = 4096;
 
-/// Signs (and checks) UserSigs of one Tencent IM app. `Debug` leaves the secret out.
-///
-/// A UserSig is the JSON document `{"TLS.ver":"2.0","TLS.identifier":..,"TLS.sdkappid":..,
-/// "TLS.expire":..,"TLS.time":..,"TLS.sig":..}`, compressed with zlib, encoded in standard
-/// padded base64 and made URL-safe with `+` -> `*`, `/` -> `-`, `=` -> `_`. `TLS.sig` is the
-/// standard base64 of HMAC-SHA256, keyed by the UTF-8 bytes of the app's secret key, over the
-/// lines `TLS.identifier:`, `TLS.sdkappid:`, `TLS.time:` and `TLS.expire:`, each ending in
-/// `\n`. A sig is expired when `now > time + expire`.
+/// Signs (and checks) UserSigs of one Tencent IM app, in the format the module
+/// documentation describes. `Debug` leaves the secret out.
 #[derive(Clone)]
 pub struct UserSigner {
     sdk_app_id: u64,
@@ -250,19 +244,6 @@ mod tests {
 
     fn signer() -> UserSigner {
         UserSigner::new(1_400_000_000, SecretString::from(KEY))
-    }
-
-    #[test]
-    fn the_documented_check_vector_signs_to_the_documented_hmac() {
-        let sig = signer().sign("administrator", 86_400, 1_700_000_000);
-        let claims = decode(&sig).unwrap();
-        assert_eq!(
-            claims.signature,
-            "yLAe+w7WUeUuqbV9h/TX78u21oTGi+i9Zp1u3PpnY60="
-        );
-        assert_eq!(claims.identifier, "administrator");
-        assert_eq!(claims.sdk_app_id, 1_400_000_000);
-        assert_eq!((claims.time, claims.expire), (1_700_000_000, 86_400));
     }
 
     #[test]

@@ -2,13 +2,19 @@
 //! re-signed, permanent), HTTP errors, timeouts, malformed answers, duplicate sends and
 //! dropped messages, and the group operations.
 
+mod support {
+    pub mod clock;
+}
+
 use std::collections::HashSet;
 use std::time::Duration;
 
 use adapters_tencent_im::{
     FakeIm, FakeImConfig, Fault, GroupMessage, ImClient, ImError, ImSettings, SendOutcome,
+    decode_user_sig,
 };
 use room_domain::ImPriority;
+use support::clock::SettableClock;
 
 fn client(fake: &FakeIm) -> ImClient {
     ImClient::new(&fake.settings()).unwrap()
@@ -91,11 +97,31 @@ async fn retries_stop_at_the_attempt_limit() {
     assert_eq!(fake.message_count("g"), 0);
 }
 
+/// The `usersig` of each `send_group_msg` request so far.
+fn send_sigs(fake: &FakeIm) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.command == "send_group_msg")
+        .map(|r| r.usersig.clone().unwrap())
+        .collect()
+}
+
 #[tokio::test]
 async fn an_expired_sig_is_signed_anew_and_retried_once() {
     let fake = FakeIm::start().await;
     fake.add_group("g");
-    let client = client(&fake);
+    let clock = SettableClock::now();
+    let client = ImClient::with_clock(&fake.settings(), clock.clone()).unwrap();
+    assert!(
+        client
+            .send_group_msg("g", &message("w"))
+            .await
+            .unwrap()
+            .is_sent()
+    );
+    // The cached sig is still young: only the refusal makes the client sign again, at the
+    // clock's new time.
+    clock.advance_secs(5);
     fake.fail_next(1, Fault::Code(70001));
     assert!(
         client
@@ -104,23 +130,43 @@ async fn an_expired_sig_is_signed_anew_and_retried_once() {
             .unwrap()
             .is_sent()
     );
-    assert_eq!(fake.request_count("send_group_msg"), 2);
+    let sigs = send_sigs(&fake);
+    assert_eq!(sigs.len(), 3);
+    assert_eq!(sigs[0], sigs[1], "one cached sig until it is refused");
+    assert_ne!(sigs[1], sigs[2], "the retry carries a new sig");
+    assert_eq!(decode_user_sig(&sigs[2]).unwrap().time, clock.unix_secs());
 
     // Refused again after the new sig: no third try.
+    clock.advance_secs(5);
     fake.fail_next(2, Fault::Code(70001));
     let error = client.send_group_msg("g", &message("y")).await.unwrap_err();
     assert!(
         matches!(error, ImError::SigRefused { code: 70001, .. }),
         "{error:?}"
     );
-    assert_eq!(fake.request_count("send_group_msg"), 4);
+    let sigs = send_sigs(&fake);
+    assert_eq!(sigs.len(), 5);
+    assert_ne!(sigs[3], sigs[4]);
 }
 
 #[tokio::test]
 async fn too_many_bad_sigs_waits_then_retries_once_with_a_new_sig() {
     let fake = FakeIm::start().await;
     fake.add_group("g");
-    let client = client(&fake);
+    let clock = SettableClock::now();
+    let wait = Duration::from_millis(300);
+    let mut settings = fake.settings();
+    settings.bad_sig_wait_ms = wait.as_millis() as u64;
+    let client = ImClient::with_clock(&settings, clock.clone()).unwrap();
+    assert!(
+        client
+            .send_group_msg("g", &message("w"))
+            .await
+            .unwrap()
+            .is_sent()
+    );
+    // The cached sig is still young when it is refused; the new one is signed later.
+    clock.advance_secs(5);
     fake.fail_next(1, Fault::Code(70050));
     assert!(
         client
@@ -129,7 +175,19 @@ async fn too_many_bad_sigs_waits_then_retries_once_with_a_new_sig() {
             .unwrap()
             .is_sent()
     );
-    assert_eq!(fake.request_count("send_group_msg"), 2);
+    let requests: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.command == "send_group_msg")
+        .collect();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].usersig, requests[1].usersig);
+    assert_ne!(requests[1].usersig, requests[2].usersig);
+    let resigned = decode_user_sig(requests[2].usersig.as_deref().unwrap()).unwrap();
+    assert_eq!(resigned.time, clock.unix_secs());
+    // The retry came no sooner than the configured wait (a sleep never ends early).
+    let gap = requests[2].at.duration_since(requests[1].at);
+    assert!(gap >= wait, "retried after {gap:?}");
 }
 
 #[tokio::test]
@@ -252,10 +310,15 @@ async fn an_unreachable_server_is_an_io_error() {
 
 #[tokio::test]
 async fn a_message_dropped_for_frequency_is_a_drop_not_a_success() {
-    let fake = FakeIm::start().await;
+    // A minute-long cap window: all 120 land in one window however slow the machine is.
+    let fake = FakeIm::start_with(FakeImConfig {
+        cap_window: Duration::from_secs(60),
+        ..FakeImConfig::default()
+    })
+    .await;
     fake.add_group("g");
     let client = client_with(&fake, |s| s.max_attempts = 1);
-    // Far more than 40 at once: the fake's cap must drop some.
+    // Far more than 40 in the window: exactly 40 are taken, the rest dropped.
     let sends = (0..120).map(|i| {
         let client = client.clone();
         async move { client.send_group_msg("g", &message(&i.to_string())).await }
@@ -269,8 +332,7 @@ async fn a_message_dropped_for_frequency_is_a_drop_not_a_success() {
         .iter()
         .filter(|o| matches!(o, Ok(SendOutcome::Sent { .. })))
         .count();
-    assert_eq!(dropped + sent, 120);
-    assert!(dropped > 0);
+    assert_eq!((sent, dropped), (40, 80));
     assert_eq!(dropped, fake.dropped_count("g"));
     assert_eq!(sent, fake.message_count("g"));
 }

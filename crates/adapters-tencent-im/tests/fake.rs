@@ -2,9 +2,9 @@
 //! Tencent does, validates message bodies, numbers messages per group and answers HTTP 200
 //! with the envelope. Other crates' tests rely on it refusing what Tencent would refuse.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use adapters_tencent_im::{FakeIm, UserSigner};
+use adapters_tencent_im::{FakeIm, FakeImConfig, UserSigner};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
@@ -253,12 +253,17 @@ async fn messages_are_numbered_per_group_and_repeats_dropped() {
 }
 
 #[tokio::test]
-async fn a_group_takes_forty_messages_a_second_and_drops_the_rest() {
-    let fake = FakeIm::start().await;
+async fn a_group_takes_forty_messages_a_window_and_drops_the_rest() {
+    // A minute-long window: all 60 land in it, so exactly 20 are dropped.
+    let fake = FakeIm::start_with(FakeImConfig {
+        cap_window: Duration::from_secs(60),
+        ..FakeImConfig::default()
+    })
+    .await;
     fake.add_group("g");
+    fake.add_group("other");
     let sig = admin_sig(&fake);
-    let mut dropped = 0;
-    // Sent one after another, 60 messages take far less than a second here.
+    let mut dropped = Vec::new();
     for random in 0..60 {
         let (_, envelope) = post_as(
             &fake,
@@ -271,21 +276,23 @@ async fn a_group_takes_forty_messages_a_second_and_drops_the_rest() {
         assert_eq!(code(&envelope), 0, "a drop still answers success");
         if envelope.get("MsgDropReason").is_some() {
             assert_eq!(envelope["MsgDropReason"], "MsgFreqCtrl");
-            dropped += 1;
+            assert_eq!(envelope["MsgSeq"], 0);
+            dropped.push(random);
         }
     }
-    assert!(dropped > 0);
-    assert_eq!(fake.dropped_count("g"), dropped);
-    assert_eq!(fake.message_count("g"), 60 - dropped);
-    // No second holds more than 40 accepted messages.
-    let times: Vec<_> = fake.messages("g").iter().map(|m| m.received_at).collect();
-    for (i, start) in times.iter().enumerate() {
-        let within = times[i..]
-            .iter()
-            .take_while(|t| t.duration_since(*start).as_secs_f64() < 1.0)
-            .count();
-        assert!(within <= 40);
-    }
+    assert_eq!(dropped, (40..60).collect::<Vec<_>>());
+    assert_eq!(fake.dropped_count("g"), 20);
+    assert_eq!(fake.message_count("g"), 40);
+    // The cap is per group.
+    let (_, envelope) = post_as(
+        &fake,
+        FakeIm::ADMIN,
+        &sig,
+        "send_group_msg",
+        &custom("other", 1, "{}"),
+    )
+    .await;
+    assert!(envelope.get("MsgDropReason").is_none(), "{envelope}");
 }
 
 #[tokio::test]
