@@ -109,9 +109,10 @@ impl IdempotencyKey {
         .map_err(Error::corrupt)
     }
 
-    /// The id of the room a keyed creation makes: `rk` and 48 hex digits (generated room ids
-    /// are hex digits after the `r`, so they never take this form).
-    fn room_id(&self, user: &UserId) -> Result<RoomId> {
+    /// The id of the room a keyed creation by `user` makes: `rk` and 48 hex digits (generated
+    /// room ids are hex digits after the `r`, so they never take this form). Public so that a
+    /// caller can look the room up before it creates it.
+    pub fn room_id(&self, user: &UserId) -> Result<RoomId> {
         RoomId::new(format!("rk{}", self.digest(user, "room"))).map_err(Error::corrupt)
     }
 }

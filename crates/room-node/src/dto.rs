@@ -926,8 +926,10 @@ pub struct PatchRobotRoomRequest {
     pub gift_mix: Option<Vec<GiftShareRequest>>,
     /// Run the room or not.
     pub enabled: Option<bool>,
-    /// The version the change is based on: given, the change is refused with 409
-    /// `ROBOT_ROOM_CHANGED` when the configuration has moved on.
+    /// The version the change is based on, from 1 (0 is refused with 400
+    /// `INVALID_ROBOT_ROOM`): given, the change is refused with 409 `ROBOT_ROOM_CHANGED` when
+    /// the configuration has moved on, unless the configuration already says what the change
+    /// asks for (a repeat of it): that answers 200 with the configuration.
     #[schema(minimum = 1)]
     pub version: Option<u64>,
 }

@@ -1,11 +1,24 @@
 //! The robot room admin routes: the round trip, who may call them, every rule of a
-//! configuration refused with its code and nothing stored, a retry landing on the same room,
-//! and `running_on`.
+//! configuration refused with its code and nothing stored, a retry landing on the same room
+//! (and only on a room this admin's request asks for), a change stored before the room shows
+//! it, what the OpenAPI document says of them, and `running_on`.
 
-use axum::http::{Method, StatusCode};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use room_app::ports::{RobotRoomConfig, RobotRooms, RobotRoomsRef};
+use room_domain::{RoomId, UserId};
+use room_node::{App, Storage};
 use serde_json::{Value, json};
+use tempfile::TempDir;
+use tower::ServiceExt;
 
-use crate::support::{TestApp, error_code, eventually};
+use crate::support::{TestApp, error_code, eventually, parse, settings};
 
 const PATH: &str = "/v1/admin/robot-rooms";
 
@@ -28,6 +41,42 @@ fn config() -> Value {
 
 async fn create(t: &TestApp, body: Value) -> (StatusCode, Value) {
     t.post(PATH, &t.admin_token(), body).await
+}
+
+/// A token of another platform admin than [`TestApp::admin_token`]'s.
+fn other_admin_token(t: &TestApp) -> String {
+    t.app
+        .authenticator()
+        .mint(
+            &UserId::new("other-admin").unwrap(),
+            true,
+            Duration::from_secs(600),
+        )
+        .unwrap()
+}
+
+/// A creation by the admin of `token`, with `key` as its `Idempotency-Key`.
+async fn create_keyed(t: &TestApp, token: &str, key: &str, body: Value) -> (StatusCode, Value) {
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(PATH)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("idempotency-key", key)
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, _, body) = t.send(request).await;
+    (status, parse(&body))
+}
+
+async fn patch(t: &TestApp, room_id: &str, body: Value) -> (StatusCode, Value) {
+    t.call(
+        Method::PATCH,
+        &format!("{PATH}/{room_id}"),
+        Some(&t.admin_token()),
+        Some(body),
+    )
+    .await
 }
 
 async fn listed(t: &TestApp) -> Vec<Value> {
@@ -430,4 +479,422 @@ async fn running_on_names_the_node_running_the_room() {
     t.room(&room_id).await;
     let (_, got) = t.get(&item, &t.admin_token()).await;
     assert_eq!(got["running_on"], "local", "the room runs again once used");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_is_scoped_to_the_admin_who_sent_it() {
+    let t = TestApp::new().await;
+    let (status, first) = create_keyed(&t, &t.admin_token(), "night-1", config()).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let room_id = first["room_id"].as_str().unwrap().to_owned();
+
+    // Another admin, the same key and first robot, another notice: another request.
+    let mut theirs = config();
+    theirs["profile"]["notice"] = json!("Their notice");
+    let other = other_admin_token(&t);
+    let (status, second) = create_keyed(&t, &other, "night-1", theirs.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{second}");
+    assert_ne!(second["room_id"], room_id.as_str(), "another admin's room");
+    assert_eq!(
+        t.room(&room_id).await["notice"],
+        "Music all night",
+        "the first admin's room is untouched"
+    );
+    let (status, again) = create_keyed(&t, &other, "night-1", theirs).await;
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+    assert_eq!(again["room_id"], second["room_id"], "their retry converges");
+
+    // A keyed and an unkeyed creation of the same content are two requests.
+    let (status, unkeyed) = create(&t, config()).await;
+    assert_eq!(status, StatusCode::CREATED, "{unkeyed}");
+    assert_ne!(unkeyed["room_id"], room_id.as_str());
+    assert_eq!(listed(&t).await.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_reused_for_another_room_writes_nothing() {
+    let t = TestApp::new().await;
+    let admin = t.admin_token();
+    let (status, first) = create_keyed(&t, &admin, "night-2", config()).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let room_id = first["room_id"].as_str().unwrap().to_owned();
+    let room_before = t.room(&room_id).await;
+
+    for (pointer, value) in [
+        ("/profile/notice", json!("Another notice")),
+        ("/profile/cover_url", json!("https://img.example/other.png")),
+        ("/profile/name", json!("Other name")),
+        ("/seat_count", json!(10)),
+        ("/seats", json!(2)),
+        ("/enabled", json!(false)),
+        ("/region", json!("eu")),
+    ] {
+        let mut body = config();
+        match body.pointer_mut(pointer) {
+            Some(field) => *field = value,
+            None => body["region"] = value,
+        }
+        let (status, answer) = create_keyed(&t, &admin, "night-2", body).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{pointer}: {answer}");
+        assert_eq!(error_code(&answer), "ROBOT_ROOM_EXISTS", "{pointer}");
+        assert_eq!(
+            t.room(&room_id).await,
+            room_before,
+            "{pointer}: nothing was written to the room"
+        );
+    }
+    let (_, got) = t.get(&format!("{PATH}/{room_id}"), &admin).await;
+    assert_eq!(got, first, "nothing was written to the configuration");
+    assert_eq!(listed(&t).await.len(), 1);
+
+    let (status, again) = create_keyed(&t, &admin, "night-2", config()).await;
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+    assert_eq!(again["room_id"], room_id.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeat_lands_on_its_room_only_while_that_is_open() {
+    let t = TestApp::new().await;
+    let admin = t.admin_token();
+    let mut plain = config();
+    // No notice or cover: the creation has no profile step to fail on a closed room.
+    plain["profile"] = json!({"name": "Night owls"});
+    for (key, body) in [(Some("night-3"), config()), (None, plain)] {
+        let send = || async {
+            match key {
+                Some(key) => create_keyed(&t, &admin, key, body.clone()).await,
+                None => create(&t, body.clone()).await,
+            }
+        };
+        let (status, first) = send().await;
+        assert_eq!(status, StatusCode::CREATED, "{first}");
+        let room_id = first["room_id"].as_str().unwrap().to_owned();
+        let item = format!("{PATH}/{room_id}");
+
+        // After a delete, the room is open still: the same request configures it again.
+        let (status, _) = t.call(Method::DELETE, &item, Some(&admin), None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        let (status, again) = send().await;
+        assert_eq!(status, StatusCode::CREATED, "{again}");
+        assert_eq!(again["room_id"], room_id.as_str());
+
+        let (status, _) = t.call(Method::DELETE, &item, Some(&admin), None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        let (status, body) = t
+            .post(&format!("/v1/rooms/{room_id}/close"), &admin, json!({}))
+            .await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+        let (status, answer) = send().await;
+        assert_eq!(status, StatusCode::CONFLICT, "{key:?}: {answer}");
+        assert_eq!(error_code(&answer), "ROBOT_ROOM_EXISTS", "{answer}");
+        let (status, _) = t.get(&item, &admin).await;
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "no configuration of a closed room"
+        );
+    }
+}
+
+/// Robot room storage where another change lands between a change's read and its write,
+/// once armed.
+struct Racing {
+    inner: RobotRoomsRef,
+    armed: AtomicBool,
+}
+
+type Answer<'a, T> = Pin<Box<dyn Future<Output = room_app::Result<T>> + Send + 'a>>;
+
+// By hand rather than with `async_trait`, which this crate does not depend on: the same
+// signatures the macro gives the trait.
+impl RobotRooms for Racing {
+    fn create<'s, 'c, 'a>(&'s self, config: &'c RobotRoomConfig) -> Answer<'a, ()>
+    where
+        's: 'a,
+        'c: 'a,
+        Self: 'a,
+    {
+        self.inner.create(config)
+    }
+
+    fn get<'s, 'r, 'a>(&'s self, room_id: &'r RoomId) -> Answer<'a, Option<RobotRoomConfig>>
+    where
+        's: 'a,
+        'r: 'a,
+        Self: 'a,
+    {
+        self.inner.get(room_id)
+    }
+
+    fn list<'s, 'a>(&'s self, after: Option<RoomId>, limit: u32) -> Answer<'a, Vec<RobotRoomConfig>>
+    where
+        's: 'a,
+        Self: 'a,
+    {
+        self.inner.list(after, limit)
+    }
+
+    fn update<'s, 'c, 'a>(&'s self, config: &'c RobotRoomConfig, expected: u64) -> Answer<'a, ()>
+    where
+        's: 'a,
+        'c: 'a,
+        Self: 'a,
+    {
+        Box::pin(async move {
+            if self.armed.swap(false, Ordering::SeqCst) {
+                let mut other = self.inner.get(&config.room_id).await?.unwrap();
+                other.gift_rate_per_minute += 1;
+                other.version += 1;
+                self.inner.update(&other, other.version - 1).await?;
+            }
+            self.inner.update(config, expected).await
+        })
+    }
+
+    fn delete<'s, 'r, 'a>(&'s self, room_id: &'r RoomId) -> Answer<'a, bool>
+    where
+        's: 'a,
+        'r: 'a,
+        Self: 'a,
+    {
+        self.inner.delete(room_id)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_loses_a_race_changes_no_room() {
+    let dir = TempDir::new().unwrap();
+    let settings = settings(&dir);
+    let mut storage = Storage::open(&settings.storage).await.unwrap();
+    let racing = Arc::new(Racing {
+        inner: storage.robots.clone(),
+        armed: AtomicBool::new(false),
+    });
+    storage.robots = racing.clone();
+    let app = App::build_with_storage(settings, storage).await.unwrap();
+    app.start().await.unwrap();
+    let admin = app
+        .authenticator()
+        .mint(
+            &UserId::new("platform-admin").unwrap(),
+            true,
+            Duration::from_secs(600),
+        )
+        .unwrap();
+    let call = |method: Method, path: String, body: Option<Value>| {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {admin}"));
+        if body.is_some() {
+            request = request.header(header::CONTENT_TYPE, "application/json");
+        }
+        let request = request
+            .body(body.map_or_else(Body::empty, |body| Body::from(body.to_string())))
+            .unwrap();
+        let router = app.router();
+        async move {
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            (status, parse(&body))
+        }
+    };
+    let (status, created) = call(Method::POST, PATH.into(), Some(config())).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let room_id = created["room_id"].as_str().unwrap().to_owned();
+
+    racing.armed.store(true, Ordering::SeqCst);
+    let (status, answer) = call(
+        Method::PATCH,
+        format!("{PATH}/{room_id}"),
+        Some(json!({"profile": {"name": "Early birds", "notice": "Mornings"}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(error_code(&answer), "ROBOT_ROOM_CHANGED");
+    let (status, room) = call(Method::GET, format!("/v1/rooms/{room_id}"), None).await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["name"], "Night owls", "the room keeps its profile");
+    assert_eq!(room["notice"], "Music all night");
+    let (_, got) = call(Method::GET, format!("{PATH}/{room_id}"), None).await;
+    assert_eq!(got["version"], 2, "only the other change is stored");
+    assert_eq!(got["profile"]["name"], "Night owls");
+
+    // Unraced, the change is stored and shown, and its repeat (on a stale version) converges.
+    for _ in 0..2 {
+        let (status, patched) = call(
+            Method::PATCH,
+            format!("{PATH}/{room_id}"),
+            Some(json!({"profile": {"name": "Early birds"}, "version": 2})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{patched}");
+        assert_eq!(patched["version"], 3);
+    }
+    let (_, room) = call(Method::GET, format!("/v1/rooms/{room_id}"), None).await;
+    assert_eq!(room["name"], "Early birds");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_room_takes_no_profile_and_version_starts_at_1() {
+    let t = TestApp::new().await;
+    let admin = t.admin_token();
+    let (_, created) = create(&t, config()).await;
+    let room_id = created["room_id"].as_str().unwrap().to_owned();
+
+    let (status, answer) = patch(&t, &room_id, json!({"enabled": false, "version": 0})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(error_code(&answer), "INVALID_ROBOT_ROOM");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("version")
+    );
+
+    let (status, body) = t
+        .post(&format!("/v1/rooms/{room_id}/close"), &admin, json!({}))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, answer) = patch(&t, &room_id, json!({"profile": {"name": "Early birds"}})).await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "the status the room gives: {answer}"
+    );
+    assert_eq!(error_code(&answer), "ROOM_CLOSED");
+    let (_, got) = t.get(&format!("{PATH}/{room_id}"), &admin).await;
+    assert_eq!(got["version"], 1, "nothing was stored");
+    assert_eq!(got["profile"]["name"], "Night owls");
+    // What the room does not show can still change.
+    let (status, patched) = patch(&t, &room_id, json!({"enabled": false})).await;
+    assert_eq!(status, StatusCode::OK, "{patched}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_gift_is_refused_in_a_gift_mix() {
+    let t = TestApp::new().await;
+    let admin = t.admin_token();
+    let (status, body) = t
+        .call(
+            Method::PUT,
+            "/v1/admin/gifts/wilted-rose",
+            Some(&admin),
+            Some(json!({"name": "Wilted rose", "price": 1, "enabled": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut body = config();
+    body["gift_mix"] =
+        json!([{"gift_id": "rose", "weight": 1}, {"gift_id": "wilted-rose", "weight": 1}]);
+    let (status, answer) = create(&t, body).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(error_code(&answer), "INVALID_ROBOT_ROOM");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("gift_mix[1].gift_id"), "{message}");
+    assert!(message.contains("disabled"), "{message}");
+    assert!(listed(&t).await.is_empty());
+
+    let (_, created) = create(&t, config()).await;
+    let room_id = created["room_id"].as_str().unwrap();
+    let (status, answer) = patch(
+        &t,
+        room_id,
+        json!({"gift_mix": [{"gift_id": "wilted-rose", "weight": 1}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gift_mix[0].gift_id")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_document_says_what_the_routes_answer() {
+    let t = TestApp::new().await;
+    let (status, document) = t.call(Method::GET, "/openapi.json", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let key_text = |path: &str, method: &str| {
+        document["paths"][path][method]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "Idempotency-Key")
+            .unwrap_or_else(|| panic!("{method} {path} documents Idempotency-Key"))["description"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let item = "/v1/admin/robot-rooms/{room_id}";
+    let post = key_text(PATH, "post");
+    assert!(
+        !post.contains("whatever its path values and body"),
+        "{post}"
+    );
+    assert!(
+        post.contains("ROBOT_ROOM_EXISTS") && post.contains("admin"),
+        "{post}"
+    );
+    for method in ["patch", "delete"] {
+        let text = key_text(item, method);
+        assert!(text.contains("Checked only"), "{method}: {text}");
+    }
+    let statuses = |path: &str, method: &str| -> Vec<String> {
+        document["paths"][path][method]["responses"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    for (path, method, wanted) in [
+        (
+            PATH,
+            "post",
+            &["201", "400", "401", "403", "409", "429", "503"][..],
+        ),
+        (PATH, "get", &["200", "400", "401", "403", "429", "503"][..]),
+        (
+            item,
+            "get",
+            &["200", "400", "401", "403", "404", "429", "503"][..],
+        ),
+        (
+            item,
+            "patch",
+            &[
+                "200", "400", "401", "403", "404", "409", "422", "429", "503",
+            ][..],
+        ),
+        (
+            item,
+            "delete",
+            &["204", "400", "401", "403", "404", "429", "503"][..],
+        ),
+    ] {
+        let documented = statuses(path, method);
+        for status in wanted {
+            assert!(
+                documented.iter().any(|s| s == status),
+                "{method} {path}: {status} in {documented:?}"
+            );
+        }
+    }
+    let patch = &document["paths"][item]["patch"]["responses"];
+    assert!(
+        patch["422"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("ROOM_CLOSED")
+    );
+    let version =
+        &document["components"]["schemas"]["PatchRobotRoomRequest"]["properties"]["version"];
+    assert_eq!(version["minimum"], 1, "{version}");
 }

@@ -144,18 +144,20 @@ pub(super) fn complete(document: &mut OpenApi) {
             .insert(reusable.name.to_owned(), RefOr::T(reusable.response()));
     }
     for (path, item) in document.paths.paths.iter_mut() {
-        let own_key = OWN_KEYS
-            .iter()
-            .find(|(route, _)| route == path)
-            .map(|(_, key)| *key);
         let writes = [
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
+            ("put", &mut item.put),
+            ("post", &mut item.post),
+            ("delete", &mut item.delete),
+            ("patch", &mut item.patch),
         ];
-        for operation in writes.into_iter().flatten() {
-            add_idempotency_key(operation, own_key);
+        for (method, operation) in writes {
+            if let Some(operation) = operation {
+                let key_use = OWN_KEYS
+                    .iter()
+                    .find(|(m, route, _)| *m == method && route == path)
+                    .map(|(_, _, key_use)| key_use);
+                add_idempotency_key(operation, key_use);
+            }
         }
         let operations = [
             &mut item.get,
@@ -202,25 +204,69 @@ fn add_last_event_id(operation: &mut Operation) {
         .push(RefOr::T(parameter));
 }
 
-/// Routes idempotent by an id of their own, which check an `Idempotency-Key` and need nothing
-/// more from it: what makes a repeat there.
-const OWN_KEYS: [(&str, &str); 4] = [
-    ("/v1/rooms/{room_id}/gifts", "the body's `order_id`"),
-    ("/v1/admin/wallets/{user_id}/credit", "the body's `op_id`"),
+/// How a mutating route uses its `Idempotency-Key` header, where that is not the default
+/// [`add_idempotency_key`] describes.
+enum KeyUse {
+    /// Checked only: the route is idempotent by what this names.
+    Own(&'static str),
+    /// The route's own account of what the key does.
+    Text(&'static str),
+}
+
+/// The mutating routes (method and path template) that use their `Idempotency-Key` their own
+/// way: most are idempotent by an id of their own and check the header only.
+const OWN_KEYS: [(&str, &str, KeyUse); 7] = [
     (
-        "/v1/admin/gifts/{gift_id}",
-        "the gift id (a `PUT` of the same gift)",
+        "post",
+        "/v1/rooms/{room_id}/gifts",
+        KeyUse::Own("the body's `order_id`"),
     ),
     (
+        "post",
+        "/v1/admin/wallets/{user_id}/credit",
+        KeyUse::Own("the body's `op_id`"),
+    ),
+    (
+        "put",
+        "/v1/admin/gifts/{gift_id}",
+        KeyUse::Own("the gift id (a `PUT` of the same gift)"),
+    ),
+    (
+        "post",
         "/v1/rooms/{room_id}/heartbeat",
-        "nature (a heartbeat repeats harmlessly)",
+        KeyUse::Own("nature (a heartbeat repeats harmlessly)"),
+    ),
+    (
+        "post",
+        "/v1/admin/robot-rooms",
+        KeyUse::Text(
+            "The key names the room, for the calling admin: a request with the key of an \
+             earlier one by the same admin lands on that room, and answers 201 with its \
+             configuration if it asks for the same (else 409 `ROBOT_ROOM_EXISTS`, and nothing \
+             is written), however long after. Another admin's key is another room. Without the \
+             header the request's content names the room. A key or content whose room was \
+             closed answers 409 `ROBOT_ROOM_EXISTS`: send a new key for a new room",
+        ),
+    ),
+    (
+        "patch",
+        "/v1/admin/robot-rooms/{room_id}",
+        KeyUse::Own(
+            "its body (a change already in effect answers 200 with the configuration, \
+             whatever `version` says)",
+        ),
+    ),
+    (
+        "delete",
+        "/v1/admin/robot-rooms/{room_id}",
+        KeyUse::Own("nature (a repeat answers 404 `ROBOT_ROOM_NOT_FOUND`)"),
     ),
 ];
 
 /// Every mutating route of a signed-in user takes an `Idempotency-Key` header: a repeat of the
 /// same key by the same user on the same route gets the first answer. The routes of
-/// [`OWN_KEYS`] check the header but are idempotent by their own ids, and say so.
-fn add_idempotency_key(operation: &mut Operation, own_key: Option<&str>) {
+/// [`OWN_KEYS`] use the header their own way, and say how.
+fn add_idempotency_key(operation: &mut Operation, key_use: Option<&KeyUse>) {
     let authenticated = operation
         .security
         .as_ref()
@@ -228,23 +274,24 @@ fn add_idempotency_key(operation: &mut Operation, own_key: Option<&str>) {
     if !authenticated {
         return;
     }
+    const CHECK: &str = "1 to 64 printable ASCII characters, no space at either end (else 400 \
+                         `INVALID_IDEMPOTENCY_KEY`).";
+    let description = match key_use {
+        None => format!(
+            "{CHECK} A request with the key of an earlier one by the same user on the same \
+             route (method and path template) gets the first answer and changes nothing more, \
+             whatever its path values and body: send a new key for a new request"
+        ),
+        Some(KeyUse::Own(own)) => {
+            format!("{CHECK} Checked only: this route is idempotent by {own}, not by this header")
+        }
+        Some(KeyUse::Text(text)) => format!("{CHECK} {text}"),
+    };
     let parameter = ParameterBuilder::new()
         .name("Idempotency-Key")
         .parameter_in(ParameterIn::Header)
         .required(utoipa::openapi::Required::False)
-        .description(Some(match own_key {
-            None => "1 to 64 printable ASCII characters, no space at either end (else 400 \
-                     `INVALID_IDEMPOTENCY_KEY`). A request with the key of an earlier one by \
-                     the same user on the same route (method and path template) gets the first \
-                     answer and changes nothing more, whatever its path values and body: send \
-                     a new key for a new request"
-                .to_owned(),
-            Some(own) => format!(
-                "1 to 64 printable ASCII characters, no space at either end (else 400 \
-                 `INVALID_IDEMPOTENCY_KEY`). Checked only: this route is idempotent by {own}, \
-                 not by this header"
-            ),
-        }))
+        .description(Some(description))
         .schema(Some(
             ObjectBuilder::new()
                 .schema_type(Type::String)
