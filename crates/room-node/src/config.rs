@@ -669,6 +669,9 @@ impl Settings {
             "ROOM__ROBOTS__IM_SAMPLE is {}: it is a share, from 0 to 1",
             self.robots.im_sample
         );
+        if self.im.is_configured() {
+            self.im.validate().map_err(anyhow::Error::msg)?;
+        }
         let runs_passes = role == crate::Role::Worker || self.workers.in_process;
         anyhow::ensure!(
             !(self.im.is_configured() && runs_passes) || self.kafka.is_enabled(),

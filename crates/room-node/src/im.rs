@@ -2,17 +2,18 @@
 //! [`ImMessenger`] (beside the node's own event streams), clients get their IM credentials
 //! from [`ImClient::sign_user`], and the groups follow the rooms — created, destroyed, members
 //! muted and banned — by [`run_group_effects`], driven from the durable facts on the Kafka
-//! topic. Chat switched off in a room mutes its members in the group (all but the owner and
-//! the admins, and whoever joins while it is off); switched on, it lifts those mutes and keeps
-//! each member's own chat mute.
+//! topic. A member's group mute is what the room says of them when the fact is handled: their
+//! own chat mute, or, while chat is switched off, a mute for all but the owner and the admins;
+//! it is set again when they join, are muted or unmuted, or become or stop being an admin, and
+//! for every member when chat is switched off or on.
 //!
 //! The group effects are durable by the topic's consumer offsets: an effect's fact is
 //! committed only once Tencent has done it or refused it for good, so a crash or an IM outage
 //! delays effects and loses none; a room's effects keep their order (one partition per room).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use adapters_mq::{EventConsumer, EventConsumerSettings};
 use adapters_tencent_im::{DispatcherHandle, ImClient, ImError, ImMessenger, group_id};
@@ -28,13 +29,8 @@ use crate::config::Settings;
 pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
 
 /// How long chat switched off mutes a member in the group, in seconds (30 days): switching it
-/// on lifts the mute sooner; a room that stays silent longer gets the mute renewed by its
-/// joins.
+/// on lifts the mute sooner; a member who joins (again) while it is off is muted anew.
 const CHAT_OFF_MUTE_SECS: u64 = 30 * 24 * 3600;
-
-/// Rooms whose chat setting the effects remember, at most; beyond, the memory starts over
-/// (the next join of a forgotten room reads the room again).
-const CHAT_SETTINGS_KEPT: usize = 100_000;
 
 /// This node's IM adapters.
 pub(crate) struct Im {
@@ -67,9 +63,11 @@ impl Im {
     }
 }
 
-/// Hands display events on to IM, but only a share of the robot events (robot gifts, joins and
-/// leaves, [`Event::is_robot`]): which ones is decided by the event's id, so every
-/// node that might send it decides alike. Human events all pass.
+/// Hands display events on to IM, but only a share of the robot events ([`Event::is_robot`]:
+/// robot gifts, joins, leaves and seat changes). A robot's joins, leaves and seat changes in a
+/// room are kept or dropped together (drawn by room and robot, so an audience never shows a
+/// join without its leave), its gifts one by one (drawn by event id); the draw is a SHA-256, so
+/// every node and every build decides alike. Human events all pass.
 pub(crate) struct RobotSampling {
     /// The messenger events go on to.
     pub inner: room_app::ports::MessengerRef,
@@ -79,14 +77,27 @@ pub(crate) struct RobotSampling {
 
 impl RobotSampling {
     fn keeps(&self, message: &room_app::ports::DisplayMessage) -> bool {
-        if !message.envelope.event.is_robot() {
+        use sha2::{Digest, Sha256};
+        let envelope = &message.envelope;
+        let robot = match &envelope.event {
+            Event::RoomUserJoined { user, .. } | Event::RoomUserLeft { user, .. } => Some(user),
+            Event::RoomMicChanged { change, .. } => match change {
+                room_domain::MicChange::Up { user, .. }
+                | room_domain::MicChange::Down { user, .. }
+                | room_domain::MicChange::Published { user, .. } => Some(user),
+                room_domain::MicChange::Muted { .. } => None,
+            },
+            _ => None,
+        };
+        if !envelope.event.is_robot() {
             return true;
         }
-        use std::hash::BuildHasher;
-        // A fixed-key hasher: the same event draws the same number on every node of a build.
-        let draw =
-            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-                .hash_one(&message.envelope.event_id);
+        let key = match robot {
+            Some(user) => format!("{}\u{0}{user}", envelope.room_id),
+            None => envelope.event_id.clone(),
+        };
+        let digest = Sha256::digest(key.as_bytes());
+        let draw = u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 has 32 bytes"));
         draw % 1_000_000 < self.per_million
     }
 }
@@ -127,7 +138,6 @@ pub(crate) async fn run_group_effects(
         client,
         service,
         bans: Arc::new(AtomicBool::new(true)),
-        chat_on: Arc::default(),
     };
     consumer
         .run(|envelope| effects.apply(envelope), cancel)
@@ -143,93 +153,77 @@ struct GroupEffects {
     service: Arc<RoomService>,
     /// Off once Tencent answered that the app's plan has no bans (10007).
     bans: Arc<AtomicBool>,
-    /// Whether each room's chat is on, as last seen (bounded by [`CHAT_SETTINGS_KEPT`]).
-    chat_on: Arc<Mutex<HashMap<RoomId, bool>>>,
 }
 
-/// What chat mutes a room's group should hold now: each member's mute in seconds, 0 for none.
-fn chat_mutes(state: &RoomState) -> Vec<(UserId, u64)> {
-    let moderators =
-        |user: &UserId| state.owner.as_ref() == Some(user) || state.admins.contains(user);
-    state
-        .members
-        .keys()
-        .map(|user| {
-            let own = state
-                .chat_mutes
-                .get(user)
-                .and_then(|until| seconds_until(*until));
-            let secs = if !state.settings.chat_enabled && !moderators(user) {
-                CHAT_OFF_MUTE_SECS
-            } else {
-                own.unwrap_or(0)
-            };
-            (user.clone(), secs)
-        })
-        .collect()
+/// Why a group effect did not happen: the room could not be read, or IM refused.
+#[derive(Debug, thiserror::Error)]
+enum EffectError {
+    #[error("room unreadable: {0}")]
+    Room(room_app::Error),
+    #[error(transparent)]
+    Im(#[from] ImError),
 }
 
-/// Seconds from now until `until`; `None` when it has passed.
-fn seconds_until(until: Timestamp) -> Option<u64> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let left = until.0.saturating_sub(now);
+impl EffectError {
+    fn is_retryable(&self) -> bool {
+        match self {
+            EffectError::Room(error) => error.is_retryable(),
+            EffectError::Im(error) => error.is_retryable(),
+        }
+    }
+}
+
+/// The group mute `user` should hold now, in seconds (0: none), or `None` when they are not a
+/// member: their own chat mute, or, while chat is off, [`CHAT_OFF_MUTE_SECS`] for all but the
+/// owner and the admins.
+fn mute_of(state: &RoomState, user: &UserId, now: Timestamp) -> Option<u64> {
+    state.members.get(user)?;
+    let moderator = state.owner.as_ref() == Some(user) || state.admins.contains(user);
+    if !state.settings.chat_enabled && !moderator {
+        return Some(CHAT_OFF_MUTE_SECS);
+    }
+    let own = state
+        .chat_mutes
+        .get(user)
+        .and_then(|until| seconds_between(now, *until));
+    Some(own.unwrap_or(0))
+}
+
+/// Whole seconds from `now` until `until`, rounded up; `None` when it has passed.
+fn seconds_between(now: Timestamp, until: Timestamp) -> Option<u64> {
+    let left = until.0.saturating_sub(now.0);
     (left > 0).then(|| u64::try_from(left).unwrap_or(0).div_ceil(1000).max(1))
 }
 
 impl GroupEffects {
-    fn remember_chat(&self, room: &RoomId, enabled: bool) {
-        let mut known = self.chat_on.lock().unwrap_or_else(|p| p.into_inner());
-        if known.len() >= CHAT_SETTINGS_KEPT && !known.contains_key(room) {
-            known.clear();
-        }
-        known.insert(room.clone(), enabled);
-    }
-
-    /// Whether the room's chat is on: as remembered, else as the room says.
-    async fn chat_enabled(&self, room: &RoomId) -> room_app::Result<bool> {
-        let known = self
-            .chat_on
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(room)
-            .copied();
-        if let Some(enabled) = known {
-            return Ok(enabled);
-        }
-        let enabled = self
-            .service
-            .runtime()
-            .query(room, |state| state.settings.chat_enabled)
-            .await?;
-        self.remember_chat(room, enabled);
-        Ok(enabled)
-    }
-
-    /// Sets every member's group mute (or only `only`'s) to what the room's chat setting,
-    /// their role and their own chat mute say now. The room is read as it is now, not as it
-    /// was at the fact: a fact handled late (a worker that restarts reads facts again) then
-    /// sets what holds today.
+    /// Sets the group mute of `only`, or of every member, to what the room says now
+    /// ([`mute_of`]). The room is read as it is when the fact is handled, not as it was at the
+    /// fact: a fact handled late (a worker that restarts reads facts again) then sets what
+    /// holds today.
     async fn sync_chat(
         &self,
         room: &RoomId,
         group: &str,
         only: Option<&UserId>,
-    ) -> Result<(), ImError> {
+    ) -> Result<(), EffectError> {
+        let now = self.service.ports().clock.now();
         let only = only.cloned();
-        let read = move |state: &RoomState| {
-            let mut mutes = chat_mutes(state);
-            if let Some(user) = &only {
-                mutes.retain(|(member, _)| member == user);
+        let read = move |state: &RoomState| -> Vec<(UserId, u64)> {
+            match &only {
+                Some(user) => mute_of(state, user, now)
+                    .map(|secs| (user.clone(), secs))
+                    .into_iter()
+                    .collect(),
+                None => state
+                    .members
+                    .keys()
+                    .filter_map(|user| Some((user.clone(), mute_of(state, user, now)?)))
+                    .collect(),
             }
-            mutes
         };
         let mutes = match self.service.runtime().query(room, read).await {
             Ok(mutes) => mutes,
-            Err(error) if error.is_retryable() => {
-                return Err(ImError::Io(format!("room {room} unreadable: {error}")));
-            }
+            Err(error) if error.is_retryable() => return Err(EffectError::Room(error)),
             // A room that is gone has no members to mute.
             Err(_) => return Ok(()),
         };
@@ -249,68 +243,64 @@ impl GroupEffects {
     async fn apply(&self, envelope: EventEnvelope) -> Result<(), String> {
         let group = group_id(&envelope.room_id);
         let (effect, result) = match &envelope.event {
-            Event::RoomCreated { name, .. } => {
-                ("create_group", self.client.create_group(&group, name).await)
-            }
-            Event::RoomClosed { .. } => ("destroy_group", self.client.destroy_group(&group).await),
-            Event::RoomUserMuted { user, until, .. } => {
-                // While chat is off, the chat-off mute covers the member whatever their own.
-                match self.chat_enabled(&envelope.room_id).await {
-                    Ok(false) => return Ok(()),
-                    Err(error) if error.is_retryable() => return Err(error.to_string()),
-                    _ => {}
-                }
-                // Unmuted, or a mute that has already run out: mute time 0 lifts it.
-                let secs = until.and_then(seconds_until).unwrap_or(0);
-                (
-                    "forbid_send_msg",
-                    self.client
-                        .forbid_send_msg(&group, &[user.as_str()], secs)
-                        .await,
-                )
-            }
+            Event::RoomCreated { name, .. } => (
+                "create_group",
+                self.client
+                    .create_group(&group, name)
+                    .await
+                    .map_err(EffectError::from),
+            ),
+            Event::RoomClosed { .. } => (
+                "destroy_group",
+                self.client
+                    .destroy_group(&group)
+                    .await
+                    .map_err(EffectError::from),
+            ),
+            Event::RoomUserMuted { user, .. }
+            | Event::RoomUserJoined { user, .. }
+            | Event::RoomAdminChanged { user, .. } => (
+                "forbid_send_msg",
+                self.sync_chat(&envelope.room_id, &group, Some(user)).await,
+            ),
+            Event::RoomChatEnabledChanged { .. } => (
+                "forbid_send_msg",
+                self.sync_chat(&envelope.room_id, &group, None).await,
+            ),
             Event::RoomUserKicked {
                 user,
                 ban_until: Some(until),
                 ..
-            } if self.bans.load(Ordering::Relaxed) => match seconds_until(*until) {
-                Some(secs) => (
-                    "ban_group_member",
-                    self.client
-                        .ban_group_member(&group, &[user.as_str()], secs, "banned from the room")
-                        .await,
-                ),
-                None => return Ok(()),
-            },
-            Event::RoomChatEnabledChanged { enabled, .. } => {
-                self.remember_chat(&envelope.room_id, *enabled);
-                (
-                    "forbid_send_msg",
-                    self.sync_chat(&envelope.room_id, &group, None).await,
-                )
-            }
-            Event::RoomUserJoined { user, .. } => {
-                match self.chat_enabled(&envelope.room_id).await {
-                    Ok(true) => return Ok(()),
-                    Ok(false) => (
-                        "forbid_send_msg",
-                        self.sync_chat(&envelope.room_id, &group, Some(user)).await,
+            } if self.bans.load(Ordering::Relaxed) => {
+                let now = self.service.ports().clock.now();
+                match seconds_between(now, *until) {
+                    Some(secs) => (
+                        "ban_group_member",
+                        self.client
+                            .ban_group_member(
+                                &group,
+                                &[user.as_str()],
+                                secs,
+                                "banned from the room",
+                            )
+                            .await
+                            .map_err(EffectError::from),
                     ),
-                    // The room cannot be read now: the same fact is tried again.
-                    Err(error) if error.is_retryable() => return Err(error.to_string()),
-                    Err(_) => return Ok(()),
+                    None => return Ok(()),
                 }
             }
             Event::RoomUserUnbanned { user, .. } if self.bans.load(Ordering::Relaxed) => (
                 "unban_group_member",
                 self.client
                     .unban_group_member(&group, &[user.as_str()])
-                    .await,
+                    .await
+                    .map_err(EffectError::from),
             ),
             _ => return Ok(()),
         };
         let outcome = match &result {
             Ok(()) => "done",
+            Err(EffectError::Room(_)) => "room_unreadable",
             Err(error) if error.is_retryable() => "retried",
             Err(_) => "refused",
         };
@@ -319,7 +309,9 @@ impl GroupEffects {
         match result {
             Ok(()) => Ok(()),
             Err(error) if error.is_retryable() => Err(error.to_string()),
-            Err(ImError::NotPermitted { info }) if effect.ends_with("ban_group_member") => {
+            Err(EffectError::Im(ImError::NotPermitted { info }))
+                if effect.ends_with("ban_group_member") =>
+            {
                 if self.bans.swap(false, Ordering::Relaxed) {
                     tracing::warn!(
                         info = %info,
@@ -368,7 +360,12 @@ mod tests {
 
     fn join(room: &RoomId, seq: u64, robot: bool) -> DisplayMessage {
         let event = Event::RoomUserJoined {
-            user: UserId::new(if robot { "robot-1" } else { "alice" }).unwrap(),
+            user: UserId::new(if robot {
+                format!("robot-{seq}")
+            } else {
+                "alice".to_owned()
+            })
+            .unwrap(),
             role: Role::Member,
             vip_level: 0,
             joined_at: Timestamp(0),
@@ -405,5 +402,97 @@ mod tests {
         let tenth = kept(100_000, true).await;
         assert!((800..=1_200).contains(&tenth), "about a tenth: {tenth}");
         assert_eq!(kept(0, false).await, 10_000, "human events all pass");
+    }
+
+    #[test]
+    fn a_members_group_mute_is_their_own_or_chat_off_for_all_but_moderators() {
+        let id = |name: &str| UserId::new(name).unwrap();
+        let mut state = RoomState::new(RoomId::new("room-1").unwrap());
+        state.owner = Some(id("owner"));
+        for name in ["owner", "admin", "alice", "bob"] {
+            state.members.insert(
+                id(name),
+                room_domain::Member {
+                    role: Role::Member,
+                    vip_level: 0,
+                    joined_at: Timestamp(0),
+                    robot: false,
+                },
+            );
+        }
+        state.admins.insert(id("admin"));
+        let now = Timestamp(1_000_000);
+        state
+            .chat_mutes
+            .insert(id("alice"), Timestamp(now.0 + 90_500));
+        state.chat_mutes.insert(id("bob"), Timestamp(now.0 - 1));
+        state.settings.chat_enabled = true;
+        assert_eq!(
+            mute_of(&state, &id("alice"), now),
+            Some(91),
+            "her own, rounded up"
+        );
+        assert_eq!(
+            mute_of(&state, &id("bob"), now),
+            Some(0),
+            "a mute that ran out"
+        );
+        assert_eq!(mute_of(&state, &id("admin"), now), Some(0));
+        assert_eq!(mute_of(&state, &id("carol"), now), None, "not a member");
+        state.settings.chat_enabled = false;
+        for name in ["alice", "bob"] {
+            assert_eq!(mute_of(&state, &id(name), now), Some(CHAT_OFF_MUTE_SECS));
+        }
+        for name in ["owner", "admin"] {
+            assert_eq!(mute_of(&state, &id(name), now), Some(0), "{name} may speak");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_robots_join_and_leave_in_a_room_are_kept_or_dropped_together() {
+        let counting = Arc::new(Counting::default());
+        let sampling = RobotSampling {
+            inner: counting.clone(),
+            per_million: 500_000,
+        };
+        let room = RoomId::new("room-1").unwrap();
+        let mut kept_joins = Vec::new();
+        for n in 0..200u64 {
+            let robot = UserId::new(format!("robot-{n}")).unwrap();
+            let joined = Event::RoomUserJoined {
+                user: robot.clone(),
+                role: Role::Member,
+                vip_level: 0,
+                joined_at: Timestamp(0),
+                robot: true,
+            };
+            let left = Event::RoomUserLeft {
+                user: robot,
+                reason: room_domain::LeaveReason::Left,
+                robot: true,
+            };
+            for (seq, event) in [(2 * n + 1, joined), (2 * n + 2, left)] {
+                let message = DisplayMessage {
+                    envelope: EventEnvelope::new(room.clone(), seq, Timestamp(0), &event),
+                    priority: ImPriority::Normal,
+                    coalesce_key: None,
+                };
+                sampling.publish(&room, vec![message]).await;
+            }
+            kept_joins.push(2 * n + 1);
+        }
+        let seen = counting.0.lock().unwrap().clone();
+        assert!(
+            !seen.is_empty() && seen.len() < 400,
+            "a share: {}",
+            seen.len()
+        );
+        for join in kept_joins {
+            assert_eq!(
+                seen.contains(&join),
+                seen.contains(&(join + 1)),
+                "join {join} and its leave go together"
+            );
+        }
     }
 }
