@@ -68,6 +68,24 @@ end
 return {holder, url}
 ";
 
+/// Registers a node in a group until now + TTL, drops expired members, answers the others.
+/// KEYS: the group's sorted set (member = node id, score = expiry in ms). ARGV: node id, TTL
+/// in ms. Redis's own clock dates the entries, so nodes' clocks need not agree.
+const JOIN_GROUP: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
+local others = {}
+for _, node in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if node ~= ARGV[1] then
+    table.insert(others, node)
+  end
+end
+return others
+";
+
 /// What a [`RedisLease`] needs. `Debug` leaves the URL out: it may hold a password.
 #[derive(Clone)]
 pub struct RedisLeaseSettings {
@@ -134,6 +152,9 @@ pub struct RedisLease {
     renew: std::sync::Arc<Script>,
     release: std::sync::Arc<Script>,
     holder: std::sync::Arc<Script>,
+    join_group: std::sync::Arc<Script>,
+    /// `{prefix}room:group:`: a sorted set of members per group.
+    group_prefix: String,
 }
 
 impl std::fmt::Debug for RedisLease {
@@ -174,6 +195,8 @@ impl RedisLease {
             renew: std::sync::Arc::new(Script::new(RENEW)),
             release: std::sync::Arc::new(Script::new(RELEASE)),
             holder: std::sync::Arc::new(Script::new(HOLDER)),
+            join_group: std::sync::Arc::new(Script::new(JOIN_GROUP)),
+            group_prefix: format!("{prefix}room:group:"),
         })
     }
 
@@ -279,5 +302,23 @@ impl Lease for RedisLease {
             node_id,
             url: found.next(),
         }))
+    }
+
+    async fn join_group(&self, group: &str) -> Result<Vec<String>> {
+        let mut call = self
+            .join_group
+            .key(format!("{}{group}", self.group_prefix));
+        call.arg(&self.node_id).arg(self.ttl_ms);
+        let mut others: Vec<String> = self.client.invoke(&call).await?;
+        others.sort();
+        Ok(others)
+    }
+
+    async fn leave_group(&self, group: &str) -> Result<()> {
+        let mut cmd = redis::cmd("ZREM");
+        cmd.arg(format!("{}{group}", self.group_prefix))
+            .arg(&self.node_id);
+        let _: i64 = self.client.query(&cmd).await?;
+        Ok(())
     }
 }

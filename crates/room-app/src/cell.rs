@@ -55,6 +55,10 @@ pub struct CellConfig {
     /// leaves such items to the owner's; on for the one process that runs the passes for a
     /// cluster whose API nodes do not (`room-worker`).
     pub background_forwards: bool,
+    /// Whether this node's background passes settle only the items of rooms it runs itself,
+    /// leaving every other room's to other nodes: a robot orchestrator, which runs robot
+    /// rooms and no other. Off by default.
+    pub background_own_rooms_only: bool,
 }
 
 impl Default for CellConfig {
@@ -70,6 +74,7 @@ impl Default for CellConfig {
             recent_commands_bytes: 256 * 1024,
             rules: Arc::new(RoomRules::default()),
             background_forwards: false,
+            background_own_rooms_only: false,
         }
     }
 }
@@ -142,6 +147,25 @@ struct CellControl {
     active: std::sync::atomic::AtomicBool,
     /// Cancelled by the keeper when the lease is lost: the cell stops as fenced.
     fence: CancellationToken,
+    /// Cancelled to have the cell stop in order, as when idle ([`CellRuntime::release`]).
+    release: CancellationToken,
+}
+
+/// This node's cell of a room, as [`CellRuntime::activate_here`] started it. What is sent
+/// through it reaches that cell only: never a later cell of the room, never another node.
+/// Once the cell stops (its lease lost, idle, released, the node stopping), every request
+/// through it is answered [`Error::NotOwner`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldCell {
+    room_id: RoomId,
+    id: u64,
+}
+
+impl HeldCell {
+    /// The room.
+    pub fn room_id(&self) -> &RoomId {
+        &self.room_id
+    }
 }
 
 /// What one keeper tick did ([`CellRuntime::renew_leases`]).
@@ -436,6 +460,9 @@ impl CellRuntime {
     /// runs the room ([`CellRuntime::owned_elsewhere`]), rather than sending the item's
     /// command there: always `false` with [`CellConfig::background_forwards`].
     pub async fn leaves_to_owner(&self, room_id: &RoomId) -> Result<bool> {
+        if self.inner.config.background_own_rooms_only {
+            return Ok(!self.is_active(room_id));
+        }
         if self.inner.config.background_forwards {
             return Ok(false);
         }
@@ -626,7 +653,114 @@ impl CellRuntime {
         });
     }
 
-    fn send(&self, room_id: &RoomId, mut request: Request) -> Result<()> {
+    /// Activates the room on this node, never forwarding: the cell takes the room's lease
+    /// and loads the room, and once it has, the room is held here until the cell stops
+    /// ([`HeldCell`]). An active cell of the room is taken as it is. [`Error::NotOwner`] when
+    /// another node holds the lease or the cell stopped before it was active.
+    pub async fn activate_here(&self, room_id: &RoomId) -> Result<HeldCell> {
+        let (reply, answer) = oneshot::channel();
+        let id = self.send(
+            room_id,
+            Request::Query(Box::new(move |_| {
+                let _ = reply.send(());
+            })),
+        )?;
+        answer
+            .await
+            .map_err(|_| Error::NotOwner(room_id.to_string()))?;
+        Ok(HeldCell {
+            room_id: room_id.clone(),
+            id,
+        })
+    }
+
+    /// Whether the cell `held` still runs.
+    pub fn holds(&self, held: &HeldCell) -> bool {
+        self.held_sender(held).is_some()
+    }
+
+    /// Applies `command` as `actor` on the cell `held`, and only there: [`Error::NotOwner`]
+    /// once it stopped.
+    pub async fn execute_on(
+        &self,
+        held: &HeldCell,
+        command: Command,
+        actor: Actor,
+    ) -> Result<Arc<CommandReply>> {
+        let (reply, answer) = oneshot::channel();
+        self.send_held(
+            held,
+            Request::Command(Box::new(CommandRequest {
+                command,
+                actor,
+                order: None,
+                reply,
+            })),
+        )?;
+        answer
+            .await
+            .unwrap_or_else(|_| Err(Error::NotOwner(held.room_id.to_string())))
+    }
+
+    /// Runs `read` on the committed state of the cell `held`, as [`CellRuntime::query`]
+    /// does, and only there: [`Error::NotOwner`] once it stopped.
+    pub async fn query_on<T, F>(&self, held: &HeldCell, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.send_held(
+            held,
+            Request::Query(Box::new(move |state| {
+                let _ = reply.send(read(state));
+            })),
+        )?;
+        answer
+            .await
+            .map_err(|_| Error::NotOwner(held.room_id.to_string()))
+    }
+
+    /// Has the cell `held` stop in order, as an idle one does: it answers what is queued,
+    /// writes its snapshot and releases the room's lease, so that another node may take the
+    /// room at once.
+    pub fn release(&self, held: &HeldCell) {
+        if let Some(entry) = self.inner.lock_cells().get(&held.room_id)
+            && entry.id == held.id
+        {
+            entry.control.release.cancel();
+        }
+    }
+
+    fn held_sender(&self, held: &HeldCell) -> Option<mpsc::Sender<Request>> {
+        let cells = self.inner.lock_cells();
+        cells
+            .get(&held.room_id)
+            .filter(|entry| {
+                entry.id == held.id
+                    && entry.control.active.load(Ordering::Acquire)
+                    && !entry.control.fence.is_cancelled()
+                    && !entry.control.release.is_cancelled()
+            })
+            .map(|entry| entry.tx.clone())
+    }
+
+    fn send_held(&self, held: &HeldCell, request: Request) -> Result<()> {
+        let not_owner = || Error::NotOwner(held.room_id.to_string());
+        let tx = self.held_sender(held).ok_or_else(not_owner)?;
+        match tx.try_send(request) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                metrics::counter!("room_cell_overloaded_total").increment(1);
+                Err(Error::Overloaded(held.room_id.to_string()))
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(not_owner()),
+        }
+    }
+
+    /// Sends `request` to this node's cell of the room (activating it if needed); answers
+    /// the cell's registry id.
+    fn send(&self, room_id: &RoomId, mut request: Request) -> Result<u64> {
         // The second attempt covers a cell that was deactivating when we found it.
         for _ in 0..2 {
             if self.inner.cancel.is_cancelled() {
@@ -634,7 +768,7 @@ impl CellRuntime {
             }
             let (id, tx) = self.sender_for(room_id);
             match tx.try_send(request) {
-                Ok(()) => return Ok(()),
+                Ok(()) => return Ok(id),
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     metrics::counter!("room_cell_overloaded_total").increment(1);
                     return Err(Error::Overloaded(room_id.to_string()));
@@ -786,7 +920,13 @@ async fn run_cell(
     let mut cell = match Cell::activate(&inner, &room_id, id).await {
         Ok(cell) => cell,
         Err(error) => {
-            tracing::warn!(room_id = %room_id, error = %error, "room activation failed");
+            if matches!(error, Error::NotOwner(_)) {
+                // Another node took the room first: expected among several nodes.
+                metrics::counter!("room_cell_activation_conflicts_total").increment(1);
+                tracing::debug!(room_id = %room_id, "room activation found the room held elsewhere");
+            } else {
+                tracing::warn!(room_id = %room_id, error = %error, "room activation failed");
+            }
             inner.forget(&room_id, id);
             mailbox.rx.close();
             let retryable = if error.is_retryable() {
@@ -810,6 +950,7 @@ async fn run_cell(
         tokio::select! {
             biased;
             _ = inner.cancel.cancelled() => break,
+            () = control.release.cancelled() => break,
             () = control.fence.cancelled() => {
                 stop = Stop::Fenced;
                 break;
@@ -954,7 +1095,9 @@ impl Cell {
         }
         if let Some(presence) = inner.presence.get() {
             let now = deps.clock.now();
-            for user in state.members.keys() {
+            // Robots have no client to heartbeat: the orchestrator running the room is their
+            // presence, and the eviction pass must not take them out.
+            for (user, _) in state.members.iter().filter(|(_, member)| !member.robot) {
                 presence.restore(room_id, user, now).await?;
             }
         }
@@ -1386,6 +1529,7 @@ impl Cell {
                     MicChange::Up {
                         session,
                         publish_deadline,
+                        robot: false,
                         ..
                     },
             } => batch.timers.push(Timer {

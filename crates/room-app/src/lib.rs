@@ -14,12 +14,15 @@ pub mod ledger;
 mod local;
 mod memory;
 pub mod ports;
+pub mod robots;
 mod service;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod workers;
 
-pub use cell::{CellConfig, CellDeps, CellRuntime, CommandReply, KeeperTick, RecentReplies};
+pub use cell::{
+    CellConfig, CellDeps, CellRuntime, CommandReply, HeldCell, KeeperTick, RecentReplies,
+};
 pub use error::{Error, RemoteError, Result};
 
 /// The prefix of command ids the service makes up itself from outside facts (an RTC

@@ -38,6 +38,14 @@ impl Lease for LocalLease {
     async fn get_holder(&self, _room_id: &RoomId) -> Result<Option<LeaseHolder>> {
         Ok(None)
     }
+
+    async fn join_group(&self, _group: &str) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+
+    async fn leave_group(&self, _group: &str) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Heartbeats in memory. After a restart the table starts empty; a room loaded from storage

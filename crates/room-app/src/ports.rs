@@ -789,6 +789,14 @@ pub trait Lease: Send + Sync {
     async fn release(&self, room_id: &RoomId) -> Result<()>;
     /// Who holds the room, if anyone.
     async fn get_holder(&self, room_id: &RoomId) -> Result<Option<LeaseHolder>>;
+    /// Registers this node as a member of `group` for one lease TTL (calling again renews
+    /// it) and answers the ids of the group's other live members, sorted: how the nodes
+    /// that share some work (the orchestrators sharing the robot rooms) find each other.
+    /// Embedded mode has no other node.
+    async fn join_group(&self, group: &str) -> Result<Vec<String>>;
+    /// Takes this node out of `group` at once (a node that stops in order), rather than
+    /// after its registration's TTL.
+    async fn leave_group(&self, group: &str) -> Result<()>;
 }
 
 /// A command for a room whose cell runs on another node, as [`Forwarder::execute`] sends it.

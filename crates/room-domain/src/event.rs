@@ -291,9 +291,10 @@ pub enum MicChange {
         session: SeatSessionId,
         /// When they sat down.
         since: Timestamp,
-        /// Publish audio by then.
+        /// Publish audio by then (never enforced for a robot, which publishes none).
         publish_deadline: Timestamp,
-        /// The user is a robot: displayed, not durable (no mic time counts). Absent for users.
+        /// The user is a robot: displayed, not durable (no mic time counts), and no publish
+        /// deadline is armed. Absent for users.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         robot: bool,
     },

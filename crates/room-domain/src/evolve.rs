@@ -113,13 +113,14 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
                     session,
                     since,
                     publish_deadline,
-                    ..
+                    robot,
                 } => {
                     seat.occupant = Some(Occupant {
                         user: user.clone(),
                         session: *session,
                         since: *since,
-                        publish_deadline: Some(*publish_deadline),
+                        // A robot publishes no audio: nothing waits for it to start.
+                        publish_deadline: (!robot).then_some(*publish_deadline),
                     });
                     state.next_seat_session = SeatSessionId(session.0 + 1);
                 }

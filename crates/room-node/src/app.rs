@@ -18,6 +18,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use room_app::ports::{
     ClockRef, EventPublisherRef, IdGenRef, LeaseRef, MessengerRef, PasswordAttemptsRef, PresenceRef,
 };
+use room_app::robots::{Orchestrator, OrchestratorDeps};
 use room_app::{
     BroadcastMessenger, CellDeps, CellRuntime, FanOutMessenger, LocalLease, LocalPasswordAttempts,
     LocalPresence, RandomIds, RoomService, ServicePorts, SystemClock, workers,
@@ -133,6 +134,12 @@ pub enum Role {
     /// retention; it serves the internal endpoint (rooms it activates to settle their work are
     /// reached there), health and metrics, never the client API.
     Worker,
+    /// `room-orchestrator`: the robot rooms of a cluster, shared with the other orchestrators
+    /// (each room run by the node holding its lease); it serves the internal endpoint (human
+    /// commands for its rooms are forwarded there), health and metrics, never the client
+    /// API. Its background passes, when `workers.in_process` is on, settle only the rooms it
+    /// runs.
+    Orchestrator,
 }
 
 impl Role {
@@ -141,6 +148,7 @@ impl Role {
         match self {
             Role::Api => "room-api",
             Role::Worker => "room-worker",
+            Role::Orchestrator => "room-orchestrator",
         }
     }
 }
@@ -156,6 +164,8 @@ pub struct App {
     state: AppState,
     router: Router,
     storage: Storage,
+    /// Room leases and the nodes' groups.
+    lease: LeaseRef,
     /// Cancelled when the service stops: HTTP intake, SSE streams and background passes
     /// end. The cells have their own token, cancelled by [`CellRuntime::shutdown`] once intake
     /// has stopped, so that requests in flight still reach their rooms.
@@ -229,17 +239,19 @@ impl App {
             ])),
             None => shared.messenger,
         };
+        let lease = shared.lease;
         let runtime = CellRuntime::new(
             CellDeps {
                 store: storage.cells.clone(),
                 snapshots: storage.snapshots.clone(),
-                lease: shared.lease,
+                lease: lease.clone(),
                 messenger: display,
                 clock: clock.clone(),
                 ids: ids.clone(),
             },
             room_app::CellConfig {
                 background_forwards: role == Role::Worker,
+                background_own_rooms_only: role == Role::Orchestrator,
                 ..settings.cell_config(catalog.rules)
             },
             CancellationToken::new(),
@@ -323,6 +335,7 @@ impl App {
             state,
             router,
             storage,
+            lease,
             root,
             tasks,
         })
@@ -408,8 +421,42 @@ impl App {
         self.role == Role::Worker || self.settings.workers.in_process
     }
 
+    /// Whether this node runs robot rooms: an orchestrator does, and room-api in embedded
+    /// mode unless `robots.in_process` is off.
+    fn runs_robots(&self) -> bool {
+        match self.role {
+            Role::Orchestrator => true,
+            Role::Api => !self.settings.is_clustered() && self.settings.robots.in_process,
+            Role::Worker => false,
+        }
+    }
+
+    /// The robot room orchestrator, when this node runs robot rooms.
+    fn spawn_orchestrator(&self) {
+        if !self.runs_robots() {
+            return;
+        }
+        let service = &self.state.service;
+        let ports = service.ports();
+        let orchestrator = Orchestrator::new(
+            OrchestratorDeps {
+                runtime: service.runtime().clone(),
+                robot_rooms: self.storage.robots.clone(),
+                catalog: self.storage.catalog.clone(),
+                lease: self.lease.clone(),
+                clock: ports.clock.clone(),
+                ids: ports.ids.clone(),
+            },
+            self.settings.robots.orchestrator(&self.settings.cell.node_id),
+            self.root.child_token(),
+        );
+        tracing::info!("running robot rooms");
+        self.tasks.spawn(orchestrator.run());
+    }
+
     fn spawn_workers(&self) {
         self.spawn_upkeep();
+        self.spawn_orchestrator();
         if !self.runs_passes() {
             tracing::info!("workers.in_process is off: room-worker runs the background passes");
             return;
@@ -612,7 +659,7 @@ impl App {
     ) -> anyhow::Result<()> {
         self.start().await?;
         let address = listener.local_addr().ok();
-        tracing::info!(address = ?address, "room-api listening");
+        tracing::info!(address = ?address, binary = self.role.binary(), "listening");
         let root = self.root.clone();
         let stop = async move {
             tokio::select! {

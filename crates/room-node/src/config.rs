@@ -74,6 +74,23 @@ pub struct RobotSettings {
     /// (`ROOM__ROBOTS__IM_SAMPLE`, 0 to 1): robot rooms must not eat the rooms' IM budget. The
     /// event stream gets them all.
     pub im_sample: f64,
+    /// Whether `room-api` runs the robot rooms itself in embedded mode
+    /// (`ROOM__ROBOTS__IN_PROCESS`). Clustered, `room-orchestrator` nodes run them and
+    /// `room-api` never does.
+    pub in_process: bool,
+    /// How often an orchestrator reads the robot room configurations and starts, stops and
+    /// hands over runtimes, in milliseconds (`ROOM__ROBOTS__RECONCILE_EVERY_MS`).
+    pub reconcile_every_ms: u64,
+    /// How often each robot room plays one step of its script, in milliseconds
+    /// (`ROOM__ROBOTS__STEP_EVERY_MS`): at most one join or leave, one seat change and the
+    /// gifts its rate owes per step.
+    pub step_every_ms: u64,
+    /// How long a robot stays in a room on average before another of the pool takes its
+    /// place, in seconds (`ROOM__ROBOTS__STAY_SECS`).
+    pub stay_secs: u64,
+    /// The most robot rooms one node runs (`ROOM__ROBOTS__MAX_RUNTIMES`); past it the rest
+    /// wait for another orchestrator.
+    pub max_runtimes: usize,
 }
 
 impl Default for RobotSettings {
@@ -81,6 +98,25 @@ impl Default for RobotSettings {
         RobotSettings {
             id_prefix: "robot-".into(),
             im_sample: 0.1,
+            in_process: true,
+            reconcile_every_ms: 5_000,
+            step_every_ms: 2_000,
+            stay_secs: 600,
+            max_runtimes: 10_000,
+        }
+    }
+}
+
+impl RobotSettings {
+    /// The orchestrator's configuration for node `node_id`.
+    pub fn orchestrator(&self, node_id: &str) -> room_app::robots::OrchestratorConfig {
+        room_app::robots::OrchestratorConfig {
+            node_id: node_id.to_owned(),
+            reconcile_every: Duration::from_millis(self.reconcile_every_ms.max(10)),
+            step_every: Duration::from_millis(self.step_every_ms.max(10)),
+            robot_stay: Duration::from_secs(self.stay_secs.max(1)),
+            max_runtimes: self.max_runtimes,
+            ..room_app::robots::OrchestratorConfig::default()
         }
     }
 }
@@ -669,6 +705,13 @@ impl Settings {
             "ROOM__ROBOTS__IM_SAMPLE is {}: it is a share, from 0 to 1",
             self.robots.im_sample
         );
+        anyhow::ensure!(
+            self.robots.step_every_ms >= 100 && self.robots.reconcile_every_ms >= 100,
+            "ROOM__ROBOTS__STEP_EVERY_MS ({}) and ROOM__ROBOTS__RECONCILE_EVERY_MS ({}) must be \
+             at least 100",
+            self.robots.step_every_ms,
+            self.robots.reconcile_every_ms
+        );
         if self.im.is_configured() {
             self.im.validate().map_err(anyhow::Error::msg)?;
         }
@@ -679,6 +722,16 @@ impl Settings {
              effects (creating, destroying, muting, banning) follow the durable facts on the \
              Kafka topic: set ROOM__KAFKA__BROKERS"
         );
+        if role == crate::Role::Orchestrator {
+            anyhow::ensure!(
+                self.is_clustered() && !self.storage.url.starts_with("sqlite:"),
+                "room-orchestrator runs the robot rooms of a cluster beside room-api nodes, on \
+                 the same storage and lease: set ROOM__STORAGE__URL=mysql://... and \
+                 ROOM__LEASE__REDIS_URL (with ROOM__CLUSTER__INTERNAL_TOKEN, ROOM__CELL__NODE_ID \
+                 and the cluster's other settings); in embedded mode room-api runs the robot \
+                 rooms itself"
+            );
+        }
         if role == crate::Role::Worker {
             anyhow::ensure!(
                 !self.storage.url.starts_with("sqlite:"),
@@ -819,6 +872,7 @@ impl Settings {
                 room_app::CellConfig::default().lease_renew_every
             },
             background_forwards: false,
+            background_own_rooms_only: false,
         }
     }
 }
@@ -1013,6 +1067,7 @@ mod tests {
         };
         assert!(base().validate_for(crate::Role::Api).is_ok());
         refused(base(), crate::Role::Worker, "SQLite");
+        refused(base(), crate::Role::Orchestrator, "room-orchestrator");
         let mut s = base();
         s.workers.in_process = false;
         refused(s, crate::Role::Api, "ROOM__WORKERS__IN_PROCESS");

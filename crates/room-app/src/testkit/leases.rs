@@ -18,6 +18,8 @@ struct Table {
     leases: HashMap<RoomId, (String, Instant)>,
     /// Node -> (advertised URL, expiry).
     nodes: HashMap<String, (String, Instant)>,
+    /// Group -> node -> expiry.
+    groups: HashMap<String, HashMap<String, Instant>>,
 }
 
 /// Leases of several nodes over one table, with tokio time (virtual when a test pauses it).
@@ -50,6 +52,9 @@ impl InMemoryLeases {
         let now = Instant::now();
         table.leases.retain(|_, (_, expiry)| *expiry > now);
         table.nodes.retain(|_, (_, expiry)| *expiry > now);
+        for members in table.groups.values_mut() {
+            members.retain(|_, expiry| *expiry > now);
+        }
         f(&mut table, now)
     }
 }
@@ -130,5 +135,28 @@ impl Lease for InMemoryLease {
                 url: table.nodes.get(holder).map(|(url, _)| url.clone()),
             })
         }))
+    }
+
+    async fn join_group(&self, group: &str) -> Result<Vec<String>> {
+        Ok(self.leases.with(|table, now| {
+            let members = table.groups.entry(group.to_owned()).or_default();
+            members.insert(self.node_id.clone(), now + self.leases.ttl);
+            let mut others: Vec<String> = members
+                .keys()
+                .filter(|node| **node != self.node_id)
+                .cloned()
+                .collect();
+            others.sort();
+            others
+        }))
+    }
+
+    async fn leave_group(&self, group: &str) -> Result<()> {
+        self.leases.with(|table, _| {
+            if let Some(members) = table.groups.get_mut(group) {
+                members.remove(&self.node_id);
+            }
+        });
+        Ok(())
     }
 }

@@ -345,6 +345,12 @@ impl room_app::ports::Lease for CountingLease {
         self.lookups.fetch_add(1, Ordering::SeqCst);
         self.inner.get_holder(room_id).await
     }
+    async fn join_group(&self, group: &str) -> Result<Vec<String>> {
+        self.inner.join_group(group).await
+    }
+    async fn leave_group(&self, group: &str) -> Result<()> {
+        self.inner.leave_group(group).await
+    }
 }
 
 /// The owner is remembered for a moment (tokio time, paused here: it moves only when every

@@ -1,5 +1,6 @@
 //! The conformance suite of [`Lease`]: one holder at a time, renewals only by the holder,
-//! expiry, release by the holder only, the holder's registration, and contenders racing.
+//! expiry, release by the holder only, the holder's registration, contenders racing, and the
+//! members of a group finding each other.
 
 use std::future::Future;
 use std::time::Duration;
@@ -39,6 +40,53 @@ where
     an_expired_lease_goes_to_another_node(fresh(Duration::from_millis(600)).await).await;
     renewals_keep_the_lease(fresh(Duration::from_secs(3)).await).await;
     contenders_racing_get_one_holder(fresh(long).await).await;
+    group_members_see_each_other(fresh(long).await).await;
+    a_group_member_that_stops_renewing_expires(fresh(Duration::from_millis(600)).await).await;
+}
+
+async fn group_members_see_each_other(backend: impl LeaseBackend) {
+    let (a, b, c) = (
+        backend.node("node-a", "http://a"),
+        backend.node("node-b", "http://b"),
+        backend.node("node-c", "http://c"),
+    );
+    let none: Vec<String> = Vec::new();
+    assert_eq!(ok(a.join_group("g").await, "join_group"), none, "alone at first");
+    assert_eq!(ok(b.join_group("g").await, "join_group"), vec!["node-a"]);
+    assert_eq!(ok(c.join_group("other").await, "join_group"), none, "groups are apart");
+    assert_eq!(
+        ok(a.join_group("g").await, "join_group"),
+        vec!["node-b"],
+        "the others only"
+    );
+    assert_eq!(ok(c.join_group("g").await, "join_group"), vec!["node-a", "node-b"], "sorted");
+    ok(b.leave_group("g").await, "leave_group");
+    assert_eq!(
+        ok(a.join_group("g").await, "join_group"),
+        vec!["node-c"],
+        "a member that left is gone at once"
+    );
+    ok(b.leave_group("g").await, "leave_group");
+    ok(b.leave_group("never-joined").await, "leave_group");
+}
+
+async fn a_group_member_that_stops_renewing_expires(backend: impl LeaseBackend) {
+    let (a, b) = (
+        backend.node("node-a", "http://a"),
+        backend.node("node-b", "http://b"),
+    );
+    ok(a.join_group("g").await, "join_group");
+    assert_eq!(ok(b.join_group("g").await, "join_group"), vec!["node-a"]);
+    // b keeps renewing; a does not.
+    eventually("a's registration in the group expires", || async {
+        ok(b.join_group("g").await, "join_group").is_empty()
+    })
+    .await;
+    assert_eq!(
+        ok(a.join_group("g").await, "join_group"),
+        vec!["node-b"],
+        "b renewed all along"
+    );
 }
 
 fn holder(node_id: &str, url: &str) -> Option<LeaseHolder> {
