@@ -950,11 +950,11 @@ async fn run_cell(
         tokio::select! {
             biased;
             _ = inner.cancel.cancelled() => break,
-            () = control.release.cancelled() => break,
             () = control.fence.cancelled() => {
                 stop = Stop::Fenced;
                 break;
             }
+            () = control.release.cancelled() => break,
             _ = tokio::time::sleep_until(idle_deadline) => break,
             received = mailbox.recv() => {
                 let Some(first) = received else { break };

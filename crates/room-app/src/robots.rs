@@ -193,7 +193,7 @@ pub fn plan_step(
     let target = target_listeners(config, now).min(config.robots.len());
     let present = view.present.len();
     let seated: HashSet<&UserId> = view.seated.iter().map(|(robot, _)| robot).collect();
-    // Who is leaving this step: not sat down, not a gift's sender.
+    // Who leaves this step: no seat change is asked of it, no gift sent by or to it.
     let mut leaving: Option<&UserId> = None;
     if present < target && !view.absent.is_empty() {
         actions.push(RobotAction::Join(
@@ -201,7 +201,11 @@ pub fn plan_step(
         ));
     } else if present > target {
         // Robots off the seats leave first.
-        let standing: Vec<&UserId> = view.present.iter().filter(|r| !seated.contains(r)).collect();
+        let standing: Vec<&UserId> = view
+            .present
+            .iter()
+            .filter(|r| !seated.contains(r))
+            .collect();
         let robot = if standing.is_empty() {
             &view.present[pick(present)]
         } else {
@@ -214,8 +218,11 @@ pub fn plan_step(
         let chance = step.as_secs_f64() / robot_stay.as_secs_f64().max(0.001);
         let draw = (pick(1_000_000) as f64) / 1_000_000.0;
         if draw < chance * present as f64 {
-            let standing: Vec<&UserId> =
-                view.present.iter().filter(|r| !seated.contains(r)).collect();
+            let standing: Vec<&UserId> = view
+                .present
+                .iter()
+                .filter(|r| !seated.contains(r))
+                .collect();
             if !standing.is_empty() {
                 let robot = standing[pick(standing.len())];
                 leaving = Some(robot);
@@ -224,15 +231,24 @@ pub fn plan_step(
         }
     }
 
-    let wanted_seats = usize::from(config.seats).min(present);
-    if view.free_seats.is_empty() && !view.seated.is_empty() {
+    // The seats as the step's leave leaves them: a seated robot that leaves frees its seat,
+    // and is told nothing more.
+    let staying = present - usize::from(leaving.is_some());
+    let still_seated: Vec<&(UserId, SeatIndex)> = view
+        .seated
+        .iter()
+        .filter(|(robot, _)| Some(robot) != leaving)
+        .collect();
+    let free_after_leave = view.free_seats.len() + (view.seated.len() - still_seated.len());
+    let wanted_seats = usize::from(config.seats).min(staying);
+    if free_after_leave == 0 && !still_seated.is_empty() {
         // No seat left for a person: a robot makes room.
-        let (robot, seat) = &view.seated[pick(view.seated.len())];
+        let (robot, seat) = still_seated[pick(still_seated.len())];
         actions.push(RobotAction::LeaveSeat(robot.clone(), *seat));
-    } else if view.seated.len() > wanted_seats {
-        let (robot, seat) = &view.seated[pick(view.seated.len())];
+    } else if still_seated.len() > wanted_seats {
+        let (robot, seat) = still_seated[pick(still_seated.len())];
         actions.push(RobotAction::LeaveSeat(robot.clone(), *seat));
-    } else if view.seated.len() < wanted_seats && view.free_seats.len() > 1 {
+    } else if still_seated.len() < wanted_seats && free_after_leave > 1 {
         let standing: Vec<&UserId> = view
             .present
             .iter()
@@ -248,17 +264,28 @@ pub fn plan_step(
     carry.gifts += f64::from(config.gift_rate_per_minute) * step.as_secs_f64() / 60.0;
     let due = carry.gifts.floor().min(f64::from(MAX_GIFTS_PER_STEP));
     carry.gifts = (carry.gifts - due).clamp(0.0, 1.0);
-    let senders: Vec<&UserId> = view.present.iter().filter(|r| Some(*r) != leaving).collect();
+    let senders: Vec<&UserId> = view
+        .present
+        .iter()
+        .filter(|r| Some(*r) != leaving)
+        .collect();
     let total_weight: u64 = config.gift_mix.iter().map(|g| u64::from(g.weight)).sum();
     if senders.is_empty() || total_weight == 0 {
         return actions;
     }
     for _ in 0..due as u32 {
         let sender = senders[pick(senders.len())];
-        let recipients: Vec<&UserId> = if view.on_seats.iter().any(|u| u != sender) {
-            view.on_seats.iter().filter(|u| *u != sender).collect()
-        } else {
+        // Never the robot leaving this step: its leave comes first, and a gift to someone
+        // no longer in the room is refused.
+        let on_seats: Vec<&UserId> = view
+            .on_seats
+            .iter()
+            .filter(|u| *u != sender && Some(*u) != leaving)
+            .collect();
+        let recipients: Vec<&UserId> = if on_seats.is_empty() {
             senders.iter().copied().filter(|u| *u != sender).collect()
+        } else {
+            on_seats
         };
         if recipients.is_empty() {
             break;
@@ -339,6 +366,7 @@ struct Running {
     config: watch::Sender<RobotRoomConfig>,
     /// Cancelled, with `reason` set, to have the runtime stop.
     stop: CancellationToken,
+    /// Why it stops: set before `stop` is cancelled, or by the runtime when it ends by itself.
     reason: Arc<std::sync::Mutex<Option<StopReason>>>,
     done: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -371,6 +399,10 @@ pub struct Orchestrator {
     /// Rooms found free but preferring another node, with how many reconciles in a row: a
     /// room left free that long is taken by whoever sees it.
     free_since: HashMap<RoomId, u32>,
+    /// Rooms whose runtime found them closed, with the version of their configuration then:
+    /// not started again until it changes (a closed room stays closed, and each start would
+    /// take its lease and load it only to let it go).
+    closed: HashMap<RoomId, u64>,
     tasks: TaskTracker,
     cancel: CancellationToken,
 }
@@ -388,6 +420,7 @@ impl Orchestrator {
             running: HashMap::new(),
             peers_before: HashSet::new(),
             free_since: HashMap::new(),
+            closed: HashMap::new(),
             tasks: TaskTracker::new(),
             cancel,
         }
@@ -396,7 +429,8 @@ impl Orchestrator {
     /// Reconciles every `reconcile_every` until cancelled, then stops every runtime (their
     /// robots stay: the next node to run the room carries on with them) and leaves the group.
     pub async fn run(mut self) {
-        let mut ticks = tokio::time::interval(self.config.reconcile_every.max(Duration::from_millis(10)));
+        let mut ticks =
+            tokio::time::interval(self.config.reconcile_every.max(Duration::from_millis(10)));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -438,8 +472,17 @@ impl Orchestrator {
     /// rooms no live node runs.
     pub async fn reconcile(&mut self) -> Result<ReconcileReport> {
         let mut report = ReconcileReport::default();
-        self.running
-            .retain(|_, running| !running.done.load(std::sync::atomic::Ordering::Acquire));
+        let closed = &mut self.closed;
+        self.running.retain(|room, running| {
+            if !running.done.load(std::sync::atomic::Ordering::Acquire) {
+                return true;
+            }
+            let reason = *running.reason.lock().unwrap_or_else(|e| e.into_inner());
+            if reason == Some(StopReason::Closed) {
+                closed.insert(room.clone(), running.config.borrow().version);
+            }
+            false
+        });
         let peers: HashSet<String> = self
             .deps
             .lease
@@ -473,12 +516,13 @@ impl Orchestrator {
         }
         // Configurations deleted since the runtime started.
         for (room, running) in &self.running {
-            if !seen.contains(room) {
+            if !seen.contains(room) && !running.stop.is_cancelled() {
                 stop(running, StopReason::Deleted);
                 report.stopped += 1;
             }
         }
         self.free_since.retain(|room, _| seen.contains(room));
+        self.closed.retain(|room, _| seen.contains(room));
         self.peers_before = peers;
         metrics::gauge!("room_robot_runtimes").set(self.running.len() as f64);
         Ok(report)
@@ -493,7 +537,14 @@ impl Orchestrator {
         report: &mut ReconcileReport,
     ) {
         let room = config.room_id.clone();
+        if config.enabled {
+            report.enabled += 1;
+        }
         if let Some(running) = self.running.get(&room) {
+            if running.stop.is_cancelled() {
+                // Told to stop already; forgotten once it has.
+                return;
+            }
             if !config.enabled {
                 stop(running, StopReason::Disabled);
                 report.stopped += 1;
@@ -510,10 +561,9 @@ impl Orchestrator {
             }
             return;
         }
-        if !config.enabled {
+        if !config.enabled || self.closed.get(&room) == Some(&config.version) {
             return;
         }
-        report.enabled += 1;
         match self.deps.lease.get_holder(&room).await {
             Ok(Some(holder)) if holder.node_id != self.config.node_id => {
                 // Live (or about to expire): either way not this node's to take now.
@@ -545,6 +595,7 @@ impl Orchestrator {
         match self.deps.runtime.activate_here(&room).await {
             Ok(held) => {
                 self.free_since.remove(&room);
+                self.closed.remove(&room);
                 self.start(held, config);
                 report.started += 1;
             }
@@ -600,9 +651,10 @@ fn stop(running: &Running, reason: StopReason) {
     running.stop.cancel();
 }
 
-/// The node a room prefers among `me` and `peers`: the highest 64-bit FNV-1a hash of
-/// (node, room), ties to the smaller id. Every node computes the same answer from the same
-/// members, and a member joining or leaving moves only the rooms that prefer it.
+/// The node a room prefers among `me` and `peers`: the highest score of (node, room), a
+/// 64-bit FNV-1a hash finished by SplitMix64's avalanche, ties to the smaller id. Every node
+/// computes the same answer from the same members, and a member joining or leaving moves
+/// only the rooms that prefer it.
 pub fn preferred_node<'a>(
     room: &RoomId,
     me: &'a str,
@@ -614,7 +666,12 @@ pub fn preferred_node<'a>(
             hash ^= u64::from(byte);
             hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
         }
-        hash
+        // FNV-1a alone ranks node ids that differ in one late byte ("node-a", "node-b") the
+        // same way for most rooms: its last multiplications carry the difference upward only
+        // in part. The avalanche makes every bit of the score depend on every input bit.
+        hash = (hash ^ (hash >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        hash = (hash ^ (hash >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        hash ^ (hash >> 31)
     };
     let mut best = (score(me), me);
     for peer in peers {
@@ -669,12 +726,20 @@ impl RobotRuntime {
                 }
             }
         };
+        // The orchestrator reads why it ended (a closed room is not started again).
+        self.reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(reason);
         if matches!(reason, StopReason::Disabled | StopReason::Deleted) {
             self.empty_room().await;
         }
         if matches!(
             reason,
-            StopReason::Disabled | StopReason::Deleted | StopReason::Rebalanced | StopReason::Closed
+            StopReason::Disabled
+                | StopReason::Deleted
+                | StopReason::Rebalanced
+                | StopReason::Closed
         ) {
             // The lease goes at once: the node the room prefers takes it at its next round.
             runtime.release(&self.held);

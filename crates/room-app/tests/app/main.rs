@@ -10,6 +10,7 @@ mod eviction;
 mod forwarding;
 mod lease;
 mod log_pruning;
+mod orchestrator;
 mod order_identity;
 mod password_attempts;
 mod recent_replies;

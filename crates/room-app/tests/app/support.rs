@@ -72,16 +72,30 @@ impl Clock for TestClock {
     }
 }
 
-/// Ids `id-1`, `id-2`, ... and a fixed sequence of well mixed random values.
+/// Ids `id-1`, `id-2`, ... (after a prefix, when given) and a fixed sequence of well mixed
+/// random values.
 #[derive(Debug, Default)]
 pub struct TestIds {
     ids: AtomicU64,
     draws: AtomicU64,
+    prefix: String,
+}
+
+impl TestIds {
+    /// Ids `{prefix}id-1`, `{prefix}id-2`, ...: the ids of one node among several, which
+    /// must not make the same command ids as the others.
+    pub fn with_prefix(prefix: &str) -> Self {
+        TestIds {
+            prefix: prefix.to_owned(),
+            ..TestIds::default()
+        }
+    }
 }
 
 impl IdGen for TestIds {
     fn next_id(&self) -> String {
-        format!("id-{}", self.ids.fetch_add(1, Ordering::SeqCst) + 1)
+        let n = self.ids.fetch_add(1, Ordering::SeqCst) + 1;
+        format!("{}id-{n}", self.prefix)
     }
 
     fn random(&self) -> u64 {
@@ -298,9 +312,16 @@ pub struct WorldBuilder {
     catalog: Option<GiftCatalogRef>,
     presence: Option<room_app::ports::PresenceRef>,
     attempts: Option<room_app::ports::PasswordAttemptsRef>,
+    ids: Option<Arc<TestIds>>,
 }
 
 impl WorldBuilder {
+    /// The id generator (plain `id-1`, `id-2`, ... by default).
+    pub fn ids(mut self, ids: Arc<TestIds>) -> Self {
+        self.ids = Some(ids);
+        self
+    }
+
     pub fn attempts(mut self, attempts: room_app::ports::PasswordAttemptsRef) -> Self {
         self.attempts = Some(attempts);
         self
@@ -354,7 +375,7 @@ impl WorldBuilder {
             GiftCatalog::put(&*store, &gift).await.expect("catalog put");
         }
         let clock = Arc::new(TestClock::new());
-        let ids = Arc::new(TestIds::default());
+        let ids = self.ids.unwrap_or_default();
         let probe = Arc::new(ProbeStore::new(
             self.cell_store.unwrap_or_else(|| store.clone()),
         ));
@@ -403,6 +424,7 @@ impl World {
             catalog: None,
             presence: None,
             attempts: None,
+            ids: None,
         }
     }
 

@@ -51,15 +51,27 @@ async fn group_members_see_each_other(backend: impl LeaseBackend) {
         backend.node("node-c", "http://c"),
     );
     let none: Vec<String> = Vec::new();
-    assert_eq!(ok(a.join_group("g").await, "join_group"), none, "alone at first");
+    assert_eq!(
+        ok(a.join_group("g").await, "join_group"),
+        none,
+        "alone at first"
+    );
     assert_eq!(ok(b.join_group("g").await, "join_group"), vec!["node-a"]);
-    assert_eq!(ok(c.join_group("other").await, "join_group"), none, "groups are apart");
+    assert_eq!(
+        ok(c.join_group("other").await, "join_group"),
+        none,
+        "groups are apart"
+    );
     assert_eq!(
         ok(a.join_group("g").await, "join_group"),
         vec!["node-b"],
         "the others only"
     );
-    assert_eq!(ok(c.join_group("g").await, "join_group"), vec!["node-a", "node-b"], "sorted");
+    assert_eq!(
+        ok(c.join_group("g").await, "join_group"),
+        vec!["node-a", "node-b"],
+        "sorted"
+    );
     ok(b.leave_group("g").await, "leave_group");
     assert_eq!(
         ok(a.join_group("g").await, "join_group"),
