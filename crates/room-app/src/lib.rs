@@ -18,6 +18,7 @@ pub mod robots;
 mod service;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod visitors;
 pub mod workers;
 
 pub use cell::{

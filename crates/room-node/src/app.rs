@@ -19,6 +19,7 @@ use room_app::ports::{
     ClockRef, EventPublisherRef, IdGenRef, LeaseRef, MessengerRef, PasswordAttemptsRef, PresenceRef,
 };
 use room_app::robots::{Orchestrator, OrchestratorDeps};
+use room_app::visitors::Visitors;
 use room_app::{
     BroadcastMessenger, CellDeps, CellRuntime, FanOutMessenger, LocalLease, LocalPasswordAttempts,
     LocalPresence, RandomIds, RoomService, ServicePorts, SystemClock, workers,
@@ -366,6 +367,11 @@ impl App {
         &self.state.messenger
     }
 
+    /// What `/metrics` answers now (the Prometheus text of this process).
+    pub fn metrics_text(&self) -> String {
+        self.state.metrics.render()
+    }
+
     /// What this node serves and runs.
     pub fn role(&self) -> Role {
         self.role
@@ -447,11 +453,42 @@ impl App {
                 clock: ports.clock.clone(),
                 ids: ports.ids.clone(),
             },
-            self.settings.robots.orchestrator(&self.settings.cell.node_id),
+            self.settings
+                .robots
+                .orchestrator(&self.settings.cell.node_id),
             self.root.child_token(),
         );
         tracing::info!("running robot rooms");
         self.tasks.spawn(orchestrator.run());
+
+        let robots = &self.settings.robots;
+        if robots.visitors_below == 0 {
+            return;
+        }
+        let visitors = Arc::new(tokio::sync::Mutex::new(Visitors::new(robots.visitors())));
+        let service = service.clone();
+        let pass = move || {
+            let (visitors, service) = (visitors.clone(), service.clone());
+            async move {
+                let report = visitors.lock().await.pass(&service).await?;
+                Ok(report.joined + report.left)
+            }
+        };
+        let every = Duration::from_secs(robots.visitors_every_secs.max(1));
+        let cancel = self.root.child_token();
+        if self.role == Role::Orchestrator {
+            // One orchestrator of the cluster at a time sends visitors.
+            self.tasks.spawn(workers::run_claimed(
+                "robot_visitors",
+                every,
+                self.claim(),
+                cancel,
+                pass,
+            ));
+        } else {
+            self.tasks
+                .spawn(workers::run_every("robot_visitors", every, cancel, pass));
+        }
     }
 
     fn spawn_workers(&self) {

@@ -91,6 +91,18 @@ pub struct RobotSettings {
     /// The most robot rooms one node runs (`ROOM__ROBOTS__MAX_RUNTIMES`); past it the rest
     /// wait for another orchestrator.
     pub max_runtimes: usize,
+    /// Human rooms with at least one person and fewer than this many get robot visitors
+    /// (`ROOM__ROBOTS__VISITORS_BELOW`); 0, the default: none do.
+    pub visitors_below: u32,
+    /// The most robot visitors one room gets (`ROOM__ROBOTS__VISITORS_PER_ROOM`).
+    pub visitors_per_room: u32,
+    /// The visitor robots, `{id_prefix}visitor-0` up to this many
+    /// (`ROOM__ROBOTS__VISITOR_POOL`).
+    pub visitor_pool: u32,
+    /// How often the quiet rooms are looked at, in seconds (`ROOM__ROBOTS__VISITORS_EVERY_SECS`).
+    pub visitors_every_secs: u64,
+    /// The most open rooms one look goes through, hottest first (`ROOM__ROBOTS__VISITORS_SCAN`).
+    pub visitors_scan: u32,
 }
 
 impl Default for RobotSettings {
@@ -103,6 +115,11 @@ impl Default for RobotSettings {
             step_every_ms: 2_000,
             stay_secs: 600,
             max_runtimes: 10_000,
+            visitors_below: 0,
+            visitors_per_room: 2,
+            visitor_pool: 1_000,
+            visitors_every_secs: 10,
+            visitors_scan: 500,
         }
     }
 }
@@ -117,6 +134,17 @@ impl RobotSettings {
             robot_stay: Duration::from_secs(self.stay_secs.max(1)),
             max_runtimes: self.max_runtimes,
             ..room_app::robots::OrchestratorConfig::default()
+        }
+    }
+
+    /// The robot visitors' configuration.
+    pub fn visitors(&self) -> room_app::visitors::VisitorConfig {
+        room_app::visitors::VisitorConfig {
+            below: self.visitors_below,
+            per_room: self.visitors_per_room,
+            pool: self.visitor_pool,
+            id_prefix: self.id_prefix.clone(),
+            scan: self.visitors_scan.max(1),
         }
     }
 }

@@ -19,4 +19,5 @@ mod runtime;
 mod saga_interactions;
 mod saga_state;
 mod support;
+mod visitors;
 mod workers;
