@@ -443,7 +443,9 @@ impl CellStore for MySqlStore {
             .await
     }
 
-    #[tracing::instrument(skip_all, fields(room_id = %batch.room_id), err)]
+    // The cell logs what a failed commit means (a fenced one is expected after a node lost
+    // its room): here only at debug.
+    #[tracing::instrument(skip_all, fields(room_id = %batch.room_id), err(level = "debug"))]
     async fn commit(&self, batch: &CommitBatch) -> Result<()> {
         let prepared = PreparedCommit::new(batch)?;
         self.retrying("commit", || commit_once(self, &prepared))

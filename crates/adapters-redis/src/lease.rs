@@ -305,9 +305,7 @@ impl Lease for RedisLease {
     }
 
     async fn join_group(&self, group: &str) -> Result<Vec<String>> {
-        let mut call = self
-            .join_group
-            .key(format!("{}{group}", self.group_prefix));
+        let mut call = self.join_group.key(format!("{}{group}", self.group_prefix));
         call.arg(&self.node_id).arg(self.ttl_ms);
         let mut others: Vec<String> = self.client.invoke(&call).await?;
         others.sort();

@@ -59,6 +59,12 @@ pub struct CellConfig {
     /// leaving every other room's to other nodes: a robot orchestrator, which runs robot
     /// rooms and no other. Off by default.
     pub background_own_rooms_only: bool,
+    /// The robot id prefix, on nodes that do not run robot rooms (clustered API nodes and
+    /// workers): a room owned by a robot that such a node activates (a person's request while
+    /// no orchestrator holds it, the room's creation) is let go after each batch of requests,
+    /// releasing its lease, so that an orchestrator takes it at its next round. `None`: this
+    /// node keeps robot rooms like any other (embedded mode, orchestrators).
+    pub release_robot_rooms: Option<String>,
 }
 
 impl Default for CellConfig {
@@ -75,6 +81,7 @@ impl Default for CellConfig {
             rules: Arc::new(RoomRules::default()),
             background_forwards: false,
             background_own_rooms_only: false,
+            release_robot_rooms: None,
         }
     }
 }
@@ -732,6 +739,14 @@ impl CellRuntime {
         }
     }
 
+    /// Has this node's cell of `room_id`, if it has one, stop in order as
+    /// [`CellRuntime::release`] does.
+    pub fn release_room(&self, room_id: &RoomId) {
+        if let Some(entry) = self.inner.lock_cells().get(room_id) {
+            entry.control.release.cancel();
+        }
+    }
+
     fn held_sender(&self, held: &HeldCell) -> Option<mpsc::Sender<Request>> {
         let cells = self.inner.lock_cells();
         cells
@@ -961,6 +976,12 @@ async fn run_cell(
                 let batch = mailbox.take_batch(first, config.max_batch);
                 if cell.process(batch, &mut mailbox).await == Some(Stop::Fenced) {
                     stop = Stop::Fenced;
+                    break;
+                }
+                if let Some(prefix) = &config.release_robot_rooms
+                    && cell.state.owner.as_ref().is_some_and(|owner| owner.as_str().starts_with(prefix.as_str()))
+                {
+                    // A robot room: an orchestrator's to run.
                     break;
                 }
                 idle_deadline = tokio::time::Instant::now() + config.idle_after;

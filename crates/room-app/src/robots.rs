@@ -37,6 +37,9 @@ use crate::{Error, Result};
 /// The lease group of the nodes that run robot rooms.
 pub const ORCHESTRATOR_GROUP: &str = "robot-orchestrators";
 
+/// Robot rooms one reconcile activates at once (each takes its lease and loads the room).
+const ACTIVATIONS_AT_ONCE: usize = 32;
+
 /// The most robot gifts one step sends, whatever the rate.
 const MAX_GIFTS_PER_STEP: u32 = 20;
 
@@ -505,11 +508,20 @@ impl Orchestrator {
             let Some(last) = page.last() else { break };
             after = Some(last.room_id.clone());
             let full = page.len() as u32 == MAX_ROBOT_ROOM_PAGE;
+            let mut candidates = Vec::new();
             for config in page {
                 seen.insert(config.room_id.clone());
-                self.reconcile_room(config, &peers, &trusted, &mut starts, &mut report)
-                    .await;
+                self.reconcile_room(
+                    config,
+                    &peers,
+                    &trusted,
+                    &mut starts,
+                    &mut candidates,
+                    &mut report,
+                )
+                .await;
             }
+            self.start_all(candidates, &mut report).await;
             if !full {
                 break;
             }
@@ -534,6 +546,7 @@ impl Orchestrator {
         peers: &HashSet<String>,
         trusted: &[String],
         starts: &mut usize,
+        candidates: &mut Vec<RobotRoomConfig>,
         report: &mut ReconcileReport,
     ) {
         let room = config.room_id.clone();
@@ -571,6 +584,15 @@ impl Orchestrator {
                 self.free_since.remove(&room);
                 return;
             }
+            Ok(Some(_))
+                if preferred_node(&room, &self.config.node_id, trusted.iter())
+                    != self.config.node_id.as_str() =>
+            {
+                // A cell of this node holds the room without a runtime (a forwarded request
+                // came after a handover): let it go to the node the room prefers.
+                self.deps.runtime.release_room(&room);
+                return;
+            }
             Ok(_) => {}
             Err(error) => {
                 tracing::debug!(room_id = %room, error = %error, "cannot look up the room's holder");
@@ -587,25 +609,50 @@ impl Orchestrator {
             }
         }
         if *starts >= self.config.max_starts_per_reconcile
-            || self.running.len() >= self.config.max_runtimes
+            || self.running.len() + *starts >= self.config.max_runtimes
         {
             return;
         }
         *starts += 1;
-        match self.deps.runtime.activate_here(&room).await {
-            Ok(held) => {
-                self.free_since.remove(&room);
-                self.closed.remove(&room);
-                self.start(held, config);
-                report.started += 1;
+        candidates.push(config);
+    }
+
+    /// Activates the rooms of `candidates` on this node, [`ACTIVATIONS_AT_ONCE`] at a time
+    /// (each takes the lease and loads the room), and starts a runtime on each cell it got.
+    async fn start_all(&mut self, candidates: Vec<RobotRoomConfig>, report: &mut ReconcileReport) {
+        let mut pending = candidates.into_iter();
+        let mut activations = tokio::task::JoinSet::new();
+        loop {
+            while activations.len() < ACTIVATIONS_AT_ONCE {
+                let Some(config) = pending.next() else { break };
+                let runtime = self.deps.runtime.clone();
+                activations.spawn(async move {
+                    let activated = runtime.activate_here(&config.room_id).await;
+                    (config, activated)
+                });
             }
-            Err(Error::NotOwner(_)) => {
-                metrics::counter!("room_robot_ownership_conflicts_total").increment(1);
-                tracing::debug!(room_id = %room, "another node took the robot room first");
-                report.conflicts += 1;
-            }
-            Err(error) => {
-                tracing::debug!(room_id = %room, error = %error, "cannot activate the robot room");
+            let Some(joined) = activations.join_next().await else {
+                break;
+            };
+            let Ok((config, activated)) = joined else {
+                continue;
+            };
+            let room = config.room_id.clone();
+            match activated {
+                Ok(held) => {
+                    self.free_since.remove(&room);
+                    self.closed.remove(&room);
+                    self.start(held, config);
+                    report.started += 1;
+                }
+                Err(Error::NotOwner(_)) => {
+                    metrics::counter!("room_robot_ownership_conflicts_total").increment(1);
+                    tracing::debug!(room_id = %room, "another node took the robot room first");
+                    report.conflicts += 1;
+                }
+                Err(error) => {
+                    tracing::debug!(room_id = %room, error = %error, "cannot activate the robot room");
+                }
             }
         }
     }

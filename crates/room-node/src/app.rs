@@ -253,6 +253,9 @@ impl App {
             room_app::CellConfig {
                 background_forwards: role == Role::Worker,
                 background_own_rooms_only: role == Role::Orchestrator,
+                // Clustered, robot rooms run on orchestrators only.
+                release_robot_rooms: (settings.is_clustered() && role != Role::Orchestrator)
+                    .then(|| settings.robots.id_prefix.clone()),
                 ..settings.cell_config(catalog.rules)
             },
             CancellationToken::new(),

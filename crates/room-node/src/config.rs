@@ -901,6 +901,7 @@ impl Settings {
             },
             background_forwards: false,
             background_own_rooms_only: false,
+            release_robot_rooms: None,
         }
     }
 }

@@ -923,16 +923,19 @@ async fn embedded_room_api_runs_enabled_robot_rooms_and_stops_disabled_ones() {
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let room_id = created["room_id"].as_str().unwrap().to_owned();
 
-    eventually("four robots are in the room, three on seats, gifts heat it", || async {
-        let room = t.room(&room_id).await;
-        let seated = room["seats"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|seat| !seat["user_id"].is_null())
-            .count();
-        room["online_count"] == 4 && seated == 3 && room["heat"].as_i64().unwrap() > 0
-    })
+    eventually(
+        "four robots are in the room, three on seats, gifts heat it",
+        || async {
+            let room = t.room(&room_id).await;
+            let seated = room["seats"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|seat| !seat["user_id"].is_null())
+                .count();
+            room["online_count"] == 4 && seated == 3 && room["heat"].as_i64().unwrap() > 0
+        },
+    )
     .await;
     for _ in 0..10 {
         let room = t.room(&room_id).await;
