@@ -285,7 +285,8 @@ impl FakeIm {
         format!("http://{}", self.addr)
     }
 
-    /// Client settings for this fake, tuned for tests: a 2 s request timeout, retries after
+    /// Client settings for this fake, tuned for tests: a 3.5 s request timeout (the least a
+    /// node accepts is above Tencent's own 3 s), retries after
     /// 10 ms (at most 50 ms), 10 ms after 70050.
     pub fn settings(&self) -> ImSettings {
         let mut settings = ImSettings::new(
@@ -300,7 +301,7 @@ impl FakeIm {
             .cloned()
             .unwrap_or_else(|| FakeIm::ADMIN.to_owned());
         settings.base_url = self.base_url();
-        settings.request_timeout_ms = 2_000;
+        settings.request_timeout_ms = 3_500;
         settings.retry_backoff_ms = 10;
         settings.max_backoff_ms = 50;
         settings.bad_sig_wait_ms = 10;

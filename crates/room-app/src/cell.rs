@@ -61,9 +61,10 @@ pub struct CellConfig {
     pub background_own_rooms_only: bool,
     /// The robot id prefix, on nodes that do not run robot rooms (clustered API nodes and
     /// workers): a room owned by a robot that such a node activates (a person's request while
-    /// no orchestrator holds it, the room's creation) is let go after each batch of requests,
-    /// releasing its lease, so that an orchestrator takes it at its next round. `None`: this
-    /// node keeps robot rooms like any other (embedded mode, orchestrators).
+    /// no orchestrator holds it, the room's creation) goes idle a second after its last
+    /// request instead of [`CellConfig::idle_after`], releasing its lease, so that an
+    /// orchestrator takes it at its next round. `None`: this node keeps robot rooms like any
+    /// other (embedded mode, orchestrators).
     pub release_robot_rooms: Option<String>,
 }
 
@@ -193,6 +194,10 @@ struct Inner {
     /// Rooms other nodes run, as lately looked up: room -> (the owner's URL, when looked up).
     owners: Mutex<HashMap<RoomId, (String, tokio::time::Instant)>>,
     cells: Mutex<HashMap<RoomId, CellEntry>>,
+    /// Cells that left the registry and are still stopping (draining, writing their snapshot,
+    /// releasing the lease), by room: a new cell of the room waits for the old one's release,
+    /// which would otherwise delete the lease the new cell just took (same node, same holder).
+    stopping: Mutex<HashMap<RoomId, (u64, CancellationToken)>>,
     next_cell_id: AtomicU64,
     tracker: TaskTracker,
     cancel: CancellationToken,
@@ -217,6 +222,7 @@ impl CellRuntime {
                 forwarder: std::sync::OnceLock::new(),
                 owners: Mutex::new(HashMap::new()),
                 cells: Mutex::new(HashMap::new()),
+                stopping: Mutex::new(HashMap::new()),
                 next_cell_id: AtomicU64::new(1),
                 tracker: TaskTracker::new(),
                 cancel,
@@ -675,10 +681,15 @@ impl CellRuntime {
         answer
             .await
             .map_err(|_| Error::NotOwner(room_id.to_string()))?;
-        Ok(HeldCell {
+        let held = HeldCell {
             room_id: room_id.clone(),
             id,
-        })
+        };
+        // A cell that was already stopping answered from its drain: it holds nothing.
+        if !self.holds(&held) {
+            return Err(Error::NotOwner(room_id.to_string()));
+        }
+        Ok(held)
     }
 
     /// Whether the cell `held` still runs.
@@ -978,17 +989,25 @@ async fn run_cell(
                     stop = Stop::Fenced;
                     break;
                 }
-                if let Some(prefix) = &config.release_robot_rooms
-                    && cell.state.owner.as_ref().is_some_and(|owner| owner.as_str().starts_with(prefix.as_str()))
-                {
-                    // A robot room: an orchestrator's to run.
-                    break;
-                }
-                idle_deadline = tokio::time::Instant::now() + config.idle_after;
+                let robot_room = config.release_robot_rooms.as_ref().is_some_and(|prefix| {
+                    cell.state
+                        .owner
+                        .as_ref()
+                        .is_some_and(|owner| owner.as_str().starts_with(prefix.as_str()))
+                });
+                // A robot room is an orchestrator's to run: let go of it soon after use.
+                let idle = if robot_room { ROBOT_ROOM_IDLE.min(config.idle_after) } else { config.idle_after };
+                idle_deadline = tokio::time::Instant::now() + idle;
             }
         }
     }
     // No new requests from here on; answer what is queued before leaving.
+    let stopped = CancellationToken::new();
+    inner
+        .stopping
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(room_id.clone(), (id, stopped.clone()));
     inner.forget(&room_id, id);
     mailbox.rx.close();
     while stop == Stop::Orderly {
@@ -1009,7 +1028,19 @@ async fn run_cell(
             tracing::warn!(room_id = %room_id, error = %error, "lease release failed");
         }
     }
+    let mut stopping = inner.stopping.lock().unwrap_or_else(|e| e.into_inner());
+    if stopping.get(&room_id).is_some_and(|(cell, _)| *cell == id) {
+        stopping.remove(&room_id);
+    }
+    stopped.cancel();
 }
+
+/// How long a new cell waits for the room's previous cell on this node to finish stopping.
+const PREVIOUS_CELL_WAIT: Duration = Duration::from_secs(10);
+
+/// How soon a robot room goes idle on a node that leaves robot rooms to the orchestrators
+/// ([`CellConfig::release_robot_rooms`]).
+const ROBOT_ROOM_IDLE: Duration = Duration::from_secs(1);
 
 /// A cell's queue: the channel, plus the requests that arrived while a commit was in flight.
 struct Mailbox {
@@ -1103,6 +1134,16 @@ struct Cell {
 impl Cell {
     async fn activate(inner: &Arc<Inner>, room_id: &RoomId, id: u64) -> Result<Cell> {
         let deps = &inner.deps;
+        let previous = inner
+            .stopping
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(room_id)
+            .map(|(_, stopped)| stopped.clone());
+        if let Some(stopped) = previous {
+            // Its lease release must come before our acquire, not after.
+            let _ = tokio::time::timeout(PREVIOUS_CELL_WAIT, stopped.cancelled()).await;
+        }
         if !deps.lease.acquire(room_id).await? {
             return Err(Error::NotOwner(room_id.to_string()));
         }

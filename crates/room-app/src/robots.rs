@@ -37,6 +37,12 @@ use crate::{Error, Result};
 /// The lease group of the nodes that run robot rooms.
 pub const ORCHESTRATOR_GROUP: &str = "robot-orchestrators";
 
+/// Rounds a room taken in place of its preferred node is kept before it is handed back.
+const FALLBACK_HOLD_ROUNDS: u64 = 12;
+
+/// How long a runtime trusts the catalog gifts it read.
+const GIFT_CACHE_FOR: Duration = Duration::from_secs(60);
+
 /// Robot rooms one reconcile activates at once (each takes its lease and loads the room).
 const ACTIVATIONS_AT_ONCE: usize = 32;
 
@@ -372,6 +378,10 @@ struct Running {
     /// Why it stops: set before `stop` is cancelled, or by the runtime when it ends by itself.
     reason: Arc<std::sync::Mutex<Option<StopReason>>>,
     done: Arc<std::sync::atomic::AtomicBool>,
+    /// The round it was started in, when started in place of the node the room prefers (which
+    /// left it free): not handed back before [`FALLBACK_HOLD_ROUNDS`] rounds, so that a
+    /// preferred node that cannot take it (full, failing) does not make the two trade it.
+    fallback_since: Option<u64>,
 }
 
 /// What one [`Orchestrator::reconcile`] did.
@@ -399,6 +409,8 @@ pub struct Orchestrator {
     /// Peers as of the previous reconcile: a peer is trusted to take rooms over once it was
     /// seen twice in a row.
     peers_before: HashSet<String>,
+    /// Reconciles done so far.
+    round: u64,
     /// Rooms found free but preferring another node, with how many reconciles in a row: a
     /// room left free that long is taken by whoever sees it.
     free_since: HashMap<RoomId, u32>,
@@ -422,6 +434,7 @@ impl Orchestrator {
             config,
             running: HashMap::new(),
             peers_before: HashSet::new(),
+            round: 0,
             free_since: HashMap::new(),
             closed: HashMap::new(),
             tasks: TaskTracker::new(),
@@ -536,6 +549,7 @@ impl Orchestrator {
         self.free_since.retain(|room, _| seen.contains(room));
         self.closed.retain(|room, _| seen.contains(room));
         self.peers_before = peers;
+        self.round += 1;
         metrics::gauge!("room_robot_runtimes").set(self.running.len() as f64);
         Ok(report)
     }
@@ -546,7 +560,7 @@ impl Orchestrator {
         peers: &HashSet<String>,
         trusted: &[String],
         starts: &mut usize,
-        candidates: &mut Vec<RobotRoomConfig>,
+        candidates: &mut Vec<(RobotRoomConfig, bool)>,
         report: &mut ReconcileReport,
     ) {
         let room = config.room_id.clone();
@@ -564,7 +578,10 @@ impl Orchestrator {
                 return;
             }
             let preferred = preferred_node(&room, &self.config.node_id, trusted.iter());
-            if preferred != self.config.node_id.as_str() {
+            let held_back = running
+                .fallback_since
+                .is_some_and(|since| self.round < since + FALLBACK_HOLD_ROUNDS);
+            if preferred != self.config.node_id.as_str() && !held_back {
                 stop(running, StopReason::Rebalanced);
                 report.stopped += 1;
                 return;
@@ -600,7 +617,8 @@ impl Orchestrator {
             }
         }
         let preferred = preferred_node(&room, &self.config.node_id, peers.iter());
-        if preferred != self.config.node_id.as_str() {
+        let fallback = preferred != self.config.node_id.as_str();
+        if fallback {
             // Left to the node the room prefers, unless it leaves the room free too long.
             let rounds = self.free_since.entry(room.clone()).or_insert(0);
             *rounds += 1;
@@ -614,27 +632,33 @@ impl Orchestrator {
             return;
         }
         *starts += 1;
-        candidates.push(config);
+        candidates.push((config, fallback));
     }
 
     /// Activates the rooms of `candidates` on this node, [`ACTIVATIONS_AT_ONCE`] at a time
     /// (each takes the lease and loads the room), and starts a runtime on each cell it got.
-    async fn start_all(&mut self, candidates: Vec<RobotRoomConfig>, report: &mut ReconcileReport) {
+    async fn start_all(
+        &mut self,
+        candidates: Vec<(RobotRoomConfig, bool)>,
+        report: &mut ReconcileReport,
+    ) {
         let mut pending = candidates.into_iter();
         let mut activations = tokio::task::JoinSet::new();
         loop {
             while activations.len() < ACTIVATIONS_AT_ONCE {
-                let Some(config) = pending.next() else { break };
+                let Some((config, fallback)) = pending.next() else {
+                    break;
+                };
                 let runtime = self.deps.runtime.clone();
                 activations.spawn(async move {
                     let activated = runtime.activate_here(&config.room_id).await;
-                    (config, activated)
+                    (config, fallback, activated)
                 });
             }
             let Some(joined) = activations.join_next().await else {
                 break;
             };
-            let Ok((config, activated)) = joined else {
+            let Ok((config, fallback, activated)) = joined else {
                 continue;
             };
             let room = config.room_id.clone();
@@ -642,7 +666,7 @@ impl Orchestrator {
                 Ok(held) => {
                     self.free_since.remove(&room);
                     self.closed.remove(&room);
-                    self.start(held, config);
+                    self.start(held, config, fallback);
                     report.started += 1;
                 }
                 Err(Error::NotOwner(_)) => {
@@ -657,7 +681,7 @@ impl Orchestrator {
         }
     }
 
-    fn start(&mut self, held: HeldCell, config: RobotRoomConfig) {
+    fn start(&mut self, held: HeldCell, config: RobotRoomConfig, fallback: bool) {
         let room = held.room_id().clone();
         let (config_tx, config_rx) = watch::channel(config);
         let stop = self.cancel.child_token();
@@ -672,6 +696,7 @@ impl Orchestrator {
             step_every: self.config.step_every,
             robot_stay: self.config.robot_stay,
             gifts: HashMap::new(),
+            gifts_read_at: tokio::time::Instant::now(),
         };
         let finished = done.clone();
         self.tasks.spawn(async move {
@@ -687,6 +712,7 @@ impl Orchestrator {
                 stop,
                 reason,
                 done,
+                fallback_since: fallback.then_some(self.round),
             },
         );
     }
@@ -739,8 +765,10 @@ struct RobotRuntime {
     reason: Arc<std::sync::Mutex<Option<StopReason>>>,
     step_every: Duration,
     robot_stay: Duration,
-    /// Catalog gifts of the mix, as read since the configuration last changed.
+    /// Catalog gifts of the mix, as read since the configuration last changed (and at most
+    /// [`GIFT_CACHE_FOR`] ago).
     gifts: HashMap<GiftId, Option<GiftSnapshot>>,
+    gifts_read_at: tokio::time::Instant,
 }
 
 impl RobotRuntime {
@@ -798,8 +826,11 @@ impl RobotRuntime {
 
     /// One step of the script; `false` once the room is closed.
     async fn step(&mut self, carry: &mut ScriptCarry) -> Result<bool> {
-        if self.config.has_changed().unwrap_or(false) {
+        if self.config.has_changed().unwrap_or(false)
+            || self.gifts_read_at.elapsed() >= GIFT_CACHE_FOR
+        {
             self.gifts.clear();
+            self.gifts_read_at = tokio::time::Instant::now();
         }
         let config = self.config.borrow_and_update().clone();
         let now = self.deps.clock.now();

@@ -32,6 +32,10 @@ pub struct VisitorConfig {
     pub id_prefix: String,
     /// The most open rooms one pass looks at, hottest first.
     pub scan: u32,
+    /// How often passes run: a pass that comes more than three periods after the previous
+    /// one (the claim was elsewhere meanwhile) forgets where it sent visitors and reads it
+    /// from the rooms again.
+    pub every: std::time::Duration,
 }
 
 /// What one pass did.
@@ -51,6 +55,8 @@ pub struct Visitors {
     config: VisitorConfig,
     /// Visitor -> the room it was sent to.
     placed: HashMap<UserId, RoomId>,
+    /// When the previous pass ran.
+    last_pass: Option<tokio::time::Instant>,
 }
 
 impl Visitors {
@@ -59,6 +65,7 @@ impl Visitors {
         Visitors {
             config,
             placed: HashMap::new(),
+            last_pass: None,
         }
     }
 
@@ -72,6 +79,15 @@ impl Visitors {
         if self.config.below == 0 || self.config.pool == 0 {
             return Ok(report);
         }
+        let now = tokio::time::Instant::now();
+        if self
+            .last_pass
+            .is_some_and(|last| now.duration_since(last) > self.config.every * 3)
+        {
+            // Another node sent visitors meanwhile: what this one remembers is stale.
+            self.placed.clear();
+        }
+        self.last_pass = Some(now);
         let mut cursor = None;
         let mut looked = 0;
         let mut seen: HashSet<RoomId> = HashSet::new();
@@ -99,6 +115,10 @@ impl Visitors {
             .map(|(visitor, room)| (visitor.clone(), room.clone()))
             .collect();
         for (visitor, room) in elsewhere {
+            // Not taken onto this node to be left: called back once a node runs it again.
+            if !matches!(service.runtime().running_on(&room).await, Ok(Some(_))) {
+                continue;
+            }
             match service
                 .robot_command(&room, &visitor, CommandKind::Leave)
                 .await
@@ -132,8 +152,8 @@ impl Visitors {
             return Ok(());
         }
         // Reading a room nobody runs would take it onto this node: such a room (its people
-        // only listening, its cell idle) gets no new visitors.
-        if !ours && service.runtime().running_on(room).await?.is_none() {
+        // only listening, its cell idle) is left as it is until a node runs it again.
+        if service.runtime().running_on(room).await?.is_none() {
             return Ok(());
         }
         let prefix = self.visitor_prefix();
@@ -151,6 +171,10 @@ impl Visitors {
             })
             .await?;
         report.read += 1;
+        // What the room shows wins over what was remembered (a visitor kicked meanwhile is
+        // free again).
+        self.placed
+            .retain(|visitor, placed| placed != room || visitors.contains(visitor));
         for visitor in &visitors {
             self.placed.insert(visitor.clone(), room.clone());
         }

@@ -145,6 +145,7 @@ impl RobotSettings {
             pool: self.visitor_pool,
             id_prefix: self.id_prefix.clone(),
             scan: self.visitors_scan.max(1),
+            every: Duration::from_secs(self.visitors_every_secs.max(1)),
         }
     }
 }
@@ -758,6 +759,16 @@ impl Settings {
                  ROOM__LEASE__REDIS_URL (with ROOM__CLUSTER__INTERNAL_TOKEN, ROOM__CELL__NODE_ID \
                  and the cluster's other settings); in embedded mode room-api runs the robot \
                  rooms itself"
+            );
+        }
+        if role == crate::Role::Orchestrator {
+            anyhow::ensure!(
+                self.robots.reconcile_every_ms.saturating_mul(2) <= self.lease.ttl_ms,
+                "ROOM__ROBOTS__RECONCILE_EVERY_MS ({}) must be at most half of \
+                 ROOM__LEASE__TTL_MS ({}): an orchestrator renews its place among the \
+                 orchestrators once a round, for one lease TTL",
+                self.robots.reconcile_every_ms,
+                self.lease.ttl_ms
             );
         }
         if role == crate::Role::Worker {

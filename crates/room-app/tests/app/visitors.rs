@@ -15,6 +15,7 @@ fn visitors() -> Visitors {
         pool: 3,
         id_prefix: "robot-".into(),
         scan: 100,
+        every: std::time::Duration::from_secs(10),
     })
 }
 
@@ -107,6 +108,7 @@ async fn off_with_a_threshold_of_zero_and_a_refused_join_is_passed_over() {
             pool: 3,
             id_prefix: "robot-".into(),
             scan: 100,
+            every: std::time::Duration::from_secs(10),
         }
     });
     assert_eq!(off.pass(&world.service).await.unwrap().joined, 0);
