@@ -2,89 +2,17 @@
 //! if local (rejections included), routed once more when ownership moved, and gifts whose
 //! saga runs on one node and whose apply runs on the owner.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use room_app::ports::{ForwardedCommand, Forwarder, Membership, ReadKind};
 use room_app::testkit::InMemoryLeases;
-use room_app::{CellConfig, CellRuntime, CommandReply, Error, RemoteError, Result};
+use room_app::{CellConfig, CommandReply, Error, Result};
 use room_domain::{CommandKind, Rejection, RoomId, RoomState, SeatIndex, UserId};
 
-use crate::support::{World, cid, config, gift, user};
-
-/// The nodes of a test by URL. Every request and answer goes through JSON, as over HTTP.
-#[derive(Default)]
-struct Nodes {
-    runtimes: Mutex<HashMap<String, CellRuntime>>,
-    calls: AtomicUsize,
-}
-
-fn wire<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T {
-    serde_json::from_slice(&serde_json::to_vec(value).unwrap()).unwrap()
-}
-
-fn answer<T: serde::Serialize + serde::de::DeserializeOwned>(
-    room_id: &RoomId,
-    result: Result<T>,
-) -> Result<T> {
-    result
-        .map(|value| wire(&value))
-        .map_err(|error| wire(&RemoteError::from(&error)).into_error(room_id))
-}
-
-impl Nodes {
-    fn runtime(&self, url: &str) -> Result<CellRuntime> {
-        self.runtimes
-            .lock()
-            .unwrap()
-            .get(url)
-            .cloned()
-            .ok_or_else(|| Error::unavailable(format!("no node at {url}")))
-    }
-}
-
-#[async_trait]
-impl Forwarder for Nodes {
-    async fn execute(
-        &self,
-        url: &str,
-        room_id: &RoomId,
-        command: &ForwardedCommand,
-    ) -> Result<CommandReply> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        let request = wire(command);
-        let runtime = self.runtime(url)?;
-        let reply = runtime
-            .execute_local(room_id, request.command, request.actor, request.order)
-            .await
-            .map(|reply| (*reply).clone());
-        answer(room_id, reply)
-    }
-
-    async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        let runtime = self.runtime(url)?;
-        answer(room_id, runtime.read_local(room_id, wire(&kind)).await)
-    }
-
-    async fn membership(
-        &self,
-        url: &str,
-        room_id: &RoomId,
-        user: &UserId,
-        kind: ReadKind,
-    ) -> Result<Membership> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        let runtime = self.runtime(url)?;
-        answer(
-            room_id,
-            runtime.membership_local(room_id, user, wire(&kind)).await,
-        )
-    }
-}
+use crate::support::{Nodes, World, cid, config, gift, user};
 
 struct Cluster {
     a: World,

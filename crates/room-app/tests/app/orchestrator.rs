@@ -10,28 +10,27 @@
 //! steps (every 2 s) and lease expiries happen in the same order on every run.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use room_app::ports::{
-    ForwardedCommand, Forwarder, GiftShare, IdGen, Lease, LeaseHolder, LeaseRef, Membership,
-    ReadKind, RobotProfile, RobotRoomConfig, RobotRooms,
+    GiftShare, IdGen, Lease, LeaseHolder, LeaseRef, RobotProfile, RobotRoomConfig, RobotRooms,
 };
 use room_app::robots::{
     ORCHESTRATOR_GROUP, Orchestrator, OrchestratorConfig, OrchestratorDeps, RobotAction, RobotView,
     ScriptCarry, plan_step, preferred_node, target_listeners,
 };
 use room_app::testkit::InMemoryLeases;
-use room_app::{CellConfig, CellRuntime, CommandReply, Error, LocalLease, Result};
+use room_app::{CellConfig, Error, LocalLease, Result};
 use room_domain::{
     CommandKind, Event, GiftId, GiftSent, Member, Occupant, Role, RoomId, RoomState, RoomStatus,
     Seat, SeatIndex, SeatSessionId, Timestamp, UserId,
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{T0, TestIds, World, config, eventually, gifts_in, rid, uid, user};
+use crate::support::{Nodes, T0, TestIds, World, config, eventually, gifts_in, rid, uid, user};
 
 /// How often a runtime plays a step in these tests.
 const STEP: Duration = Duration::from_secs(2);
@@ -1054,56 +1053,6 @@ async fn a_disabled_robot_room_never_starts() {
     let state = world.state(&room).await;
     assert!(robots_in(&state).is_empty(), "{:?}", state.members);
     assert!(gifts_in(&world.log(&room).await).is_empty());
-}
-
-/// The nodes of a test by URL, each request passed to that node's runtime as its internal
-/// endpoint would.
-#[derive(Default)]
-struct Nodes {
-    runtimes: Mutex<HashMap<String, CellRuntime>>,
-}
-
-impl Nodes {
-    fn runtime(&self, url: &str) -> Result<CellRuntime> {
-        self.runtimes
-            .lock()
-            .unwrap()
-            .get(url)
-            .cloned()
-            .ok_or_else(|| Error::unavailable(format!("no node at {url}")))
-    }
-}
-
-#[async_trait]
-impl Forwarder for Nodes {
-    async fn execute(
-        &self,
-        url: &str,
-        room_id: &RoomId,
-        command: &ForwardedCommand,
-    ) -> Result<CommandReply> {
-        let command = command.clone();
-        self.runtime(url)?
-            .execute_local(room_id, command.command, command.actor, command.order)
-            .await
-            .map(|reply| (*reply).clone())
-    }
-
-    async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState> {
-        self.runtime(url)?.read_local(room_id, kind).await
-    }
-
-    async fn membership(
-        &self,
-        url: &str,
-        room_id: &RoomId,
-        user: &UserId,
-        kind: ReadKind,
-    ) -> Result<Membership> {
-        self.runtime(url)?
-            .membership_local(room_id, user, kind)
-            .await
-    }
 }
 
 /// Two nodes, a and b, over one store and one lease table (leases of 10 s), each reaching

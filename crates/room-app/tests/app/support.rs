@@ -2,7 +2,7 @@
 //! counts, gates and fails commits on demand, and a [`World`] wiring the real runtime and
 //! service over [`InMemoryStore`], with any port swapped for a mock.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -12,13 +12,14 @@ use std::task::Poll;
 use async_trait::async_trait;
 use room_app::ports::{
     Activation, CatalogGift, CellStore, CellStoreRef, Clock, CommandRecord, CommitBatch,
-    CreditKind, GiftCatalog, GiftCatalogRef, GiftOrdersRef, IdGen, LeaseRef, StoredEvent, Wallet,
-    WalletRef,
+    CreditKind, ForwardedCommand, Forwarder, GiftCatalog, GiftCatalogRef, GiftOrdersRef, IdGen,
+    LeaseRef, Membership, ReadKind, StoredEvent, Wallet, WalletRef,
 };
 use room_app::testkit::InMemoryStore;
 use room_app::{
     BroadcastMessenger, CellConfig, CellDeps, CellRuntime, CommandReply, Error, GiftSaga,
-    LocalLease, LocalPasswordAttempts, LocalPresence, Result, RoomService, SendGift, ServicePorts,
+    LocalLease, LocalPasswordAttempts, LocalPresence, RemoteError, Result, RoomService, SendGift,
+    ServicePorts,
 };
 use room_domain::{
     Actor, Coins, Command, CommandId, CommandKind, Event, GiftId, LuckyEntry, LuckyTable, OrderId,
@@ -639,5 +640,78 @@ pub fn user_actor(name: &str) -> room_domain::UserActor {
         user_id: uid(name),
         vip_level: 0,
         platform_admin: false,
+    }
+}
+
+/// The nodes of a test by URL. Every request and answer goes through JSON, as over HTTP.
+#[derive(Default)]
+pub struct Nodes {
+    /// Each node's runtime by its URL.
+    pub runtimes: Mutex<HashMap<String, CellRuntime>>,
+    /// Requests forwarded so far.
+    pub calls: AtomicUsize,
+}
+
+fn wire<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T {
+    serde_json::from_slice(&serde_json::to_vec(value).unwrap()).unwrap()
+}
+
+fn answer<T: serde::Serialize + serde::de::DeserializeOwned>(
+    room_id: &RoomId,
+    result: Result<T>,
+) -> Result<T> {
+    result
+        .map(|value| wire(&value))
+        .map_err(|error| wire(&RemoteError::from(&error)).into_error(room_id))
+}
+
+impl Nodes {
+    fn runtime(&self, url: &str) -> Result<CellRuntime> {
+        self.runtimes
+            .lock()
+            .unwrap()
+            .get(url)
+            .cloned()
+            .ok_or_else(|| Error::unavailable(format!("no node at {url}")))
+    }
+}
+
+#[async_trait]
+impl Forwarder for Nodes {
+    async fn execute(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        command: &ForwardedCommand,
+    ) -> Result<CommandReply> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let request = wire(command);
+        let runtime = self.runtime(url)?;
+        let reply = runtime
+            .execute_local(room_id, request.command, request.actor, request.order)
+            .await
+            .map(|reply| (*reply).clone());
+        answer(room_id, reply)
+    }
+
+    async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let runtime = self.runtime(url)?;
+        answer(room_id, runtime.read_local(room_id, wire(&kind)).await)
+    }
+
+    async fn membership(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        user: &UserId,
+        kind: ReadKind,
+    ) -> Result<Membership> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let runtime = self.runtime(url)?;
+        answer(
+            room_id,
+            runtime.membership_local(room_id, user, wire(&kind)).await,
+        )
     }
 }

@@ -8,15 +8,19 @@ use room_domain::{Actor, CommandKind, RoomId, UserId};
 
 use crate::support::{World, uid};
 
-fn visitors() -> Visitors {
-    Visitors::new(VisitorConfig {
+fn config() -> VisitorConfig {
+    VisitorConfig {
         below: 3,
         per_room: 2,
         pool: 3,
         id_prefix: "robot-".into(),
         scan: 100,
         every: std::time::Duration::from_secs(10),
-    })
+    }
+}
+
+fn visitors() -> Visitors {
+    Visitors::new(config())
 }
 
 /// The room's robot members, and whether any of them sits.
@@ -102,14 +106,7 @@ async fn off_with_a_threshold_of_zero_and_a_refused_join_is_passed_over() {
     let room = world.open_room("quiet", "alice", &[]).await;
     let mut off = Visitors::new(VisitorConfig {
         below: 0,
-        ..VisitorConfig {
-            below: 3,
-            per_room: 2,
-            pool: 3,
-            id_prefix: "robot-".into(),
-            scan: 100,
-            every: std::time::Duration::from_secs(10),
-        }
+        ..config()
     });
     assert_eq!(off.pass(&world.service).await.unwrap().joined, 0);
     assert!(robots_in(&world, &room).await.0.is_empty());
