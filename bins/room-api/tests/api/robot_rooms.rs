@@ -493,10 +493,23 @@ async fn a_key_is_scoped_to_the_admin_who_sent_it() {
     assert_eq!(status, StatusCode::CREATED, "{first}");
     let room_id = first["room_id"].as_str().unwrap().to_owned();
 
-    // Another admin, the same key and first robot, another notice: another request.
+    // Another admin, the same key and the same pool: another request, refused since the pool's
+    // robots are in the first room's (nothing lands on the first admin's room).
+    let other = other_admin_token(&t);
+    let (status, refused) = create_keyed(&t, &other, "night-1", config()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(error_code(&refused), "INVALID_ROBOT_ROOM");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&room_id),
+        "{refused}"
+    );
+    // The same key with a pool of its own, another notice: another room.
     let mut theirs = config();
     theirs["profile"]["notice"] = json!("Their notice");
-    let other = other_admin_token(&t);
+    theirs["robots"] = json!((10..15).map(|i| format!("robot-{i}")).collect::<Vec<_>>());
     let (status, second) = create_keyed(&t, &other, "night-1", theirs.clone()).await;
     assert_eq!(status, StatusCode::CREATED, "{second}");
     assert_ne!(second["room_id"], room_id.as_str(), "another admin's room");
@@ -510,10 +523,57 @@ async fn a_key_is_scoped_to_the_admin_who_sent_it() {
     assert_eq!(again["room_id"], second["room_id"], "their retry converges");
 
     // A keyed and an unkeyed creation of the same content are two requests.
-    let (status, unkeyed) = create(&t, config()).await;
+    let mut same = config();
+    same["robots"] = json!((20..25).map(|i| format!("robot-{i}")).collect::<Vec<_>>());
+    let (status, keyed) = create_keyed(&t, &t.admin_token(), "night-3", same.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{keyed}");
+    let (status, unkeyed) = create(&t, same).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "the same pool: {unkeyed}");
+    let mut apart = config();
+    apart["robots"] = json!((30..35).map(|i| format!("robot-{i}")).collect::<Vec<_>>());
+    let (status, unkeyed) = create(&t, apart).await;
     assert_eq!(status, StatusCode::CREATED, "{unkeyed}");
     assert_ne!(unkeyed["room_id"], room_id.as_str());
-    assert_eq!(listed(&t).await.len(), 3);
+    assert_eq!(listed(&t).await.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robot_is_in_one_pool_and_no_pool_holds_a_visitor() {
+    let t = TestApp::new().await;
+    let (status, first) = create(&t, config()).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let first_room = first["room_id"].as_str().unwrap().to_owned();
+    let mut other = config();
+    other["robots"] = json!(["robot-7", "robot-8", "robot-3", "robot-9", "robot-10"]);
+    let (status, body) = create(&t, other.clone()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("robots[2]") && message.contains(&first_room), "{body}");
+    let mut visitor = config();
+    visitor["robots"] = json!(["robot-40", "robot-visitor-1"]);
+    visitor["audience"] = json!(vec![1; 24]);
+    visitor["seats"] = json!(1);
+    let (status, body) = create(&t, visitor).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("robots[1]"));
+
+    // A room of its own, then a change that would take a robot of the first: refused, and
+    // nothing changes; a change that keeps its own robots passes.
+    other["robots"] = json!(["robot-50", "robot-51", "robot-52", "robot-53", "robot-54"]);
+    let (status, second) = create(&t, other).await;
+    assert_eq!(status, StatusCode::CREATED, "{second}");
+    let second_room = second["room_id"].as_str().unwrap().to_owned();
+    let (status, body) = patch(
+        &t,
+        &second_room,
+        json!({"robots": ["robot-50", "robot-51", "robot-52", "robot-53", "robot-0"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (_, got) = t.get(&format!("{PATH}/{second_room}"), &t.admin_token()).await;
+    assert_eq!(got["robots"][4], "robot-54");
+    let (status, body) = patch(&t, &second_room, json!({"seats": 1})).await;
+    assert_eq!(status, StatusCode::OK, "its own pool again: {body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -232,6 +232,46 @@ async fn check(state: &AppState, config: &RobotRoomConfig) -> ApiResult<()> {
     Ok(())
 }
 
+/// Refuses a pool that shares a robot with another robot room's (a robot is in one room at a
+/// time) or that names a visitor robot (`{prefix}visitor-...`, the visitors' own): every
+/// other configuration is read, page by page. Two writes at the same moment may both pass.
+async fn check_pool(state: &AppState, room_id: &RoomId, robots: &[UserId]) -> ApiResult<()> {
+    let visitors = format!("{}visitor-", state.robot_id_prefix);
+    if let Some(i) = robots
+        .iter()
+        .position(|robot| robot.as_str().starts_with(&visitors))
+    {
+        return Err(problem(
+            format!("robots[{i}]"),
+            format!("ids starting with {visitors:?} are the robot visitors' of human rooms"),
+        ));
+    }
+    let mut after = None;
+    loop {
+        let page = state
+            .robots
+            .list(after.clone(), room_app::ports::MAX_ROBOT_ROOM_PAGE)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.room_id.clone());
+        for other in page.iter().filter(|other| other.room_id != *room_id) {
+            if let Some(i) = robots.iter().position(|robot| other.robots.contains(robot)) {
+                return Err(problem(
+                    format!("robots[{i}]"),
+                    format!(
+                        "{} is in the pool of robot room {} (a robot is in one room at a time)",
+                        robots[i], other.room_id
+                    ),
+                ));
+            }
+        }
+        if page.len() < room_app::ports::MAX_ROBOT_ROOM_PAGE as usize {
+            break;
+        }
+    }
+    Ok(())
+}
+
 async fn respond(state: &AppState, config: RobotRoomConfig) -> ApiResult<RobotRoomResponse> {
     let running_on = state.service.runtime().running_on(&config.room_id).await?;
     Ok(RobotRoomResponse::new(config, running_on))
@@ -402,6 +442,7 @@ pub async fn create_robot_room(
         platform_admin: false,
     };
     let room_id = key.room_id(&owner.user_id)?;
+    check_pool(&state, &room_id, &config.robots).await?;
     // Looked up before it is created: a repeat must not count on the creation command
     // answering again (the command log forgets old commands, and the room then refuses a
     // second creation), and a room made before is reused only while it is open.
@@ -705,6 +746,7 @@ pub async fn patch_robot_room(
         config.gift_mix = gift_mix_of(mix)?;
     }
     check(&state, &config).await?;
+    check_pool(&state, &room_id, &config.robots).await?;
     if same_content(&config, &stored) {
         // In effect already, perhaps by a first attempt of this very request that stored the
         // configuration and then failed to reach the room: finish that.
