@@ -548,14 +548,22 @@ async fn a_robot_is_in_one_pool_and_no_pool_holds_a_visitor() {
     let (status, body) = create(&t, other.clone()).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("robots[2]") && message.contains(&first_room), "{body}");
+    assert!(
+        message.contains("robots[2]") && message.contains(&first_room),
+        "{body}"
+    );
     let mut visitor = config();
     visitor["robots"] = json!(["robot-40", "robot-visitor-1"]);
     visitor["audience"] = json!(vec![1; 24]);
     visitor["seats"] = json!(1);
     let (status, body) = create(&t, visitor).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("robots[1]"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("robots[1]")
+    );
 
     // A room of its own, then a change that would take a robot of the first: refused, and
     // nothing changes; a change that keeps its own robots passes.
@@ -570,7 +578,9 @@ async fn a_robot_is_in_one_pool_and_no_pool_holds_a_visitor() {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    let (_, got) = t.get(&format!("{PATH}/{second_room}"), &t.admin_token()).await;
+    let (_, got) = t
+        .get(&format!("{PATH}/{second_room}"), &t.admin_token())
+        .await;
     assert_eq!(got["robots"][4], "robot-54");
     let (status, body) = patch(&t, &second_room, json!({"seats": 1})).await;
     assert_eq!(status, StatusCode::OK, "its own pool again: {body}");
