@@ -45,15 +45,7 @@ async fn cluster_with(
         .lease(wrap_b(leases.node("node-b", "http://b")))
         .build()
         .await;
-    let nodes = Arc::new(Nodes::default());
-    for (url, world) in [("http://a", &a), ("http://b", &b)] {
-        nodes
-            .runtimes
-            .lock()
-            .unwrap()
-            .insert(url.into(), world.runtime().clone());
-        world.runtime().forward_with(nodes.clone());
-    }
+    let nodes = Nodes::connect(&[("http://a", &a), ("http://b", &b)]);
     Cluster { a, b, nodes }
 }
 

@@ -1086,15 +1086,7 @@ async fn pair(renew_a: Duration) -> Pair {
         .ids(Arc::new(TestIds::with_prefix("b-")))
         .build()
         .await;
-    let nodes = Arc::new(Nodes::default());
-    for (url, world) in [("http://a", &a), ("http://b", &b)] {
-        nodes
-            .runtimes
-            .lock()
-            .unwrap()
-            .insert(url.into(), world.runtime().clone());
-        world.runtime().forward_with(nodes.clone());
-    }
+    Nodes::connect(&[("http://a", &a), ("http://b", &b)]);
     Pair { a, b, leases }
 }
 

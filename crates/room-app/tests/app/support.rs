@@ -666,6 +666,20 @@ fn answer<T: serde::Serialize + serde::de::DeserializeOwned>(
 }
 
 impl Nodes {
+    /// The nodes `worlds` (URL, world), each forwarding to the others through them.
+    pub fn connect(worlds: &[(&str, &World)]) -> Arc<Nodes> {
+        let nodes = Arc::new(Nodes::default());
+        for (url, world) in worlds {
+            nodes
+                .runtimes
+                .lock()
+                .unwrap()
+                .insert((*url).into(), world.runtime().clone());
+            world.runtime().forward_with(nodes.clone());
+        }
+        nodes
+    }
+
     fn runtime(&self, url: &str) -> Result<CellRuntime> {
         self.runtimes
             .lock()
