@@ -8,14 +8,14 @@ use room_app::ports::{Clock, GiftOrders, Payouts, PayoutsRef, TimersRef, Wallet}
 use room_app::{Error, workers};
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandKind, Event, FailReason, GiftOrder, GiftSnapshot,
-    OrderStatus, RoomId, SagaOutcome, Timestamp,
+    OrderStatus, RobotGift, RoomId, SagaOutcome, Timestamp,
 };
 
 use crate::support::{Fault, LUCKY_MULTIPLIER, World, catalog, gift, gifts_in, oid, uid, user};
 
 /// Coins that left the balances through gifts, worked out from the rooms' logs and the orders
 /// alone (never from the wallet): the value of every applied gift, less the lucky rewards
-/// credited and the rocket rewards paid.
+/// credited and the rocket rewards paid. Robots' free gifts count for nothing.
 async fn gift_income(world: &World, rooms: &[&RoomId]) -> i64 {
     let owed = Payouts::list_pending(&*world.store, None, 100)
         .await
@@ -25,6 +25,13 @@ async fn gift_income(world: &World, rooms: &[&RoomId]) -> i64 {
     for room in rooms {
         for stored in world.log(room).await {
             match &stored.event {
+                Event::RoomGiftSent(sent) if sent.robot => {
+                    // A robot's free gift moves no coin, and has no order to settle.
+                    let order = GiftOrders::get(&*world.store, &sent.sender, &sent.order_id)
+                        .await
+                        .unwrap();
+                    assert!(order.is_none(), "a robot gift has no order: {order:?}");
+                }
                 Event::RoomGiftSent(sent) => {
                     income += sent.total_value.0;
                     let order = GiftOrders::get(&*world.store, &sent.sender, &sent.order_id)
@@ -47,7 +54,7 @@ async fn gift_income(world: &World, rooms: &[&RoomId]) -> i64 {
     income
 }
 
-const PEOPLE: [&str; 5] = ["alice", "bob", "carol", "dave", "erin"];
+const PEOPLE: [&str; 6] = ["alice", "bob", "carol", "dave", "erin", "bot-1"];
 
 async fn assert_conserved(world: &World, rooms: &[&RoomId], credited: i64, step: &str) {
     let balances = world.total_balance(&PEOPLE).await;
@@ -109,6 +116,44 @@ async fn a_day_of_gifts_conserves_coins() {
     assert_eq!(world.balance("alice").await, receipt.coin_balance_after);
     assert_conserved(&world, &rooms, credited, "lucky gift").await;
 
+    // A robot joins and sends a free booster: no coin moves, no fuel, nothing to conserve.
+    let bot = uid("bot-1");
+    let join = CommandKind::Join {
+        password_verified: false,
+        verified_lock: None,
+    };
+    world
+        .service
+        .robot_command(&room, &bot, join)
+        .await
+        .unwrap();
+    let booster = catalog()
+        .into_iter()
+        .find(|g| g.gift_id.as_str() == "booster")
+        .unwrap();
+    let free = RobotGift {
+        gift: booster.snapshot(),
+        count: 1,
+        recipients: vec![uid("alice")],
+    };
+    world
+        .service
+        .robot_command(&room, &bot, CommandKind::RobotGift(free))
+        .await
+        .unwrap();
+    assert_conserved(&world, &rooms, credited, "robot gift").await;
+    // A paid gift in the robot member's name (coins someone credited to it): debited, refused
+    // by the room, refunded.
+    world.fund("bot-1", 100).await;
+    let credited = credited + 100;
+    let receipt = saga
+        .send(gift(&room, "bot-1", "o-6", "rose", 1, &["alice"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.status, OrderStatus::Compensated);
+    assert_eq!(world.balance("bot-1").await, Coins(100));
+    assert_conserved(&world, &rooms, credited, "paid gift in a robot's name").await;
+
     // Bob's booster fills the rocket; it launches a minute later and rewards the room.
     let receipt = saga
         .send(gift(&room, "bob", "o-5", "booster", 1, &["alice"]))
@@ -135,7 +180,7 @@ async fn a_day_of_gifts_conserves_coins() {
     assert_conserved(&world, &rooms, credited, "rocket launch").await;
     assert_eq!(
         world.total_balance(&PEOPLE).await,
-        1_550 - 60 - 20 + reward - 50 + 1_000
+        1_550 + 100 - 60 - 20 + reward - 50 + 1_000
     );
 }
 
