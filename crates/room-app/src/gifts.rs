@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Event, GiftId, GiftOrder,
-    GiftSnapshot, LuckyOutcome, OrderId, OrderKeys, OrderStatus, Rejection, RoomId, RoomStatus,
-    SagaOutcome, SagaStep, Timestamp, UserId,
+    LuckyOutcome, OrderId, OrderKeys, OrderStatus, Rejection, RoomId, RoomStatus, SagaOutcome,
+    SagaStep, Timestamp, UserId,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -264,13 +264,7 @@ impl GiftSaga {
                     order_id: request.order_id.clone(),
                     sender: request.sender.clone(),
                     recipients: request.recipients.clone(),
-                    gift: GiftSnapshot {
-                        gift_id: gift.gift_id.clone(),
-                        price: gift.price,
-                        heat: gift.heat,
-                        fuel: gift.fuel,
-                        lucky: gift.lucky,
-                    },
+                    gift: gift.snapshot(),
                     count: request.count,
                     lucky_draw: self.ids.random(),
                 };

@@ -427,6 +427,19 @@ pub struct CatalogGift {
     pub enabled: bool,
 }
 
+impl CatalogGift {
+    /// The gift as a gift command carries it (and its events show it).
+    pub fn snapshot(&self) -> room_domain::GiftSnapshot {
+        room_domain::GiftSnapshot {
+            gift_id: self.gift_id.clone(),
+            price: self.price,
+            heat: self.heat,
+            fuel: self.fuel,
+            lucky: self.lucky,
+        }
+    }
+}
+
 /// The most a catalog gift's price, heat or fuel may be per unit. With at most 9,999 units
 /// to each of at most 20 recipients, a gift's coins, heat and fuel then stay below 2 * 10^14,
 /// far from the `i64` limits the totals, balances and rewards they feed are kept in.
@@ -635,7 +648,8 @@ impl RobotRoomConfig {
     ///   character (but line breaks and tabs in the notice) and no bidirectional embedding,
     ///   override or isolate;
     /// - `seat_count`: 1 to [`room_domain::MAX_SEATS`];
-    /// - `robots`: 1 to [`MAX_ROBOTS`] distinct ids, each starting with `id_prefix`;
+    /// - `robots`: 1 to [`MAX_ROBOTS`] distinct ids, each starting with `id_prefix` and none
+    ///   with `{id_prefix}visitor-` (the visitors of human rooms);
     /// - `audience`: 24 numbers, each from 0 to the pool's size;
     /// - `seats`: 0 to `seat_count - 1`, and no more than the pool's size;
     /// - `gift_rate_per_minute`: 0 to [`MAX_ROBOT_GIFTS_PER_MINUTE`];
@@ -670,6 +684,12 @@ impl RobotRoomConfig {
                 return Err(RobotRoomProblem::new(
                     format!("robots[{i}]"),
                     format!("{robot} is not a robot id (robot ids start with {id_prefix:?})"),
+                ));
+            }
+            if robot.as_str().starts_with(&format!("{id_prefix}visitor-")) {
+                return Err(RobotRoomProblem::new(
+                    format!("robots[{i}]"),
+                    format!("{robot} is a visitor robot of human rooms ({id_prefix}visitor-...)"),
                 ));
             }
             if !seen.insert(robot) {

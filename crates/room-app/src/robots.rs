@@ -929,13 +929,7 @@ impl RobotRuntime {
             .get(gift_id)
             .await?
             .filter(|gift| gift.enabled)
-            .map(|gift| GiftSnapshot {
-                gift_id: gift.gift_id,
-                price: gift.price,
-                heat: gift.heat,
-                fuel: gift.fuel,
-                lucky: gift.lucky,
-            });
+            .map(|gift| gift.snapshot());
         self.gifts.insert(gift_id.clone(), snapshot.clone());
         Ok(snapshot)
     }
