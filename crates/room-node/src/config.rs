@@ -70,9 +70,9 @@ pub struct RobotSettings {
     /// The user-id prefix that marks robots (`ROOM__ROBOTS__ID_PREFIX`): a robot room's pool
     /// holds only ids with it.
     pub id_prefix: String,
-    /// The share of robot display events (robot gifts, joins and leaves) sent to Tencent IM
-    /// (`ROOM__ROBOTS__IM_SAMPLE`, 0 to 1): robot rooms must not eat the rooms' IM budget. The
-    /// event stream gets them all.
+    /// The share of robot display events (robot gifts, joins, leaves and mic changes) sent to
+    /// Tencent IM (`ROOM__ROBOTS__IM_SAMPLE`, 0 to 1): robot rooms must not eat the rooms' IM
+    /// budget. The event stream gets them all.
     pub im_sample: f64,
     /// Whether `room-api` runs the robot rooms itself in embedded mode
     /// (`ROOM__ROBOTS__IN_PROCESS`). Clustered, `room-orchestrator` nodes run them and
@@ -760,8 +760,6 @@ impl Settings {
                  and the cluster's other settings); in embedded mode room-api runs the robot \
                  rooms itself"
             );
-        }
-        if role == crate::Role::Orchestrator {
             anyhow::ensure!(
                 self.robots.reconcile_every_ms.saturating_mul(2) <= self.lease.ttl_ms,
                 "ROOM__ROBOTS__RECONCILE_EVERY_MS ({}) must be at most half of \
@@ -774,12 +772,17 @@ impl Settings {
         if role == crate::Role::Worker {
             anyhow::ensure!(
                 !self.storage.url.starts_with("sqlite:"),
-                "room-worker needs storage that several processes share, and                  ROOM__STORAGE__URL ({}) is a SQLite file: with SQLite, room-api runs every                  background job itself; do not deploy room-worker",
+                "room-worker needs storage that several processes share, and \
+                 ROOM__STORAGE__URL ({}) is a SQLite file: with SQLite, room-api runs every \
+                 background job itself; do not deploy room-worker",
                 self.storage.redacted_url()
             );
             anyhow::ensure!(
                 self.is_clustered(),
-                "room-worker runs beside room-api nodes and takes rooms by lease like them: set                  ROOM__STORAGE__URL=mysql://... and ROOM__LEASE__REDIS_URL (with                  ROOM__CLUSTER__INTERNAL_TOKEN, ROOM__CELL__NODE_ID and the cluster's other                  settings)"
+                "room-worker runs beside room-api nodes and takes rooms by lease like them: set \
+                 ROOM__STORAGE__URL=mysql://... and ROOM__LEASE__REDIS_URL (with \
+                 ROOM__CLUSTER__INTERNAL_TOKEN, ROOM__CELL__NODE_ID and the cluster's other \
+                 settings)"
             );
         }
         Ok(())

@@ -233,19 +233,14 @@ async fn check(state: &AppState, config: &RobotRoomConfig) -> ApiResult<()> {
 }
 
 /// Refuses a pool that shares a robot with another robot room's (a robot is in one room at a
-/// time) or that names a visitor robot (`{prefix}visitor-...`, the visitors' own): every
-/// other configuration is read, page by page. Two writes at the same moment may both pass.
+/// time): every other configuration is read, page by page. Two writes at the same moment may
+/// both pass.
 async fn check_pool(state: &AppState, room_id: &RoomId, robots: &[UserId]) -> ApiResult<()> {
-    let visitors = format!("{}visitor-", state.robot_id_prefix);
-    if let Some(i) = robots
+    let pool: std::collections::HashMap<&UserId, usize> = robots
         .iter()
-        .position(|robot| robot.as_str().starts_with(&visitors))
-    {
-        return Err(problem(
-            format!("robots[{i}]"),
-            format!("ids starting with {visitors:?} are the robot visitors' of human rooms"),
-        ));
-    }
+        .enumerate()
+        .map(|(i, robot)| (robot, i))
+        .collect();
     let mut after = None;
     loop {
         let page = state
@@ -255,7 +250,13 @@ async fn check_pool(state: &AppState, room_id: &RoomId, robots: &[UserId]) -> Ap
         let Some(last) = page.last() else { break };
         after = Some(last.room_id.clone());
         for other in page.iter().filter(|other| other.room_id != *room_id) {
-            if let Some(i) = robots.iter().position(|robot| other.robots.contains(robot)) {
+            if let Some(i) = other
+                .robots
+                .iter()
+                .filter_map(|robot| pool.get(robot))
+                .min()
+            {
+                let i = *i;
                 return Err(problem(
                     format!("robots[{i}]"),
                     format!(
@@ -405,10 +406,14 @@ pub async fn create_robot_room(
             })?,
     };
     let region = request.region.unwrap_or_default();
-    if region.chars().count() > 32 || region.chars().any(char::is_control) {
+    if region.chars().count() > 32
+        || region.chars().any(|c| {
+            c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        })
+    {
         return Err(problem(
             "region",
-            "must have up to 32 characters, no control character",
+            "must have up to 32 characters, no control character or bidirectional override",
         ));
     }
     let robots = robots_of(&request.robots)?;
@@ -746,7 +751,9 @@ pub async fn patch_robot_room(
         config.gift_mix = gift_mix_of(mix)?;
     }
     check(&state, &config).await?;
-    check_pool(&state, &room_id, &config.robots).await?;
+    if config.robots != stored.robots {
+        check_pool(&state, &room_id, &config.robots).await?;
+    }
     if same_content(&config, &stored) {
         // In effect already, perhaps by a first attempt of this very request that stored the
         // configuration and then failed to reach the room: finish that.
