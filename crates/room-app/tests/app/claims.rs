@@ -119,7 +119,10 @@ async fn a_pass_longer_than_the_claim_keeps_it_and_a_stop_drops_the_pass() {
             }
         },
     ));
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    eventually("worker a started its pass under the claim", || async {
+        a_started.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let b = tokio::spawn(workers::run_claimed(
         "outbox_publisher",
         Duration::from_millis(100),
@@ -154,8 +157,10 @@ async fn a_pass_longer_than_the_claim_keeps_it_and_a_stop_drops_the_pass() {
         finished,
         "the pass was dropped"
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(b_passes.load(Ordering::SeqCst) > 0, "b took the claim over");
+    eventually("b took the claim over", || async {
+        b_passes.load(Ordering::SeqCst) > 0
+    })
+    .await;
     b_stop.cancel();
     b.await.unwrap();
 }
