@@ -174,7 +174,7 @@ struct Stats {
 
 /// Why events were dropped: the `reason` label.
 #[derive(Debug, Clone, Copy)]
-enum Drop {
+enum DropReason {
     QueueFull,
     NodeFull,
     TooOld,
@@ -186,19 +186,19 @@ enum Drop {
 }
 
 impl Stats {
-    fn dropped(&self, why: Drop, events: usize) {
+    fn dropped(&self, why: DropReason, events: usize) {
         if events == 0 {
             return;
         }
         let (counter, reason) = match why {
-            Drop::QueueFull => (&self.dropped_queue_full, "queue_full"),
-            Drop::NodeFull => (&self.dropped_node_full, "node_full"),
-            Drop::TooOld => (&self.dropped_too_old, "too_old"),
-            Drop::NoGroup => (&self.dropped_no_group, "no_group"),
-            Drop::TooLarge => (&self.dropped_too_large, "too_large"),
-            Drop::ByIm => (&self.dropped_by_im, "im_dropped"),
-            Drop::SendFailed => (&self.dropped_send_failed, "send_failed"),
-            Drop::Shutdown => (&self.dropped_shutdown, "shutdown"),
+            DropReason::QueueFull => (&self.dropped_queue_full, "queue_full"),
+            DropReason::NodeFull => (&self.dropped_node_full, "node_full"),
+            DropReason::TooOld => (&self.dropped_too_old, "too_old"),
+            DropReason::NoGroup => (&self.dropped_no_group, "no_group"),
+            DropReason::TooLarge => (&self.dropped_too_large, "too_large"),
+            DropReason::ByIm => (&self.dropped_by_im, "im_dropped"),
+            DropReason::SendFailed => (&self.dropped_send_failed, "send_failed"),
+            DropReason::Shutdown => (&self.dropped_shutdown, "shutdown"),
         };
         counter.fetch_add(events as u64, Ordering::Relaxed);
         metrics::counter!("room_im_display_dropped_total", "reason" => reason)
@@ -310,10 +310,12 @@ impl Messenger for ImMessenger {
         match self.queue.try_send(batch) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(batch)) => {
-                self.stats.dropped(Drop::QueueFull, batch.messages.len());
+                self.stats
+                    .dropped(DropReason::QueueFull, batch.messages.len());
             }
             Err(mpsc::error::TrySendError::Closed(batch)) => {
-                self.stats.dropped(Drop::Shutdown, batch.messages.len());
+                self.stats
+                    .dropped(DropReason::Shutdown, batch.messages.len());
             }
         }
     }
@@ -624,7 +626,7 @@ impl Room {
                         kind = item.envelope.event.type_name(),
                         "a display event is too large for an IM message; dropped"
                     );
-                    stats.dropped(Drop::TooLarge, 1);
+                    stats.dropped(DropReason::TooLarge, 1);
                 }
             }
         }
@@ -648,12 +650,12 @@ impl Room {
                     Offer::Full => break,
                     Offer::TooLarge => {
                         held.item = None;
-                        stats.dropped(Drop::TooLarge, 1);
+                        stats.dropped(DropReason::TooLarge, 1);
                     }
                 }
             }
         }
-        stats.dropped(Drop::TooOld, old);
+        stats.dropped(DropReason::TooOld, old);
         if builder.events.is_empty() {
             return None;
         }
@@ -962,7 +964,7 @@ impl Dispatcher {
         }
         room.shed(tuning.room_queue_max, &self.stats);
         self.waiting = self.waiting + room.size() - before;
-        self.stats.dropped(Drop::NodeFull, refused);
+        self.stats.dropped(DropReason::NodeFull, refused);
         self.serve(&room_id, now, false);
     }
 
@@ -1108,7 +1110,7 @@ impl Dispatcher {
             Err(error) => {
                 // A panic (or an abort) must not leave the room marked in flight forever.
                 tracing::error!(room_id = %room_id, error = %error, events, "an IM display send failed to run");
-                self.stats.dropped(Drop::SendFailed, events);
+                self.stats.dropped(DropReason::SendFailed, events);
             }
         }
         if let Some(room) = self.rooms.get_mut(&room_id) {
@@ -1141,7 +1143,7 @@ impl Dispatcher {
                     room_id = %room_id, reason, events,
                     "Tencent IM dropped a display message"
                 );
-                self.stats.dropped(Drop::ByIm, events);
+                self.stats.dropped(DropReason::ByIm, events);
             }
             Err(ImError::NoSuchGroup { .. }) => self.park(room_id, done, now),
             Err(error) => {
@@ -1156,7 +1158,7 @@ impl Dispatcher {
                         "a display message was refused"
                     );
                 }
-                self.stats.dropped(Drop::SendFailed, events);
+                self.stats.dropped(DropReason::SendFailed, events);
             }
         }
     }
@@ -1167,7 +1169,7 @@ impl Dispatcher {
         let events = done.pack.published.len();
         let since = done.retry.map_or(now, |r| r.since);
         let Some(room) = self.rooms.get_mut(room_id) else {
-            self.stats.dropped(Drop::NoGroup, events);
+            self.stats.dropped(DropReason::NoGroup, events);
             return;
         };
         if !room.warned_no_group {
@@ -1180,7 +1182,7 @@ impl Dispatcher {
         let limit = since + self.tuning.no_group_retry;
         if now >= limit {
             tracing::debug!(room_id = %room_id, events, "the room's IM group never appeared");
-            self.stats.dropped(Drop::NoGroup, events);
+            self.stats.dropped(DropReason::NoGroup, events);
             return;
         }
         let delay = done
@@ -1261,7 +1263,7 @@ impl Dispatcher {
         while self.sends.join_next().await.is_some() {}
         let in_flight: usize = self.in_flight.drain().map(|(_, f)| f.events).sum();
         let left: usize = self.rooms.values().map(Room::size).sum();
-        self.stats.dropped(Drop::Shutdown, left + in_flight);
+        self.stats.dropped(DropReason::Shutdown, left + in_flight);
         self.waiting = 0;
     }
 }

@@ -995,8 +995,13 @@ async fn run_cell(
                         .as_ref()
                         .is_some_and(|owner| owner.as_str().starts_with(prefix.as_str()))
                 });
-                // A robot room is an orchestrator's to run: let go of it soon after use.
-                let idle = if robot_room { ROBOT_ROOM_IDLE.min(config.idle_after) } else { config.idle_after };
+                // A robot room is an orchestrator's to run: let go of it soon after use. Read
+                // after each batch: the room's creation may be the batch that made it one.
+                let idle = if robot_room {
+                    ROBOT_ROOM_IDLE.min(config.idle_after)
+                } else {
+                    config.idle_after
+                };
                 idle_deadline = tokio::time::Instant::now() + idle;
             }
         }
