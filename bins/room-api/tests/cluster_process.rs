@@ -8,6 +8,8 @@
 
 #[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
 mod mysql_server;
+#[path = "support/process.rs"]
+mod process_support;
 #[path = "../../../crates/adapters-redis/tests/support/redis.rs"]
 mod redis_server;
 
@@ -50,10 +52,7 @@ struct Node {
 
 impl Node {
     async fn start(shared: &Shared, node_id: &str) -> Node {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
+        let port = process_support::free_port();
         let base = format!("http://127.0.0.1:{port}");
         let child = Command::new(env!("CARGO_BIN_EXE_room-api"))
             .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
@@ -90,13 +89,7 @@ impl Node {
     }
 
     fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("running");
-        let sent = std::process::Command::new("kill")
-            .arg(signal)
-            .arg(pid.to_string())
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "kill {signal} {pid}");
+        process_support::signal(self.child.id().expect("running"), signal);
     }
 
     /// `user` posts `body` to `path`: the status (0 when no answer came) and the body.
@@ -146,18 +139,7 @@ impl Node {
     }
 }
 
-/// The room's epoch and owner as the database holds them.
-async fn ownership(mysql_url: &str, room_id: &str) -> (i64, String) {
-    let mut conn = MySqlConnection::connect(mysql_url).await.unwrap();
-    let row: (i64, String) =
-        sqlx::query_as("SELECT epoch, owner_node FROM room_cells WHERE room_id = ?")
-            .bind(room_id)
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-    let _ = conn.close().await;
-    row
-}
+use process_support::ownership;
 
 /// A fresh database, migrated by the binary, and a Redis key prefix; `None` (the test
 /// skips) without the services.
@@ -182,12 +164,7 @@ async fn shared(
         .expect("room-api migrate");
     assert!(migrated.success(), "room-api migrate failed");
     let dir = tempfile::TempDir::new().unwrap();
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/gifts.toml");
-    let text = std::fs::read_to_string(shipped).expect("shipped catalog");
-    let text = text.replace("fuel = 10 ", "fuel = 0 ");
-    assert!(text.contains("fuel = 0 "), "the rose's fuel line moved");
-    let catalog = dir.path().join("gifts.toml");
-    std::fs::write(&catalog, text).unwrap();
+    let catalog = process_support::catalog_without_rocket_fuel(dir.path());
     let shared = Shared {
         mysql_url: database.url.clone(),
         redis_url,

@@ -5,6 +5,9 @@
 //! pay what is due) every debited order is applied or refunded, every reward the room drew is
 //! credited once, and the ledger and the room's log agree.
 
+#[path = "support/process.rs"]
+mod process_support;
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,19 +25,7 @@ use tokio::process::{Child, Command};
 const SECRET: &str = "process-test-secret-of-at-least-32-bytes";
 const START: i64 = 1_000_000;
 
-fn shipped_catalog() -> String {
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/gifts.toml");
-    std::fs::read_to_string(shipped).expect("shipped catalog")
-}
-
-/// The shipped catalog with rockets that never move.
-fn catalog_without_rocket_fuel(dir: &Path) -> PathBuf {
-    let text = shipped_catalog().replace("fuel = 10 ", "fuel = 0 ");
-    assert!(text.contains("fuel = 0 "), "the rose's fuel line moved");
-    let path = dir.join("gifts.toml");
-    std::fs::write(&path, text).expect("write catalog");
-    path
-}
+use process_support::{catalog_without_rocket_fuel, shipped_catalog};
 
 /// The shipped catalog (the rose and the lucky clover fuel the rocket) with rocket levels low
 /// enough, and countdowns short enough, for a storm of a few seconds to launch the rocket,
@@ -85,10 +76,7 @@ struct Server {
 impl Server {
     /// A process with the catalog `catalog` and the extra environment `env`.
     async fn start(dir: &Path, catalog: &Path, env: &[(&str, &str)]) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
+        let port = process_support::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_room-api"))
             .current_dir(dir)
             .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
@@ -142,13 +130,7 @@ impl Server {
 
     /// Sends the process a signal (`-TERM`, `-KILL`) with kill(1).
     fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("running");
-        let sent = std::process::Command::new("kill")
-            .arg(signal)
-            .arg(pid.to_string())
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "kill {signal} {pid}");
+        process_support::signal(self.child.id().expect("running"), signal);
     }
 
     /// Reaps a killed process.

@@ -32,6 +32,8 @@
 
 #[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
 mod mysql_server;
+#[path = "../../room-api/tests/support/process.rs"]
+mod process_support;
 #[path = "../../../crates/adapters-redis/tests/support/redis.rs"]
 mod redis_server;
 
@@ -131,12 +133,7 @@ fn token(user: &str) -> String {
         .unwrap()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
+use process_support::free_port;
 
 /// Waits until `probe` answers `Ok`, for up to `deadline`; panics with the last `Err` (what
 /// was seen instead) when it never does.
@@ -225,13 +222,7 @@ impl Orchestrator {
     }
 
     fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("running");
-        let sent = std::process::Command::new("kill")
-            .arg(signal)
-            .arg(pid.to_string())
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "kill {signal} {pid}");
+        process_support::signal(self.child.id().expect("running"), signal);
     }
 
     /// What `/metrics` answers; `None` when the node does not answer within two seconds
@@ -488,12 +479,7 @@ async fn shared(test: &str) -> Option<(Shared, mysql_server::TestDatabase, Turn)
     storage.url = database.url.clone();
     Storage::migrate(&storage).await.expect("migrate");
     let dir = tempfile::TempDir::new().unwrap();
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/gifts.toml");
-    let text = std::fs::read_to_string(shipped).expect("shipped catalog");
-    let text = text.replace("fuel = 10 ", "fuel = 0 ");
-    assert!(text.contains("fuel = 0 "), "the rose's fuel line moved");
-    let catalog = dir.path().join("gifts.toml");
-    std::fs::write(&catalog, text).unwrap();
+    let catalog = process_support::catalog_without_rocket_fuel(dir.path());
     let shared = Shared {
         mysql_url: database.url.clone(),
         redis_url,
@@ -649,18 +635,7 @@ impl Cluster {
     }
 }
 
-/// The room's epoch and owner as the database holds them.
-async fn ownership(mysql_url: &str, room_id: &str) -> (i64, String) {
-    let mut conn = MySqlConnection::connect(mysql_url).await.unwrap();
-    let row: (i64, String) =
-        sqlx::query_as("SELECT epoch, owner_node FROM room_cells WHERE room_id = ?")
-            .bind(room_id)
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-    let _ = conn.close().await;
-    row
-}
+use process_support::ownership;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_orchestrators_share_ten_robot_rooms_steadily() {

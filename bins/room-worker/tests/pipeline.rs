@@ -11,6 +11,8 @@
 
 #[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
 mod mysql_server;
+#[path = "../../room-api/tests/support/process.rs"]
+mod process_support;
 #[path = "../../../crates/adapters-redis/tests/support/redis.rs"]
 mod redis_server;
 
@@ -38,12 +40,7 @@ const INTERNAL_TOKEN: &str = "pipeline-test-internal-token-of-32-bytes";
 const DEADLINE: Duration = Duration::from_secs(120);
 const PARTITIONS: i32 = 3;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
+use process_support::free_port;
 
 /// What the nodes of the test share.
 struct Cluster {
