@@ -786,8 +786,31 @@ fn a_third_node_takes_only_the_rooms_that_now_prefer_it() {
     assert!((60..=140).contains(&moved), "{moved} of 300 rooms moved");
 }
 
+/// A world as node `node-a`, over `lease`, its keeper renewing every `renew_every`.
+async fn node_a(lease: LeaseRef, renew_every: Duration) -> World {
+    World::builder()
+        .config(CellConfig {
+            node_id: "node-a".into(),
+            lease_renew_every: renew_every,
+            ..config()
+        })
+        .lease(lease)
+        .build()
+        .await
+}
+
 /// An orchestrator of `world`'s node `node_id` (its cell config's) over `lease`.
 fn orchestrator(world: &World, lease: LeaseRef, node_id: &str) -> Orchestrator {
+    orchestrator_until(world, lease, node_id, CancellationToken::new())
+}
+
+/// [`orchestrator`], whose runtimes stop when `cancel` is cancelled.
+fn orchestrator_until(
+    world: &World,
+    lease: LeaseRef,
+    node_id: &str,
+    cancel: CancellationToken,
+) -> Orchestrator {
     Orchestrator::new(
         OrchestratorDeps {
             runtime: world.runtime().clone(),
@@ -803,7 +826,7 @@ fn orchestrator(world: &World, lease: LeaseRef, node_id: &str) -> Orchestrator {
             robot_stay: LONG_STAY,
             ..OrchestratorConfig::default()
         },
-        CancellationToken::new(),
+        cancel,
     )
 }
 
@@ -1267,16 +1290,8 @@ async fn a_room_whose_lease_another_node_took_stops_on_the_loser_and_nothing_mor
 #[tokio::test(start_paused = true)]
 async fn a_runtime_stops_when_its_nodes_keeper_finds_the_lease_lost() {
     let leases = InMemoryLeases::new(LEASE_TTL);
-    let world = World::builder()
-        .config(CellConfig {
-            node_id: "node-a".into(),
-            // No renewal within the test but the one it makes.
-            lease_renew_every: Duration::from_secs(3600),
-            ..config()
-        })
-        .lease(leases.node("node-a", "http://a"))
-        .build()
-        .await;
+    // No renewal within the test but the one it makes.
+    let world = node_a(leases.node("node-a", "http://a"), Duration::from_secs(3600)).await;
     let room = robot_room(&world, "robots-1", true).await;
     let mut orchestrator = orchestrator(&world, leases.node("node-a", "http://a"), "node-a");
     assert_eq!(orchestrator.reconcile().await.unwrap().started, 1);
@@ -1351,15 +1366,7 @@ async fn a_failed_renewal_stops_the_runtime_and_a_later_round_starts_it_again() 
         inner: leases.node("node-a", "http://a"),
         cut: cut.clone(),
     });
-    let world = World::builder()
-        .config(CellConfig {
-            node_id: "node-a".into(),
-            lease_renew_every: Duration::from_secs(1),
-            ..config()
-        })
-        .lease(lease.clone())
-        .build()
-        .await;
+    let world = node_a(lease.clone(), Duration::from_secs(1)).await;
     let room = robot_room(&world, "robots-1", true).await;
     let mut orchestrator = orchestrator(&world, lease, "node-a");
     assert_eq!(orchestrator.reconcile().await.unwrap().started, 1);
@@ -1391,32 +1398,13 @@ async fn a_failed_renewal_stops_the_runtime_and_a_later_round_starts_it_again() 
 #[tokio::test(start_paused = true)]
 async fn a_running_orchestrator_that_stops_leaves_the_group_and_its_robots_in_place() {
     let leases = InMemoryLeases::new(LEASE_TTL);
-    let world = World::builder()
-        .config(CellConfig {
-            node_id: "node-a".into(),
-            lease_renew_every: Duration::from_secs(1),
-            ..config()
-        })
-        .lease(leases.node("node-a", "http://a"))
-        .build()
-        .await;
+    let world = node_a(leases.node("node-a", "http://a"), Duration::from_secs(1)).await;
     let room = robot_room(&world, "robots-1", true).await;
     let cancel = CancellationToken::new();
-    let orchestrator = Orchestrator::new(
-        OrchestratorDeps {
-            runtime: world.runtime().clone(),
-            robot_rooms: world.store.clone(),
-            catalog: world.store.clone(),
-            lease: leases.node("node-a", "http://a"),
-            clock: world.clock.clone(),
-            ids: world.ids.clone(),
-        },
-        OrchestratorConfig {
-            node_id: "node-a".into(),
-            step_every: STEP,
-            robot_stay: LONG_STAY,
-            ..OrchestratorConfig::default()
-        },
+    let orchestrator = orchestrator_until(
+        &world,
+        leases.node("node-a", "http://a"),
+        "node-a",
         cancel.clone(),
     );
     let running = tokio::spawn(orchestrator.run());
