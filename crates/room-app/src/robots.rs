@@ -669,12 +669,20 @@ impl Orchestrator {
                     self.start(held, config, fallback);
                     report.started += 1;
                 }
-                Err(Error::NotOwner(_)) => {
+                // A cell that could not activate answers `NotOwner` whatever the cause: the
+                // lease says whether another node took the room or the activation failed.
+                Err(Error::NotOwner(_))
+                    if matches!(
+                        self.deps.lease.get_holder(&room).await,
+                        Ok(Some(holder)) if holder.node_id != self.config.node_id
+                    ) =>
+                {
                     metrics::counter!("room_robot_ownership_conflicts_total").increment(1);
                     tracing::debug!(room_id = %room, "another node took the robot room first");
                     report.conflicts += 1;
                 }
                 Err(error) => {
+                    metrics::counter!("room_robot_activation_failures_total").increment(1);
                     tracing::debug!(room_id = %room, error = %error, "cannot activate the robot room");
                 }
             }
