@@ -280,14 +280,47 @@ async fn respond(state: &AppState, config: RobotRoomConfig) -> ApiResult<RobotRo
 
 /// Whether two configurations say the same (their room, version and times aside).
 fn same_content(a: &RobotRoomConfig, b: &RobotRoomConfig) -> bool {
-    a.profile == b.profile
-        && a.seat_count == b.seat_count
-        && a.robots == b.robots
-        && a.audience == b.audience
-        && a.seats == b.seats
-        && a.gift_rate_per_minute == b.gift_rate_per_minute
-        && a.gift_mix == b.gift_mix
-        && a.enabled == b.enabled
+    content(a) == content(b)
+}
+
+/// What a configuration asks for, without its bookkeeping (room, version, times). Taken
+/// apart whole, so that a field added to [`RobotRoomConfig`] must be placed here.
+type Content<'a> = (
+    &'a RobotProfile,
+    u8,
+    &'a [UserId],
+    &'a [u32],
+    u8,
+    u32,
+    &'a [room_app::ports::GiftShare],
+    bool,
+);
+
+fn content(config: &RobotRoomConfig) -> Content<'_> {
+    let RobotRoomConfig {
+        room_id: _,
+        profile,
+        seat_count,
+        robots,
+        audience,
+        seats,
+        gift_rate_per_minute,
+        gift_mix,
+        enabled,
+        version: _,
+        created_at: _,
+        updated_at: _,
+    } = config;
+    (
+        profile,
+        *seat_count,
+        robots,
+        audience,
+        *seats,
+        *gift_rate_per_minute,
+        gift_mix,
+        *enabled,
+    )
 }
 
 /// Whether `room` shows `profile`.
@@ -343,16 +376,10 @@ fn creation_key(
             key.key(),
         )?);
     }
+    // The region sits after the seat count: the order keys of stored rooms were made in.
+    let (profile, seat_count, robots, audience, seats, rate, mix, enabled) = content(config);
     let content = serde_json::to_vec(&(
-        &config.profile,
-        config.seat_count,
-        region,
-        &config.robots,
-        &config.audience,
-        config.seats,
-        config.gift_rate_per_minute,
-        &config.gift_mix,
-        config.enabled,
+        profile, seat_count, region, robots, audience, seats, rate, mix, enabled,
     ))
     .map_err(|e| room_app::Error::internal(format!("encoding a robot room: {e}")))?;
     Ok(room_app::IdempotencyKey::new(
