@@ -117,11 +117,6 @@ pub async fn put_gift(
     Ok(Json(gift.into()))
 }
 
-/// The most robot rooms one page of the list may ask for.
-const MAX_ROBOT_PAGE: u32 = 100;
-/// Robot rooms per page by default.
-const DEFAULT_ROBOT_PAGE: u32 = 20;
-
 /// 400 `INVALID_ROBOT_ROOM`, naming the field and the rule.
 fn invalid(problem: RobotRoomProblem) -> ApiError {
     ApiError::bad_request("INVALID_ROBOT_ROOM", problem.to_string())
@@ -592,16 +587,7 @@ pub async fn list_robot_rooms(
     PlatformAdmin(_): PlatformAdmin,
     ApiQuery(query): ApiQuery<RobotPageQuery>,
 ) -> ApiResult<Json<RobotRoomListResponse>> {
-    let limit = match query.limit {
-        None => DEFAULT_ROBOT_PAGE,
-        Some(limit) if (1..=MAX_ROBOT_PAGE).contains(&limit) => limit,
-        Some(limit) => {
-            return Err(ApiError::bad_request(
-                "INVALID_LIMIT",
-                format!("limit {limit} is outside 1..={MAX_ROBOT_PAGE}"),
-            ));
-        }
-    };
+    let limit = super::rooms::page_limit(query.limit)?;
     let after = match query.cursor {
         None => None,
         Some(cursor) => Some(RoomId::new(cursor).map_err(|_| {
@@ -612,7 +598,7 @@ pub async fn list_robot_rooms(
     let next_cursor = (configs.len() == limit as usize)
         .then(|| configs.last().map(|c| c.room_id.to_string()))
         .flatten();
-    // Concurrently: a page is at most `MAX_ROBOT_PAGE` rooms, which bounds the lookups.
+    // Concurrently: a page is at most `MAX_PAGE` (100) rooms, which bounds the lookups.
     let robot_rooms =
         futures_util::future::join_all(configs.into_iter().map(|config| respond(&state, config)))
             .await

@@ -58,7 +58,8 @@ pub enum PeriodParam {
     Week,
 }
 
-fn page_limit(limit: Option<u32>) -> ApiResult<u32> {
+/// A page's `limit`: 20 unless given, 1 to [`MAX_PAGE`] (else 400 `INVALID_LIMIT`).
+pub(super) fn page_limit(limit: Option<u32>) -> ApiResult<u32> {
     match limit {
         None => Ok(DEFAULT_PAGE),
         Some(limit) if (1..=MAX_PAGE).contains(&limit) => Ok(limit),
