@@ -9,7 +9,10 @@
 //!   `ROOM__STORAGE__MAX_JOBS_PER_TRANSACTION=1`);
 //! - spread: 100 rooms, 64 concurrent senders, gifts per second;
 //! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
-//! - memory: the server's resident memory per idle active room and per member.
+//! - memory: the server's resident memory per idle active room and per member;
+//! - with `--storage mysql`, beside the hot room and the spread: the raw capacity of the same
+//!   MySQL server for the rows those gifts wrote, in the same transactions and batch sizes
+//!   (`raw`).
 //!
 //! Each measured loop (closed or open) also reports the server's CPU time per gift and the
 //! share of the machine's CPU the hypervisor stole meanwhile: on a shared host the rates move
@@ -50,6 +53,7 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
 Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
 
 mod nodes;
+mod raw;
 
 struct Options {
     server: PathBuf,
@@ -169,8 +173,14 @@ async fn main() -> Result<()> {
     if options.runs("hot") {
         let server = storage(&[]).await?;
         let setup = server.setup(1, SENDERS).await?;
+        let before = server.batch_totals().await?;
         let rate = closed_loop(&server, &setup, duration, true).await?;
         report("hot room, group commit on (gifts/s)", &format!("{rate:.0}"));
+        let batch = server.batch_totals().await?.mean_since(before);
+        compare_raw(
+            &options, &server, &setup, "hot room", 1, batch, rate, duration,
+        )
+        .await?;
         server.stop().await?;
         hot = Some(rate);
     }
@@ -198,8 +208,14 @@ async fn main() -> Result<()> {
         let server = storage(&[]).await?;
         let setup = server.setup(100, 100).await?;
         if options.runs("spread") {
+            let before = server.batch_totals().await?;
             let rate = closed_loop(&server, &setup, duration, true).await?;
             report("spread, 100 rooms (gifts/s)", &format!("{rate:.0}"));
+            let batch = server.batch_totals().await?.mean_since(before);
+            compare_raw(
+                &options, &server, &setup, "spread", 100, batch, rate, duration,
+            )
+            .await?;
         }
         if options.runs("latency") {
             let latency = open_loop(&server, &setup, options.rate, duration).await?;
@@ -221,6 +237,40 @@ async fn main() -> Result<()> {
         server.stop().await?;
     }
     Ok(())
+}
+
+/// With MySQL storage: the raw capacity of the server for the rows the phase's gifts wrote
+/// ([`raw`]), beside the service's `rate`.
+#[allow(clippy::too_many_arguments)]
+async fn compare_raw(
+    options: &Options,
+    server: &Server,
+    setup: &Setup,
+    phase: &str,
+    rooms: usize,
+    batch: f64,
+    rate: f64,
+    duration: Duration,
+) -> Result<()> {
+    if !matches!(options.storage, nodes::Storage::MySql(_)) {
+        return Ok(());
+    }
+    let url = server
+        .env
+        .iter()
+        .find_map(|(key, value)| (key == "ROOM__STORAGE__URL").then_some(value))
+        .context("the server's database")?;
+    let rows = Arc::new(raw::GiftRows::sample(url, &setup.rooms[0].0).await?);
+    let fresh = nodes::fresh_storage(&options.storage, &options.server).await?;
+    let fresh_url = fresh
+        .iter()
+        .find_map(|(key, value)| (key == "ROOM__STORAGE__URL").then_some(value))
+        .context("the fresh database")?;
+    report(
+        &format!("{phase}: the service's commands per room commit"),
+        &format!("{batch:.1}"),
+    );
+    raw::compare(phase, fresh_url, rows, rooms, batch, rate, duration).await
 }
 
 fn report(what: &str, value: &str) {
@@ -360,6 +410,28 @@ impl Server {
             .filter(|line| line.starts_with("room_") || line.contains("/gifts"))
             .map(str::to_owned)
             .collect())
+    }
+
+    /// The sum and count of the commands the server's room commits carried so far
+    /// (`room_cell_batch_commands`).
+    async fn batch_totals(&self) -> Result<BatchTotals> {
+        let text = self
+            .client
+            .http
+            .get(format!("{}/metrics", self.client.base))
+            .send()
+            .await?
+            .text()
+            .await?;
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        Ok(BatchTotals {
+            commands: value("room_cell_batch_commands_sum"),
+            commits: value("room_cell_batch_commands_count"),
+        })
     }
 
     /// The server's and the machine's CPU counters now.
@@ -569,6 +641,20 @@ async fn closed_loop_on(
         cpu.report(gifts);
     }
     Ok(gifts as f64 / elapsed)
+}
+
+/// Commands and commits of a server's rooms so far.
+#[derive(Debug, Clone, Copy)]
+struct BatchTotals {
+    commands: f64,
+    commits: f64,
+}
+
+impl BatchTotals {
+    /// The mean commands per commit between `before` and now.
+    fn mean_since(self, before: BatchTotals) -> f64 {
+        (self.commands - before.commands) / (self.commits - before.commits).max(1.0)
+    }
 }
 
 /// The CPU counters of `servers` together (their CPU times summed).

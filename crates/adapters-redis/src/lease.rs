@@ -47,7 +47,7 @@ end
 return held
 ";
 
-/// Compare-and-delete. KEYS: lease. ARGV: node id.
+/// Compare-and-delete. KEYS: lease (or lock). ARGV: node id (or the lock's token).
 const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -155,6 +155,11 @@ pub struct RedisLease {
     join_group: std::sync::Arc<Script>,
     /// `{prefix}room:group:`: a sorted set of members per group.
     group_prefix: String,
+    /// `{prefix}room:lock:`: one key per lock, its value the holder's token.
+    lock_prefix: String,
+    /// Makes every lock token of this process its own: the node id, when the process
+    /// started, and a count.
+    tokens: std::sync::Arc<(String, std::sync::atomic::AtomicU64)>,
 }
 
 impl std::fmt::Debug for RedisLease {
@@ -197,6 +202,18 @@ impl RedisLease {
             holder: std::sync::Arc::new(Script::new(HOLDER)),
             join_group: std::sync::Arc::new(Script::new(JOIN_GROUP)),
             group_prefix: format!("{prefix}room:group:"),
+            lock_prefix: format!("{prefix}room:lock:"),
+            tokens: std::sync::Arc::new((
+                format!(
+                    "{}:{}",
+                    settings.node_id,
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_nanos()
+                ),
+                std::sync::atomic::AtomicU64::new(0),
+            )),
         })
     }
 
@@ -317,6 +334,29 @@ impl Lease for RedisLease {
         cmd.arg(format!("{}{group}", self.group_prefix))
             .arg(&self.node_id);
         let _: i64 = self.client.query(&cmd).await?;
+        Ok(())
+    }
+
+    async fn try_lock(&self, name: &str) -> Result<Option<String>> {
+        let (origin, count) = &*self.tokens;
+        let token = format!(
+            "{origin}:{}",
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(format!("{}{name}", self.lock_prefix))
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(self.ttl_ms);
+        let taken: Option<String> = self.client.query(&cmd).await?;
+        Ok(taken.map(|_| token))
+    }
+
+    async fn unlock(&self, name: &str, token: &str) -> Result<()> {
+        let mut call = self.release.key(format!("{}{name}", self.lock_prefix));
+        call.arg(token);
+        let _: i64 = self.client.invoke(&call).await?;
         Ok(())
     }
 }

@@ -243,6 +243,11 @@ impl CellRuntime {
         &self.inner.config.rules
     }
 
+    /// The lease the runtime holds its rooms with.
+    pub fn lease(&self) -> &LeaseRef {
+        &self.inner.deps.lease
+    }
+
     /// Sends requests for rooms that another live node owns to that node through `forwarder`
     /// (several nodes); without one, every room is this node's to run (embedded mode). Set
     /// once.

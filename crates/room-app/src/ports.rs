@@ -817,6 +817,15 @@ pub trait Lease: Send + Sync {
     /// Takes this node out of `group` at once (a node that stops in order), rather than
     /// after its registration's TTL.
     async fn leave_group(&self, group: &str) -> Result<()>;
+    /// Takes the cluster-wide lock `name` for one lease TTL unless someone holds it, and
+    /// answers the token that releases it (`None`: held). Every call is its own holder, two
+    /// on one node included: what the lucky gifts of one sender take turns with, whichever
+    /// node each lands on. Embedded mode has no other node: the in-process locks of its one
+    /// node are the whole story, and the lock is always free.
+    async fn try_lock(&self, name: &str) -> Result<Option<String>>;
+    /// Releases the lock `name` if `token` still holds it (a lock that expired and was taken
+    /// by another is left alone).
+    async fn unlock(&self, name: &str, token: &str) -> Result<()>;
 }
 
 /// A command for a room whose cell runs on another node, as [`Forwarder::execute`] sends it.

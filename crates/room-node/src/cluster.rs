@@ -2,13 +2,21 @@
 //! runs, and [`HttpForwarder`], which sends this node's requests for rooms another node owns
 //! to that node's endpoint.
 //!
+//! Commands and membership reads travel in batches: the requests for one owner that wait
+//! while [`BATCHES_IN_FLIGHT`] batches to it are under way go together in the next one
+//! (`POST /internal/v1/batch`, at most [`BATCH_ITEMS`] items and [`MAX_BODY_BYTES`]), and the
+//! owner runs the items of a batch side by side, so its cells commit them together as they
+//! would commit local requests. A hot room's forwarded gifts cost one round trip per batch,
+//! not one per gift.
+//!
 //! Both sides authenticate with the cluster's internal token
 //! (`Authorization: Bearer <ROOM__CLUSTER__INTERNAL_TOKEN>`, compared in constant time); a node
 //! without one refuses every internal request. The endpoint answers 200 with a
 //! [`ForwardAnswer`] whatever the room decided, so that any other status means the request
 //! did not reach the runtime, whose outcome is then unknown (retryable).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,13 +33,61 @@ use room_domain::{RoomId, RoomState, UserId};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::error::ApiError;
 use crate::extract::parse_id;
+use crate::routes::MAX_BODY_BYTES;
 use crate::state::AppState;
 
 /// Idle keep-alive connections an [`HttpForwarder`] keeps to each other node.
 const MAX_IDLE_PER_NODE: usize = 256;
+
+/// The most items in one batch to another node.
+pub const BATCH_ITEMS: usize = 64;
+
+/// The most batches to one node under way at once; what comes meanwhile waits for the next.
+pub const BATCHES_IN_FLIGHT: usize = 4;
+
+/// The most requests waiting for a batch to one node; beyond, a request is answered as
+/// unavailable at once (it was not sent).
+pub const BATCH_QUEUE: usize = 4_096;
+
+/// The most other nodes a forwarder keeps a batch queue for (a cluster has far fewer; the
+/// queues of nodes gone are dropped when it is reached).
+const MAX_LANES: usize = 256;
+
+/// One request of a batch to another node's internal endpoint.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchItem {
+    /// Apply a command to the room's cell.
+    Execute {
+        /// The room.
+        room_id: String,
+        /// The command, its actor and order.
+        command: Box<ForwardedCommand>,
+    },
+    /// Where a user stands in the room.
+    Membership {
+        /// The room.
+        room_id: String,
+        /// The user.
+        user: String,
+        /// Committed or newest state.
+        kind: ReadKind,
+    },
+}
+
+/// The answer to one [`BatchItem`], in the batch's order.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchAnswer {
+    /// The answer to [`BatchItem::Execute`].
+    Execute(ForwardAnswer<CommandReply>),
+    /// The answer to [`BatchItem::Membership`].
+    Membership(ForwardAnswer<Membership>),
+}
 
 /// The path of the internal endpoint's routes.
 pub const INTERNAL_PREFIX: &str = "/internal/v1";
@@ -79,15 +135,8 @@ pub fn token_matches(configured: &SecretString, given: &str) -> bool {
 /// (clients never call them).
 pub fn internal_routes(state: AppState) -> Router<AppState> {
     Router::new()
-        .route(
-            "/internal/v1/rooms/{room_id}/commands",
-            post(execute_forwarded),
-        )
         .route("/internal/v1/rooms/{room_id}/state", get(read_forwarded))
-        .route(
-            "/internal/v1/rooms/{room_id}/members/{user_id}",
-            get(membership_forwarded),
-        )
+        .route("/internal/v1/batch", post(batch_forwarded))
         .layer(middleware::from_fn_with_state(
             state,
             require_internal_token,
@@ -118,24 +167,6 @@ async fn require_internal_token(
     }
 }
 
-async fn execute_forwarded(
-    State(state): State<AppState>,
-    Path(room_id): Path<String>,
-    Json(request): Json<ForwardedCommand>,
-) -> Result<Json<ForwardAnswer<CommandReply>>, ApiError> {
-    let room_id = known_room(&state, &room_id).await?;
-    let answer = match room_id {
-        Ok(room_id) => state
-            .service
-            .runtime()
-            .execute_local(&room_id, request.command, request.actor, request.order)
-            .await
-            .map(|reply| (*reply).clone()),
-        Err(unknown) => Err(unknown),
-    };
-    Ok(Json(ForwardAnswer::of(answer)))
-}
-
 /// `?kind=committed|newest`.
 #[derive(Debug, Deserialize)]
 struct ReadParams {
@@ -160,23 +191,68 @@ async fn read_forwarded(
     Ok(Json(ForwardAnswer::of(answer)))
 }
 
-async fn membership_forwarded(
+/// Runs the items of a batch side by side and answers each, in order. An item whose ids do
+/// not parse gets the error a single request would have got, inside its answer.
+async fn batch_forwarded(
     State(state): State<AppState>,
-    Path((room_id, user_id)): Path<(String, String)>,
-    Query(params): Query<ReadParams>,
-) -> Result<Json<ForwardAnswer<Membership>>, ApiError> {
-    let user: UserId = parse_id("user_id", &user_id)?;
-    let answer = match known_room(&state, &room_id).await? {
-        Ok(room_id) => {
-            state
-                .service
-                .runtime()
-                .membership_local(&room_id, &user, params.kind)
-                .await
+    Json(items): Json<Vec<BatchItem>>,
+) -> Result<Json<Vec<BatchAnswer>>, ApiError> {
+    if items.len() > BATCH_ITEMS {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_BODY",
+            format!("a batch holds at most {BATCH_ITEMS} items"),
+        ));
+    }
+    let answers = items.into_iter().map(|item| {
+        let state = state.clone();
+        async move {
+            match item {
+                BatchItem::Execute { room_id, command } => {
+                    let command = *command;
+                    let answer = match created_room(&state, &room_id).await {
+                        Ok(room_id) => state
+                            .service
+                            .runtime()
+                            .execute_local(&room_id, command.command, command.actor, command.order)
+                            .await
+                            .map(|reply| (*reply).clone()),
+                        Err(error) => Err(error),
+                    };
+                    BatchAnswer::Execute(ForwardAnswer::of(answer))
+                }
+                BatchItem::Membership {
+                    room_id,
+                    user,
+                    kind,
+                } => {
+                    let answer = async {
+                        let user = UserId::new(&user)
+                            .map_err(|error| Error::Invalid(format!("user_id: {error}")))?;
+                        let room_id = created_room(&state, &room_id).await?;
+                        state
+                            .service
+                            .runtime()
+                            .membership_local(&room_id, &user, kind)
+                            .await
+                    };
+                    BatchAnswer::Membership(ForwardAnswer::of(answer.await))
+                }
+            }
         }
-        Err(unknown) => Err(unknown),
-    };
-    Ok(Json(ForwardAnswer::of(answer)))
+    });
+    Ok(Json(futures_util::future::join_all(answers).await))
+}
+
+/// The room of a batch item if it was ever created; else the room's own answer
+/// (`ROOM_NOT_FOUND`), activating nothing.
+async fn created_room(state: &AppState, raw: &str) -> room_app::Result<RoomId> {
+    let room_id = RoomId::new(raw).map_err(|error| Error::Invalid(format!("room_id: {error}")))?;
+    if state.room_was_created(&room_id).await? {
+        Ok(room_id)
+    } else {
+        Err(Error::Rejected(room_domain::Rejection::RoomNotFound))
+    }
 }
 
 /// The room of the path if it was ever created; a made-up id gets the room's own answer
@@ -191,12 +267,22 @@ async fn known_room(state: &AppState, raw: &str) -> Result<room_app::Result<Room
 }
 
 /// Sends requests for rooms another node owns to that node's internal endpoint, over HTTP
-/// with keep-alive. A request that gets no [`ForwardAnswer`] (the owner unreachable, slow, or
-/// answering something else) has an unknown outcome: [`Error::Unavailable`], retryable, so the
-/// gift saga keeps such an order unfinished.
+/// with keep-alive; commands and membership reads in batches (see the module). A request that
+/// gets no [`ForwardAnswer`] (the owner unreachable, slow, or answering something else) has
+/// an unknown outcome: [`Error::Unavailable`], retryable, so the gift saga keeps such an
+/// order unfinished.
 pub struct HttpForwarder {
     client: reqwest::Client,
     token: Arc<SecretString>,
+    timeout: Duration,
+    /// A batch queue per owner URL.
+    lanes: Mutex<HashMap<String, mpsc::Sender<Queued>>>,
+}
+
+/// A request waiting for its batch: the item, already encoded, and who waits for its answer.
+struct Queued {
+    item: Vec<u8>,
+    answer: oneshot::Sender<room_app::Result<BatchAnswer>>,
 }
 
 impl HttpForwarder {
@@ -210,7 +296,12 @@ impl HttpForwarder {
             // this node serves at once.
             .pool_max_idle_per_host(MAX_IDLE_PER_NODE)
             .build()?;
-        Ok(HttpForwarder { client, token })
+        Ok(HttpForwarder {
+            client,
+            token,
+            timeout,
+            lanes: Mutex::new(HashMap::new()),
+        })
     }
 
     async fn send<T: serde::de::DeserializeOwned>(
@@ -234,6 +325,149 @@ impl HttpForwarder {
             .await
             .map_err(|error| unknown(error.without_url().to_string()))?
             .into_result(room_id)
+    }
+
+    /// Sends `item` to the node at `url` in its next batch and waits for its answer, at most
+    /// the forward timeout.
+    async fn batched(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        item: &BatchItem,
+    ) -> room_app::Result<BatchAnswer> {
+        let unknown =
+            |cause: &str| Error::Unavailable(format!("forward of room {room_id}: {cause}"));
+        let item = serde_json::to_vec(item).map_err(|error| unknown(&error.to_string()))?;
+        let (answer, answered) = oneshot::channel();
+        self.lane(url)
+            .try_send(Queued { item, answer })
+            .map_err(|_| {
+                metrics::counter!("room_forward_queue_full_total").increment(1);
+                unknown("too many requests wait for this owner")
+            })?;
+        match tokio::time::timeout(self.timeout, answered).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(unknown("the batch was dropped")),
+            Err(_) => Err(unknown("no answer in time")),
+        }
+    }
+
+    /// The batch queue of the node at `url`, started on first use.
+    fn lane(&self, url: &str) -> mpsc::Sender<Queued> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lane) = lanes.get(url).filter(|lane| !lane.is_closed()) {
+            return lane.clone();
+        }
+        if lanes.len() >= MAX_LANES {
+            // Only nodes gone leave lanes behind: their tasks end with their queues.
+            lanes.clear();
+        }
+        let (lane, queue) = mpsc::channel(BATCH_QUEUE);
+        tokio::spawn(run_lane(
+            self.client.clone(),
+            self.token.clone(),
+            format!("{}{INTERNAL_PREFIX}/batch", url.trim_end_matches('/')),
+            queue,
+        ));
+        lanes.insert(url.to_owned(), lane.clone());
+        lane
+    }
+}
+
+/// Takes the requests queued for one node, as many as fit a batch, whenever fewer than
+/// [`BATCHES_IN_FLIGHT`] batches to it are under way, and sends them.
+async fn run_lane(
+    client: reqwest::Client,
+    token: Arc<SecretString>,
+    url: String,
+    mut queue: mpsc::Receiver<Queued>,
+) {
+    let in_flight = Arc::new(Semaphore::new(BATCHES_IN_FLIGHT));
+    let mut carried: Option<Queued> = None;
+    loop {
+        let first = match carried.take() {
+            Some(first) => first,
+            None => match queue.recv().await {
+                Some(first) => first,
+                None => return,
+            },
+        };
+        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+            return;
+        };
+        // `[` + items + `,` between them + `]`.
+        let mut size = first.item.len() + 2;
+        let mut batch = vec![first];
+        while batch.len() < BATCH_ITEMS {
+            let Ok(next) = queue.try_recv() else { break };
+            if size + next.item.len() + 1 > MAX_BODY_BYTES {
+                carried = Some(next);
+                break;
+            }
+            size += next.item.len() + 1;
+            batch.push(next);
+        }
+        let (client, token, url) = (client.clone(), token.clone(), url.clone());
+        tokio::spawn(async move {
+            send_batch(&client, &token, &url, batch).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Sends one batch and hands each waiting request its answer; when no list of answers comes
+/// back, each gets [`Error::Unavailable`] (outcome unknown).
+async fn send_batch(client: &reqwest::Client, token: &SecretString, url: &str, batch: Vec<Queued>) {
+    metrics::histogram!("room_forward_batch_items").record(batch.len() as f64);
+    let mut body = Vec::with_capacity(batch.iter().map(|q| q.item.len() + 1).sum::<usize>() + 1);
+    body.push(b'[');
+    for (i, queued) in batch.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(&queued.item);
+    }
+    body.push(b']');
+    let answers = async {
+        let response = client
+            .post(url)
+            .bearer_auth(token.expose_secret())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| error.without_url().to_string())?;
+        let status = response.status();
+        if status != StatusCode::OK {
+            return Err(format!("the owner answered {status}"));
+        }
+        let answers: Vec<BatchAnswer> = response
+            .json()
+            .await
+            .map_err(|error| error.without_url().to_string())?;
+        if answers.len() != batch.len() {
+            return Err(format!(
+                "the owner answered {} items of {}",
+                answers.len(),
+                batch.len()
+            ));
+        }
+        Ok(answers)
+    }
+    .await;
+    match answers {
+        Ok(answers) => {
+            for (queued, answer) in batch.into_iter().zip(answers) {
+                let _ = queued.answer.send(Ok(answer));
+            }
+        }
+        Err(cause) => {
+            for queued in batch {
+                let _ = queued
+                    .answer
+                    .send(Err(Error::Unavailable(format!("forward: {cause}"))));
+            }
+        }
     }
 }
 
@@ -260,11 +494,16 @@ impl Forwarder for HttpForwarder {
         room_id: &RoomId,
         command: &ForwardedCommand,
     ) -> room_app::Result<CommandReply> {
-        let request = self
-            .client
-            .post(room_url(url, room_id, "commands"))
-            .json(command);
-        self.send(room_id, request).await
+        let item = BatchItem::Execute {
+            room_id: room_id.to_string(),
+            command: Box::new(command.clone()),
+        };
+        match self.batched(url, room_id, &item).await? {
+            BatchAnswer::Execute(answer) => answer.into_result(room_id),
+            BatchAnswer::Membership(_) => Err(Error::Unavailable(format!(
+                "forward of room {room_id}: the owner answered another request"
+            ))),
+        }
     }
 
     async fn read(
@@ -287,11 +526,17 @@ impl Forwarder for HttpForwarder {
         user: &UserId,
         kind: ReadKind,
     ) -> room_app::Result<Membership> {
-        let request = self
-            .client
-            .get(room_url(url, room_id, &format!("members/{user}")))
-            .query(&[("kind", kind_param(kind))]);
-        self.send(room_id, request).await
+        let item = BatchItem::Membership {
+            room_id: room_id.to_string(),
+            user: user.to_string(),
+            kind,
+        };
+        match self.batched(url, room_id, &item).await? {
+            BatchAnswer::Membership(answer) => answer.into_result(room_id),
+            BatchAnswer::Execute(_) => Err(Error::Unavailable(format!(
+                "forward of room {room_id}: the owner answered another request"
+            ))),
+        }
     }
 }
 

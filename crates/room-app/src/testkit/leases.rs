@@ -20,6 +20,10 @@ struct Table {
     nodes: HashMap<String, (String, Instant)>,
     /// Group -> node -> expiry.
     groups: HashMap<String, HashMap<String, Instant>>,
+    /// Lock name -> (token, expiry).
+    locks: HashMap<String, (String, Instant)>,
+    /// Tokens handed out so far.
+    tokens: u64,
 }
 
 /// Leases of several nodes over one table, with tokio time (virtual when a test pauses it).
@@ -55,6 +59,7 @@ impl InMemoryLeases {
         for members in table.groups.values_mut() {
             members.retain(|_, expiry| *expiry > now);
         }
+        table.locks.retain(|_, (_, expiry)| *expiry > now);
         f(&mut table, now)
     }
 }
@@ -155,6 +160,29 @@ impl Lease for InMemoryLease {
         self.leases.with(|table, _| {
             if let Some(members) = table.groups.get_mut(group) {
                 members.remove(&self.node_id);
+            }
+        });
+        Ok(())
+    }
+
+    async fn try_lock(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.leases.with(|table, now| {
+            if table.locks.contains_key(name) {
+                return None;
+            }
+            table.tokens += 1;
+            let token = format!("{}:{}", self.node_id, table.tokens);
+            table
+                .locks
+                .insert(name.to_owned(), (token.clone(), now + self.leases.ttl));
+            Some(token)
+        }))
+    }
+
+    async fn unlock(&self, name: &str, token: &str) -> Result<()> {
+        self.leases.with(|table, _| {
+            if table.locks.get(name).is_some_and(|(held, _)| held == token) {
+                table.locks.remove(name);
             }
         });
         Ok(())

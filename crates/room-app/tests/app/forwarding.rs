@@ -271,6 +271,12 @@ impl room_app::ports::Lease for CountingLease {
     async fn leave_group(&self, group: &str) -> Result<()> {
         self.inner.leave_group(group).await
     }
+    async fn try_lock(&self, name: &str) -> Result<Option<String>> {
+        self.inner.try_lock(name).await
+    }
+    async fn unlock(&self, name: &str, token: &str) -> Result<()> {
+        self.inner.unlock(name, token).await
+    }
 }
 
 /// The owner is remembered for a moment (tokio time, paused here: it moves only when every
@@ -306,4 +312,38 @@ async fn a_node_looks_a_rooms_owner_up_once_for_a_burst_of_requests() {
         (1..20).contains(&lookups),
         "{lookups} look-ups for 20 requests"
     );
+}
+
+/// Lucky gifts of one sender landing on both nodes take turns: each one's balance after
+/// (reward included) follows the one before, as on one node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lucky_gifts_of_one_sender_take_turns_across_nodes() {
+    let Cluster { a, b, .. } = cluster().await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    a.fund("alice", 1_000).await;
+    let nodes = [Arc::new(a), Arc::new(b)];
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let node = nodes[i % 2].clone();
+        let request = gift(&room, "alice", &format!("o-{i}"), "clover", 1, &["bob"]);
+        tasks.spawn(async move { node.saga().send(request).await });
+    }
+    let mut balances: Vec<i64> = tasks
+        .join_all()
+        .await
+        .into_iter()
+        .map(|receipt| {
+            let receipt = receipt.unwrap();
+            assert_eq!(receipt.status, room_domain::OrderStatus::Completed);
+            receipt.coin_balance_after.0
+        })
+        .collect();
+    balances.sort_unstable();
+    let gain = 10 * (i64::from(crate::support::LUCKY_MULTIPLIER) - 1);
+    let expected: Vec<i64> = (1..=20).map(|k| 1_000 + k * gain).collect();
+    assert_eq!(
+        balances, expected,
+        "every lucky gift's balance after is one gain past the one before"
+    );
+    assert_eq!(nodes[0].balance("alice").await.0, 1_000 + 20 * gain);
 }

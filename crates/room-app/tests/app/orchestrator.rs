@@ -1356,6 +1356,12 @@ impl Lease for CutLease {
     async fn leave_group(&self, group: &str) -> Result<()> {
         self.inner.leave_group(group).await
     }
+    async fn try_lock(&self, name: &str) -> Result<Option<String>> {
+        self.inner.try_lock(name).await
+    }
+    async fn unlock(&self, name: &str, token: &str) -> Result<()> {
+        self.inner.unlock(name, token).await
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -42,6 +42,70 @@ where
     contenders_racing_get_one_holder(fresh(long).await).await;
     group_members_see_each_other(fresh(long).await).await;
     a_group_member_that_stops_renewing_expires(fresh(Duration::from_millis(600)).await).await;
+    a_lock_has_one_holder_until_unlocked(fresh(long).await).await;
+    a_lock_whose_holder_vanished_expires(fresh(Duration::from_millis(600)).await).await;
+}
+
+async fn a_lock_has_one_holder_until_unlocked(backend: impl LeaseBackend) {
+    let (a, b) = (
+        backend.node("node-a", "http://a"),
+        backend.node("node-b", "http://b"),
+    );
+    let first = ok(a.try_lock("lucky:alice").await, "try_lock").expect("a free lock is taken");
+    assert_eq!(
+        ok(b.try_lock("lucky:alice").await, "try_lock"),
+        None,
+        "another node waits"
+    );
+    assert_eq!(
+        ok(a.try_lock("lucky:alice").await, "try_lock"),
+        None,
+        "so does another call on the holder's node"
+    );
+    let other = ok(b.try_lock("lucky:bob").await, "try_lock").expect("locks are apart");
+    assert_ne!(first, other, "every holder has its own token");
+    ok(b.unlock("lucky:alice", &other).await, "unlock");
+    assert_eq!(
+        ok(b.try_lock("lucky:alice").await, "try_lock"),
+        None,
+        "another token does not release the lock"
+    );
+    ok(a.unlock("lucky:alice", &first).await, "unlock");
+    let second = ok(b.try_lock("lucky:alice").await, "try_lock").expect("an unlocked lock");
+    assert_ne!(first, second, "a new holder gets a new token");
+    ok(a.unlock("lucky:alice", &first).await, "unlock");
+    assert_eq!(
+        ok(a.try_lock("lucky:alice").await, "try_lock"),
+        None,
+        "a spent token releases nothing"
+    );
+    ok(b.unlock("lucky:never-taken", &second).await, "unlock");
+}
+
+async fn a_lock_whose_holder_vanished_expires(backend: impl LeaseBackend) {
+    let (a, b) = (
+        backend.node("node-a", "http://a"),
+        backend.node("node-b", "http://b"),
+    );
+    let stale = ok(a.try_lock("lucky:alice").await, "try_lock").expect("a free lock is taken");
+    // Node a never unlocks: within a few TTLs node b gets the lock.
+    let taken = std::sync::Arc::new(std::sync::Mutex::new(None));
+    eventually("the lock expires", || async {
+        let token = ok(b.try_lock("lucky:alice").await, "try_lock");
+        let got = token.is_some();
+        *taken.lock().unwrap() = token;
+        got
+    })
+    .await;
+    ok(a.unlock("lucky:alice", &stale).await, "unlock");
+    assert_eq!(
+        ok(a.try_lock("lucky:alice").await, "try_lock"),
+        None,
+        "the late unlock of the first holder leaves the new one's lock"
+    );
+    let token = taken.lock().unwrap().take().expect("b's token");
+    ok(b.unlock("lucky:alice", &token).await, "unlock");
+    assert!(ok(a.try_lock("lucky:alice").await, "try_lock").is_some());
 }
 
 async fn group_members_see_each_other(backend: impl LeaseBackend) {
