@@ -688,15 +688,15 @@ struct CpuUse {
 const TICKS_PER_SEC: f64 = 100.0;
 
 impl CpuUse {
-    fn report(&self, gifts: u64) {
+    /// Reports the servers' CPU time per gift and the host's steal; answers the former, in
+    /// microseconds.
+    fn report(&self, gifts: u64) -> f64 {
+        let per_gift = self.server_secs * 1e6 / gifts.max(1) as f64;
         report(
             "  server CPU per gift, host steal",
-            &format!(
-                "{:.0} us, {:.0} %",
-                self.server_secs * 1e6 / gifts.max(1) as f64,
-                self.steal_share * 100.0
-            ),
+            &format!("{per_gift:.0} us, {:.0} %", self.steal_share * 100.0),
         );
+        per_gift
     }
 }
 
@@ -737,8 +737,28 @@ async fn open_loop(
     rate: u64,
     duration: Duration,
 ) -> Result<String> {
-    closed_loop(server, setup, Duration::from_secs(2), false).await?;
-    let cpu_before = server.cpu()?;
+    let (latency, _) = open_loop_on(&server.client, &[server], setup, rate, duration).await?;
+    Ok(latency)
+}
+
+/// [`open_loop`] through `client`, the CPU reported being that of all of `servers`; answers
+/// the latency summary and the servers' CPU time per gift in microseconds.
+async fn open_loop_on(
+    client: &ClientView,
+    servers: &[&Server],
+    setup: &Setup,
+    rate: u64,
+    duration: Duration,
+) -> Result<(String, f64)> {
+    closed_loop_on(
+        std::slice::from_ref(client),
+        servers,
+        setup,
+        Duration::from_secs(2),
+        false,
+    )
+    .await?;
+    let cpu_before = cpu_of(servers)?;
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
     let total = rate * duration.as_secs();
     let started = Instant::now();
@@ -747,7 +767,7 @@ async fn open_loop(
         let due = started + interval.mul_f64(i as f64);
         tokio::time::sleep_until(due.into()).await;
         let sender = setup.rooms[i as usize % setup.rooms.len()].clone();
-        let client = server.client.clone();
+        let client = client.clone();
         tasks.push(tokio::spawn(async move {
             // Latency counts from when the request was due, so a stalled sender shows up.
             let result = client.gift(&sender, next_order()).await;
@@ -764,20 +784,21 @@ async fn open_loop(
             failed += 1;
         }
     }
-    server.cpu()?.since(&cpu_before).report(total);
+    let cpu_per_gift = cpu_of(servers)?.since(&cpu_before).report(total);
     latencies.sort();
     let pick = |q: f64| {
         latencies
             .get(((latencies.len() as f64 - 1.0) * q) as usize)
             .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
     };
-    Ok(format!(
+    let latency = format!(
         "p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms, {} ok, {failed} failed",
         pick(0.5),
         pick(0.99),
         pick(1.0),
         latencies.len()
-    ))
+    );
+    Ok((latency, cpu_per_gift))
 }
 
 /// Resident memory per idle active room (1,000 rooms) and per member (10 rooms × 1,000).

@@ -2,12 +2,12 @@
 //! runs, and [`HttpForwarder`], which sends this node's requests for rooms another node owns
 //! to that node's endpoint.
 //!
-//! Commands and membership reads travel in batches: the requests for one owner that wait
-//! while [`BATCHES_IN_FLIGHT`] batches to it are under way go together in the next one
-//! (`POST /internal/v1/batch`, at most [`BATCH_ITEMS`] items and [`MAX_BODY_BYTES`]), and the
-//! owner runs the items of a batch side by side, so its cells commit them together as they
-//! would commit local requests. A hot room's forwarded gifts cost one round trip per batch,
-//! not one per gift.
+//! Commands and membership reads travel in batches: the requests of one kind (commands or
+//! reads) for one owner that wait while [`BATCHES_IN_FLIGHT`] batches to it are under way go
+//! together in the next one (`POST /internal/v1/batch`, at most [`BATCH_ITEMS`] items and
+//! [`MAX_BODY_BYTES`]), and the owner runs the items of a batch side by side, so its cells
+//! commit them together as they would commit local requests. A hot room's forwarded gifts
+//! cost one round trip per batch, not one per gift.
 //!
 //! Both sides authenticate with the cluster's internal token
 //! (`Authorization: Bearer <ROOM__CLUSTER__INTERNAL_TOKEN>`, compared in constant time); a node
@@ -337,9 +337,10 @@ impl HttpForwarder {
     ) -> room_app::Result<BatchAnswer> {
         let unknown =
             |cause: &str| Error::Unavailable(format!("forward of room {room_id}: {cause}"));
+        let reads = matches!(item, BatchItem::Membership { .. });
         let item = serde_json::to_vec(item).map_err(|error| unknown(&error.to_string()))?;
         let (answer, answered) = oneshot::channel();
-        self.lane(url)
+        self.lane(url, reads)
             .try_send(Queued { item, answer })
             .map_err(|_| {
                 metrics::counter!("room_forward_queue_full_total").increment(1);
@@ -352,10 +353,13 @@ impl HttpForwarder {
         }
     }
 
-    /// The batch queue of the node at `url`, started on first use.
-    fn lane(&self, url: &str) -> mpsc::Sender<Queued> {
+    /// The batch queue of the node at `url` for reads or for commands, started on first
+    /// use. Reads have their own: a batch of commands waits for the room's commit, a read
+    /// is answered at once, and must not wait behind it.
+    fn lane(&self, url: &str, reads: bool) -> mpsc::Sender<Queued> {
+        let key = format!("{} {url}", if reads { "reads" } else { "commands" });
         let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(lane) = lanes.get(url).filter(|lane| !lane.is_closed()) {
+        if let Some(lane) = lanes.get(&key).filter(|lane| !lane.is_closed()) {
             return lane.clone();
         }
         if lanes.len() >= MAX_LANES {
@@ -369,7 +373,7 @@ impl HttpForwarder {
             format!("{}{INTERNAL_PREFIX}/batch", url.trim_end_matches('/')),
             queue,
         ));
-        lanes.insert(url.to_owned(), lane.clone());
+        lanes.insert(key, lane.clone());
         lane
     }
 }
