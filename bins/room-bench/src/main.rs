@@ -393,17 +393,22 @@ impl Server {
         Ok(())
     }
 
-    /// The median and p99 of the server's timing and batching summaries (`/metrics`), to
-    /// show where a request's time goes.
-    async fn metric_quantiles(&self) -> Result<Vec<String>> {
-        let text = self
+    /// The server's `/metrics` page.
+    async fn metrics(&self) -> Result<String> {
+        Ok(self
             .client
             .http
             .get(format!("{}/metrics", self.client.base))
             .send()
             .await?
             .text()
-            .await?;
+            .await?)
+    }
+
+    /// The median and p99 of the server's timing and batching summaries (`/metrics`), to
+    /// show where a request's time goes.
+    async fn metric_quantiles(&self) -> Result<Vec<String>> {
+        let text = self.metrics().await?;
         Ok(text
             .lines()
             .filter(|line| line.contains("quantile=\"0.5\"") || line.contains("quantile=\"0.99\""))
@@ -415,14 +420,7 @@ impl Server {
     /// The sum and count of the commands the server's room commits carried so far
     /// (`room_cell_batch_commands`).
     async fn batch_totals(&self) -> Result<BatchTotals> {
-        let text = self
-            .client
-            .http
-            .get(format!("{}/metrics", self.client.base))
-            .send()
-            .await?
-            .text()
-            .await?;
+        let text = self.metrics().await?;
         let value = |name: &str| {
             text.lines()
                 .find_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok())

@@ -193,6 +193,9 @@ struct Inner {
     forwarder: std::sync::OnceLock<ForwarderRef>,
     /// Rooms other nodes run, as lately looked up: room -> (the owner's URL, when looked up).
     owners: Mutex<HashMap<RoomId, (String, tokio::time::Instant)>>,
+    /// Members of open rooms other nodes run, as their owners lately answered a newest-state
+    /// membership read: (room, user) -> (the answer, when). See [`MEMBER_HINT_FOR`].
+    member_hints: Mutex<HashMap<(RoomId, UserId), (Membership, tokio::time::Instant)>>,
     cells: Mutex<HashMap<RoomId, CellEntry>>,
     /// Cells that left the registry and are still stopping (draining, writing their snapshot,
     /// releasing the lease), by room: a new cell of the room waits for the old one's release,
@@ -221,6 +224,7 @@ impl CellRuntime {
                 presence: std::sync::OnceLock::new(),
                 forwarder: std::sync::OnceLock::new(),
                 owners: Mutex::new(HashMap::new()),
+                member_hints: Mutex::new(HashMap::new()),
                 cells: Mutex::new(HashMap::new()),
                 stopping: Mutex::new(HashMap::new()),
                 next_cell_id: AtomicU64::new(1),
@@ -271,6 +275,13 @@ impl CellRuntime {
         let Some(forwarder) = self.inner.forwarder.get() else {
             return self.execute_local(room_id, command, actor, order).await;
         };
+        // A user's own command (leaving, say) may change where they stand: their next gift's
+        // pre-check asks the owner again.
+        if let Actor::User(user) = &actor
+            && !matches!(command.kind, CommandKind::ApplyGift(_))
+        {
+            self.inner.forget_member(room_id, &user.user_id);
+        }
         let request = ForwardedCommand {
             command,
             actor,
@@ -362,8 +373,18 @@ impl CellRuntime {
             answer = match self.route(room_id).await? {
                 Route::Local => self.membership_local(room_id, user, kind).await,
                 Route::Remote(url) => {
+                    if kind == ReadKind::Newest
+                        && let Some(hint) = self.inner.member_hint(room_id, user)
+                    {
+                        return Ok(hint);
+                    }
                     let answer = forwarder.membership(&url, room_id, user, kind).await;
                     forwarded(&answer);
+                    if kind == ReadKind::Newest
+                        && let Ok(membership) = &answer
+                    {
+                        self.inner.remember_member(room_id, user, *membership);
+                    }
                     answer
                 }
             };
@@ -860,6 +881,17 @@ fn display_message(room_id: &RoomId, stored: &StoredEvent) -> Option<DisplayMess
 /// afresh: routing is liveness only, the epoch keeps the writes right.
 const OWNER_CACHE_FOR: Duration = Duration::from_secs(1);
 
+/// How long a node answers a newest-state membership read of a room another node runs from
+/// the owner's last answer that the user is a member of the open room: a gift's pre-check,
+/// which the room makes again when it applies the gift. A member who left meanwhile (on
+/// another node: their own commands through this node forget the hint) has their gift
+/// debited, refused by the room and refunded, where a fresh read would have refused it before
+/// the debit. Only that answer is kept; any other is asked every time.
+pub const MEMBER_HINT_FOR: Duration = Duration::from_secs(1);
+
+/// The most (room, user) pairs remembered as members; past it the table starts over.
+const MEMBER_HINTS: usize = 100_000;
+
 /// The most rooms whose owner is remembered; past it the table starts over. Only rooms that
 /// exist get there (use cases check a room is known before they reach the runtime).
 const OWNER_CACHE_ROOMS: usize = 100_000;
@@ -891,6 +923,38 @@ impl Inner {
 
     fn forget_owner(&self, room_id: &RoomId) {
         self.lock_owners().remove(room_id);
+    }
+
+    fn lock_member_hints(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(RoomId, UserId), (Membership, tokio::time::Instant)>>
+    {
+        self.member_hints.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn member_hint(&self, room_id: &RoomId, user: &UserId) -> Option<Membership> {
+        self.lock_member_hints()
+            .get(&(room_id.clone(), user.clone()))
+            .filter(|(_, since)| since.elapsed() < MEMBER_HINT_FOR)
+            .map(|(membership, _)| *membership)
+    }
+
+    fn remember_member(&self, room_id: &RoomId, user: &UserId, membership: Membership) {
+        let key = (room_id.clone(), user.clone());
+        let mut hints = self.lock_member_hints();
+        if !(membership.member && membership.status == RoomStatus::Open) {
+            hints.remove(&key);
+            return;
+        }
+        if hints.len() >= MEMBER_HINTS {
+            hints.clear();
+        }
+        hints.insert(key, (membership, tokio::time::Instant::now()));
+    }
+
+    fn forget_member(&self, room_id: &RoomId, user: &UserId) {
+        self.lock_member_hints()
+            .remove(&(room_id.clone(), user.clone()));
     }
 
     fn lock_cells(&self) -> std::sync::MutexGuard<'_, HashMap<RoomId, CellEntry>> {

@@ -22,7 +22,8 @@ pub mod visitors;
 pub mod workers;
 
 pub use cell::{
-    CellConfig, CellDeps, CellRuntime, CommandReply, HeldCell, KeeperTick, RecentReplies,
+    CellConfig, CellDeps, CellRuntime, CommandReply, HeldCell, KeeperTick, MEMBER_HINT_FOR,
+    RecentReplies,
 };
 pub use error::{Error, RemoteError, Result};
 

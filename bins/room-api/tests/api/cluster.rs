@@ -476,3 +476,63 @@ async fn internal_routes_need_the_internal_token() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["ok"]["room_id"], room_id.as_str(), "{body}");
 }
+
+#[tokio::test]
+async fn a_batch_is_answered_item_by_item_and_bounded() {
+    let app = TestApp::with(|settings| {
+        settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
+    })
+    .await;
+    let room_id = app.create_room("alice").await;
+    app.join(&room_id, "alice").await;
+    let membership = |room: &str, user: &str| json!({"membership": {"room_id": room, "user": user, "kind": "newest"}});
+    let batch = json!([
+        membership(&room_id, "alice"),
+        membership(&room_id, "bob"),
+        membership("r-never-created", "alice"),
+        membership(&room_id, "bad/user"),
+    ]);
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/internal/v1/batch",
+            Some(INTERNAL_TOKEN),
+            Some(batch.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let answers = body.as_array().expect("a list of answers");
+    assert_eq!(answers.len(), 4, "{body}");
+    assert_eq!(answers[0]["membership"]["ok"]["member"], true, "{body}");
+    assert_eq!(answers[1]["membership"]["ok"]["member"], false, "{body}");
+    assert_eq!(
+        answers[2]["membership"]["err"]["rejection"]["code"], "ROOM_NOT_FOUND",
+        "{body}"
+    );
+    assert!(answers[3]["membership"]["err"].is_object(), "{body}");
+    // A user's token does not reach it.
+    let alice = app.token("alice");
+    let (status, _) = app
+        .call(
+            Method::POST,
+            "/internal/v1/batch",
+            Some(&alice),
+            Some(batch),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // More items than a batch holds are refused whole.
+    let many: Vec<Value> = (0..=room_node::BATCH_ITEMS)
+        .map(|_| membership(&room_id, "alice"))
+        .collect();
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/internal/v1/batch",
+            Some(INTERNAL_TOKEN),
+            Some(Value::Array(many)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(error_code(&body), "INVALID_BODY");
+}

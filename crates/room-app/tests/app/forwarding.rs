@@ -347,3 +347,55 @@ async fn lucky_gifts_of_one_sender_take_turns_across_nodes() {
     );
     assert_eq!(nodes[0].balance("alice").await.0, 1_000 + 20 * gain);
 }
+
+/// A burst of gifts through a node that does not run the room checks the sender's membership
+/// with the owner once ([`room_app::MEMBER_HINT_FOR`]); a member who left unseen by that node
+/// meanwhile is refunded, never charged; a user's own command through the node forgets the
+/// hint.
+#[tokio::test]
+async fn gifts_through_another_node_check_membership_with_the_owner_once_a_burst() {
+    let Cluster { a, b, nodes } = cluster().await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    b.fund("bob", 1_000).await;
+    let before = nodes.calls.load(Ordering::SeqCst);
+    for i in 0..5 {
+        b.saga()
+            .send(gift(&room, "bob", &format!("o-{i}"), "rose", 1, &["alice"]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        nodes.calls.load(Ordering::SeqCst) - before,
+        6,
+        "one membership read, then five applies"
+    );
+
+    // Bob leaves through the owner's node: node b's hint still says he is a member.
+    a.exec(&room, user("bob"), CommandKind::Leave)
+        .await
+        .unwrap();
+    let receipt = b
+        .saga()
+        .send(gift(&room, "bob", "o-left", "rose", 1, &["alice"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.status, room_domain::OrderStatus::Compensated);
+    assert_eq!(b.balance("bob").await.0, 1_000 - 5 * 10, "refunded");
+    assert_eq!(crate::support::gifts_in(&a.log(&room).await).len(), 5);
+
+    // Through node b, bob joins again and leaves: his own commands forget the hint, and
+    // his next gift is refused before any debit.
+    b.join(&room, "bob").await;
+    b.exec(&room, user("bob"), CommandKind::Leave)
+        .await
+        .unwrap();
+    let refused = b
+        .saga()
+        .send(gift(&room, "bob", "o-gone", "rose", 1, &["alice"]))
+        .await;
+    assert!(
+        matches!(refused, Err(Error::Rejected(Rejection::NotAMember { .. }))),
+        "{refused:?}"
+    );
+    assert_eq!(b.balance("bob").await.0, 1_000 - 5 * 10);
+}
