@@ -29,18 +29,7 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
         .unwrap()
         .len();
 
-    let joined = world
-        .service
-        .robot_command(
-            &room,
-            &bot,
-            CommandKind::Join {
-                password_verified: false,
-                verified_lock: None,
-            },
-        )
-        .await
-        .expect("the robot joins");
+    let joined = world.robot_join(&room, "bot-1").await;
     assert!(
         matches!(&joined.events[..], [stored] if matches!(
             &stored.event,
@@ -163,15 +152,7 @@ async fn a_robots_leave_is_marked_and_not_durable() {
     let world = World::new().await;
     let room = world.open_room("robots-leave", "owner", &[]).await;
     let bot = uid("bot-1");
-    let join = CommandKind::Join {
-        password_verified: false,
-        verified_lock: None,
-    };
-    world
-        .service
-        .robot_command(&room, &bot, join)
-        .await
-        .unwrap();
+    world.robot_join(&room, "bot-1").await;
     let outbox_before = Outbox::list_pending(&*world.store, 10_000)
         .await
         .unwrap()

@@ -118,15 +118,7 @@ async fn a_day_of_gifts_conserves_coins() {
 
     // A robot joins and sends a free booster: no coin moves, no fuel, nothing to conserve.
     let bot = uid("bot-1");
-    let join = CommandKind::Join {
-        password_verified: false,
-        verified_lock: None,
-    };
-    world
-        .service
-        .robot_command(&room, &bot, join)
-        .await
-        .unwrap();
+    world.robot_join(&room, "bot-1").await;
     let booster = catalog()
         .into_iter()
         .find(|g| g.gift_id.as_str() == "booster")

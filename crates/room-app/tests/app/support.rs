@@ -498,11 +498,17 @@ impl World {
     }
 
     pub async fn join(&self, room: &RoomId, name: &str) {
-        let join = CommandKind::Join {
-            password_verified: false,
-            verified_lock: None,
-        };
-        self.exec(room, user(name), join).await.expect("joined");
+        self.exec(room, user(name), plain_join())
+            .await
+            .expect("joined");
+    }
+
+    /// Robot `name` joins `room` (as the orchestrator has robots join).
+    pub async fn robot_join(&self, room: &RoomId, name: &str) -> Arc<CommandReply> {
+        self.service
+            .robot_command(room, &uid(name), plain_join())
+            .await
+            .expect("the robot joins")
     }
 
     /// A copy of the room's state, read inside its cell.
@@ -727,5 +733,13 @@ impl Forwarder for Nodes {
             room_id,
             runtime.membership_local(room_id, user, wire(&kind)).await,
         )
+    }
+}
+
+/// A join without a password or a lock.
+fn plain_join() -> CommandKind {
+    CommandKind::Join {
+        password_verified: false,
+        verified_lock: None,
     }
 }
