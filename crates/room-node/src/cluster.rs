@@ -178,7 +178,8 @@ async fn read_forwarded(
     Path(room_id): Path<String>,
     Query(params): Query<ReadParams>,
 ) -> Result<Json<ForwardAnswer<RoomState>>, ApiError> {
-    let answer = match known_room(&state, &room_id).await? {
+    let room_id: RoomId = parse_id("room_id", &room_id)?;
+    let answer = match created(&state, room_id).await {
         Ok(room_id) => {
             state
                 .service
@@ -186,7 +187,7 @@ async fn read_forwarded(
                 .read_local(&room_id, params.kind)
                 .await
         }
-        Err(unknown) => Err(unknown),
+        Err(error) => Err(error),
     };
     Ok(Json(ForwardAnswer::of(answer)))
 }
@@ -244,26 +245,20 @@ async fn batch_forwarded(
     Ok(Json(futures_util::future::join_all(answers).await))
 }
 
-/// The room of a batch item if it was ever created; else the room's own answer
-/// (`ROOM_NOT_FOUND`), activating nothing.
+/// The room of a batch item if it was ever created; see [`created`].
 async fn created_room(state: &AppState, raw: &str) -> room_app::Result<RoomId> {
     let room_id = RoomId::new(raw).map_err(|error| Error::Invalid(format!("room_id: {error}")))?;
+    created(state, room_id).await
+}
+
+/// The room if it was ever created; a made-up id gets the room's own answer
+/// (`ROOM_NOT_FOUND`) and activates nothing, as on the node the client called.
+async fn created(state: &AppState, room_id: RoomId) -> room_app::Result<RoomId> {
     if state.room_was_created(&room_id).await? {
         Ok(room_id)
     } else {
         Err(Error::Rejected(room_domain::Rejection::RoomNotFound))
     }
-}
-
-/// The room of the path if it was ever created; a made-up id gets the room's own answer
-/// (`ROOM_NOT_FOUND`) and activates nothing, as on the node the client called.
-async fn known_room(state: &AppState, raw: &str) -> Result<room_app::Result<RoomId>, ApiError> {
-    let room_id: RoomId = parse_id("room_id", raw)?;
-    Ok(if state.room_exists(&room_id).await? {
-        Ok(room_id)
-    } else {
-        Err(Error::Rejected(room_domain::Rejection::RoomNotFound))
-    })
 }
 
 /// Sends requests for rooms another node owns to that node's internal endpoint, over HTTP
