@@ -264,7 +264,8 @@ impl CellRuntime {
     /// ([`CellRuntime::forward_with`]). A request that finds ownership moved is routed once
     /// more, then answered [`Error::NotOwner`] (retryable). `order` is the gift order an
     /// `ApplyGift` applies: the commit records it APPLIED (or COMPLETED) in the same
-    /// transaction.
+    /// transaction. A forwarded gift order's apply may be answered with the gift's
+    /// `RoomGiftSent` event only ([`Forwarder::execute`](crate::ports::Forwarder::execute)).
     pub async fn execute(
         &self,
         room_id: &RoomId,

@@ -479,16 +479,14 @@ impl GiftSaga {
                 }
             }
             SagaStep::Apply => {
-                let command = Command::new(
-                    gift_command_id(order),
-                    CommandKind::ApplyGift(order.apply_command()),
-                );
+                let command = gift_apply_command(order);
                 match self
                     .runtime
                     .execute(&order.room_id, command, Actor::System, Some(order.clone()))
                     .await
                 {
                     Ok(reply) => {
+                        // The gift's own event; a reply from another node holds only it.
                         let lucky_reward = reply
                             .events
                             .iter()
@@ -749,6 +747,16 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
             CommandId::new(id).expect("hex digits with a short prefix are a valid id")
         }
     }
+}
+
+/// The command that applies `order` to its room, by the system: its
+/// [`gift_command_id`] and its `ApplyGift`. Every drive of the order sends this same command,
+/// so the room applies it once.
+pub fn gift_apply_command(order: &GiftOrder) -> Command {
+    Command::new(
+        gift_command_id(order),
+        CommandKind::ApplyGift(order.apply_command()),
+    )
 }
 
 /// A repeated order id must name the same gift request.

@@ -33,7 +33,8 @@ pub use error::{Error, RemoteError, Result};
 pub const SYSTEM_ID_PREFIX: &str = "sys-";
 pub use attempts::{LocalPasswordAttempts, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
 pub use gifts::{
-    GiftReceipt, GiftSaga, ORDER_LOCK_QUEUE, RecoveryReport, SendGift, gift_command_id,
+    GiftReceipt, GiftSaga, ORDER_LOCK_QUEUE, RecoveryReport, SendGift, gift_apply_command,
+    gift_command_id,
 };
 pub use local::{
     BroadcastMessenger, FanOutMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch,

@@ -870,7 +870,10 @@ pub struct Membership {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Forwarder: Send + Sync {
-    /// Has the node at `url` apply `command` to its cell of `room_id`.
+    /// Has the node at `url` apply `command` to its cell of `room_id`. The reply to a gift
+    /// order's own apply ([`crate::gift_apply_command`] by the system, with its `order`) may
+    /// hold only the gift's `RoomGiftSent` event of the events it produced: all the saga
+    /// reads of it.
     async fn execute(
         &self,
         url: &str,

@@ -29,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use room_app::ports::{ForwardedCommand, Forwarder, Membership, ReadKind};
 use room_app::{CommandReply, Error, RemoteError};
-use room_domain::{RoomId, RoomState, UserId};
+use room_domain::{Actor, Event, GiftOrder, RoomId, RoomState, UserId};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -68,6 +68,16 @@ pub enum BatchItem {
         /// The command, its actor and order.
         command: Box<ForwardedCommand>,
     },
+    /// Apply a gift order to the room's cell: the order's own command
+    /// ([`room_app::gift_apply_command`], by the system), which the owner builds from the
+    /// order, so the command's content does not travel twice. Answered with
+    /// [`BatchAnswer::ApplyGift`].
+    ApplyGift {
+        /// The room.
+        room_id: String,
+        /// The order.
+        order: Box<GiftOrder>,
+    },
     /// Where a user stands in the room.
     Membership {
         /// The room.
@@ -85,6 +95,9 @@ pub enum BatchItem {
 pub enum BatchAnswer {
     /// The answer to [`BatchItem::Execute`].
     Execute(ForwardAnswer<CommandReply>),
+    /// The answer to [`BatchItem::ApplyGift`]: the reply with the gift's `RoomGiftSent` event
+    /// only, all the saga reads of it.
+    ApplyGift(ForwardAnswer<CommandReply>),
     /// The answer to [`BatchItem::Membership`].
     Membership(ForwardAnswer<Membership>),
 }
@@ -221,6 +234,23 @@ async fn batch_forwarded(
                         Err(error) => Err(error),
                     };
                     BatchAnswer::Execute(ForwardAnswer::of(answer))
+                }
+                BatchItem::ApplyGift { room_id, order } => {
+                    let answer = match created_room(&state, &room_id).await {
+                        Ok(room_id) => state
+                            .service
+                            .runtime()
+                            .execute_local(
+                                &room_id,
+                                room_app::gift_apply_command(&order),
+                                Actor::System,
+                                Some(*order),
+                            )
+                            .await
+                            .map(|reply| gift_reply(&reply)),
+                        Err(error) => Err(error),
+                    };
+                    BatchAnswer::ApplyGift(ForwardAnswer::of(answer))
                 }
                 BatchItem::Membership {
                     room_id,
@@ -478,6 +508,28 @@ fn kind_param(kind: ReadKind) -> &'static str {
     }
 }
 
+/// The order `command` applies, when it is that order's own apply by the system
+/// ([`room_app::gift_apply_command`]): such a command goes as [`BatchItem::ApplyGift`].
+fn order_apply(command: &ForwardedCommand) -> Option<&GiftOrder> {
+    let order = command.order.as_ref()?;
+    (command.actor == Actor::System && command.command == room_app::gift_apply_command(order))
+        .then_some(order)
+}
+
+/// What [`BatchAnswer::ApplyGift`] carries of an applied gift's reply: its version and its
+/// `RoomGiftSent` event (the heat, rank and rocket events stay behind).
+fn gift_reply(reply: &CommandReply) -> CommandReply {
+    CommandReply {
+        version: reply.version,
+        events: reply
+            .events
+            .iter()
+            .filter(|stored| matches!(stored.event, Event::RoomGiftSent(_)))
+            .cloned()
+            .collect(),
+    }
+}
+
 fn room_url(base: &str, room_id: &RoomId, what: &str) -> String {
     format!(
         "{}{INTERNAL_PREFIX}/rooms/{room_id}/{what}",
@@ -493,13 +545,28 @@ impl Forwarder for HttpForwarder {
         room_id: &RoomId,
         command: &ForwardedCommand,
     ) -> room_app::Result<CommandReply> {
-        let item = BatchItem::Execute {
-            room_id: room_id.to_string(),
-            command: Box::new(command.clone()),
+        let room = room_id.to_string();
+        let (item, lean) = match order_apply(command) {
+            Some(order) => (
+                BatchItem::ApplyGift {
+                    room_id: room,
+                    order: Box::new(order.clone()),
+                },
+                true,
+            ),
+            None => (
+                BatchItem::Execute {
+                    room_id: room,
+                    command: Box::new(command.clone()),
+                },
+                false,
+            ),
         };
-        match self.batched(url, room_id, &item).await? {
-            BatchAnswer::Execute(answer) => answer.into_result(room_id),
-            BatchAnswer::Membership(_) => Err(Error::Unavailable(format!(
+        match (self.batched(url, room_id, &item).await?, lean) {
+            (BatchAnswer::Execute(answer), false) | (BatchAnswer::ApplyGift(answer), true) => {
+                answer.into_result(room_id)
+            }
+            _ => Err(Error::Unavailable(format!(
                 "forward of room {room_id}: the owner answered another request"
             ))),
         }
@@ -532,9 +599,9 @@ impl Forwarder for HttpForwarder {
         };
         match self.batched(url, room_id, &item).await? {
             BatchAnswer::Membership(answer) => answer.into_result(room_id),
-            BatchAnswer::Execute(_) => Err(Error::Unavailable(format!(
-                "forward of room {room_id}: the owner answered another request"
-            ))),
+            BatchAnswer::Execute(_) | BatchAnswer::ApplyGift(_) => Err(Error::Unavailable(
+                format!("forward of room {room_id}: the owner answered another request"),
+            )),
         }
     }
 }

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use room_app::RoomService;
+use room_app::ports::CellStore;
 use room_app::testkit::InMemoryStore;
-use room_domain::{RoomId, UserId};
+use room_domain::{Event, RoomId, UserId};
 use room_node::{App, AuthenticatorRef, Settings, Storage};
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -34,6 +35,7 @@ struct Node {
 struct Cluster {
     http: reqwest::Client,
     nodes: Vec<Node>,
+    store: Arc<InMemoryStore>,
     _dir: TempDir,
 }
 
@@ -52,7 +54,8 @@ impl Cluster {
     ) -> Option<Cluster> {
         let redis = redis_server::url()?;
         let dir = TempDir::new().unwrap();
-        let storage = Storage::from_store(Arc::new(InMemoryStore::new()));
+        let store = Arc::new(InMemoryStore::new());
+        let storage = Storage::from_store(store.clone());
         let prefix = format!("{}{test}:", redis_server::prefix());
         let mut nodes = Vec::new();
         for i in 0..count {
@@ -89,6 +92,7 @@ impl Cluster {
         let cluster = Cluster {
             http: reqwest::Client::new(),
             nodes,
+            store,
             _dir: dir,
         };
         for node in &cluster.nodes {
@@ -275,6 +279,63 @@ async fn any_node_serves_any_room_which_runs_on_one_node() {
         assert_eq!(view["seats"][0]["user_id"], "bob", "{view}");
         assert!(view["heat"].as_i64().unwrap() > 0, "{view}");
     }
+    assert_eq!(cluster.active_on(&room_id), vec![0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gift_through_another_node_gets_the_owners_lucky_reward() {
+    let Some(cluster) = Cluster::start("forwarded_lucky_reward", 2).await else {
+        return;
+    };
+    let room_id = cluster.room_on_node_0(&["alice", "bob"]).await;
+    let (status, body) = cluster
+        .post(
+            1,
+            "/v1/admin/wallets/bob/credit",
+            "admin",
+            json!({ "op_id": "top-up-bob", "amount": 10_000 }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The apply goes to node 0 as the order alone, and comes back as the gift's event alone:
+    // the reward the saga credits is the one the room drew.
+    let (mut balance, mut rewards) = (10_000, 0);
+    for i in 0..30 {
+        let gift = json!({
+            "order_id": format!("lucky-{i}"), "gift_id": "lucky-clover", "count": 1,
+            "recipients": ["alice"],
+        });
+        let (status, body) = cluster
+            .post(1, &format!("/v1/rooms/{room_id}/gifts"), "bob", gift)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let lucky = &body["lucky"];
+        let reward = lucky["reward"].as_i64().expect("a lucky outcome");
+        assert_eq!(reward, 20 * lucky["multiplier"].as_i64().unwrap(), "{body}");
+        balance = balance - 20 + reward;
+        rewards += reward;
+        assert_eq!(body["coin_balance_after"], balance, "{body}");
+    }
+    let room = RoomId::new(&room_id).unwrap();
+    let drawn: i64 = cluster
+        .store
+        .list_events(&room, 0, 1_000)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|stored| match &stored.event {
+            Event::RoomGiftSent(gift) => gift.lucky.map(|lucky| lucky.reward.0),
+            _ => None,
+        })
+        .sum();
+    // Two sends in three win nothing: 30 that all do is about one run in 70,000.
+    assert!(drawn > 0, "no lucky gift of 30 won anything");
+    assert_eq!(rewards, drawn);
+    let (status, wallet) = cluster
+        .call(1, Method::GET, "/v1/me/wallet", "bob", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{wallet}");
+    assert_eq!(wallet["balance"], balance, "{wallet}");
     assert_eq!(cluster.active_on(&room_id), vec![0]);
 }
 
