@@ -150,6 +150,19 @@ impl Cluster {
         self.call(node, Method::POST, path, user, Some(body)).await
     }
 
+    /// An admin credits `amount` coins to `user` through node `node`.
+    async fn credit(&self, node: usize, user: &str, amount: i64) {
+        let (status, body) = self
+            .post(
+                node,
+                &format!("/v1/admin/wallets/{user}/credit"),
+                "admin",
+                json!({ "op_id": format!("top-up-{user}-{amount}"), "amount": amount }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
     /// `user`'s event stream of `room` through node `node`, with `Last-Event-ID` if given.
     async fn watch(
         &self,
@@ -239,15 +252,7 @@ async fn any_node_serves_any_room_which_runs_on_one_node() {
     assert_eq!(error_code(&body), "SEAT_OCCUPIED");
 
     // A gift through node 1: one debit, applied by node 0.
-    let (status, body) = cluster
-        .post(
-            1,
-            "/v1/admin/wallets/bob/credit",
-            "admin",
-            json!({ "op_id": "top-up-bob", "amount": 100 }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    cluster.credit(1, "bob", 100).await;
     let gift = json!({ "order_id": "o1", "gift_id": "rose", "count": 1, "recipients": ["alice"] });
     let (status, first) = cluster
         .post(
@@ -288,15 +293,7 @@ async fn a_gift_through_another_node_gets_the_owners_lucky_reward() {
         return;
     };
     let room_id = cluster.room_on_node_0(&["alice", "bob"]).await;
-    let (status, body) = cluster
-        .post(
-            1,
-            "/v1/admin/wallets/bob/credit",
-            "admin",
-            json!({ "op_id": "top-up-bob", "amount": 10_000 }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    cluster.credit(1, "bob", 10_000).await;
     // The apply goes to node 0 as the order alone, and comes back as the gift's event alone:
     // the reward the saga credits is the one the room drew.
     let (mut balance, mut rewards) = (10_000, 0);
