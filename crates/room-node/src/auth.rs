@@ -226,10 +226,18 @@ where
 {
     type Rejection = ApiError;
 
+    /// Verifies the bearer token once per request: the rate limit, which runs before the
+    /// handler, verifies it first, and the handler's extractor finds the result in the
+    /// request's extensions (which only the server sets).
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if let Some(auth) = parts.extensions.get::<Auth>() {
+            return Ok(auth.clone());
+        }
         let token = bearer_token(parts)?;
         let authenticator = AuthenticatorRef::from_ref(state);
-        authenticator.verify(token).map(Auth)
+        let auth = authenticator.verify(token).map(Auth)?;
+        parts.extensions.insert(auth.clone());
+        Ok(auth)
     }
 }
 
@@ -289,6 +297,38 @@ mod tests {
         assert!(actor.platform_admin);
         let token = auth.mint(&alice, false, Duration::from_secs(60)).unwrap();
         assert!(!auth.verify(&token).unwrap().platform_admin);
+    }
+
+    #[tokio::test]
+    async fn a_request_s_token_is_verified_once() {
+        let auth: AuthenticatorRef = Arc::new(authenticator("k"));
+        let alice = UserId::new("alice").unwrap();
+        let token = auth.mint(&alice, false, Duration::from_secs(60)).unwrap();
+        let request = axum::http::Request::get("/v1/me/wallet")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(())
+            .unwrap();
+        let (mut parts, ()) = request.into_parts();
+        let Auth(first) = Auth::from_request_parts(&mut parts, &auth).await.unwrap();
+        assert_eq!(first.user_id, alice);
+        // The second extraction of the same request takes the first one's result: a token
+        // that no longer verifies is not read again.
+        parts.headers.insert(
+            header::AUTHORIZATION,
+            axum::http::HeaderValue::from_static("Bearer garbage"),
+        );
+        let Auth(again) = Auth::from_request_parts(&mut parts, &auth).await.unwrap();
+        assert_eq!(again.user_id, alice);
+        // Another request verifies its own.
+        let request = axum::http::Request::get("/v1/me/wallet")
+            .header(header::AUTHORIZATION, "Bearer garbage")
+            .body(())
+            .unwrap();
+        let (mut parts, ()) = request.into_parts();
+        let refused = Auth::from_request_parts(&mut parts, &auth)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, "INVALID_TOKEN");
     }
 
     #[test]
