@@ -192,16 +192,15 @@ async fn read_forwarded(
     Query(params): Query<ReadParams>,
 ) -> Result<Json<ForwardAnswer<RoomState>>, ApiError> {
     let room_id: RoomId = parse_id("room_id", &room_id)?;
-    let answer = match created(&state, room_id).await {
-        Ok(room_id) => {
-            state
-                .service
-                .runtime()
-                .read_local(&room_id, params.kind)
-                .await
-        }
-        Err(error) => Err(error),
-    };
+    let answer = async {
+        let room_id = created(&state, room_id).await?;
+        state
+            .service
+            .runtime()
+            .read_local(&room_id, params.kind)
+            .await
+    }
+    .await;
     Ok(Json(ForwardAnswer::of(answer)))
 }
 
@@ -223,34 +222,21 @@ async fn batch_forwarded(
         async move {
             match item {
                 BatchItem::Execute { room_id, command } => {
-                    let command = *command;
-                    let answer = match created_room(&state, &room_id).await {
-                        Ok(room_id) => state
-                            .service
-                            .runtime()
-                            .execute_local(&room_id, command.command, command.actor, command.order)
-                            .await
-                            .map(|reply| (*reply).clone()),
-                        Err(error) => Err(error),
-                    };
-                    BatchAnswer::Execute(ForwardAnswer::of(answer))
+                    let ForwardedCommand {
+                        command,
+                        actor,
+                        order,
+                    } = *command;
+                    let answer = execute_item(&state, &room_id, command, actor, order).await;
+                    BatchAnswer::Execute(ForwardAnswer::of(answer.map(|reply| (*reply).clone())))
                 }
                 BatchItem::ApplyGift { room_id, order } => {
-                    let answer = match created_room(&state, &room_id).await {
-                        Ok(room_id) => state
-                            .service
-                            .runtime()
-                            .execute_local(
-                                &room_id,
-                                room_app::gift_apply_command(&order),
-                                Actor::System,
-                                Some(*order),
-                            )
-                            .await
-                            .map(|reply| gift_reply(&reply)),
-                        Err(error) => Err(error),
-                    };
-                    BatchAnswer::ApplyGift(ForwardAnswer::of(answer))
+                    let command = room_app::gift_apply_command(&order);
+                    let answer =
+                        execute_item(&state, &room_id, command, Actor::System, Some(*order)).await;
+                    BatchAnswer::ApplyGift(ForwardAnswer::of(
+                        answer.map(|reply| gift_reply(&reply)),
+                    ))
                 }
                 BatchItem::Membership {
                     room_id,
@@ -273,6 +259,23 @@ async fn batch_forwarded(
         }
     });
     Ok(Json(futures_util::future::join_all(answers).await))
+}
+
+/// Applies a batch item's command to its room's cell on this node, if the room was ever
+/// created.
+async fn execute_item(
+    state: &AppState,
+    room_id: &str,
+    command: room_domain::Command,
+    actor: Actor,
+    order: Option<GiftOrder>,
+) -> room_app::Result<Arc<CommandReply>> {
+    let room_id = created_room(state, room_id).await?;
+    state
+        .service
+        .runtime()
+        .execute_local(&room_id, command, actor, order)
+        .await
 }
 
 /// The room of a batch item if it was ever created; see [`created`].

@@ -34,8 +34,7 @@ pub use auth::{
     ADMIN_ROLE, Audience, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin,
 };
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
-pub use cluster::BATCH_ITEMS;
-pub use cluster::{ForwardAnswer, HttpForwarder, INTERNAL_PREFIX, token_matches};
+pub use cluster::{BATCH_ITEMS, ForwardAnswer, HttpForwarder, INTERNAL_PREFIX, token_matches};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
     DEV_JWT_SECRET, HttpSettings, LeaseSettings, LimitSettings, MAX_CALLBACK_WINDOW_SECS,
