@@ -1407,14 +1407,36 @@ impl Cell {
         commands: Vec<CommandRequest>,
         mailbox: &mut Mailbox,
     ) -> Option<Stop> {
-        if let Some(stop) = self.reload().await {
-            for command in commands {
-                let _ = command
-                    .reply
-                    .send(Err(Error::Unavailable("room reload failed".into())));
-            }
-            return Some(stop);
+        match self.reload_for_retry(commands).await {
+            Ok(commands) => self.one_by_one(commands, mailbox).await,
+            Err(stop) => Some(stop),
         }
+    }
+
+    /// Takes back the state of a batch the store refused, from storage, before its commands
+    /// run again. When that fails the cell stops, and they are answered as unavailable.
+    async fn reload_for_retry(
+        &mut self,
+        commands: Vec<CommandRequest>,
+    ) -> Result<Vec<CommandRequest>, Stop> {
+        let Some(stop) = self.reload().await else {
+            return Ok(commands);
+        };
+        for command in commands {
+            let _ = command
+                .reply
+                .send(Err(Error::Unavailable("room reload failed".into())));
+        }
+        Err(stop)
+    }
+
+    /// Runs each command in a batch of its own, in order. When the cell stops on one, the
+    /// commands after it are answered [`Error::NotOwner`] (retryable): they never ran.
+    async fn one_by_one(
+        &mut self,
+        commands: Vec<CommandRequest>,
+        mailbox: &mut Mailbox,
+    ) -> Option<Stop> {
         let mut commands = commands.into_iter();
         while let Some(command) = commands.next() {
             // A batch of one is never split again, so this recursion is one level deep.
@@ -1437,14 +1459,10 @@ impl Cell {
         commands: Vec<CommandRequest>,
         mailbox: &mut Mailbox,
     ) -> Option<Stop> {
-        if let Some(stop) = self.reload().await {
-            for command in commands {
-                let _ = command
-                    .reply
-                    .send(Err(Error::Unavailable("room reload failed".into())));
-            }
-            return Some(stop);
-        }
+        let commands = match self.reload_for_retry(commands).await {
+            Ok(commands) => commands,
+            Err(stop) => return Some(stop),
+        };
         if self.resolving {
             // They clashed again, yet the log answered none of them: among them is an id whose
             // record is being pruned (its first events already gone). Alone, such a command
@@ -1460,12 +1478,7 @@ impl Cell {
                 }
                 return None;
             }
-            for command in commands {
-                if let Some(stop) = Box::pin(self.process_commands(vec![command], mailbox)).await {
-                    return Some(stop);
-                }
-            }
-            return None;
+            return self.one_by_one(commands, mailbox).await;
         }
         let mut fresh = Vec::with_capacity(commands.len());
         for command in commands {
