@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use room_domain::{
-    Actor, Coins, Command, CommandId, CommandKind, Event, EventEnvelope, GiftId, GiftOrder,
-    OrderId, OrderStatus, RoomId, RoomState, Snapshot, Timestamp, UserId,
+    Actor, Coins, Command, CommandId, CommandKind, Event, EventEnvelope, Field, GiftId, GiftOrder,
+    OrderId, OrderStatus, Rejection, RoomId, RoomState, Snapshot, Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -526,14 +526,14 @@ pub const MAX_GIFT_WEIGHT: u32 = 10_000;
 /// The most configurations one [`RobotRooms::list`] call returns, whatever the limit asked.
 pub const MAX_ROBOT_ROOM_PAGE: u32 = 500;
 
-/// The longest room name, in characters (the room's own rule).
-pub const MAX_ROOM_NAME_CHARS: usize = 30;
+/// The longest room name, in characters (the room's own rule, [`Field::max_chars`]).
+pub const MAX_ROOM_NAME_CHARS: usize = Field::Name.max_chars() as usize;
 
-/// The longest room notice, in characters (the room's own rule).
-pub const MAX_NOTICE_CHARS: usize = 500;
+/// The longest room notice, in characters (the room's own rule, [`Field::max_chars`]).
+pub const MAX_NOTICE_CHARS: usize = Field::Notice.max_chars() as usize;
 
-/// The longest image URL, in characters (the room's own rule).
-pub const MAX_IMAGE_URL_CHARS: usize = 512;
+/// The longest image URL, in characters (the room's own rule, [`Field::max_chars`]).
+pub const MAX_IMAGE_URL_CHARS: usize = Field::CoverUrl.max_chars() as usize;
 
 /// What a robot room shows: its profile, as the room API has it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -609,44 +609,29 @@ impl RobotRoomProblem {
     }
 }
 
-/// Whether `c` may not stand in a text people read: a control character (but a line break or
-/// tab where `breaks` allows them) or a bidirectional embedding, override or isolate.
-fn refused_char(c: char, breaks: bool) -> bool {
-    (c.is_control() && !(breaks && matches!(c, '\n' | '\r' | '\t')))
-        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-fn check_text(
-    field: &str,
-    text: &str,
-    min: usize,
-    max: usize,
-    breaks: bool,
-) -> Result<(), RobotRoomProblem> {
-    let chars = text.chars().count();
-    if chars < min || chars > max {
-        return Err(RobotRoomProblem::new(
-            field,
-            format!("must have {min} to {max} characters"),
-        ));
-    }
-    match text.chars().find(|c| refused_char(*c, breaks)) {
-        Some(c) => Err(RobotRoomProblem::new(
-            field,
-            format!("must not contain U+{:04X}", u32::from(c)),
-        )),
-        None => Ok(()),
-    }
+/// Checks `text` by the room's own rule for `kind` ([`Field::check`]), as `field` of a robot
+/// room configuration.
+fn check_text(field: &str, kind: Field, text: &str) -> Result<(), RobotRoomProblem> {
+    kind.check(text).map_err(|rejection| {
+        let reason = match rejection {
+            Rejection::FieldTooLong { max, .. } => format!("must have at most {max} characters"),
+            Rejection::FieldInvalidCharacter { character, .. } => {
+                format!("must not contain U+{character:04X}")
+            }
+            other => other.to_string(),
+        };
+        RobotRoomProblem::new(field, reason)
+    })
 }
 
 impl RobotRoomConfig {
     /// Checks every rule of a robot room configuration, the first broken one answered as a
     /// [`RobotRoomProblem`]:
     ///
-    /// - `profile`: a name of 1 to [`MAX_ROOM_NAME_CHARS`] characters, not blank; a notice of
-    ///   up to [`MAX_NOTICE_CHARS`]; a cover URL of up to [`MAX_IMAGE_URL_CHARS`]; no control
-    ///   character (but line breaks and tabs in the notice) and no bidirectional embedding,
-    ///   override or isolate;
+    /// - `profile`: the room's own rules for its texts ([`Field::check`]): a name of 1 to
+    ///   [`MAX_ROOM_NAME_CHARS`] characters, not blank; a notice of up to [`MAX_NOTICE_CHARS`];
+    ///   a cover URL of up to [`MAX_IMAGE_URL_CHARS`]; no control character (but line breaks
+    ///   and tabs in the notice) and no bidirectional embedding, override or isolate;
     /// - `seat_count`: 1 to [`room_domain::MAX_SEATS`];
     /// - `robots`: 1 to [`MAX_ROBOTS`] distinct ids, each starting with `id_prefix` and none
     ///   with `{id_prefix}visitor-` (the visitors of human rooms);
@@ -657,13 +642,13 @@ impl RobotRoomConfig {
     ///   [`MAX_GIFT_WEIGHT`].
     pub fn validate(&self, id_prefix: &str) -> Result<(), RobotRoomProblem> {
         let profile = &self.profile;
-        check_text("profile.name", &profile.name, 1, MAX_ROOM_NAME_CHARS, false)?;
         if profile.name.trim().is_empty() {
             return Err(RobotRoomProblem::new("profile.name", "must not be blank"));
         }
-        check_text("profile.notice", &profile.notice, 0, MAX_NOTICE_CHARS, true)?;
+        check_text("profile.name", Field::Name, &profile.name)?;
+        check_text("profile.notice", Field::Notice, &profile.notice)?;
         if let Some(url) = &profile.cover_url {
-            check_text("profile.cover_url", url, 0, MAX_IMAGE_URL_CHARS, false)?;
+            check_text("profile.cover_url", Field::CoverUrl, url)?;
         }
         if !(1..=room_domain::MAX_SEATS).contains(&self.seat_count) {
             return Err(RobotRoomProblem::new(

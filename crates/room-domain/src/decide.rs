@@ -12,11 +12,6 @@ use crate::rules::MAX_SEATS;
 use crate::state::{RocketStatus, Role, RoomState, RoomStatus};
 use crate::time::Timestamp;
 
-const NAME_MAX_CHARS: u32 = 30;
-const NOTICE_MAX_CHARS: u32 = 500;
-const URL_MAX_CHARS: u32 = 512;
-const REGION_MAX_CHARS: u32 = 32;
-
 /// What the actor is in this room, from most to least powerful.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Standing {
@@ -96,7 +91,7 @@ pub fn decide(
                 profile.name = checked_name(name)?;
             }
             if let Some(notice) = notice {
-                check_text(Field::Notice, notice, NOTICE_MAX_CHARS)?;
+                Field::Notice.check(notice)?;
                 profile.notice = notice.clone();
             }
             if let Some(cover) = cover_url {
@@ -469,7 +464,7 @@ fn create_room(
     if !(1..=MAX_SEATS).contains(&seat_count) {
         return Err(Rejection::InvalidSeatCount { seat_count });
     }
-    check_text(Field::Region, region, REGION_MAX_CHARS)?;
+    Field::Region.check(region)?;
     Ok(vec![Event::RoomCreated {
         owner: owner.clone(),
         name,
@@ -924,7 +919,7 @@ fn checked_name(name: &str) -> Result<String, Rejection> {
     if name.is_empty() {
         return Err(Rejection::FieldEmpty { field: Field::Name });
     }
-    check_text(Field::Name, name, NAME_MAX_CHARS)?;
+    Field::Name.check(name)?;
     Ok(name.to_owned())
 }
 
@@ -934,27 +929,6 @@ fn checked_url(field: Field, url: &str) -> Result<Option<String>, Rejection> {
     if url.is_empty() {
         return Ok(None);
     }
-    check_text(field, url, URL_MAX_CHARS)?;
+    field.check(url)?;
     Ok(Some(url.to_owned()))
-}
-
-/// At most `max` characters, none of them a control character (but a line break or tab in
-/// the notice) or a bidirectional embedding, override or isolate (U+202A to U+202E, U+2066
-/// to U+2069): people read these texts, and such characters make them show something else.
-fn check_text(field: Field, text: &str, max: u32) -> Result<(), Rejection> {
-    if text.len() > max as usize && text.chars().count() > max as usize {
-        return Err(Rejection::FieldTooLong { field, max });
-    }
-    let refused = |c: char| {
-        let line_break = matches!(c, '\n' | '\r' | '\t') && field == Field::Notice;
-        (c.is_control() && !line_break)
-            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-    };
-    match text.chars().find(|c| refused(*c)) {
-        Some(c) => Err(Rejection::FieldInvalidCharacter {
-            field,
-            character: u32::from(c),
-        }),
-        None => Ok(()),
-    }
 }

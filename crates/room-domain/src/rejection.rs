@@ -33,6 +33,40 @@ impl Field {
             Field::Region => "region",
         }
     }
+
+    /// The most characters the field may hold: 30 for the name, 500 for the notice, 512 for
+    /// an image URL, 32 for the region.
+    pub const fn max_chars(self) -> u32 {
+        match self {
+            Field::Name => 30,
+            Field::Notice => 500,
+            Field::CoverUrl | Field::BackgroundUrl => 512,
+            Field::Region => 32,
+        }
+    }
+
+    /// Checks `text` against the field's rule: at most [`Field::max_chars`] characters, none
+    /// of them a control character (but a line break or tab in the notice) or a
+    /// bidirectional embedding, override or isolate (U+202A to U+202E, U+2066 to U+2069):
+    /// people read these texts, and such characters make them show something else.
+    pub fn check(self, text: &str) -> Result<(), Rejection> {
+        let max = self.max_chars();
+        if text.len() > max as usize && text.chars().count() > max as usize {
+            return Err(Rejection::FieldTooLong { field: self, max });
+        }
+        let refused = |c: char| {
+            let line_break = matches!(c, '\n' | '\r' | '\t') && self == Field::Notice;
+            (c.is_control() && !line_break)
+                || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        };
+        match text.chars().find(|c| refused(*c)) {
+            Some(c) => Err(Rejection::FieldInvalidCharacter {
+                field: self,
+                character: u32::from(c),
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Why the room refused a command. Each variant has a stable [`Rejection::code`].
