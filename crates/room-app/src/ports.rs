@@ -526,23 +526,14 @@ pub const MAX_GIFT_WEIGHT: u32 = 10_000;
 /// The most configurations one [`RobotRooms::list`] call returns, whatever the limit asked.
 pub const MAX_ROBOT_ROOM_PAGE: u32 = 500;
 
-/// The longest room name, in characters (the room's own rule, [`Field::max_chars`]).
-pub const MAX_ROOM_NAME_CHARS: usize = Field::Name.max_chars() as usize;
-
-/// The longest room notice, in characters (the room's own rule, [`Field::max_chars`]).
-pub const MAX_NOTICE_CHARS: usize = Field::Notice.max_chars() as usize;
-
-/// The longest image URL, in characters (the room's own rule, [`Field::max_chars`]).
-pub const MAX_IMAGE_URL_CHARS: usize = Field::CoverUrl.max_chars() as usize;
-
 /// What a robot room shows: its profile, as the room API has it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RobotProfile {
-    /// The room's name, 1 to [`MAX_ROOM_NAME_CHARS`] characters.
+    /// The room's name, within the room's rule ([`Field::Name`]).
     pub name: String,
-    /// The notice board, up to [`MAX_NOTICE_CHARS`] characters.
+    /// The notice board, within the room's rule ([`Field::Notice`]).
     pub notice: String,
-    /// The cover image, up to [`MAX_IMAGE_URL_CHARS`] characters.
+    /// The cover image, within the room's rule ([`Field::CoverUrl`]).
     pub cover_url: Option<String>,
 }
 
@@ -628,10 +619,9 @@ impl RobotRoomConfig {
     /// Checks every rule of a robot room configuration, the first broken one answered as a
     /// [`RobotRoomProblem`]:
     ///
-    /// - `profile`: the room's own rules for its texts ([`Field::check`]): a name of 1 to
-    ///   [`MAX_ROOM_NAME_CHARS`] characters, not blank; a notice of up to [`MAX_NOTICE_CHARS`];
-    ///   a cover URL of up to [`MAX_IMAGE_URL_CHARS`]; no control character (but line breaks
-    ///   and tabs in the notice) and no bidirectional embedding, override or isolate;
+    /// - `profile`: the room's own rules for its texts ([`Field::check`], with the limits of
+    ///   [`Field::max_chars`]): a name that is not blank, a notice and a cover URL, each within
+    ///   its length and without the characters the room refuses;
     /// - `seat_count`: 1 to [`room_domain::MAX_SEATS`];
     /// - `robots`: 1 to [`MAX_ROBOTS`] distinct ids, each starting with `id_prefix` and none
     ///   with `{id_prefix}visitor-` (the visitors of human rooms);

@@ -79,7 +79,7 @@ string_schema!(
     "1 to 30 characters with at least one that is not whitespace (the name is trimmed), \
      no control character, no bidirectional embedding, override or isolate.",
     Some(1),
-    30,
+    room_domain::Field::Name.max_chars() as usize,
     r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202a-\u202f\u205f\u2066-\u2069\u3000][^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
 );
 
@@ -89,7 +89,7 @@ string_schema!(
     "Up to 500 characters; line breaks and tabs are allowed, other control characters and \
      bidirectional embeddings, overrides and isolates are not.",
     None,
-    500,
+    room_domain::Field::Notice.max_chars() as usize,
     r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
 );
 
@@ -99,7 +99,7 @@ string_schema!(
     "Up to 512 characters, no control character, no bidirectional embedding, override or \
      isolate; `\"\"` removes the image.",
     None,
-    512,
+    room_domain::Field::CoverUrl.max_chars() as usize,
     r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
 );
 
@@ -109,7 +109,7 @@ string_schema!(
     "Up to 32 characters, no control character, no bidirectional embedding, override or \
      isolate.",
     None,
-    32,
+    room_domain::Field::Region.max_chars() as usize,
     r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
 );
 
