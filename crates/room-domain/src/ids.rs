@@ -58,7 +58,13 @@ fn validate(kind: &'static str, s: &str) -> Result<(), IdError> {
             });
         }
     }
-    if s.chars().any(refused_in_id) {
+    let refused = if s.is_ascii() {
+        // Most ids: printable ASCII is `!` to `~`, and of those only `/` is refused.
+        s.bytes().any(|b| !(b'!'..=b'~').contains(&b) || b == b'/')
+    } else {
+        s.chars().any(refused_in_id)
+    };
+    if refused {
         return Err(IdError::BadCharacter { kind });
     }
     Ok(())
@@ -186,8 +192,19 @@ macro_rules! string_id {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                Self::try_from(s).map_err(serde::de::Error::custom)
+                // Validated where the deserializer holds the text, and copied once, into
+                // the id's own allocation.
+                struct Visitor;
+                impl serde::de::Visitor<'_> for Visitor {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a string")
+                    }
+                    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<$name, E> {
+                        $name::new(s).map_err(E::custom)
+                    }
+                }
+                d.deserialize_str(Visitor)
             }
         }
     };
@@ -276,6 +293,27 @@ mod tests {
             Err(IdError::BadCharacter { kind: "user id" })
         );
         assert!(UserId::new("a\u{0}").is_err());
+    }
+
+    #[test]
+    fn the_ascii_path_refuses_what_the_character_rule_refuses() {
+        for byte in 0u8..=0x7F {
+            let c = char::from(byte);
+            let alone = UserId::new(c.to_string()).is_err();
+            // Beside a non-ASCII character the id takes the general path.
+            let beside = UserId::new(format!("é{c}")).is_err();
+            assert_eq!(alone, refused_in_id(c), "{byte:#04x} alone");
+            assert_eq!(beside, refused_in_id(c), "{byte:#04x} beside é");
+        }
+    }
+
+    #[test]
+    fn ids_read_from_json_follow_the_rule() {
+        let id: UserId = serde_json::from_str(r#""al\u0069ce""#).unwrap();
+        assert_eq!(id.as_str(), "alice");
+        assert!(serde_json::from_str::<UserId>(r#""ali\u200bce""#).is_err());
+        assert!(serde_json::from_str::<UserId>(r#""a/b""#).is_err());
+        assert!(serde_json::from_str::<UserId>("5").is_err());
     }
 
     #[test]

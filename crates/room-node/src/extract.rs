@@ -301,9 +301,9 @@ pub fn bytes_rejection(rejection: BytesRejection) -> ApiError {
 /// characters. A bad one becomes `INVALID_ID`.
 pub fn parse_id<T>(field: &str, value: &str) -> Result<T, ApiError>
 where
-    T: TryFrom<String, Error = room_domain::IdError>,
+    T: for<'a> TryFrom<&'a str, Error = room_domain::IdError>,
 {
-    T::try_from(value.to_owned())
+    T::try_from(value)
         .map_err(|error| ApiError::bad_request("INVALID_ID", format!("{field}: {error}")))
 }
 
