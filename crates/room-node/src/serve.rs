@@ -12,6 +12,9 @@
 //! - a response sent, nothing received since: closed `idle_timeout` after the response ended;
 //! - a request in flight (its body arriving, its handler running, its response streaming):
 //!   never closed by the watchdog (the request timeout and the body deadline bound those).
+//!
+//! The watchdog wakes at the deadline, and at least once per the shorter of the two timeouts
+//! to look again; requests only note the time in the connection's state and never wake it.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -29,7 +32,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -142,8 +145,24 @@ async fn connection(
     builder.header_read_timeout(None);
     let mut served = pin!(builder.serve_connection(io, service));
     let mut stopping = false;
+    // The watchdog never sleeps longer than the shortest timeout: whatever the connection
+    // does meanwhile sets no deadline before that wake-up (a deadline is always one of the
+    // timeouts after the moment that set it), so no request has to wake it.
+    let check_every = limits.header_timeout.min(limits.idle_timeout);
+    let watchdog = tokio::time::sleep(check_every);
+    let mut watchdog = pin!(watchdog);
     loop {
-        let deadline = activity.deadline(&limits);
+        let now = Instant::now();
+        let next_check = now + check_every;
+        match activity.deadline_and_reason(&limits) {
+            Some((deadline, reason)) if deadline <= now => {
+                metrics::counter!("http_connections_timed_out_total", "reason" => reason)
+                    .increment(1);
+                return;
+            }
+            Some((deadline, _)) => watchdog.as_mut().reset(deadline.min(next_check)),
+            None => watchdog.as_mut().reset(next_check),
+        }
         tokio::select! {
             result = served.as_mut() => {
                 if let Err(error) = result {
@@ -156,22 +175,8 @@ async fn connection(
                 stopping = true;
                 served.as_mut().graceful_shutdown();
             }
-            () = activity.changed.notified() => {}
-            () = sleep_until(deadline) => {
-                if let Some(reason) = activity.expired(&limits) {
-                    metrics::counter!("http_connections_timed_out_total", "reason" => reason)
-                        .increment(1);
-                    return;
-                }
-            }
+            () = watchdog.as_mut() => {}
         }
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -194,8 +199,6 @@ impl Drop for OpenConnection {
 /// What a connection's watchdog knows of it.
 struct Activity {
     state: Mutex<ActivityState>,
-    /// Woken when a deadline may have moved (a request ended, a head began).
-    changed: Notify,
 }
 
 struct ActivityState {
@@ -218,7 +221,6 @@ impl Activity {
                 served: false,
                 head_started: None,
             }),
-            changed: Notify::new(),
         }
     }
 
@@ -240,24 +242,10 @@ impl Activity {
         })
     }
 
-    fn deadline(&self, limits: &ConnectionLimits) -> Option<Instant> {
-        self.deadline_and_reason(limits)
-            .map(|(deadline, _)| deadline)
-    }
-
-    /// Why the connection must close now, if it must.
-    fn expired(&self, limits: &ConnectionLimits) -> Option<&'static str> {
-        self.deadline_and_reason(limits)
-            .filter(|(deadline, _)| Instant::now() >= *deadline)
-            .map(|(_, reason)| reason)
-    }
-
     fn received(&self) {
         let mut state = self.lock();
         if state.in_flight == 0 && state.head_started.is_none() {
             state.head_started = Some(Instant::now());
-            drop(state);
-            self.changed.notify_one();
         }
     }
 
@@ -275,8 +263,6 @@ impl Activity {
             state.served = true;
             state.head_started = None;
         }
-        drop(state);
-        self.changed.notify_one();
     }
 }
 
