@@ -727,7 +727,6 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
     match order.keys {
         OrderKeys::OrderId => order.order_id.clone().into(),
         OrderKeys::SenderAndOrderId => {
-            use std::fmt::Write as _;
             // The sender and the order id, each behind its length: independent of how the
             // wallet names the order's operations.
             let mut hasher = Sha256::new();
@@ -736,16 +735,34 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
                 hasher.update(part.as_bytes());
             }
             let digest = hasher.finalize();
-            let mut id = format!(
-                "{}gift-{:012x}-",
-                crate::SYSTEM_ID_PREFIX,
-                order.created_at.0.max(0)
-            );
-            for byte in &digest[..16] {
-                let _ = write!(id, "{byte:02x}");
+            let mut id = String::with_capacity(GIFT_COMMAND_ID_CHARS);
+            id.push_str(crate::SYSTEM_ID_PREFIX);
+            id.push_str("gift-");
+            // Each gift names its command once per drive: hex digits by hand, not through
+            // the formatter.
+            let time = u64::try_from(order.created_at.0).unwrap_or(0);
+            if time < 1 << 48 {
+                push_hex(&mut id, &time.to_be_bytes()[2..]);
+            } else {
+                // Past the year 10889: as many digits as it takes.
+                id.push_str(&format!("{time:012x}"));
             }
+            id.push('-');
+            push_hex(&mut id, &digest[..16]);
             CommandId::new(id).expect("hex digits with a short prefix are a valid id")
         }
+    }
+}
+
+/// The length of a [`gift_command_id`] of an [`OrderKeys::SenderAndOrderId`] order.
+const GIFT_COMMAND_ID_CHARS: usize = crate::SYSTEM_ID_PREFIX.len() + "gift-".len() + 12 + 1 + 32;
+
+/// Appends `bytes` as lowercase hex digits, two per byte.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0F)]));
     }
 }
 

@@ -86,6 +86,15 @@ fn a_gift_command_id_names_the_sender_and_fits_the_id_rule() {
     assert_eq!(ids[0], gift_command_id(&order("alice", "o-1")), "stable");
     assert_ne!(ids[0], ids[1]);
     assert_ne!(ids[0], ids[2]);
+    // Stored orders name their command by this form: it never changes (the time in 12 hex
+    // digits, the first 128 bits of the SHA-256 of the sender and the order id behind their
+    // lengths).
+    let mut at = order("alice", "o-1");
+    at.created_at = Timestamp(1_796_185_000_123);
+    assert_eq!(
+        gift_command_id(&at).as_str(),
+        "sys-gift-01a234f808bb-2f169512b6bfe64cbc060f9523ca03e6"
+    );
     // An order stored before keeps the order id as its command id.
     let mut old = order("alice", "o-1");
     old.keys = OrderKeys::OrderId;
