@@ -160,18 +160,24 @@ pub fn router(state: AppState, request_timeout: Duration, public: bool) -> Route
             .route("/readyz", axum::routing::get(ops::readyz))
             .route("/metrics", axum::routing::get(ops::metrics))
     };
-    routes
+    let routes = routes
         .merge(crate::cluster::internal_routes(state.clone()))
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
         })
-        .with_state(state.clone())
-        // Innermost, where the route is known; its 429s are counted by `record_metrics`.
-        .layer(middleware::from_fn_with_state(
+        .with_state(state.clone());
+    // Innermost, where the route is known; its 429s are counted by `record_metrics`. With the
+    // limits off, requests do not pass through it at all.
+    let routes = if state.limits.is_some() {
+        routes.layer(middleware::from_fn_with_state(
             state,
             crate::limits::rate_limit,
         ))
+    } else {
+        routes
+    };
+    routes
         // Layers run bottom-up on the way in: the last added is the outermost.
         .layer(axum::Extension(crate::extract::BodyDeadline(
             request_timeout / 2,
