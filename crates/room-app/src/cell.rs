@@ -1802,30 +1802,20 @@ impl Cell {
     }
 }
 
-/// What a remembered reply costs, roughly: its id and the entry around it, plus each event's
-/// JSON length (the text its strings hold dominates) and its place in the reply. Counting the
-/// JSON as it is written allocates nothing.
+/// What a remembered reply costs, roughly: its id and the entry around it, plus what each
+/// event holds ([`crate::footprint::estimate`]: the text its strings hold dominates) and its
+/// place in the reply. The estimate walks the events once and writes nothing.
 fn reply_bytes(id: &CommandId, reply: &CommandReply) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    for stored in &reply.events {
-        // Serializing an event to a writer that cannot fail does not fail.
-        let _ = serde_json::to_writer(&mut counter, &stored.event);
-    }
+    let held: usize = reply
+        .events
+        .iter()
+        .map(|stored| crate::footprint::estimate(&stored.event))
+        .sum();
     const ENTRY: usize = 2 * size_of::<CommandId>()
         + size_of::<Arc<CommandReply>>()
         + size_of::<CommandReply>()
         + size_of::<(CommandId, usize)>();
-    ENTRY + 2 * id.as_str().len() + counter.0 + reply.events.len() * size_of::<StoredEvent>()
+    ENTRY + 2 * id.as_str().len() + held + reply.events.len() * size_of::<StoredEvent>()
 }
 
 struct Plan {

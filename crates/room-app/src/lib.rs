@@ -9,6 +9,7 @@
 mod attempts;
 mod cell;
 mod error;
+mod footprint;
 mod gifts;
 pub mod ledger;
 mod local;
