@@ -12,7 +12,6 @@ use room_domain::{
     SagaStep, Timestamp, UserId,
 };
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::cell::CellRuntime;
 use crate::ports::{
@@ -729,12 +728,10 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
         OrderKeys::SenderAndOrderId => {
             // The sender and the order id, each behind its length: independent of how the
             // wallet names the order's operations.
-            let mut hasher = Sha256::new();
-            for part in [order.sender.as_str(), order.order_id.as_str()] {
-                hasher.update((part.len() as u64).to_be_bytes());
-                hasher.update(part.as_bytes());
-            }
-            let digest = hasher.finalize();
+            let digest = crate::digest::length_prefixed_sha256([
+                order.sender.as_str().as_bytes(),
+                order.order_id.as_str().as_bytes(),
+            ]);
             let mut id = String::with_capacity(GIFT_COMMAND_ID_CHARS);
             id.push_str(crate::SYSTEM_ID_PREFIX);
             id.push_str("gift-");
@@ -742,13 +739,13 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
             // the formatter.
             let time = u64::try_from(order.created_at.0).unwrap_or(0);
             if time < 1 << 48 {
-                push_hex(&mut id, &time.to_be_bytes()[2..]);
+                crate::digest::push_hex(&mut id, &time.to_be_bytes()[2..]);
             } else {
                 // Past the year 10889: as many digits as it takes.
                 id.push_str(&format!("{time:012x}"));
             }
             id.push('-');
-            push_hex(&mut id, &digest[..16]);
+            crate::digest::push_hex(&mut id, &digest[..16]);
             CommandId::new(id).expect("hex digits with a short prefix are a valid id")
         }
     }
@@ -756,15 +753,6 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
 
 /// The length of a [`gift_command_id`] of an [`OrderKeys::SenderAndOrderId`] order.
 const GIFT_COMMAND_ID_CHARS: usize = crate::SYSTEM_ID_PREFIX.len() + "gift-".len() + 12 + 1 + 32;
-
-/// Appends `bytes` as lowercase hex digits, two per byte.
-fn push_hex(out: &mut String, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0F)]));
-    }
-}
 
 /// The command that applies `order` to its room, by the system: its
 /// [`gift_command_id`] and its `ApplyGift`. Every drive of the order sends this same command,

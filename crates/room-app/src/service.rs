@@ -85,15 +85,8 @@ impl IdempotencyKey {
     /// 48 hex digits of SHA-256 over the user, the route, the key and `step` (which of the
     /// request's commands), each length-prefixed so that no two tuples hash the same input.
     fn digest(&self, user: &UserId, step: &str) -> String {
-        let mut hasher = Sha256::new();
-        for part in [user.as_str(), &self.route, &self.key, step] {
-            hasher.update((part.len() as u64).to_be_bytes());
-            hasher.update(part.as_bytes());
-        }
-        hasher.finalize()[..24]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        let parts = [user.as_str(), &self.route, &self.key, step].map(str::as_bytes);
+        crate::digest::hex(&crate::digest::length_prefixed_sha256(parts)[..24])
     }
 
     /// The id of the request's command `step`. Under the [`SYSTEM_ID_PREFIX`], which no
@@ -939,11 +932,7 @@ fn digest(salt: &str, password: &str) -> String {
     hasher.update(salt.as_bytes());
     hasher.update(b":");
     hasher.update(password.as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::hex(&hasher.finalize())
 }
 
 #[cfg(test)]

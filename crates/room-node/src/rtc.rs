@@ -23,8 +23,6 @@
 //! Clients enter the TRTC room with the room's id as TRTC's string room id, or with its short
 //! numeric id as TRTC's numeric room id; both resolve to the room.
 
-use std::fmt::Write as _;
-
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use room_domain::{CommandId, RoomId, UserId};
@@ -124,9 +122,7 @@ pub fn command_id(callback: &Callback, room: &RoomId, user: &UserId) -> CommandI
     }
     let digest = hash.finalize();
     let mut id = format!("{}rtc-{}-", room_app::SYSTEM_ID_PREFIX, callback.event_type);
-    for byte in &digest[..20] {
-        let _ = write!(id, "{byte:02x}");
-    }
+    room_app::digest::push_hex(&mut id, &digest[..20]);
     CommandId::new(id).expect("at most 8 + 10 + 1 + 40 characters, no whitespace")
 }
 

@@ -11,7 +11,6 @@ use room_app::ports::{CatalogGift, GiftShare, RobotProfile, RobotRoomConfig, Rob
 use room_app::{RoomPatch, RoomView};
 use room_domain::{Coins, CommandId, GiftId, Rejection, RoomId, RoomStatus, UserActor, UserId};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
 
 use crate::auth::PlatformAdmin;
@@ -338,15 +337,7 @@ fn is_room_of(room: &RoomView, config: &RobotRoomConfig, region: &str) -> bool {
 /// 48 hex digits of SHA-256 over `parts`, each length-prefixed so that no two tuples hash
 /// the same input.
 fn digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update((part.len() as u64).to_be_bytes());
-        hasher.update(part);
-    }
-    hasher.finalize()[..24]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    room_app::digest::hex(&room_app::digest::length_prefixed_sha256(parts)[..24])
 }
 
 /// The route robot room creations are keyed under.
