@@ -796,7 +796,10 @@ async fn audit_commits(mysql_url: &str) {
 type AuditRow = (i64, String, Option<i64>, i64, Option<i64>, i64, String, i64);
 
 /// The local ports of the TCP sockets process `pid` has open.
-fn tcp_ports_of(pid: u32) -> HashSet<u16> {
+/// The local ports of `pid`'s TCP connections to `server_port` (the MySQL server's). Only
+/// those: the kernel gives two sockets one local port when their peers differ, so a port of a
+/// connection to Redis could name another process's MySQL connection.
+fn tcp_ports_of(pid: u32, server_port: u16) -> HashSet<u16> {
     let inodes: HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|dir| {
             dir.filter_map(|fd| {
@@ -819,9 +822,12 @@ fn tcp_ports_of(pid: u32) -> HashSet<u16> {
         };
         for line in text.lines().skip(1) {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.len() > 9 && inodes.contains(fields[9]) {
-                let port = fields[1].rsplit(':').next().unwrap();
-                ports.insert(u16::from_str_radix(port, 16).unwrap());
+            let port = |field: &str| u16::from_str_radix(field.rsplit(':').next()?, 16).ok();
+            if fields.len() > 9
+                && inodes.contains(fields[9])
+                && port(fields[2]) == Some(server_port)
+            {
+                ports.extend(port(fields[1]));
             }
         }
     }
@@ -839,13 +845,21 @@ async fn connections_of(mysql_url: &str, processes: &[(String, u32)]) -> HashMap
             .await
             .unwrap();
     let _ = conn.close().await;
+    // `mysql://user:password@host:port/database`.
+    let server_port = mysql_url
+        .rsplit('@')
+        .next()
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|host| host.rsplit(':').next())
+        .and_then(|port| port.parse().ok())
+        .unwrap_or(3306);
     let by_port: HashMap<u16, i64> = rows
         .into_iter()
         .filter_map(|(id, host)| Some((host.rsplit(':').next()?.parse().ok()?, id)))
         .collect();
     let mut nodes = HashMap::new();
     for (node, pid) in processes {
-        for port in tcp_ports_of(*pid) {
+        for port in tcp_ports_of(*pid, server_port) {
             if let Some(id) = by_port.get(&port) {
                 nodes.insert(*id, node.clone());
             }
