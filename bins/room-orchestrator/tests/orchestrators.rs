@@ -795,7 +795,6 @@ async fn audit_commits(mysql_url: &str) {
 /// connection.
 type AuditRow = (i64, String, Option<i64>, i64, Option<i64>, i64, String, i64);
 
-/// The local ports of the TCP sockets process `pid` has open.
 /// The local ports of `pid`'s TCP connections to `server_port` (the MySQL server's). Only
 /// those: the kernel gives two sockets one local port when their peers differ, so a port of a
 /// connection to Redis could name another process's MySQL connection.
