@@ -843,15 +843,12 @@ async fn connections_of(mysql_url: &str, processes: &[(String, u32)]) -> HashMap
             .fetch_all(&mut conn)
             .await
             .unwrap();
+    let (server_port,): (i64,) = sqlx::query_as("SELECT CAST(@@port AS SIGNED)")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let server_port = u16::try_from(server_port).unwrap();
     let _ = conn.close().await;
-    // `mysql://user:password@host:port/database`.
-    let server_port = mysql_url
-        .rsplit('@')
-        .next()
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|host| host.rsplit(':').next())
-        .and_then(|port| port.parse().ok())
-        .unwrap_or(3306);
     let by_port: HashMap<u16, i64> = rows
         .into_iter()
         .filter_map(|(id, host)| Some((host.rsplit(':').next()?.parse().ok()?, id)))
@@ -859,8 +856,10 @@ async fn connections_of(mysql_url: &str, processes: &[(String, u32)]) -> HashMap
     let mut nodes = HashMap::new();
     for (node, pid) in processes {
         for port in tcp_ports_of(*pid, server_port) {
-            if let Some(id) = by_port.get(&port) {
-                nodes.insert(*id, node.clone());
+            if let Some(id) = by_port.get(&port)
+                && let Some(other) = nodes.insert(*id, node.clone())
+            {
+                assert_eq!(&other, node, "connection {id} seen in two processes");
             }
         }
     }
