@@ -40,7 +40,9 @@ const PLATFORM_ADMIN: usize = 7;
 /// 2025-11-30T00:00:00Z.
 const EPOCH: i64 = 1_764_460_800_000;
 const MS_PER_DAY: i64 = 86_400_000;
-const DEFAULT_CASES: u32 = 256;
+/// Cases per run: enough that each rare path the coverage check asks for (a gift stamped on an
+/// earlier day, a launch on a later one) is reached about ten times in a run.
+const DEFAULT_CASES: u32 = 512;
 
 // ---------------------------------------------------------------------------------------------
 // What a case is made of.
@@ -86,7 +88,8 @@ enum Advance {
     /// Milliseconds backward: the room moved to a node whose clock is behind.
     Back(i64),
     /// Backward to these milliseconds before the start of the current local day: a clock
-    /// behind by just enough to be on the previous day.
+    /// behind by enough to be on the previous day. Up to an hour, so that the steps after it
+    /// (mostly seconds) stay on the previous day long enough for gifts to be stamped there.
     BackOverMidnight(i64),
 }
 
@@ -333,7 +336,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (180_000i64..6 * 3_600_000).prop_map(Advance::Millis),
         1 => (0i64..120_000).prop_map(Advance::NextDay),
         1 => (1i64..180_000).prop_map(Advance::Back),
-        1 => (1i64..60_000).prop_map(Advance::BackOverMidnight),
+        1 => (1i64..3_600_000).prop_map(Advance::BackOverMidnight),
     ];
     (
         advance,
