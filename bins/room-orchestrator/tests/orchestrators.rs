@@ -814,6 +814,8 @@ fn tcp_ports_of(pid: u32, server_port: u16) -> HashSet<u16> {
             .collect()
         })
         .unwrap_or_default();
+    // The port of an `address:port` field of the socket tables (hexadecimal).
+    let port = |field: &str| u16::from_str_radix(field.rsplit(':').next()?, 16).ok();
     let mut ports = HashSet::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(table) else {
@@ -821,7 +823,6 @@ fn tcp_ports_of(pid: u32, server_port: u16) -> HashSet<u16> {
         };
         for line in text.lines().skip(1) {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let port = |field: &str| u16::from_str_radix(field.rsplit(':').next()?, 16).ok();
             if fields.len() > 9
                 && inodes.contains(fields[9])
                 && port(fields[2]) == Some(server_port)

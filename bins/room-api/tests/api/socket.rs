@@ -222,8 +222,9 @@ async fn the_walkthrough_over_http_with_the_event_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_repeats_over_http_debit_once() {
-    // The repeats retry while the order is in progress: the per-user gift bucket has no
-    // bottom so that a slow machine's many retries are not answered `RATE_LIMITED`.
+    // The repeats retry while the order is in progress: the per-user gift bucket holds
+    // `u32::MAX` tokens so that a slow machine's many retries are not answered `RATE_LIMITED`
+    // (the limiter stays in their path).
     let server =
         Arc::new(Server::start_with(|settings| settings.limits.gift_burst = u32::MAX).await);
     server
