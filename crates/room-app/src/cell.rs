@@ -194,7 +194,8 @@ struct Inner {
     /// Rooms other nodes run, as lately looked up: room -> (the owner's URL, when looked up).
     owners: Mutex<HashMap<RoomId, (String, tokio::time::Instant)>>,
     /// Members of open rooms other nodes run, as their owners lately answered a newest-state
-    /// membership read: (room, user) -> (the answer, when). See [`MEMBER_HINT_FOR`].
+    /// membership read or applied a gift of theirs: (room, user) -> (the answer, when). See
+    /// [`MEMBER_HINT_FOR`].
     member_hints: Mutex<HashMap<(RoomId, UserId), (Membership, tokio::time::Instant)>>,
     cells: Mutex<HashMap<RoomId, CellEntry>>,
     /// Cells that left the registry and are still stopping (draining, writing their snapshot,
@@ -299,6 +300,22 @@ impl CellRuntime {
                 Route::Remote(url) => {
                     let answer = forwarder.execute(&url, room_id, &request).await;
                     forwarded(&answer);
+                    if let (Ok(reply), CommandKind::ApplyGift(gift)) =
+                        (&answer, &request.command.kind)
+                    {
+                        // The room applies a gift only from a member of the open room: the
+                        // owner's answer says where the sender stands, as a membership read
+                        // would, and their next gift's pre-check needs no read.
+                        self.inner.remember_member(
+                            room_id,
+                            &gift.sender,
+                            Membership {
+                                status: RoomStatus::Open,
+                                member: true,
+                                version: reply.version,
+                            },
+                        );
+                    }
                     answer.map(Arc::new)
                 }
             };
@@ -883,7 +900,9 @@ fn display_message(room_id: &RoomId, stored: &StoredEvent) -> Option<DisplayMess
 const OWNER_CACHE_FOR: Duration = Duration::from_secs(1);
 
 /// How long a node answers a newest-state membership read of a room another node runs from
-/// the owner's last answer that the user is a member of the open room: a gift's pre-check,
+/// the owner's last answer that the user is a member of the open room (to a membership read,
+/// or the last gift of theirs it applied, which only a member of the open room can give): a
+/// gift's pre-check,
 /// which the room makes again when it applies the gift. A member who left meanwhile (on
 /// another node: their own commands through this node forget the hint) has their gift
 /// debited, refused by the room and refunded, where a fresh read would have refused it before

@@ -399,3 +399,26 @@ async fn gifts_through_another_node_check_membership_with_the_owner_once_a_burst
     );
     assert_eq!(b.balance("bob").await.0, 1_000 - 5 * 10);
 }
+
+/// A sender who keeps giving through a node that does not run the room is read once: each
+/// gift the owner applies says again that they are a member of the open room, so the hint
+/// outlives [`room_app::MEMBER_HINT_FOR`] while they give.
+#[tokio::test(start_paused = true)]
+async fn each_applied_gift_renews_the_senders_membership_hint() {
+    let Cluster { a, b, nodes } = cluster().await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    b.fund("bob", 1_000).await;
+    let before = nodes.calls.load(Ordering::SeqCst);
+    for i in 0..4 {
+        b.saga()
+            .send(gift(&room, "bob", &format!("o-{i}"), "rose", 1, &["alice"]))
+            .await
+            .unwrap();
+        tokio::time::advance(room_app::MEMBER_HINT_FOR * 3 / 4).await;
+    }
+    assert_eq!(
+        nodes.calls.load(Ordering::SeqCst) - before,
+        5,
+        "one membership read, then four applies, over three hint lifetimes"
+    );
+}
