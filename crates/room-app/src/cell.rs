@@ -902,11 +902,11 @@ const OWNER_CACHE_FOR: Duration = Duration::from_secs(1);
 /// How long a node answers a newest-state membership read of a room another node runs from
 /// the owner's last answer that the user is a member of the open room (to a membership read,
 /// or the last gift of theirs it applied, which only a member of the open room can give): a
-/// gift's pre-check,
-/// which the room makes again when it applies the gift. A member who left meanwhile (on
-/// another node: their own commands through this node forget the hint) has their gift
-/// debited, refused by the room and refunded, where a fresh read would have refused it before
-/// the debit. Only that answer is kept; any other is asked every time.
+/// gift's pre-check, which the room makes again when it applies the gift. A member who left
+/// meanwhile (on another node, or through this one while a gift of theirs was being applied:
+/// their own commands through this node forget the hint) has their gift debited, refused by
+/// the room and refunded, where a fresh read would have refused it before the debit. Only
+/// that answer is kept; any other is asked every time.
 pub const MEMBER_HINT_FOR: Duration = Duration::from_secs(1);
 
 /// The most (room, user) pairs remembered as members; past it the table starts over.
