@@ -25,6 +25,8 @@ mod directory;
 mod orders;
 mod outbox;
 mod payouts;
+#[cfg(test)]
+mod plans;
 mod robots;
 mod store;
 mod timers;

@@ -10,6 +10,23 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::codec::{db, from_json, json_col, sql, to_json};
 use crate::{Result, SqliteStore};
 
+/// Stores a new order, unless its sender stored one with its id.
+pub(crate) const CREATE: &str =
+    "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (sender, order_id) DO NOTHING";
+
+/// Replaces an order that awaits its room ([`OrderRow::replace_applied`]).
+pub(crate) const REPLACE_APPLIED: &str = "UPDATE gift_orders
+     SET room_id = ?1, status = ?3, created_at = ?4, body = ?5
+     WHERE sender = ?2 AND order_id = ?6
+       AND (status = 'PENDING'
+            OR (status = 'DEBITED' AND json_extract(body, '$.rejection') IS NULL))";
+
+/// Replaces an order, in the status `?7` if it is not NULL ([`OrderRow::replace`]).
+pub(crate) const REPLACE: &str = "UPDATE gift_orders
+     SET room_id = ?1, status = ?3, created_at = ?4, body = ?5
+     WHERE sender = ?2 AND order_id = ?6 AND (?7 IS NULL OR status = ?7)";
+
 /// An order encoded for its table.
 pub(crate) struct OrderRow {
     order_id: String,
@@ -38,13 +55,7 @@ impl OrderRow {
     /// settled it.
     pub(crate) fn replace_applied(&self, conn: &Connection) -> Result<()> {
         let updated = conn
-            .prepare_cached(
-                "UPDATE gift_orders
-                 SET room_id = ?1, status = ?3, created_at = ?4, body = ?5
-                 WHERE sender = ?2 AND order_id = ?6
-                   AND (status = 'PENDING'
-                        OR (status = 'DEBITED' AND json_extract(body, '$.rejection') IS NULL))",
-            )
+            .prepare_cached(REPLACE_APPLIED)
             .and_then(|mut update| {
                 update.execute(params![
                     self.room_id,
@@ -70,11 +81,7 @@ impl OrderRow {
     /// without `expected`); returns whether it did.
     pub(crate) fn replace(&self, conn: &Connection, expected: Option<&str>) -> Result<bool> {
         let updated = conn
-            .prepare_cached(
-                "UPDATE gift_orders
-                 SET room_id = ?1, status = ?3, created_at = ?4, body = ?5
-                 WHERE sender = ?2 AND order_id = ?6 AND (?7 IS NULL OR status = ?7)",
-            )
+            .prepare_cached(REPLACE)
             .and_then(|mut update| {
                 update.execute(params![
                     self.room_id,
@@ -107,10 +114,7 @@ fn stored_body(
 
 fn create_or_get(conn: &Connection, row: &OrderRow, order: GiftOrder) -> Result<(GiftOrder, bool)> {
     let inserted = conn
-        .prepare_cached(
-            "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (sender, order_id) DO NOTHING",
-        )
+        .prepare_cached(CREATE)
         .and_then(|mut insert| {
             insert.execute(params![
                 row.order_id,
@@ -187,7 +191,8 @@ impl GiftOrders for SqliteStore {
             });
         let rows = sqlx::query(
             "SELECT body FROM gift_orders
-             WHERE status NOT IN ('COMPLETED', 'FAILED', 'COMPENSATED') AND created_at < ?1
+             WHERE status <> 'COMPLETED' AND status <> 'FAILED' AND status <> 'COMPENSATED'
+               AND created_at < ?1
                AND (created_at, order_id, sender) > (?2, ?3, ?4)
              ORDER BY created_at, order_id, sender LIMIT ?5",
         )

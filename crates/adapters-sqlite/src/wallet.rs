@@ -2,8 +2,9 @@
 //! (operation id, kind) that records its first answer, so a repeat returns that answer and
 //! moves nothing; a voided debit is an entry too, so a late debit with its id fails. The
 //! ledger trigger of the migration moves the balance when an entry is inserted, so an
-//! operation is one INSERT whose guard checks the funds (or the overflow) on the way, and the
-//! balance can change in no other way.
+//! operation is one INSERT of an entry whose balance after was read in the same transaction,
+//! the account's CHECK refuses a negative balance in SQL, and the balance can change in no
+//! other way.
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -61,45 +62,47 @@ fn not_recorded(
     Err(refused(stored_balance(conn, user)?))
 }
 
-/// Runs an entry INSERT of `user` and returns the balance after it if it recorded the entry.
-/// A unique violation (the op id is taken) and no row (the guard refused) both mean: not
-/// recorded. The ledger trigger has moved the coins, so the account holds the entry's
-/// `balance_after`; reading it back costs less than `RETURNING`, which SQLite runs through a
+/// Records a done entry ([`record`]).
+pub(crate) const RECORD: &str =
+    "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+     VALUES (?1, ?2, 'done', ?3, ?4, ?5)";
+
+/// Voids a debit's op id, unless it has an entry.
+pub(crate) const VOID_DEBIT: &str =
+    "INSERT INTO wallet_entries (op_id, kind, state) VALUES (?1, 'debit', 'void')
+     ON CONFLICT (op_id, kind) DO NOTHING";
+
+/// Records a done entry of `user` with the balance after it, unless its op id is taken;
+/// returns whether it recorded it. The ledger trigger moves the coins, and the account's
+/// `CHECK (balance >= 0)` refuses in SQL any entry that would take it below zero. It is one
+/// INSERT of values: SQLite runs an INSERT ... SELECT into a table with a trigger through a
 /// temporary table it opens and closes on every statement.
 fn record(
     conn: &Connection,
-    insert: &str,
-    params: impl rusqlite::Params,
+    op_id: &str,
+    kind: &str,
     user: &str,
-) -> Result<Option<Coins>> {
+    amount: i64,
+    balance_after: i64,
+) -> Result<bool> {
     let inserted = conn
-        .prepare_cached(insert)
-        .and_then(|mut insert| insert.execute(params))
+        .prepare_cached(RECORD)
+        .and_then(|mut insert| insert.execute(params![op_id, kind, user, amount, balance_after]))
         .map_err(sql);
     match inserted {
-        Ok(0) => Ok(None),
-        Ok(_) => stored_balance(conn, user).map(|balance| Some(Coins(balance))),
-        Err(Error::AlreadyExists(_)) => Ok(None),
+        Ok(_) => Ok(true),
+        Err(Error::AlreadyExists(_)) => Ok(false),
         Err(other) => Err(other),
     }
 }
 
 fn debit(conn: &Connection, op_id: &str, user: &str, amount: i64) -> Result<Coins> {
     if amount >= 0 {
-        // One statement: record the entry if the op id is new and the funds suffice; the
-        // ledger trigger takes the coins from the account.
-        let recorded = record(
-            conn,
-            "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
-             SELECT ?1, 'debit', 'done', ?2, ?3, balance - ?3
-             FROM (SELECT coalesce((SELECT balance FROM wallet_accounts WHERE user_id = ?2), 0)
-                   AS balance)
-             WHERE balance >= ?3",
-            params![op_id, user, amount],
-            user,
-        )?;
-        if let Some(after) = recorded {
-            return Ok(after);
+        // The balance is read in the writer's transaction, the only one that writes: it is
+        // still the balance when the entry goes in.
+        let after = stored_balance(conn, user)? - amount;
+        if after >= 0 && record(conn, op_id, DEBIT, user, amount, after)? {
+            return Ok(Coins(after));
         }
     }
     not_recorded(conn, op_id, DEBIT, user, amount, |balance| {
@@ -115,19 +118,11 @@ fn debit(conn: &Connection, op_id: &str, user: &str, amount: i64) -> Result<Coin
 
 fn credit(conn: &Connection, op_id: &str, kind: &str, user: &str, amount: i64) -> Result<Coins> {
     if amount >= 0 {
-        // One statement, as for a debit; the guard refuses a balance past i64::MAX.
-        let recorded = record(
-            conn,
-            "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
-             SELECT ?1, ?2, 'done', ?3, ?4, balance + ?4
-             FROM (SELECT coalesce((SELECT balance FROM wallet_accounts WHERE user_id = ?3), 0)
-                   AS balance)
-             WHERE balance <= 9223372036854775807 - ?4",
-            params![op_id, kind, user, amount],
-            user,
-        )?;
-        if let Some(after) = recorded {
-            return Ok(after);
+        // As for a debit; a balance past i64::MAX is refused.
+        if let Some(after) = stored_balance(conn, user)?.checked_add(amount)
+            && record(conn, op_id, kind, user, amount, after)?
+        {
+            return Ok(Coins(after));
         }
     }
     not_recorded(conn, op_id, kind, user, amount, |_| {
@@ -141,10 +136,7 @@ fn credit(conn: &Connection, op_id: &str, kind: &str, user: &str, amount: i64) -
 
 fn settle_debit(conn: &Connection, op_id: &str) -> Result<DebitStatus> {
     let voided = conn
-        .prepare_cached(
-            "INSERT INTO wallet_entries (op_id, kind, state) VALUES (?1, 'debit', 'void')
-             ON CONFLICT (op_id, kind) DO NOTHING",
-        )
+        .prepare_cached(VOID_DEBIT)
         .and_then(|mut insert| insert.execute([op_id]))
         .map_err(sql)?;
     if voided > 0 {

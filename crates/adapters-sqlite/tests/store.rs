@@ -501,7 +501,8 @@ async fn one_process_at_a_time_serves_a_database() {
 
 /// A database made before orders were keyed by sender: its orders move to the new key when
 /// the store opens it, keep their order-id names (the wallet operation their debit was stored
-/// under still answers), and another sender can now use the same order id.
+/// under still answers), the ledger's entries and balances come through its table's rebuild,
+/// and another sender can now use the same order id.
 #[tokio::test]
 async fn orders_stored_under_the_first_schema_move_to_the_sender_key() {
     let dir = TempDir::new().unwrap();
@@ -574,6 +575,18 @@ async fn orders_stored_under_the_first_schema_move_to_the_sender_key() {
             .unwrap(),
         Coins(80),
         "a repeat of the debit moves nothing"
+    );
+    assert_eq!(
+        store.balance(&user("alice")).await.unwrap(),
+        Coins(80),
+        "rebuilding the ledger's table moved no coins"
+    );
+    assert!(
+        matches!(
+            store.debit("after", &user("alice"), Coins(81)).await,
+            Err(Error::InsufficientFunds { balance: Coins(80) })
+        ),
+        "the rebuilt ledger still refuses an overdraft"
     );
 
     // Bob's order with the same id is another order.

@@ -1,0 +1,73 @@
+//! The statements a gift runs on every write open no temporary b-tree: SQLite builds one for
+//! an IN list of three or more values (in a statement, a CHECK or a partial index's
+//! condition) and for an INSERT ... SELECT into a table with a trigger, and opening, zeroing
+//! and closing it cost more than the write itself.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+/// A database with every migration of `migrations/sqlite` applied, in order.
+fn migrated() -> Connection {
+    let conn = Connection::open_in_memory().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    for file in files {
+        conn.execute_batch(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|error| panic!("{}: {error}", file.display()));
+    }
+    conn
+}
+
+/// The opcodes of `statement`'s program.
+fn opcodes(conn: &Connection, statement: &str) -> Vec<String> {
+    let mut explain = conn.prepare(&format!("EXPLAIN {statement}")).unwrap();
+    explain
+        .query_map([], |row| row.get::<_, String>(1))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn a_gifts_writes_open_no_temporary_table() {
+    let conn = migrated();
+    let statements = [
+        ("create an order", crate::orders::CREATE),
+        ("replace an order", crate::orders::REPLACE),
+        ("apply an order", crate::orders::REPLACE_APPLIED),
+        ("record a wallet entry", crate::wallet::RECORD),
+        ("void a debit", crate::wallet::VOID_DEBIT),
+    ];
+    for (what, statement) in statements {
+        let program = opcodes(&conn, statement);
+        assert!(
+            program.iter().any(|op| op == "Insert" || op == "IdxInsert"),
+            "{what}: {program:?}"
+        );
+        assert!(
+            !program.iter().any(|op| op == "OpenEphemeral"),
+            "{what} opens a temporary table: {program:?}"
+        );
+    }
+}
+
+/// The check fails where it should: the form the wallet wrote before (INSERT ... SELECT)
+/// opens one.
+#[test]
+fn an_insert_of_a_select_into_the_ledger_opens_a_temporary_table() {
+    let conn = migrated();
+    let program = opcodes(
+        &conn,
+        "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         SELECT ?1, 'debit', 'done', ?2, ?3, ?4",
+    );
+    assert!(
+        program.iter().any(|op| op == "OpenEphemeral"),
+        "{program:?}"
+    );
+}
