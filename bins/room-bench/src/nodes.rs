@@ -67,6 +67,9 @@ impl Pair {
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
         env.push(("ROOM__LEASE__REDIS_URL".into(), redis.into()));
         env.push(("ROOM__LEASE__KEY_PREFIX".into(), format!("bench:{nanos}:")));
+        // The hot room's phases take turns for minutes, with senders who never heartbeat:
+        // members stay for the whole run.
+        env.push(("ROOM__PRESENCE__TIMEOUT_SECS".into(), "3600".into()));
         env.push((
             "ROOM__CLUSTER__INTERNAL_TOKEN".into(),
             "room-bench-internal-token-of-32-bytes".into(),
