@@ -1,7 +1,7 @@
 //! The statements a gift runs on every write open no temporary b-tree: SQLite builds one for
 //! an IN list of three or more values (in a statement, a CHECK or a partial index's
-//! condition) and for an INSERT ... SELECT into a table with a trigger, and opening, zeroing
-//! and closing it cost more than the write itself.
+//! condition) and for an INSERT ... SELECT into a table with a trigger, and opens, zeroes and
+//! closes it again on every run of the statement.
 
 use std::path::Path;
 
