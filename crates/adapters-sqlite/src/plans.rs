@@ -3,24 +3,24 @@
 //! condition) and for an INSERT ... SELECT into a table with a trigger, and opens, zeroes and
 //! closes it again on every run of the statement.
 
-use std::path::Path;
-
 use rusqlite::Connection;
+use tempfile::TempDir;
 
-/// A database with every migration of `migrations/sqlite` applied, in order.
-fn migrated() -> Connection {
-    let conn = Connection::open_in_memory().unwrap();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files {
-        conn.execute_batch(&std::fs::read_to_string(&file).unwrap())
-            .unwrap_or_else(|error| panic!("{}: {error}", file.display()));
-    }
-    conn
+use crate::{SqliteSettings, SqliteStore};
+
+/// A database migrated by [`SqliteStore::open`], as the service migrates it, read through a
+/// connection of its own (the store is dropped: it holds the file while it is open).
+fn migrated() -> (TempDir, Connection) {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let settings = SqliteSettings::new(format!("sqlite://{}", path.display()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    drop(runtime.block_on(SqliteStore::open(&settings)).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    (dir, conn)
 }
 
 /// The opcodes of `statement`'s program.
@@ -37,7 +37,7 @@ fn opcodes(conn: &Connection, statement: &str) -> Vec<String> {
 
 #[test]
 fn a_gifts_writes_open_no_temporary_table() {
-    let conn = migrated();
+    let (_dir, conn) = migrated();
     let statements = [
         ("create an order", crate::orders::CREATE),
         ("replace an order", crate::orders::REPLACE),
@@ -62,7 +62,7 @@ fn a_gifts_writes_open_no_temporary_table() {
 /// opens one.
 #[test]
 fn an_insert_of_a_select_into_the_ledger_opens_a_temporary_table() {
-    let conn = migrated();
+    let (_dir, conn) = migrated();
     let program = opcodes(
         &conn,
         "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
