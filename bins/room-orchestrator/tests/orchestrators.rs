@@ -902,13 +902,20 @@ async fn a_paused_orchestrator_commits_nothing_after_its_rooms_are_taken_over() 
     tokio::time::sleep(Duration::from_secs(6).saturating_sub(paused_at.elapsed())).await;
     let mut takeover = HashMap::new();
     for room in &taken {
-        let (epoch, owner) = ownership(&url, room).await;
-        assert_eq!(owner, other, "room {room}");
-        assert!(
-            epoch > epochs[room],
-            "room {room}: epoch {epoch} after {}",
-            epochs[room]
-        );
+        // The lease moves first; the new owner's activation writes the cell's epoch after it.
+        let epoch = wait_until(
+            &format!("room {room} activated on {other}"),
+            TAKEOVER,
+            || async {
+                let (epoch, owner) = ownership(&url, room).await;
+                if owner == other && epoch > epochs[room] {
+                    Ok(epoch)
+                } else {
+                    Err(format!("epoch {epoch} on {owner}, {} before", epochs[room]))
+                }
+            },
+        )
+        .await;
         takeover.insert(room.clone(), epoch);
     }
 
