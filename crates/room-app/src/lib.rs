@@ -12,6 +12,7 @@ pub mod digest;
 mod error;
 mod footprint;
 mod gifts;
+mod known;
 pub mod ledger;
 mod local;
 mod memory;
@@ -38,6 +39,7 @@ pub use gifts::{
     GiftReceipt, GiftSaga, ORDER_LOCK_QUEUE, RecoveryReport, SendGift, gift_apply_command,
     gift_command_id,
 };
+pub use known::{KNOWN_ROOMS_REMEMBERED, KnownRooms};
 pub use local::{
     BroadcastMessenger, FanOutMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch,
     SystemClock,

@@ -115,6 +115,8 @@ pub struct RoomService {
     runtime: CellRuntime,
     ports: ServicePorts,
     gifts: GiftSaga,
+    /// Rooms found created, so that requests for rooms other nodes run read nothing.
+    known_rooms: crate::KnownRooms,
 }
 
 /// A room as clients see it. Never carries the password or its hash.
@@ -259,6 +261,7 @@ impl RoomService {
             runtime,
             ports,
             gifts,
+            known_rooms: crate::KnownRooms::default(),
         }
     }
 
@@ -309,16 +312,29 @@ impl RoomService {
     }
 
     /// Refuses room ids that were never created, before they reach a cell: activating a cell
-    /// writes to storage, and clients must not be able to create rows with made-up ids. Every
-    /// created room reserved a short id first; an active cell proves it exists.
+    /// writes to storage, and clients must not be able to create rows with made-up ids.
     async fn ensure_known(&self, room_id: &RoomId) -> Result<()> {
-        if self.runtime.is_active(room_id)
-            || self.ports.directory.get_short_id(room_id).await?.is_some()
-        {
+        if self.room_was_created(room_id).await? {
             Ok(())
         } else {
             Err(Error::Rejected(Rejection::RoomNotFound))
         }
+    }
+
+    /// Whether a room was ever created (it may be closed). Every created room reserved a short
+    /// id first and keeps it for good, so an active cell proves it, and so does a room this
+    /// node found before ([`KnownRooms`](crate::KnownRooms)); otherwise the directory says. A
+    /// node that forwards a room's requests to its owner reads the directory once per room,
+    /// not once per request.
+    pub async fn room_was_created(&self, room_id: &RoomId) -> Result<bool> {
+        if self.runtime.is_active(room_id) || self.known_rooms.contains(room_id) {
+            return Ok(true);
+        }
+        let created = self.ports.directory.get_short_id(room_id).await?.is_some();
+        if created {
+            self.known_rooms.remember(room_id);
+        }
+        Ok(created)
     }
 
     /// Runs `read` in the room's cell, for known rooms only.

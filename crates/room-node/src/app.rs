@@ -310,7 +310,6 @@ impl App {
             im: im.as_ref().map(|im| im.client.clone()),
             robots: storage.robots.clone(),
             robot_id_prefix: settings.robots.id_prefix.clone(),
-            known_rooms: crate::state::KnownRooms::default(),
         });
         let router = routes::router(
             state.clone(),

@@ -1,8 +1,7 @@
 //! [`AppState`]: what every handler can reach.
 
-use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::FromRef;
@@ -74,8 +73,6 @@ pub struct HandlerContext {
     pub robots: room_app::ports::RobotRoomsRef,
     /// The user-id prefix that marks robots (`[robots] id_prefix`).
     pub robot_id_prefix: String,
-    /// Rooms found created, so that requests for rooms other nodes run read nothing.
-    pub known_rooms: KnownRooms,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {
@@ -109,83 +106,8 @@ impl AppState {
         Ok(self.room_was_created(room_id).await?)
     }
 
-    /// Whether a room was ever created: an active cell proves it, and so does a room this
-    /// node found before (a created room keeps its short id for good); otherwise the
-    /// directory says.
+    /// Whether a room was ever created ([`RoomService::room_was_created`]).
     pub async fn room_was_created(&self, room_id: &RoomId) -> room_app::Result<bool> {
-        if self.service.runtime().is_active(room_id) || self.known_rooms.contains(room_id) {
-            return Ok(true);
-        }
-        let created = self
-            .service
-            .ports()
-            .directory
-            .get_short_id(room_id)
-            .await?
-            .is_some();
-        if created {
-            self.known_rooms.remember(room_id);
-        }
-        Ok(created)
-    }
-}
-
-/// The most rooms a node remembers as created ([`KnownRooms`]).
-pub const KNOWN_ROOMS_REMEMBERED: usize = 65_536;
-
-/// Rooms this node found in the directory: a node that does not run a room (it forwards the
-/// room's requests to its owner) checks each request's room without a read. Only rooms
-/// that exist are remembered, at most [`KNOWN_ROOMS_REMEMBERED`]; past that the memory starts
-/// over.
-#[derive(Debug, Default)]
-pub struct KnownRooms(Mutex<HashSet<RoomId>>);
-
-impl KnownRooms {
-    /// Whether `room_id` was remembered.
-    pub fn contains(&self, room_id: &RoomId) -> bool {
-        self.lock().contains(room_id)
-    }
-
-    /// Remembers `room_id` as created.
-    pub fn remember(&self, room_id: &RoomId) {
-        let mut rooms = self.lock();
-        if rooms.len() >= KNOWN_ROOMS_REMEMBERED {
-            rooms.clear();
-        }
-        rooms.insert(room_id.clone());
-    }
-
-    /// How many rooms are remembered.
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RoomId>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn known_rooms_stay_within_their_bound() {
-        let known = KnownRooms::default();
-        let room = |i: usize| RoomId::new(format!("room-{i}")).unwrap();
-        for i in 0..KNOWN_ROOMS_REMEMBERED {
-            known.remember(&room(i));
-        }
-        assert_eq!(known.len(), KNOWN_ROOMS_REMEMBERED);
-        assert!(known.contains(&room(0)));
-        known.remember(&room(KNOWN_ROOMS_REMEMBERED));
-        assert_eq!(known.len(), 1, "full: the memory starts over");
-        assert!(known.contains(&room(KNOWN_ROOMS_REMEMBERED)));
-        assert!(!known.contains(&room(0)));
+        self.service.room_was_created(room_id).await
     }
 }

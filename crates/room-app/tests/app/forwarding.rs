@@ -28,6 +28,14 @@ async fn cluster() -> Cluster {
 async fn cluster_with(
     wrap_b: impl FnOnce(room_app::ports::LeaseRef) -> room_app::ports::LeaseRef,
 ) -> Cluster {
+    cluster_built(wrap_b, |builder| builder).await
+}
+
+/// [`cluster_with`], node b's world also shaped by `build_b`.
+async fn cluster_built(
+    wrap_b: impl FnOnce(room_app::ports::LeaseRef) -> room_app::ports::LeaseRef,
+    build_b: impl FnOnce(crate::support::WorldBuilder) -> crate::support::WorldBuilder,
+) -> Cluster {
     let leases = InMemoryLeases::new(Duration::from_secs(10));
     let node = |id: &str| CellConfig {
         node_id: id.into(),
@@ -39,12 +47,14 @@ async fn cluster_with(
         .lease(leases.node("node-a", "http://a"))
         .build()
         .await;
-    let b = World::builder()
-        .config(node("node-b"))
-        .store(a.store.clone())
-        .lease(wrap_b(leases.node("node-b", "http://b")))
-        .build()
-        .await;
+    let b = build_b(
+        World::builder()
+            .config(node("node-b"))
+            .store(a.store.clone())
+            .lease(wrap_b(leases.node("node-b", "http://b"))),
+    )
+    .build()
+    .await;
     let nodes = Nodes::connect(&[("http://a", &a), ("http://b", &b)]);
     Cluster { a, b, nodes }
 }
@@ -420,5 +430,36 @@ async fn each_applied_gift_renews_the_senders_membership_hint() {
         nodes.calls.load(Ordering::SeqCst) - before,
         5,
         "one membership read, then four applies, over three hint lifetimes"
+    );
+}
+
+/// A node that forwards a room's gifts to its owner checks that the room exists once, not
+/// once per gift: a created room stays created, and the directory read would be a database
+/// round trip that a gift through the owner does not make.
+#[tokio::test]
+async fn gifts_through_another_node_look_the_room_up_once() {
+    let mut directory = room_app::ports::MockRoomDirectory::new();
+    directory
+        .expect_get_short_id()
+        .times(1)
+        .returning(|_| Ok(Some(123_456)));
+    let Cluster { a, b, .. } = cluster_built(
+        |lease| lease,
+        |builder| builder.directory(Arc::new(directory)),
+    )
+    .await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    b.fund("bob", 1_000).await;
+    for i in 0..3 {
+        let receipt = b
+            .service
+            .send_gift(gift(&room, "bob", &format!("o-{i}"), "rose", 1, &["alice"]))
+            .await
+            .unwrap();
+        assert_eq!(receipt.coin_balance_after.0, 1_000 - 10 * (i + 1));
+    }
+    assert!(
+        !b.runtime().is_active(&room),
+        "node b must not run the room"
     );
 }

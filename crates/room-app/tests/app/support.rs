@@ -311,6 +311,7 @@ pub struct WorldBuilder {
     wallet: Option<WalletRef>,
     orders: Option<GiftOrdersRef>,
     catalog: Option<GiftCatalogRef>,
+    directory: Option<room_app::ports::RoomDirectoryRef>,
     presence: Option<room_app::ports::PresenceRef>,
     attempts: Option<room_app::ports::PasswordAttemptsRef>,
     ids: Option<Arc<TestIds>>,
@@ -370,6 +371,12 @@ impl WorldBuilder {
         self
     }
 
+    /// The room directory of the use cases (the store's by default).
+    pub fn directory(mut self, directory: room_app::ports::RoomDirectoryRef) -> Self {
+        self.directory = Some(directory);
+        self
+    }
+
     pub async fn build(self) -> World {
         let store = self.store;
         for gift in catalog() {
@@ -393,7 +400,7 @@ impl WorldBuilder {
             orders: self.orders.unwrap_or_else(|| store.clone()),
             wallet: self.wallet.unwrap_or_else(|| store.clone()),
             catalog: self.catalog.unwrap_or_else(|| store.clone()),
-            directory: store.clone(),
+            directory: self.directory.unwrap_or_else(|| store.clone()),
             presence: self
                 .presence
                 .unwrap_or_else(|| Arc::new(LocalPresence::new())),
@@ -423,6 +430,7 @@ impl World {
             wallet: None,
             orders: None,
             catalog: None,
+            directory: None,
             presence: None,
             attempts: None,
             ids: None,
