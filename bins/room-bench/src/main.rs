@@ -44,12 +44,15 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
   --server PATH    the room-api binary (default target/release/room-api)
   --seconds N      length of each measured phase (default 10)
   --rate N         offered load of the open-loop phase, gifts per second (default 1500)
-  --only PHASES    comma-separated, of: hot, single, spread, latency, memory (default: all)
+  --only PHASES    comma-separated, of: hot, single, spread, latency, memory (default: all);
+                   with --nodes 2, of: forwarding, spread, failover, renewals
   --latency-only   the same as --only latency
   --storage S      sqlite (default: a fresh file per server) or mysql (a fresh database per
                    server on --mysql, default mysql://root@127.0.0.1:3306, migrated first)
   --nodes N        2: two nodes on one MySQL database and the Redis of --redis (default
                    redis://127.0.0.1:6379): forwarding cost, spread, failover, renewals
+  --forward-rate N with --nodes 2, the gifts per second offered through each node in the
+                   forwarding rounds (default: 60 % of the forwarded closed loop's rate)
 Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
 
 mod nodes;
@@ -65,6 +68,9 @@ struct Options {
     redis: String,
     /// 1, or 2 for the two-node phases.
     nodes: usize,
+    /// The offered rate of the two-node forwarding rounds, when not derived from the closed
+    /// loop.
+    forward_rate: Option<u64>,
     /// The phases to run (all when empty): hot, single, spread, latency, memory.
     only: Vec<String>,
 }
@@ -83,6 +89,7 @@ fn options() -> Result<Options> {
         storage: nodes::Storage::Sqlite,
         redis: "redis://127.0.0.1:6379".into(),
         nodes: 1,
+        forward_rate: None,
         only: Vec::new(),
     };
     let mut mysql = "mysql://root@127.0.0.1:3306".to_owned();
@@ -107,6 +114,7 @@ fn options() -> Result<Options> {
             "--mysql",
             "--redis",
             "--nodes",
+            "--forward-rate",
         ]
         .contains(&arg.as_str())
         {
@@ -119,6 +127,7 @@ fn options() -> Result<Options> {
             "--server" => options.server = value.into(),
             "--seconds" => options.seconds = value.parse()?,
             "--rate" => options.rate = value.parse()?,
+            "--forward-rate" => options.forward_rate = Some(value.parse()?),
             "--storage" => match value.as_str() {
                 "sqlite" => on_mysql = false,
                 "mysql" => on_mysql = true,
@@ -135,7 +144,17 @@ fn options() -> Result<Options> {
             "--only" => {
                 options.only = value.split(',').map(str::to_owned).collect();
                 if let Some(unknown) = options.only.iter().find(|p| {
-                    !["hot", "single", "spread", "latency", "memory"].contains(&p.as_str())
+                    ![
+                        "hot",
+                        "single",
+                        "spread",
+                        "latency",
+                        "memory",
+                        "forwarding",
+                        "failover",
+                        "renewals",
+                    ]
+                    .contains(&p.as_str())
                 }) {
                     bail!("unknown phase {unknown}");
                 }
@@ -161,7 +180,16 @@ async fn main() -> Result<()> {
     let duration = Duration::from_secs(options.seconds);
     report("machine", &machine());
     if options.nodes == 2 {
-        return nodes::two_nodes(&options.server, &options.storage, &options.redis, duration).await;
+        let runs = |phase: &str| options.runs(phase);
+        return nodes::two_nodes(
+            &options.server,
+            &options.storage,
+            &options.redis,
+            duration,
+            options.forward_rate,
+            &runs,
+        )
+        .await;
     }
     let storage = async |extra: &[(&str, &str)]| -> Result<Server> {
         let mut env = nodes::fresh_storage(&options.storage, &options.server).await?;
@@ -448,8 +476,12 @@ impl Server {
             Ok(fields.get(i).context("short /proc/<pid>/stat")?.parse()?)
         };
         let (steal_ticks, total_ticks) = machine_ticks()?;
+        let node = NodeCpu {
+            ticks: ticks(11)? + ticks(12)?,
+            switches: context_switches(pid)?,
+        };
         Ok(CpuSample {
-            server_ticks: ticks(11)? + ticks(12)?,
+            nodes: vec![node],
             steal_ticks,
             total_ticks,
         })
@@ -655,19 +687,50 @@ impl BatchTotals {
     }
 }
 
-/// The CPU counters of `servers` together (their CPU times summed).
+/// The CPU counters of `servers`, one entry per server in their order.
 fn cpu_of(servers: &[&Server]) -> Result<CpuSample> {
     let mut sum = servers.first().context("no server")?.cpu()?;
     for server in &servers[1..] {
-        sum.server_ticks += server.cpu()?.server_ticks;
+        sum.nodes.extend(server.cpu()?.nodes);
     }
     Ok(sum)
 }
 
-/// CPU time of the server process and of the whole machine at one moment, from `/proc`.
+/// The context switches of every thread of process `pid` so far (voluntary: the thread
+/// waited; involuntary: it was preempted), from `/proc/<pid>/task/*/status`. Threads that
+/// ended are not counted, and the server's threads live as long as it does.
+fn context_switches(pid: u32) -> Result<u64> {
+    let mut switches = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        // A thread may end between the listing and the read.
+        let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
+            continue;
+        };
+        for line in status.lines() {
+            if let Some(count) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                switches += count.trim().parse::<u64>()?;
+            }
+        }
+    }
+    Ok(switches)
+}
+
+/// One server's counters at one moment.
+#[derive(Debug, Clone, Copy)]
+struct NodeCpu {
+    /// User and system time, in clock ticks.
+    ticks: u64,
+    /// Context switches of its threads.
+    switches: u64,
+}
+
+/// CPU time of the servers and of the whole machine at one moment, from `/proc`.
 struct CpuSample {
-    /// The server's user and system time, in clock ticks.
-    server_ticks: u64,
+    /// Each server's counters.
+    nodes: Vec<NodeCpu>,
     /// The machine's time stolen by the hypervisor, and all its accounted time, in ticks.
     steal_ticks: u64,
     total_ticks: u64,
@@ -675,8 +738,10 @@ struct CpuSample {
 
 /// What happened between two [`CpuSample`]s.
 struct CpuUse {
-    /// Seconds of CPU the server used.
-    server_secs: f64,
+    /// Seconds of CPU each server used.
+    node_secs: Vec<f64>,
+    /// Context switches of each server's threads.
+    node_switches: Vec<u64>,
     /// The share of the machine's CPU time the hypervisor gave to other guests: when it is
     /// high, the figures of the run say more about the host than about the service.
     steal_share: f64,
@@ -686,13 +751,34 @@ struct CpuUse {
 const TICKS_PER_SEC: f64 = 100.0;
 
 impl CpuUse {
-    /// Reports the servers' CPU time per gift and the host's steal; answers the former, in
-    /// microseconds.
+    /// Reports the servers' CPU time per gift and the host's steal (with several servers,
+    /// also each one's CPU time and context switches per gift); answers the servers' CPU time
+    /// per gift, in microseconds.
     fn report(&self, gifts: u64) -> f64 {
-        let per_gift = self.server_secs * 1e6 / gifts.max(1) as f64;
+        let gifts = gifts.max(1) as f64;
+        let per_gift = self.node_secs.iter().sum::<f64>() * 1e6 / gifts;
         report(
             "  server CPU per gift, host steal",
             &format!("{per_gift:.0} us, {:.0} %", self.steal_share * 100.0),
+        );
+        if self.node_secs.len() < 2 {
+            return per_gift;
+        }
+        let by_node: Vec<String> = self
+            .node_secs
+            .iter()
+            .zip(&self.node_switches)
+            .map(|(secs, switches)| {
+                format!(
+                    "{:.0} us, {:.1}",
+                    secs * 1e6 / gifts,
+                    *switches as f64 / gifts
+                )
+            })
+            .collect();
+        report(
+            "  by server: CPU, context switches per gift",
+            &by_node.join(" | "),
         );
         per_gift
     }
@@ -701,9 +787,14 @@ impl CpuUse {
 impl CpuSample {
     fn since(&self, before: &CpuSample) -> CpuUse {
         let total = self.total_ticks.saturating_sub(before.total_ticks).max(1);
+        let pairs = || self.nodes.iter().zip(&before.nodes);
         CpuUse {
-            server_secs: self.server_ticks.saturating_sub(before.server_ticks) as f64
-                / TICKS_PER_SEC,
+            node_secs: pairs()
+                .map(|(now, then)| now.ticks.saturating_sub(then.ticks) as f64 / TICKS_PER_SEC)
+                .collect(),
+            node_switches: pairs()
+                .map(|(now, then)| now.switches.saturating_sub(then.switches))
+                .collect(),
             steal_share: self.steal_ticks.saturating_sub(before.steal_ticks) as f64 / total as f64,
         }
     }

@@ -95,6 +95,8 @@ pub async fn two_nodes(
     storage: &Storage,
     redis: &str,
     duration: Duration,
+    forward_rate: Option<u64>,
+    runs: &dyn Fn(&str) -> bool,
 ) -> Result<()> {
     if !matches!(storage, Storage::MySql(_)) {
         bail!("--nodes 2 needs --storage mysql: SQLite is one process's");
@@ -105,10 +107,51 @@ pub async fn two_nodes(
 
     // The hot room runs on node 0, where it was created.
     let hot = owner.setup_tagged(1, SENDERS, "hot-").await?;
+    if runs("forwarding") {
+        forwarding(owner, other, &hot, duration, forward_rate).await?;
+    }
+    if runs("spread") {
+        // 100 rooms, half created on each node; every sender alternates between the nodes,
+        // as behind a load balancer without affinity (half the gifts are forwarded).
+        let mut spread = owner.setup_tagged(50, 50, "spread-a-").await?;
+        spread
+            .rooms
+            .extend(other.setup_tagged(50, 50, "spread-b-").await?.rooms);
+        let clients = [owner.client.clone(), other.client.clone()];
+        let rate = closed_loop_on(&clients, &both, &spread, duration, true).await?;
+        report(
+            "two nodes: spread, 100 rooms (gifts/s)",
+            &format!("{rate:.0}"),
+        );
+    }
+    if runs("failover") {
+        failover(binary, pair, &hot).await?;
+    } else {
+        for node in pair.nodes {
+            node.stop().await?;
+        }
+    }
+    if runs("renewals") {
+        renewals(redis, duration).await?;
+    }
+    Ok(())
+}
+
+/// The hot room's gifts through its owner and through the other node: closed loops, then
+/// the same offered rate through each (`rate`, or 60 % of the forwarded closed loop's), in
+/// rounds.
+async fn forwarding(
+    owner: &Server,
+    other: &Server,
+    hot: &Setup,
+    duration: Duration,
+    rate: Option<u64>,
+) -> Result<()> {
+    let both = [owner, other];
     let on_owner = closed_loop_on(
         std::slice::from_ref(&owner.client),
         &both,
-        &hot,
+        hot,
         duration,
         true,
     )
@@ -120,7 +163,7 @@ pub async fn two_nodes(
     let forwarded = closed_loop_on(
         std::slice::from_ref(&other.client),
         &both,
-        &hot,
+        hot,
         duration,
         true,
     )
@@ -133,7 +176,7 @@ pub async fn two_nodes(
     // spends a different CPU time per wake-up: the same offered rate through each node
     // compares like with like. The host's load drifts over a run, so the two paths take
     // turns (owner first, then forwarded first, ...) and each pair of phases gives a ratio.
-    let rate = (forwarded * 0.6).max(10.0) as u64;
+    let rate = rate.unwrap_or((forwarded * 0.6).max(10.0) as u64);
     let mut ratios = Vec::with_capacity(ROUNDS);
     let mut totals = [0.0; 2];
     for round in 0..ROUNDS {
@@ -147,7 +190,7 @@ pub async fn two_nodes(
         let mut owned_cpu = 0.0;
         let mut forwarded_cpu = 0.0;
         for (path, client, is_forwarded) in paths {
-            let (latency, cpu) = open_loop_on(&client.client, &both, &hot, rate, duration).await?;
+            let (latency, cpu) = open_loop_on(&client.client, &both, hot, rate, duration).await?;
             report(
                 &format!(
                     "two nodes: hot room at {rate} gifts/s, {path}, round {}",
@@ -185,22 +228,7 @@ pub async fn two_nodes(
         "two nodes: CPU per gift, forwarded / owner, median of the rounds",
         &format!("{:.2}x", median(&mut ratios)),
     );
-
-    // 100 rooms, half created on each node; every sender alternates between the nodes, as
-    // behind a load balancer without affinity (half the gifts are forwarded).
-    let mut spread = owner.setup_tagged(50, 50, "spread-a-").await?;
-    spread
-        .rooms
-        .extend(other.setup_tagged(50, 50, "spread-b-").await?.rooms);
-    let clients = [owner.client.clone(), other.client.clone()];
-    let rate = closed_loop_on(&clients, &both, &spread, duration, true).await?;
-    report(
-        "two nodes: spread, 100 rooms (gifts/s)",
-        &format!("{rate:.0}"),
-    );
-
-    failover(binary, pair, &hot).await?;
-    renewals(redis, duration).await
+    Ok(())
 }
 
 /// How many times the owner's and the forwarded open-loop phases take turns.
