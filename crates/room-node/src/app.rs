@@ -32,7 +32,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::auth::AuthenticatorRef;
 use crate::catalog::CatalogFile;
-use crate::cluster::HttpForwarder;
+use crate::cluster::{LinkTasks, NodeForwarder};
 use crate::config::Settings;
 use crate::im::{Im, run_group_effects};
 use crate::limits::{RateLimits, StreamSlots};
@@ -264,7 +264,7 @@ impl App {
             && let Some(token) = &internal_token
         {
             let timeout = settings.forward_timeout();
-            runtime.forward_with(Arc::new(HttpForwarder::new(token.clone(), timeout)?));
+            runtime.forward_with(Arc::new(NodeForwarder::new(token.clone(), timeout)?));
             tracing::info!(
                 node_id = %settings.cell.node_id,
                 advertise_url = ?settings.advertise_url(),
@@ -310,6 +310,7 @@ impl App {
             im: im.as_ref().map(|im| im.client.clone()),
             robots: storage.robots.clone(),
             robot_id_prefix: settings.robots.id_prefix.clone(),
+            links: LinkTasks::new(tasks.clone()),
         });
         let router = routes::router(
             state.clone(),

@@ -1,22 +1,20 @@
 //! Node to node: the internal endpoint through which other nodes reach the cells this node
-//! runs, and [`HttpForwarder`], which sends this node's requests for rooms another node owns
-//! to that node's endpoint.
+//! runs, and [`NodeForwarder`], which sends this node's requests for rooms another node owns
+//! to that node.
 //!
-//! Commands and membership reads travel in batches: the requests of one kind (commands or
-//! reads) for one owner that wait while [`BATCHES_IN_FLIGHT`] batches to it are under way go
-//! together in the next one (`POST /internal/v1/batch`, at most [`BATCH_ITEMS`] items and
-//! [`MAX_BODY_BYTES`]), and the owner runs the items of a batch side by side, so its cells
-//! commit them together as they would commit local requests. A hot room's forwarded gifts
-//! cost one round trip per batch, not one per gift.
+//! Commands and membership reads travel over a [link](crate::link) to the owner (one
+//! connection per owner, upgraded from `GET /internal/v1/link`), each request answered as
+//! soon as its room is done with it; the owner runs the requests that arrive together side by
+//! side, so its cells commit them together as they would commit local requests. Whole-state
+//! reads, rare and large, are `GET /internal/v1/rooms/{room_id}/state`.
 //!
 //! Both sides authenticate with the cluster's internal token
 //! (`Authorization: Bearer <ROOM__CLUSTER__INTERNAL_TOKEN>`, compared in constant time); a node
-//! without one refuses every internal request. The endpoint answers 200 with a
-//! [`ForwardAnswer`] whatever the room decided, so that any other status means the request
-//! did not reach the runtime, whose outcome is then unknown (retryable).
+//! without one refuses every internal request. The owner answers each request with a
+//! [`ForwardAnswer`] whatever the room decided, so that a missing answer means the request's
+//! outcome is unknown (retryable).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -26,81 +24,22 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use room_app::ports::{ForwardedCommand, Forwarder, Membership, ReadKind};
 use room_app::{CommandReply, Error, RemoteError};
 use room_domain::{Actor, Event, GiftOrder, RoomId, RoomState, UserId};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::error::ApiError;
 use crate::extract::parse_id;
-use crate::routes::MAX_BODY_BYTES;
+use crate::link::{Failure, LINK_PROTOCOL, LinkAnswer, LinkItem, Links};
 use crate::state::AppState;
 
-/// Idle keep-alive connections an [`HttpForwarder`] keeps to each other node.
-const MAX_IDLE_PER_NODE: usize = 256;
-
-/// The most items in one batch to another node.
-pub const BATCH_ITEMS: usize = 64;
-
-/// The most batches to one node under way at once; what comes meanwhile waits for the next.
-pub const BATCHES_IN_FLIGHT: usize = 4;
-
-/// The most requests waiting for a batch to one node; beyond, a request is answered as
-/// unavailable at once (it was not sent).
-pub const BATCH_QUEUE: usize = 4_096;
-
-/// The most other nodes a forwarder keeps a batch queue for (a cluster has far fewer; the
-/// queues of nodes gone are dropped when it is reached).
-const MAX_LANES: usize = 256;
-
-/// One request of a batch to another node's internal endpoint.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BatchItem {
-    /// Apply a command to the room's cell.
-    Execute {
-        /// The room.
-        room_id: String,
-        /// The command, its actor and order.
-        command: Box<ForwardedCommand>,
-    },
-    /// Apply a gift order to the room's cell: the order's own command
-    /// ([`room_app::gift_apply_command`], by the system), which the owner builds from the
-    /// order, so the command's content does not travel twice. Answered with
-    /// [`BatchAnswer::ApplyGift`].
-    ApplyGift {
-        /// The room.
-        room_id: String,
-        /// The order.
-        order: Box<GiftOrder>,
-    },
-    /// Where a user stands in the room.
-    Membership {
-        /// The room.
-        room_id: String,
-        /// The user.
-        user: String,
-        /// Committed or newest state.
-        kind: ReadKind,
-    },
-}
-
-/// The answer to one [`BatchItem`], in the batch's order.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BatchAnswer {
-    /// The answer to [`BatchItem::Execute`].
-    Execute(ForwardAnswer<CommandReply>),
-    /// The answer to [`BatchItem::ApplyGift`]: the reply with the gift's `RoomGiftSent` event
-    /// only, all the saga reads of it.
-    ApplyGift(ForwardAnswer<CommandReply>),
-    /// The answer to [`BatchItem::Membership`].
-    Membership(ForwardAnswer<Membership>),
-}
+/// Idle keep-alive connections a [`NodeForwarder`] keeps to each other node for whole-state
+/// reads.
+const MAX_IDLE_PER_NODE: usize = 16;
 
 /// The path of the internal endpoint's routes.
 pub const INTERNAL_PREFIX: &str = "/internal/v1";
@@ -117,7 +56,8 @@ pub enum ForwardAnswer<T> {
 }
 
 impl<T> ForwardAnswer<T> {
-    fn of(result: room_app::Result<T>) -> Self {
+    /// The answer to a request that ended with `result`.
+    pub(crate) fn of(result: room_app::Result<T>) -> Self {
         match result {
             Ok(value) => ForwardAnswer::Ok(value),
             Err(error) => ForwardAnswer::Err(RemoteError::from(&error)),
@@ -149,7 +89,7 @@ pub fn token_matches(configured: &SecretString, given: &str) -> bool {
 pub fn internal_routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/internal/v1/rooms/{room_id}/state", get(read_forwarded))
-        .route("/internal/v1/batch", post(batch_forwarded))
+        .route(crate::link::LINK_PATH, get(open_link))
         .layer(middleware::from_fn_with_state(
             state,
             require_internal_token,
@@ -204,64 +144,121 @@ async fn read_forwarded(
     Ok(Json(ForwardAnswer::of(answer)))
 }
 
-/// Runs the items of a batch side by side and answers each, in order. An item whose ids do
-/// not parse gets the error a single request would have got, inside its answer.
-async fn batch_forwarded(
-    State(state): State<AppState>,
-    Json(items): Json<Vec<BatchItem>>,
-) -> Result<Json<Vec<BatchAnswer>>, ApiError> {
-    if items.len() > BATCH_ITEMS {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "INVALID_BODY",
-            format!("a batch holds at most {BATCH_ITEMS} items"),
-        ));
-    }
-    let answers = items.into_iter().map(|item| {
-        let state = state.clone();
-        async move {
-            match item {
-                BatchItem::Execute { room_id, command } => {
-                    let ForwardedCommand {
-                        command,
-                        actor,
-                        order,
-                    } = *command;
-                    let answer = execute_item(&state, &room_id, command, actor, order).await;
-                    BatchAnswer::Execute(ForwardAnswer::of(answer.map(|reply| (*reply).clone())))
-                }
-                BatchItem::ApplyGift { room_id, order } => {
-                    let command = room_app::gift_apply_command(&order);
-                    let answer =
-                        execute_item(&state, &room_id, command, Actor::System, Some(*order)).await;
-                    BatchAnswer::ApplyGift(ForwardAnswer::of(
-                        answer.map(|reply| gift_reply(&reply)),
-                    ))
-                }
-                BatchItem::Membership {
-                    room_id,
-                    user,
-                    kind,
-                } => {
-                    let answer = async {
-                        let user = UserId::new(&user)
-                            .map_err(|error| Error::Invalid(format!("user_id: {error}")))?;
-                        let room_id = created_room(&state, &room_id).await?;
-                        state
-                            .service
-                            .runtime()
-                            .membership_local(&room_id, &user, kind)
-                            .await
-                    };
-                    BatchAnswer::Membership(ForwardAnswer::of(answer.await))
-                }
+/// Upgrades the connection to a [link](crate::link) and serves it: `101 Switching
+/// Protocols` when the request asks for `Upgrade: room-link/1`; 426 when it asks for nothing
+/// else; 503 `LINKS_FULL` when this node serves [`MAX_LINKS`] links already.
+async fn open_link(State(state): State<AppState>, mut request: Request) -> Response {
+    let asks = request
+        .headers()
+        .get(axum::http::header::UPGRADE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.eq_ignore_ascii_case(LINK_PROTOCOL));
+    let Some(upgrade) = request
+        .extensions_mut()
+        .remove::<hyper::upgrade::OnUpgrade>()
+        .filter(|_| asks)
+    else {
+        return ApiError::new(
+            StatusCode::UPGRADE_REQUIRED,
+            "UPGRADE_REQUIRED",
+            format!("this route upgrades the connection to {LINK_PROTOCOL}"),
+        )
+        .into_response();
+    };
+    let Ok(slot) = state.links.slots.clone().try_acquire_owned() else {
+        metrics::counter!("room_forward_links_refused_total").increment(1);
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "LINKS_FULL",
+            format!("this node serves {MAX_LINKS} internal links already"),
+        )
+        .into_response();
+    };
+    let stop = state.shutdown.clone();
+    let tasks = state.links.tasks.clone();
+    tasks.spawn(async move {
+        let _slot = slot;
+        match upgrade.await {
+            Ok(upgraded) => {
+                let io = hyper_util::rt::TokioIo::new(upgraded);
+                crate::link::serve(io, stop, move |item| {
+                    Box::pin(answer_item(state.clone(), item))
+                })
+                .await;
             }
+            Err(error) => tracing::debug!(error = %error, "an internal link was not upgraded"),
         }
     });
-    Ok(Json(futures_util::future::join_all(answers).await))
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(axum::http::header::CONNECTION, "upgrade")
+        .header(axum::http::header::UPGRADE, LINK_PROTOCOL)
+        .body(axum::body::Body::empty())
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-/// Applies a batch item's command to its room's cell on this node, if the room was ever
+/// The most links a node serves at once (a cluster has far fewer nodes).
+pub const MAX_LINKS: usize = 256;
+
+/// The links a node serves: their number, bounded, and their tasks, which a stopping node
+/// waits for (they end once the requests under way are answered).
+#[derive(Clone)]
+pub struct LinkTasks {
+    /// One permit per link served.
+    pub slots: Arc<tokio::sync::Semaphore>,
+    /// The links' tasks.
+    pub tasks: tokio_util::task::TaskTracker,
+}
+
+impl LinkTasks {
+    /// Room for [`MAX_LINKS`] links, their tasks tracked by `tasks`.
+    pub fn new(tasks: tokio_util::task::TaskTracker) -> Self {
+        LinkTasks {
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_LINKS)),
+            tasks,
+        }
+    }
+}
+
+/// Runs one request of a link on this node and answers it. A request whose ids do not parse
+/// gets the error a client's request would have got, inside its answer.
+async fn answer_item(state: AppState, item: LinkItem) -> LinkAnswer {
+    match item {
+        LinkItem::Execute { room_id, command } => {
+            let ForwardedCommand {
+                command,
+                actor,
+                order,
+            } = *command;
+            let answer = execute_item(&state, &room_id, command, actor, order).await;
+            LinkAnswer::Execute(ForwardAnswer::of(answer.map(|reply| (*reply).clone())))
+        }
+        LinkItem::ApplyGift { room_id, order } => {
+            let command = room_app::gift_apply_command(&order);
+            let answer = execute_item(&state, &room_id, command, Actor::System, Some(*order)).await;
+            LinkAnswer::ApplyGift(ForwardAnswer::of(answer.map(|reply| gift_reply(&reply))))
+        }
+        LinkItem::Membership {
+            room_id,
+            user,
+            kind,
+        } => {
+            let answer = async {
+                let user = UserId::new(&user)
+                    .map_err(|error| Error::Invalid(format!("user_id: {error}")))?;
+                let room_id = created_room(&state, &room_id).await?;
+                state
+                    .service
+                    .runtime()
+                    .membership_local(&room_id, &user, kind)
+                    .await
+            };
+            LinkAnswer::Membership(ForwardAnswer::of(answer.await))
+        }
+    }
+}
+
+/// Applies a request's command to its room's cell on this node, if the room was ever
 /// created.
 async fn execute_item(
     state: &AppState,
@@ -278,7 +275,7 @@ async fn execute_item(
         .await
 }
 
-/// The room of a batch item if it was ever created; see [`created`].
+/// The room of a request if it was ever created; see [`created`].
 async fn created_room(state: &AppState, raw: &str) -> room_app::Result<RoomId> {
     let room_id = RoomId::new(raw).map_err(|error| Error::Invalid(format!("room_id: {error}")))?;
     created(state, room_id).await
@@ -294,41 +291,30 @@ async fn created(state: &AppState, room_id: RoomId) -> room_app::Result<RoomId> 
     }
 }
 
-/// Sends requests for rooms another node owns to that node's internal endpoint, over HTTP
-/// with keep-alive; commands and membership reads in batches (see the module). A request that
-/// gets no [`ForwardAnswer`] (the owner unreachable, slow, or answering something else) has
-/// an unknown outcome: [`Error::Unavailable`], retryable, so the gift saga keeps such an
-/// order unfinished.
-pub struct HttpForwarder {
+/// Sends requests for rooms another node owns to that node: commands and membership reads
+/// over a [link](crate::link), whole-state reads over HTTP. A request that gets no
+/// [`ForwardAnswer`] (the owner unreachable, slow, or answering something else) has an
+/// unknown outcome: [`Error::Unavailable`], retryable, so the gift saga keeps such an order
+/// unfinished.
+pub struct NodeForwarder {
     client: reqwest::Client,
     token: Arc<SecretString>,
-    timeout: Duration,
-    /// A batch queue per owner URL.
-    lanes: Mutex<HashMap<String, mpsc::Sender<Queued>>>,
+    links: Links,
 }
 
-/// A request waiting for its batch: the item, already encoded, and who waits for its answer.
-struct Queued {
-    item: Vec<u8>,
-    answer: oneshot::Sender<room_app::Result<BatchAnswer>>,
-}
-
-impl HttpForwarder {
+impl NodeForwarder {
     /// A forwarder whose requests carry `token` and give up after `timeout`.
     pub fn new(token: Arc<SecretString>, timeout: Duration) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(1)))
             .pool_idle_timeout(Duration::from_secs(30))
-            // Idle connections kept per owner node; those in use are bounded by the requests
-            // this node serves at once.
             .pool_max_idle_per_host(MAX_IDLE_PER_NODE)
             .build()?;
-        Ok(HttpForwarder {
+        Ok(NodeForwarder {
             client,
+            links: Links::new(token.clone(), timeout),
             token,
-            timeout,
-            lanes: Mutex::new(HashMap::new()),
         })
     }
 
@@ -355,151 +341,19 @@ impl HttpForwarder {
             .into_result(room_id)
     }
 
-    /// Sends `item` to the node at `url` in its next batch and waits for its answer, at most
-    /// the forward timeout.
-    async fn batched(
+    /// Sends `item` to the node at `url` over its link and waits for the answer.
+    async fn call(
         &self,
         url: &str,
         room_id: &RoomId,
-        item: &BatchItem,
-    ) -> room_app::Result<BatchAnswer> {
-        let unknown =
-            |cause: &str| Error::Unavailable(format!("forward of room {room_id}: {cause}"));
-        let reads = matches!(item, BatchItem::Membership { .. });
-        let item = serde_json::to_vec(item).map_err(|error| unknown(&error.to_string()))?;
-        let (answer, answered) = oneshot::channel();
-        self.lane(url, reads)
-            .try_send(Queued { item, answer })
-            .map_err(|_| {
-                metrics::counter!("room_forward_queue_full_total").increment(1);
-                unknown("too many requests wait for this owner")
-            })?;
-        match tokio::time::timeout(self.timeout, answered).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(unknown("the batch was dropped")),
-            Err(_) => Err(unknown("no answer in time")),
-        }
-    }
-
-    /// The batch queue of the node at `url` for reads or for commands, started on first
-    /// use. Reads have their own: a batch of commands waits for the room's commit, a read
-    /// is answered at once, and must not wait behind it.
-    fn lane(&self, url: &str, reads: bool) -> mpsc::Sender<Queued> {
-        let key = format!("{} {url}", if reads { "reads" } else { "commands" });
-        let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(lane) = lanes.get(&key).filter(|lane| !lane.is_closed()) {
-            return lane.clone();
-        }
-        if lanes.len() >= MAX_LANES {
-            // Only nodes gone leave lanes behind: their tasks end with their queues.
-            lanes.clear();
-        }
-        let (lane, queue) = mpsc::channel(BATCH_QUEUE);
-        tokio::spawn(run_lane(
-            self.client.clone(),
-            self.token.clone(),
-            format!("{}{INTERNAL_PREFIX}/batch", url.trim_end_matches('/')),
-            queue,
-        ));
-        lanes.insert(key, lane.clone());
-        lane
-    }
-}
-
-/// Takes the requests queued for one node, as many as fit a batch, whenever fewer than
-/// [`BATCHES_IN_FLIGHT`] batches to it are under way, and sends them.
-async fn run_lane(
-    client: reqwest::Client,
-    token: Arc<SecretString>,
-    url: String,
-    mut queue: mpsc::Receiver<Queued>,
-) {
-    let in_flight = Arc::new(Semaphore::new(BATCHES_IN_FLIGHT));
-    let mut carried: Option<Queued> = None;
-    loop {
-        let first = match carried.take() {
-            Some(first) => first,
-            None => match queue.recv().await {
-                Some(first) => first,
-                None => return,
-            },
-        };
-        let Ok(permit) = in_flight.clone().acquire_owned().await else {
-            return;
-        };
-        // `[` + items + `,` between them + `]`.
-        let mut size = first.item.len() + 2;
-        let mut batch = vec![first];
-        while batch.len() < BATCH_ITEMS {
-            let Ok(next) = queue.try_recv() else { break };
-            if size + next.item.len() + 1 > MAX_BODY_BYTES {
-                carried = Some(next);
-                break;
-            }
-            size += next.item.len() + 1;
-            batch.push(next);
-        }
-        let (client, token, url) = (client.clone(), token.clone(), url.clone());
-        tokio::spawn(async move {
-            send_batch(&client, &token, &url, batch).await;
-            drop(permit);
-        });
-    }
-}
-
-/// Sends one batch and hands each waiting request its answer; when no list of answers comes
-/// back, each gets [`Error::Unavailable`] (outcome unknown).
-async fn send_batch(client: &reqwest::Client, token: &SecretString, url: &str, batch: Vec<Queued>) {
-    metrics::histogram!("room_forward_batch_items").record(batch.len() as f64);
-    let mut body = Vec::with_capacity(batch.iter().map(|q| q.item.len() + 1).sum::<usize>() + 1);
-    body.push(b'[');
-    for (i, queued) in batch.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(&queued.item);
-    }
-    body.push(b']');
-    let answers = async {
-        let response = client
-            .post(url)
-            .bearer_auth(token.expose_secret())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|error| error.without_url().to_string())?;
-        let status = response.status();
-        if status != StatusCode::OK {
-            return Err(format!("the owner answered {status}"));
-        }
-        let answers: Vec<BatchAnswer> = response
-            .json()
-            .await
-            .map_err(|error| error.without_url().to_string())?;
-        if answers.len() != batch.len() {
-            return Err(format!(
-                "the owner answered {} items of {}",
-                answers.len(),
-                batch.len()
-            ));
-        }
-        Ok(answers)
-    }
-    .await;
-    match answers {
-        Ok(answers) => {
-            for (queued, answer) in batch.into_iter().zip(answers) {
-                let _ = queued.answer.send(Ok(answer));
-            }
-        }
-        Err(cause) => {
-            for queued in batch {
-                let _ = queued
-                    .answer
-                    .send(Err(Error::Unavailable(format!("forward: {cause}"))));
-            }
-        }
+        item: &LinkItem,
+    ) -> room_app::Result<LinkAnswer> {
+        self.links.call(url, item).await.map_err(|failure| {
+            Error::Unavailable(match failure {
+                Failure::NotSent(cause) => format!("forward of room {room_id} not sent: {cause}"),
+                Failure::Unknown(cause) => format!("forward of room {room_id}: {cause}"),
+            })
+        })
     }
 }
 
@@ -512,14 +366,14 @@ fn kind_param(kind: ReadKind) -> &'static str {
 }
 
 /// The order `command` applies, when it is that order's own apply by the system
-/// ([`room_app::gift_apply_command`]): such a command goes as [`BatchItem::ApplyGift`].
+/// ([`room_app::gift_apply_command`]): such a command goes as [`LinkItem::ApplyGift`].
 fn order_apply(command: &ForwardedCommand) -> Option<&GiftOrder> {
     let order = command.order.as_ref()?;
     (command.actor == Actor::System && command.command == room_app::gift_apply_command(order))
         .then_some(order)
 }
 
-/// What [`BatchAnswer::ApplyGift`] carries of an applied gift's reply: its version and its
+/// What [`LinkAnswer::ApplyGift`] carries of an applied gift's reply: its version and its
 /// `RoomGiftSent` event (the heat, rank and rocket events stay behind).
 fn gift_reply(reply: &CommandReply) -> CommandReply {
     CommandReply {
@@ -541,7 +395,7 @@ fn room_url(base: &str, room_id: &RoomId, what: &str) -> String {
 }
 
 #[async_trait]
-impl Forwarder for HttpForwarder {
+impl Forwarder for NodeForwarder {
     async fn execute(
         &self,
         url: &str,
@@ -551,22 +405,22 @@ impl Forwarder for HttpForwarder {
         let room = room_id.to_string();
         let (item, lean) = match order_apply(command) {
             Some(order) => (
-                BatchItem::ApplyGift {
+                LinkItem::ApplyGift {
                     room_id: room,
                     order: Box::new(order.clone()),
                 },
                 true,
             ),
             None => (
-                BatchItem::Execute {
+                LinkItem::Execute {
                     room_id: room,
                     command: Box::new(command.clone()),
                 },
                 false,
             ),
         };
-        match (self.batched(url, room_id, &item).await?, lean) {
-            (BatchAnswer::Execute(answer), false) | (BatchAnswer::ApplyGift(answer), true) => {
+        match (self.call(url, room_id, &item).await?, lean) {
+            (LinkAnswer::Execute(answer), false) | (LinkAnswer::ApplyGift(answer), true) => {
                 answer.into_result(room_id)
             }
             _ => Err(Error::Unavailable(format!(
@@ -595,16 +449,16 @@ impl Forwarder for HttpForwarder {
         user: &UserId,
         kind: ReadKind,
     ) -> room_app::Result<Membership> {
-        let item = BatchItem::Membership {
+        let item = LinkItem::Membership {
             room_id: room_id.to_string(),
             user: user.to_string(),
             kind,
         };
-        match self.batched(url, room_id, &item).await? {
-            BatchAnswer::Membership(answer) => answer.into_result(room_id),
-            BatchAnswer::Execute(_) | BatchAnswer::ApplyGift(_) => Err(Error::Unavailable(
-                format!("forward of room {room_id}: the owner answered another request"),
-            )),
+        match self.call(url, room_id, &item).await? {
+            LinkAnswer::Membership(answer) => answer.into_result(room_id),
+            LinkAnswer::Execute(_) | LinkAnswer::ApplyGift(_) => Err(Error::Unavailable(format!(
+                "forward of room {room_id}: the owner answered another request"
+            ))),
         }
     }
 }

@@ -22,6 +22,7 @@ mod extract;
 mod im;
 mod kafka;
 mod limits;
+mod link;
 mod routes;
 mod rtc;
 mod run;
@@ -34,7 +35,9 @@ pub use auth::{
     ADMIN_ROLE, Audience, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin,
 };
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
-pub use cluster::{BATCH_ITEMS, ForwardAnswer, HttpForwarder, INTERNAL_PREFIX, token_matches};
+pub use cluster::{
+    ForwardAnswer, INTERNAL_PREFIX, LinkTasks, MAX_LINKS, NodeForwarder, token_matches,
+};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
     DEV_JWT_SECRET, HttpSettings, LeaseSettings, LimitSettings, MAX_CALLBACK_WINDOW_SECS,
@@ -43,6 +46,7 @@ pub use config::{
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
 pub use im::GROUP_EFFECTS_CONSUMER_GROUP;
+pub use link::{LINK_IN_FLIGHT, LINK_PATH, LINK_PROTOCOL, LinkAnswer, LinkItem, MAX_FRAME};
 pub use routes::{MAX_BODY_BYTES, openapi};
 pub use rtc::sign as rtc_sign;
 pub use run::run;

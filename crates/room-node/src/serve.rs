@@ -143,7 +143,8 @@ async fn connection(
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The watchdog keeps the deadlines (see the module's documentation).
     builder.header_read_timeout(None);
-    let mut served = pin!(builder.serve_connection(io, service));
+    // Upgrades: the internal link route hands its connection over to a link.
+    let mut served = pin!(builder.serve_connection(io, service).with_upgrades());
     let mut stopping = false;
     // The watchdog never sleeps longer than the shortest timeout: whatever the connection
     // does meanwhile sets no deadline before that wake-up (a deadline is always one of the

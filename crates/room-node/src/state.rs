@@ -73,6 +73,8 @@ pub struct HandlerContext {
     pub robots: room_app::ports::RobotRoomsRef,
     /// The user-id prefix that marks robots (`[robots] id_prefix`).
     pub robot_id_prefix: String,
+    /// The internal links this node serves (other nodes' forwarded requests).
+    pub links: crate::cluster::LinkTasks,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

@@ -1,5 +1,5 @@
 //! Through a real socket: the walkthrough with the SSE stream, concurrent repeats of one
-//! order, graceful stop, and the binary itself (`token`, SIGTERM).
+//! order, graceful stop, the internal links, and the binary itself (`token`, SIGTERM).
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -465,4 +465,148 @@ async fn a_body_that_stops_arriving_is_a_408() {
         .expect("the server did not stop")
         .unwrap()
         .unwrap();
+}
+
+const INTERNAL_TOKEN: &str = "the-internal-token-of-the-socket-tests";
+
+/// A server with the internal routes on.
+async fn internal_server() -> Server {
+    Server::start_with(|settings| {
+        settings.cluster.internal_token = Some(secrecy::SecretString::from(INTERNAL_TOKEN));
+    })
+    .await
+}
+
+/// Asks `base` for an internal link as `token` would, with `Upgrade: protocol`: the status
+/// line of the answer and the connection.
+async fn upgrade(base: &str, token: &str, protocol: &str) -> (String, tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "GET {} HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {token}\r\n\
+         connection: upgrade\r\nupgrade: {protocol}\r\n\r\n",
+        room_node::LINK_PATH
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let mut byte = [0];
+        assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "{head:?}");
+        head.push(byte[0]);
+    }
+    let status = String::from_utf8_lossy(&head)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    (status, stream)
+}
+
+/// A link frame: length, id, JSON.
+fn link_frame(id: u64, item: &Value) -> Vec<u8> {
+    let json = serde_json::to_vec(item).unwrap();
+    let mut frame = ((json.len() + 8) as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&id.to_be_bytes());
+    frame.extend_from_slice(&json);
+    frame
+}
+
+/// The next frame of a link, or `None` when the owner closed it.
+async fn read_link_frame(stream: &mut tokio::net::TcpStream) -> Option<(u64, Value)> {
+    use tokio::io::AsyncReadExt;
+    let mut header = [0; 12];
+    stream.read_exact(&mut header).await.ok()?;
+    let length = u32::from_be_bytes(header[..4].try_into().unwrap()) as usize;
+    let id = u64::from_be_bytes(header[4..].try_into().unwrap());
+    let mut payload = vec![0; length - 8];
+    stream.read_exact(&mut payload).await.unwrap();
+    Some((id, serde_json::from_slice(&payload).unwrap()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_internal_link_needs_the_token_and_answers_each_request_under_its_number() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = internal_server().await;
+    let (status, room) = server
+        .post("/v1/rooms", "alice", json!({"name": "Linked"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{room}");
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    let (status, _) = server
+        .post(&format!("/v1/rooms/{room_id}/join"), "alice", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Only the internal token opens a link, and only for the link protocol.
+    let alice = server.token("alice", false);
+    for (token, protocol, wanted) in [
+        (alice.as_str(), room_node::LINK_PROTOCOL, "401"),
+        ("not-the-internal-token", room_node::LINK_PROTOCOL, "401"),
+        (INTERNAL_TOKEN, "websocket", "426"),
+    ] {
+        let (status, _) = upgrade(&server.base, token, protocol).await;
+        assert!(status.contains(wanted), "{token} {protocol}: {status}");
+    }
+
+    let (status, mut link) = upgrade(&server.base, INTERNAL_TOKEN, room_node::LINK_PROTOCOL).await;
+    assert!(status.starts_with("HTTP/1.1 101"), "{status}");
+    let membership = |room: &str, user: &str| json!({"membership": {"room_id": room, "user": user, "kind": "newest"}});
+    let requests = [
+        (11, membership(&room_id, "alice")),
+        (12, membership(&room_id, "bob")),
+        (13, membership("r-never-created", "alice")),
+        (14, membership(&room_id, "bad/user")),
+    ];
+    let bytes: Vec<u8> = requests
+        .iter()
+        .flat_map(|(id, item)| link_frame(*id, item))
+        .collect();
+    link.write_all(&bytes).await.unwrap();
+    let mut answers = std::collections::BTreeMap::new();
+    for _ in 0..requests.len() {
+        let (id, answer) = read_link_frame(&mut link).await.expect("an answer");
+        answers.insert(id, answer);
+    }
+    assert_eq!(
+        answers[&11]["membership"]["ok"]["member"], true,
+        "{answers:?}"
+    );
+    assert_eq!(
+        answers[&12]["membership"]["ok"]["member"], false,
+        "{answers:?}"
+    );
+    assert_eq!(
+        answers[&13]["membership"]["err"]["rejection"]["code"], "ROOM_NOT_FOUND",
+        "{answers:?}"
+    );
+    assert!(answers[&14]["membership"]["err"].is_object(), "{answers:?}");
+
+    // A frame over the limit ends the link.
+    link.write_all(&((room_node::MAX_FRAME + 1) as u32).to_be_bytes())
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = link.read_to_end(&mut rest).await;
+    assert!(rest.is_empty(), "nothing more is answered: {rest:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_serves_at_most_max_links_links() {
+    let server = internal_server().await;
+    let mut links = Vec::new();
+    for _ in 0..room_node::MAX_LINKS {
+        let (status, link) = upgrade(&server.base, INTERNAL_TOKEN, room_node::LINK_PROTOCOL).await;
+        assert!(status.starts_with("HTTP/1.1 101"), "{status}");
+        links.push(link);
+    }
+    let (status, _) = upgrade(&server.base, INTERNAL_TOKEN, room_node::LINK_PROTOCOL).await;
+    assert!(status.contains("503"), "{status}");
+    // A link that closes makes room for another.
+    drop(links.pop());
+    eventually("a closed link frees its place", || async {
+        let (status, _) = upgrade(&server.base, INTERNAL_TOKEN, room_node::LINK_PROTOCOL).await;
+        status.starts_with("HTTP/1.1 101")
+    })
+    .await;
 }
