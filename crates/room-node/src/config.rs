@@ -821,12 +821,21 @@ impl Settings {
         );
         let advertised = self.advertise_url();
         anyhow::ensure!(
-            advertised
-                .as_deref()
-                .is_some_and(|url| url.starts_with("http://") || url.starts_with("https://")),
+            advertised.is_some(),
             "ROOM__LEASE__REDIS_URL is set and this node listens on {}, which other nodes cannot \
              reach: set ROOM__CLUSTER__ADVERTISE_URL to the http:// URL where they reach it",
             self.http.addr
+        );
+        // Nodes talk plain HTTP to each other (their internal links are upgraded HTTP/1.1
+        // connections): an https:// URL would need a proxy that ends TLS and passes upgrades.
+        anyhow::ensure!(
+            advertised
+                .as_deref()
+                .and_then(|url| url.strip_prefix("http://"))
+                .is_some_and(|rest| !rest.is_empty()),
+            "ROOM__CLUSTER__ADVERTISE_URL is {:?}: it must be the http:// URL where the other \
+             nodes reach this one (http://host:port)",
+            advertised.unwrap_or_default()
         );
         anyhow::ensure!(
             !self.cell.node_id.trim().is_empty() && self.cell.node_id != "local",
@@ -1078,6 +1087,10 @@ mod tests {
         refused(
             &|s| s.http.addr = "0.0.0.0:8080".parse().unwrap(),
             "ADVERTISE_URL",
+        );
+        refused(
+            &|s| s.cluster.advertise_url = Some("https://10.0.0.5:8443".into()),
+            "http://",
         );
         refused(&|s| s.cell.node_id = "local".into(), "ROOM__CELL__NODE_ID");
         refused(&|s| s.lease.ttl_ms = 2_999, "ROOM__LEASE__TTL_MS");
