@@ -52,7 +52,7 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
   --nodes N        2: two nodes on one MySQL database and the Redis of --redis (default
                    redis://127.0.0.1:6379): forwarding cost, spread, failover, renewals
   --forward-rate N with --nodes 2, the gifts per second offered through each node in the
-                   forwarding rounds (default: 60 % of the forwarded closed loop's rate)
+                   forwarding rounds (default: 25 % of the forwarded closed loop's rate)
 Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
 
 mod nodes;

@@ -138,8 +138,8 @@ pub async fn two_nodes(
 }
 
 /// The hot room's gifts through its owner and through the other node: closed loops, then
-/// the same offered rate through each (`rate`, or 60 % of the forwarded closed loop's), in
-/// rounds.
+/// the same offered rate through each (`rate`, or [`FORWARD_RATE_SHARE`] of the forwarded
+/// closed loop's), in rounds.
 async fn forwarding(
     owner: &Server,
     other: &Server,
@@ -176,7 +176,13 @@ async fn forwarding(
     // spends a different CPU time per wake-up: the same offered rate through each node
     // compares like with like. The host's load drifts over a run, so the two paths take
     // turns (owner first, then forwarded first, ...) and each pair of phases gives a ratio.
-    let rate = rate.unwrap_or((forwarded * 0.6).max(10.0) as u64);
+    // The rate is well below either path's capacity: near it (60 % of the forwarded closed
+    // loop, on 2 cores shared with MariaDB and this bench), a phase either keeps up, each
+    // gift committed alone, or falls behind after a stall and then commits its queue in
+    // large batches at a fraction of the CPU per gift; which one a phase lands in, and not
+    // the path, then decides its figure. Here every gift pays its own commit and its own
+    // hop, which is the forwarded path's worst case.
+    let rate = rate.unwrap_or((forwarded * FORWARD_RATE_SHARE).max(10.0) as u64);
     let mut ratios = Vec::with_capacity(ROUNDS);
     let mut totals = [0.0; 2];
     for round in 0..ROUNDS {
@@ -231,8 +237,11 @@ async fn forwarding(
     Ok(())
 }
 
+/// The offered rate of the forwarding rounds, as a share of the forwarded closed loop's rate.
+const FORWARD_RATE_SHARE: f64 = 0.25;
+
 /// How many times the owner's and the forwarded open-loop phases take turns.
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 7;
 
 /// The middle value (the mean of the two middle ones for an even count); 0 for none.
 fn median(values: &mut [f64]) -> f64 {
