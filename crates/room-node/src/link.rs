@@ -76,6 +76,10 @@ const CLIENT_IDLE: Duration = Duration::from_secs(30);
 /// node closes an idle link itself, sooner; this ends links whose peer vanished).
 const SERVER_IDLE: Duration = Duration::from_secs(120);
 
+/// How long a stopping owner gives a link to answer what runs on it; then it closes it
+/// (those requests' outcomes stay unknown to the forwarding node).
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
 /// The most bytes of the owner's answer to the upgrade request.
 const MAX_HANDSHAKE: usize = 8 << 10;
 
@@ -219,7 +223,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 
 /// Runs one link on the owner's side until the forwarding node closes it, it stays idle, it
 /// breaks, or `stop` is cancelled: then it reads no more requests, lets those under way end
-/// and sends their answers, and closes. `answer` runs one request.
+/// and sends their answers (for at most [`DRAIN_LIMIT`] after `stop`), and closes. `answer`
+/// runs one request.
 pub(crate) async fn serve<IO, F>(io: IO, stop: CancellationToken, answer: F)
 where
     IO: AsyncRead + AsyncWrite + Send + 'static,
@@ -233,6 +238,9 @@ where
     let mut reading = true;
     let idle = tokio::time::sleep(SERVER_IDLE);
     tokio::pin!(idle);
+    let drained = tokio::time::sleep(Duration::MAX);
+    tokio::pin!(drained);
+    let mut stopping = false;
     loop {
         if !reading && running.is_empty() && unsent.is_empty() {
             break;
@@ -258,6 +266,16 @@ where
                     return;
                 }
             },
+            // Before reading: a stopping owner takes no request that arrives after the stop.
+            () = stop.cancelled(), if !stopping => {
+                stopping = true;
+                reading = false;
+                drained.as_mut().reset(tokio::time::Instant::now() + DRAIN_LIMIT);
+            }
+            () = &mut drained, if stopping => {
+                tracing::warn!(unanswered = running.len(), "an internal link did not drain in time; closed");
+                return;
+            }
             read = frames.next(), if reading && running.len() < LINK_IN_FLIGHT => {
                 idle.as_mut().reset(tokio::time::Instant::now() + SERVER_IDLE);
                 let mut frame = match read {
@@ -295,7 +313,6 @@ where
                     }
                 }
             }
-            () = stop.cancelled(), if reading => reading = false,
             () = &mut idle, if reading && running.is_empty() => reading = false,
         }
     }
@@ -921,6 +938,45 @@ mod tests {
         peer.read_to_end(&mut rest).await.unwrap();
         assert!(rest.is_empty(), "nothing is answered: {rest:?}");
         served.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stopping_owner_answers_what_ends_in_time_then_closes() {
+        let (peer, io) = tokio::io::duplex(1 << 20);
+        let (release, released) = tokio::sync::watch::channel(false);
+        let stop = CancellationToken::new();
+        let served = tokio::spawn(serve(io, stop.clone(), move |item| {
+            let mut released = released.clone();
+            Box::pin(async move {
+                let LinkItem::Membership { user, .. } = item else {
+                    unreachable!("the test sends memberships")
+                };
+                if user == "never" {
+                    std::future::pending::<()>().await;
+                }
+                let _ = released.wait_for(|go| *go).await;
+                member_answer(true)
+            })
+        }));
+        let (read, mut write) = tokio::io::split(peer);
+        let mut requests = frame(1, &membership("alice"), MAX_FRAME).unwrap();
+        requests.extend(frame(2, &membership("never"), MAX_FRAME).unwrap());
+        write.write_all(&requests).await.unwrap();
+        tokio::task::yield_now().await;
+        stop.cancel();
+        // A request sent after the stop is not read.
+        write
+            .write_all(&frame(3, &membership("late"), MAX_FRAME).unwrap())
+            .await
+            .unwrap();
+        release.send(true).unwrap();
+        let mut answers = FrameReader::new(read, MAX_ANSWER_FRAME, Vec::new());
+        let (id, _) = answers.next().await.unwrap().unwrap();
+        assert_eq!(id, 1, "what ends while the owner stops is answered");
+        let started = tokio::time::Instant::now();
+        served.await.unwrap();
+        assert!(started.elapsed() >= DRAIN_LIMIT - Duration::from_secs(1));
+        assert_eq!(answers.next().await.unwrap(), None, "then the link closes");
     }
 
     /// A node that upgrades links and then reads requests without answering them.
