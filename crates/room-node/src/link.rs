@@ -65,8 +65,9 @@ const MAX_ANSWER_FRAME: usize = 32 << 20;
 /// one of its requests ends.
 pub const LINK_IN_FLIGHT: usize = 4_096;
 
-/// The most bytes a forwarding node keeps for a link whose socket does not take them;
-/// beyond, a request is refused at once (it is not sent).
+/// The most bytes a forwarding node keeps for a link whose socket does not take them (beyond,
+/// a request is refused at once: it is not sent), and the most answers' bytes an owner keeps
+/// before it reads no more requests from a link that does not take them.
 const MAX_UNSENT: usize = 4 << 20;
 
 /// A forwarding node closes a link that carried nothing this long.
@@ -276,7 +277,8 @@ where
                 tracing::warn!(unanswered = running.len(), "an internal link did not drain in time; closed");
                 return;
             }
-            read = frames.next(), if reading && running.len() < LINK_IN_FLIGHT => {
+            // Nor does it read more while the forwarding node leaves its answers unread.
+            read = frames.next(), if reading && running.len() < LINK_IN_FLIGHT && unsent.len() < MAX_UNSENT => {
                 idle.as_mut().reset(tokio::time::Instant::now() + SERVER_IDLE);
                 let mut frame = match read {
                     Ok(Some(frame)) => Some(frame),
