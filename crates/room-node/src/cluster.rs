@@ -284,7 +284,7 @@ async fn created_room(state: &AppState, raw: &str) -> room_app::Result<RoomId> {
 /// The room if it was ever created; a made-up id gets the room's own answer
 /// (`ROOM_NOT_FOUND`) and activates nothing, as on the node the client called.
 async fn created(state: &AppState, room_id: RoomId) -> room_app::Result<RoomId> {
-    if state.room_was_created(&room_id).await? {
+    if state.service.room_was_created(&room_id).await? {
         Ok(room_id)
     } else {
         Err(Error::Rejected(room_domain::Rejection::RoomNotFound))

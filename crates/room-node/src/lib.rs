@@ -35,9 +35,7 @@ pub use auth::{
     ADMIN_ROLE, Audience, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin,
 };
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
-pub use cluster::{
-    ForwardAnswer, INTERNAL_PREFIX, LinkTasks, MAX_LINKS, NodeForwarder, token_matches,
-};
+pub use cluster::{ForwardAnswer, INTERNAL_PREFIX, MAX_LINKS, token_matches};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
     DEV_JWT_SECRET, HttpSettings, LeaseSettings, LimitSettings, MAX_CALLBACK_WINDOW_SECS,
@@ -46,7 +44,7 @@ pub use config::{
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
 pub use im::GROUP_EFFECTS_CONSUMER_GROUP;
-pub use link::{LINK_IN_FLIGHT, LINK_PATH, LINK_PROTOCOL, LinkAnswer, LinkItem, MAX_FRAME};
+pub use link::{LINK_PATH, LINK_PROTOCOL, MAX_FRAME};
 pub use routes::{MAX_BODY_BYTES, openapi};
 pub use rtc::sign as rtc_sign;
 pub use run::run;

@@ -30,7 +30,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,6 +45,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::routes::MAX_BODY_BYTES;
+use crate::serve::GaugeUp;
 
 /// The path of the link route, under the internal prefix.
 pub const LINK_PATH: &str = "/internal/v1/link";
@@ -231,7 +232,7 @@ where
     IO: AsyncRead + AsyncWrite + Send + 'static,
     F: Fn(LinkItem) -> BoxFuture<'static, LinkAnswer>,
 {
-    let _open = Gauge::up("room_forward_links_served");
+    let _open = GaugeUp::new("room_forward_links_served");
     let (read, mut write) = tokio::io::split(io);
     let mut frames = FrameReader::new(read, MAX_FRAME, Vec::new());
     let mut running = FuturesUnordered::new();
@@ -339,22 +340,6 @@ fn push_answer(unsent: &mut Vec<u8>, id: u64, answer: &LinkAnswer) {
     }
 }
 
-/// A gauge that is up while the value lives.
-struct Gauge(&'static str);
-
-impl Gauge {
-    fn up(name: &'static str) -> Self {
-        metrics::gauge!(name).increment(1.0);
-        Gauge(name)
-    }
-}
-
-impl Drop for Gauge {
-    fn drop(&mut self) {
-        metrics::gauge!(self.0).decrement(1.0);
-    }
-}
-
 /// A forwarding node's links, one per other node, each opened on first use and opened again
 /// after it closed.
 pub(crate) struct Links {
@@ -374,8 +359,10 @@ const MAX_SLOTS: usize = 256;
 #[derive(Default)]
 struct Slot {
     current: Mutex<Option<Arc<Link>>>,
-    /// One connection attempt at a time.
-    connecting: tokio::sync::Mutex<()>,
+    /// One connection attempt at a time; held, the cause of the last one that failed.
+    connecting: tokio::sync::Mutex<Option<String>>,
+    /// Connection attempts ended so far.
+    attempts: AtomicU64,
 }
 
 impl Links {
@@ -388,14 +375,18 @@ impl Links {
         }
     }
 
-    /// Sends `item` to the node at `url` and waits for its answer, at most the forward
-    /// timeout. The error says why there is no answer.
+    /// Sends `item` to the node at `url` and waits for its answer: at most the forward
+    /// timeout in all, opening the link included. The error says why there is no answer.
     pub(crate) async fn call(&self, url: &str, item: &LinkItem) -> Result<LinkAnswer, Failure> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
         let mut frame = frame(0, item, MAX_FRAME).map_err(|e| Failure::NotSent(e.to_string()))?;
         let slot = self.slot(url);
         // A link that closes between the lookup and the request's turn is replaced once.
         for _ in 0..2 {
-            let link = slot.link(url, &self.token, self.connect_timeout).await?;
+            let opened = slot.link(url, &self.token, self.connect_timeout);
+            let link = tokio::time::timeout_at(deadline, opened)
+                .await
+                .map_err(|_| Failure::NotSent("no link to the owner in time".into()))??;
             let (id, answered) = match link.register() {
                 Ok(waiting) => waiting,
                 Err(Registration::Closed) => continue,
@@ -411,7 +402,7 @@ impl Links {
                 link.forget(id);
                 return Err(Failure::NotSent(cause));
             }
-            return match tokio::time::timeout(self.timeout, answered).await {
+            return match tokio::time::timeout_at(deadline, answered).await {
                 Ok(Ok(answer)) => Ok(answer),
                 Ok(Err(_)) => Err(Failure::Unknown("the link to the owner closed".into())),
                 Err(_) => {
@@ -448,16 +439,10 @@ pub(crate) enum Failure {
     Unknown(String),
 }
 
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::NotSent(cause) | Failure::Unknown(cause) => f.write_str(cause),
-        }
-    }
-}
-
 impl Slot {
-    /// The open link, or a new one.
+    /// The open link, or a new one. Requests that waited for an attempt that failed share its
+    /// failure rather than try again one after the other (an owner that does not answer would
+    /// hold each of them a connect timeout longer than the one before).
     async fn link(
         self: &Arc<Self>,
         url: &str,
@@ -467,25 +452,31 @@ impl Slot {
         if let Some(link) = self.open() {
             return Ok(link);
         }
-        let _turn = self.connecting.lock().await;
-        // Another request may have opened it while this one waited.
+        let attempts = self.attempts.load(Ordering::Acquire);
+        let mut last_failure = self.connecting.lock().await;
+        // Another request may have opened it while this one waited, or failed to.
         if let Some(link) = self.open() {
             return Ok(link);
         }
-        let opened = tokio::time::timeout(connect_timeout, handshake(url, token)).await;
+        if self.attempts.load(Ordering::Acquire) != attempts
+            && let Some(cause) = last_failure.as_ref()
+        {
+            return Err(Failure::NotSent(cause.clone()));
+        }
+        let opened = tokio::time::timeout(connect_timeout, handshake(url, token))
+            .await
+            .unwrap_or_else(|_| Err("the owner did not open a link in time".into()));
+        self.attempts.fetch_add(1, Ordering::AcqRel);
         let (stream, already) = match opened {
-            Ok(Ok(opened)) => opened,
-            Ok(Err(cause)) => {
-                metrics::counter!("room_forward_link_connects_total", "outcome" => "failed")
-                    .increment(1);
-                return Err(Failure::NotSent(cause));
+            Ok(opened) => {
+                *last_failure = None;
+                opened
             }
-            Err(_) => {
+            Err(cause) => {
                 metrics::counter!("room_forward_link_connects_total", "outcome" => "failed")
                     .increment(1);
-                return Err(Failure::NotSent(
-                    "the owner did not open a link in time".into(),
-                ));
+                *last_failure = Some(cause.clone());
+                return Err(Failure::NotSent(cause));
             }
         };
         metrics::counter!("room_forward_link_connects_total", "outcome" => "opened").increment(1);
@@ -495,7 +486,6 @@ impl Slot {
             unsent: Mutex::new(Unsent::default()),
             flush: Notify::new(),
             waiting: Mutex::new(Waiting::default()),
-            closed: AtomicBool::new(false),
         });
         tokio::spawn(read_answers(
             link.clone(),
@@ -512,7 +502,7 @@ impl Slot {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .filter(|link| !link.closed.load(Ordering::Acquire))
+            .filter(|link| !link.is_closed())
             .cloned()
     }
 
@@ -586,7 +576,6 @@ struct Link {
     /// Wakes the flusher.
     flush: Notify,
     waiting: Mutex<Waiting>,
-    closed: AtomicBool,
 }
 
 /// What the socket has not taken yet.
@@ -664,9 +653,15 @@ impl Link {
         Ok(())
     }
 
+    fn is_closed(&self) -> bool {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed
+    }
+
     /// Marks the link closed; everyone waiting gets "closed" (their answer is dropped).
     fn close(&self) {
-        self.closed.store(true, Ordering::Release);
         let answers = {
             let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
             waiting.closed = true;
@@ -682,7 +677,7 @@ async fn flush(link: Arc<Link>) {
     loop {
         link.flush.notified().await;
         loop {
-            if link.closed.load(Ordering::Acquire) {
+            if link.is_closed() {
                 return;
             }
             let bytes = {
@@ -722,7 +717,7 @@ async fn read_answers(
     slot: std::sync::Weak<Slot>,
     mut frames: FrameReader<OwnedReadHalf>,
 ) {
-    let _open = Gauge::up("room_forward_links_open");
+    let _open = GaugeUp::new("room_forward_links_open");
     let idle = tokio::time::sleep(CLIENT_IDLE);
     tokio::pin!(idle);
     loop {
@@ -918,11 +913,11 @@ mod tests {
             started.load(Ordering::SeqCst) >= LINK_IN_FLIGHT
         })
         .await;
-        // Let the link task run on with the rest of the frames in its buffer.
-        for _ in 0..100 {
+        // Let the link task run on with the rest of the frames in its buffer: on this
+        // single-threaded runtime it runs whenever the test yields.
+        for _ in 0..1_000 {
             tokio::task::yield_now().await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(started.load(Ordering::SeqCst), LINK_IN_FLIGHT);
         served.abort();
     }
@@ -1045,6 +1040,42 @@ mod tests {
         assert!(
             link.waiting.lock().unwrap().answers.is_empty(),
             "the request that gave up is forgotten"
+        );
+    }
+
+    #[tokio::test]
+    async fn requests_that_waited_for_a_link_that_did_not_open_share_its_failure() {
+        // An owner that accepts connections and never answers the link request.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = accepted.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                held.push(socket);
+            }
+        });
+        // Each attempt gives up after a second; the requests wait five.
+        let links = Arc::new(Links::new(
+            Arc::new(SecretString::from("a-token")),
+            Duration::from_secs(5),
+        ));
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let (links, url) = (links.clone(), url.clone());
+                tokio::spawn(async move { links.call(&url, &membership("alice")).await })
+            })
+            .collect();
+        for call in calls {
+            let answer = call.await.unwrap();
+            assert!(matches!(answer, Err(Failure::NotSent(_))), "{answer:?}");
+        }
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "one attempt for the requests that waited together"
         );
     }
 

@@ -130,7 +130,7 @@ async fn connection(
     closing: CancellationToken,
     _slot: OwnedSemaphorePermit,
 ) {
-    let _open = OpenConnection::new();
+    let _open = GaugeUp::new("http_connections_open");
     let activity = Arc::new(Activity::new());
     let io = TokioIo::new(WatchedIo {
         inner: socket,
@@ -181,19 +181,21 @@ async fn connection(
     }
 }
 
-/// `http_connections_open`, up while the connection lives.
-struct OpenConnection;
+/// A gauge one higher while the value lives (`http_connections_open` while a connection
+/// lives, the links' gauges while a link lives).
+pub(crate) struct GaugeUp(&'static str);
 
-impl OpenConnection {
-    fn new() -> Self {
-        metrics::gauge!("http_connections_open").increment(1.0);
-        OpenConnection
+impl GaugeUp {
+    /// Raises gauge `name` until the value is dropped.
+    pub(crate) fn new(name: &'static str) -> Self {
+        metrics::gauge!(name).increment(1.0);
+        GaugeUp(name)
     }
 }
 
-impl Drop for OpenConnection {
+impl Drop for GaugeUp {
     fn drop(&mut self) {
-        metrics::gauge!("http_connections_open").decrement(1.0);
+        metrics::gauge!(self.0).decrement(1.0);
     }
 }
 

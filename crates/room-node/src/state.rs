@@ -93,8 +93,7 @@ impl AppState {
     ///
     /// The use cases refuse unknown rooms too; checking here as well covers the reads the
     /// API makes on the runtime directly (the event stream), and answers a made-up id without
-    /// queueing anything. An active cell proves the room exists; otherwise every created room
-    /// has a short id.
+    /// queueing anything ([`RoomService::room_was_created`] says how, mostly without a read).
     pub async fn existing_room(&self, raw: &str) -> ApiResult<RoomId> {
         let room_id: RoomId = parse_id("room_id", raw)?;
         if !self.room_exists(&room_id).await? {
@@ -103,13 +102,9 @@ impl AppState {
         Ok(room_id)
     }
 
-    /// Whether a room was ever created (it may be closed).
+    /// Whether a room was ever created (it may be closed):
+    /// [`RoomService::room_was_created`].
     pub async fn room_exists(&self, room_id: &RoomId) -> ApiResult<bool> {
-        Ok(self.room_was_created(room_id).await?)
-    }
-
-    /// Whether a room was ever created ([`RoomService::room_was_created`]).
-    pub async fn room_was_created(&self, room_id: &RoomId) -> room_app::Result<bool> {
-        self.service.room_was_created(room_id).await
+        Ok(self.service.room_was_created(room_id).await?)
     }
 }
