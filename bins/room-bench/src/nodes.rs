@@ -14,7 +14,9 @@ use room_app::ports::Lease;
 use room_domain::RoomId;
 use sqlx::{AssertSqlSafe, Connection, MySqlConnection};
 
-use crate::{ClientView, SENDERS, Server, Setup, closed_loop_on, next_order, open_loop_on, report};
+use crate::load::{SENDERS, closed_loop_on, next_order, open_loop_on};
+use crate::report::report;
+use crate::server::{ClientView, Server, Setup};
 
 /// Where the servers of a run keep their data.
 pub enum Storage {

@@ -23,7 +23,8 @@ use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::{MySql, QueryBuilder};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{SENDERS, report};
+use crate::load::SENDERS;
+use crate::report::report;
 
 /// Events between two snapshots of a room, as `room_app::CellConfig` has it by default.
 const SNAPSHOT_EVERY: u64 = 1_000;
