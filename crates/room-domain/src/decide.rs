@@ -1,7 +1,8 @@
 //! `decide`: the rules of a room. Given the state, a command and its context, either the events
 //! the command causes or the reason it is refused. Pure: the same inputs give the same output.
 
-use crate::command::{Actor, ApplyGift, Command, CommandKind, Ctx, RobotGift, UserActor};
+use crate::actor::{Actor, UserActor};
+use crate::command::{ApplyGift, Command, CommandKind, Ctx, RobotGift};
 use crate::event::{
     Event, GiftSent, LeaveReason, LuckyOutcome, MicChange, MicDownReason, RocketReward,
 };

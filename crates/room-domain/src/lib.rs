@@ -67,6 +67,7 @@
 //! assert_eq!(state.seats.len(), 8);
 //! ```
 
+mod actor;
 mod command;
 mod decide;
 mod event;
@@ -80,9 +81,10 @@ mod snapshot;
 mod state;
 mod time;
 
+pub use actor::{Actor, UserActor};
 pub use command::{
-    Actor, ApplyGift, COMMAND_SCHEMA_VERSION, Command, CommandKind, Ctx, GiftSnapshot,
-    RTC_CLOCK_SKEW_MS, RobotGift, UserActor,
+    ApplyGift, COMMAND_SCHEMA_VERSION, Command, CommandKind, Ctx, GiftSnapshot, RTC_CLOCK_SKEW_MS,
+    RobotGift,
 };
 pub use decide::decide;
 pub use event::{

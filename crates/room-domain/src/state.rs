@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::UserActor;
+use crate::actor::UserActor;
 use crate::ids::{RocketId, RoomId, SeatIndex, SeatSessionId, UserId};
 use crate::money::Coins;
 use crate::time::{DayKey, Timestamp, WeekKey};
