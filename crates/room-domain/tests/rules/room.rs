@@ -1,0 +1,304 @@
+//! The room itself: its lifecycle (creation, closing) and the validation of its name, seat
+//! count, region, profile texts and images.
+
+use room_domain::{
+    CommandKind, Event, Field, MicDownReason, Rejection, Role, RoomRules, RoomStatus,
+};
+
+use crate::fixture::{NOON, Room, downs, every_command_kind, id, platform_admin, system, user};
+
+// ---------------------------------------------------------------------------------------------
+// Room lifecycle.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn an_absent_room_only_takes_create_room() {
+    let room = Room::absent(RoomRules::default());
+    for kind in every_command_kind() {
+        let shown = format!("{kind:?}");
+        let answer = room.ask(&user("owner"), kind);
+        if shown.starts_with("CreateRoom") {
+            assert!(answer.is_ok(), "{answer:?}");
+        } else {
+            assert_eq!(answer, Err(Rejection::RoomNotFound), "{shown}");
+        }
+    }
+}
+
+#[test]
+fn creating_a_room_makes_the_actor_its_owner() {
+    let mut room = Room::absent(RoomRules::default());
+    let create = || CommandKind::CreateRoom {
+        name: "  Night talk  ".into(),
+        seat_count: Some(12),
+        region: "sg".into(),
+    };
+    assert_eq!(room.err(&system(), create()), Rejection::Forbidden);
+    let events = room.ok(&user("owner"), create());
+    assert_eq!(
+        events,
+        [Event::RoomCreated {
+            owner: id("owner"),
+            name: "Night talk".into(),
+            seat_count: 12,
+            region: "sg".into(),
+            created_at: NOON,
+        }]
+    );
+    assert_eq!(room.state.status, RoomStatus::Open);
+    assert_eq!(room.state.seats.len(), 12);
+    assert_eq!(room.state.role_of(&id("owner")), Role::Owner);
+    assert_eq!(
+        room.err(&user("alice"), create()),
+        Rejection::RoomAlreadyExists
+    );
+}
+
+#[test]
+fn only_the_owner_platform_admins_and_the_system_close_a_room() {
+    for closer in [user("owner"), platform_admin("staff"), system()] {
+        let mut room = Room::open();
+        assert_eq!(
+            room.err(&user("admin"), CommandKind::CloseRoom),
+            Rejection::Forbidden
+        );
+        room.sit("alice", 0);
+        room.sit("owner", 3);
+        let events = room.ok(&closer, CommandKind::CloseRoom);
+        assert_eq!(
+            downs(&events),
+            [
+                (0, "alice", MicDownReason::RoomClosed),
+                (3, "owner", MicDownReason::RoomClosed),
+            ]
+        );
+        assert_eq!(
+            events.last(),
+            Some(&Event::RoomClosed {
+                by: closer.user_id().cloned(),
+            })
+        );
+        assert_eq!(room.state.status, RoomStatus::Closed);
+        assert!(room.state.members.is_empty());
+    }
+}
+
+#[test]
+fn a_closed_room_accepts_nothing() {
+    let mut room = Room::open();
+    room.ok(&user("owner"), CommandKind::CloseRoom);
+    let actors = [
+        user("owner"),
+        user("admin"),
+        user("alice"),
+        platform_admin("staff"),
+        system(),
+    ];
+    for actor in &actors {
+        for kind in every_command_kind() {
+            let shown = format!("{kind:?}");
+            let expected = if shown.starts_with("CreateRoom") {
+                Rejection::RoomAlreadyExists
+            } else {
+                Rejection::RoomClosed
+            };
+            assert_eq!(room.err(actor, kind), expected, "{shown} by {actor:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field validation.
+// ---------------------------------------------------------------------------------------------
+
+fn create(name: &str, seat_count: Option<u8>, region: &str) -> CommandKind {
+    CommandKind::CreateRoom {
+        name: name.into(),
+        seat_count,
+        region: region.into(),
+    }
+}
+
+#[test]
+fn create_room_validates_name_seat_count_and_region() {
+    let room = Room::absent(RoomRules::default());
+    let owner = user("owner");
+    let name_too_long = Err(Rejection::FieldTooLong {
+        field: Field::Name,
+        max: 30,
+    });
+    for name in ["", "   "] {
+        assert_eq!(
+            room.ask(&owner, create(name, None, "")),
+            Err(Rejection::FieldEmpty { field: Field::Name })
+        );
+    }
+    assert_eq!(
+        room.ask(&owner, create(&"n".repeat(31), None, "")),
+        name_too_long
+    );
+    assert!(room.ask(&owner, create(&"n".repeat(30), None, "")).is_ok());
+    // Characters count, not bytes.
+    assert!(room.ask(&owner, create(&"é".repeat(30), None, "")).is_ok());
+    assert_eq!(
+        room.ask(&owner, create(&"é".repeat(31), None, "")),
+        name_too_long
+    );
+
+    for seat_count in [0, 21] {
+        assert_eq!(
+            room.ask(&owner, create("Room", Some(seat_count), "")),
+            Err(Rejection::InvalidSeatCount { seat_count })
+        );
+    }
+    assert!(room.ask(&owner, create("Room", Some(1), "")).is_ok());
+    assert!(room.ask(&owner, create("Room", Some(20), "")).is_ok());
+
+    assert_eq!(
+        room.ask(&owner, create("Room", None, &"r".repeat(33))),
+        Err(Rejection::FieldTooLong {
+            field: Field::Region,
+            max: 32
+        })
+    );
+    assert!(
+        room.ask(&owner, create("Room", None, &"r".repeat(32)))
+            .is_ok()
+    );
+}
+
+#[test]
+fn texts_refuse_control_and_bidirectional_override_characters() {
+    let room = Room::absent(RoomRules::default());
+    let owner = user("owner");
+    let refused = |field, character| {
+        Err(Rejection::FieldInvalidCharacter {
+            field,
+            character: u32::from(character),
+        })
+    };
+    for c in [
+        '\0', '\n', '\u{7}', '\u{7F}', '\u{85}', '\u{202E}', '\u{2066}',
+    ] {
+        let name = format!("Night{c}talk");
+        assert_eq!(
+            room.ask(&owner, create(&name, None, "")),
+            refused(Field::Name, c)
+        );
+        assert_eq!(
+            room.ask(&owner, create("Room", None, &format!("eu{c}"))),
+            refused(Field::Region, c)
+        );
+    }
+    // Other scripts, emoji (with their joiners) and right-to-left letters are text.
+    for name in ["夜聊", "لیلة", "שיחה", "👩‍👩‍👧 talk"] {
+        assert!(room.ask(&owner, create(name, None, "")).is_ok(), "{name}");
+    }
+
+    let mut room = Room::open();
+    let admin = user("admin");
+    let notice = |text: &str| CommandKind::UpdateProfile {
+        name: None,
+        notice: Some(text.into()),
+        cover_url: None,
+    };
+    // A notice may break lines; nothing else.
+    room.ok(&admin, notice("Rules:\r\n1. be kind\n2.\tno spam"));
+    assert_eq!(
+        room.err(&admin, notice("bell\u{7}")),
+        Rejection::FieldInvalidCharacter {
+            field: Field::Notice,
+            character: 7
+        }
+    );
+    assert_eq!(
+        room.err(
+            &admin,
+            CommandKind::ChangeBackground {
+                background_url: Some("https://img.example/\u{202E}gnp.exe".into()),
+            }
+        ),
+        Rejection::FieldInvalidCharacter {
+            field: Field::BackgroundUrl,
+            character: 0x202E
+        }
+    );
+}
+
+#[test]
+fn profile_updates_validate_their_fields() {
+    let mut room = Room::open();
+    let admin = user("admin");
+    let update = |name: Option<&str>, notice: Option<&str>, cover: Option<&str>| {
+        CommandKind::UpdateProfile {
+            name: name.map(Into::into),
+            notice: notice.map(Into::into),
+            cover_url: cover.map(Into::into),
+        }
+    };
+    assert_eq!(
+        room.err(&admin, update(Some(" "), None, None)),
+        Rejection::FieldEmpty { field: Field::Name }
+    );
+    assert_eq!(
+        room.err(&admin, update(Some(&"n".repeat(31)), None, None)),
+        Rejection::FieldTooLong {
+            field: Field::Name,
+            max: 30
+        }
+    );
+    assert_eq!(
+        room.err(&admin, update(None, Some(&"x".repeat(501)), None)),
+        Rejection::FieldTooLong {
+            field: Field::Notice,
+            max: 500
+        }
+    );
+    let long_url = format!("https://img.example/{}", "c".repeat(500));
+    assert_eq!(
+        room.err(&admin, update(None, None, Some(&long_url))),
+        Rejection::FieldTooLong {
+            field: Field::CoverUrl,
+            max: 512
+        }
+    );
+    assert_eq!(
+        room.err(
+            &admin,
+            CommandKind::ChangeBackground {
+                background_url: Some(long_url.clone()),
+            }
+        ),
+        Rejection::FieldTooLong {
+            field: Field::BackgroundUrl,
+            max: 512
+        }
+    );
+
+    let notice = "n".repeat(500);
+    let events = room.ok(
+        &admin,
+        update(
+            Some("Late talk"),
+            Some(&notice),
+            Some("https://img.example/c.png"),
+        ),
+    );
+    assert_eq!(
+        events,
+        [Event::RoomProfileUpdated {
+            name: "Late talk".into(),
+            notice: notice.clone(),
+            cover_url: Some("https://img.example/c.png".into()),
+            by: Some(id("admin")),
+        }]
+    );
+    assert_eq!(
+        room.ok(&admin, update(Some("Late talk"), Some(&notice), None)),
+        []
+    );
+    // An empty cover URL removes the cover.
+    room.ok(&admin, update(None, None, Some("")));
+    assert_eq!(room.state.profile.cover_url, None);
+    assert_eq!(room.state.profile.notice, notice);
+}
