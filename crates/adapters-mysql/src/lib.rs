@@ -27,6 +27,7 @@ mod catalog;
 mod cells;
 mod claims;
 mod codec;
+mod connect;
 mod directory;
 mod orders;
 mod outbox;
@@ -37,8 +38,9 @@ mod store;
 mod timers;
 mod wallet;
 
+pub use connect::MySqlSettings;
 pub use schema::SchemaStatus;
-pub use store::{MySqlSettings, MySqlStore};
+pub use store::MySqlStore;
 
 /// The errors of this crate are the ports' errors.
 pub use room_app::Error;

@@ -2,26 +2,32 @@
 //! into this build (`migrations/mysql`, embedded by `sqlx::migrate!`), and
 //! [`MySqlStore::open`] refuses a database whose schema is not exactly theirs, as
 //! [`SchemaStatus`] describes it, read from sqlx's bookkeeping table `_sqlx_migrations`.
+//!
+//! The store's methods call down into this module, which connects through
+//! [`connect`](crate::connect) and never uses the store itself.
+//!
+//! [`MySqlStore::migrate`]: crate::MySqlStore::migrate
+//! [`MySqlStore::open`]: crate::MySqlStore::open
 
 use room_app::Error;
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::mysql::MySqlPool;
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
+use crate::Result;
 use crate::codec::db;
-use crate::store::connect;
-use crate::{MySqlSettings, MySqlStore, Result};
+use crate::connect::{MySqlSettings, connect};
 
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/mysql");
 
 /// The command that applies the migrations, named in the errors of a schema that is behind.
 const MIGRATE_COMMAND: &str = "room-api migrate";
 
-/// How long [`MySqlStore::migrate`] waits for another migration of the database to end.
+/// How long [`MySqlStore::migrate`](crate::MySqlStore::migrate) waits for another migration of the database to end.
 const MIGRATE_LOCK_WAIT_SECS: u32 = 600;
 
 /// How a database's schema compares with the migrations compiled into this build, from
-/// [`MySqlStore::schema_status`]. Migration versions are the numbers that open the files'
+/// [`MySqlStore::schema_status`](crate::MySqlStore::schema_status). Migration versions are the numbers that open the files'
 /// names in `migrations/mysql` (`0002_wallet.sql` is version 2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaStatus {
@@ -89,7 +95,7 @@ impl SchemaStatus {
     }
 
     /// Why a store of this build cannot run on the database, if it cannot: the message
-    /// [`MySqlStore::open`] fails with.
+    /// [`MySqlStore::open`](crate::MySqlStore::open) fails with.
     pub fn problem(&self) -> Option<String> {
         self.damage().or_else(|| {
             (self.applied < self.known).then(|| {
@@ -246,42 +252,30 @@ async fn migrate_on(conn: &mut MySqlConnection) -> Result<()> {
     migrated
 }
 
-impl MySqlStore {
-    /// Applies the migrations of this build that the database lacks, and returns when the
-    /// schema is current; nothing happens when it already is. Several processes may run it
-    /// at once: each migration is applied once. A store does not migrate by itself
-    /// ([`MySqlStore::open`] refuses a schema that is behind): deployments run this as a
-    /// step of its own (`room-api migrate`) before starting the new build.
-    ///
-    /// Fails with [`Error::Invalid`] for a malformed url and for a schema migrating cannot
-    /// mend (ahead of this build, a failed or an edited migration: see
-    /// [`SchemaStatus::problem`]) or a url that names no database, with [`Error::Internal`]
-    /// when a migration's SQL fails, and with [`Error::Unavailable`] when the server cannot
-    /// be reached or another migration of the database has held its lock for 10 minutes.
-    pub async fn migrate(settings: &MySqlSettings) -> Result<()> {
-        let pool = connect(settings, 1).await?;
-        let migrated = async {
-            let mut conn = pool.acquire().await.map_err(db)?;
-            migrate_on(&mut conn).await
-        }
-        .await;
-        pool.close().await;
-        migrated
+/// Migrates the database in `settings` on a connection of its own: what
+/// [`MySqlStore::migrate`](crate::MySqlStore::migrate) does.
+pub(crate) async fn migrate(settings: &MySqlSettings) -> Result<()> {
+    let pool = connect(settings, 1).await?;
+    let migrated = async {
+        let mut conn = pool.acquire().await.map_err(db)?;
+        migrate_on(&mut conn).await
     }
+    .await;
+    pool.close().await;
+    migrated
+}
 
-    /// How the schema of the database in `settings` compares with this build's migrations,
-    /// without changing anything. Fails with [`Error::Invalid`] for a malformed url and with
-    /// [`Error::Unavailable`] when the server cannot be reached.
-    pub async fn schema_status(settings: &MySqlSettings) -> Result<SchemaStatus> {
-        let pool = connect(settings, 1).await?;
-        let status = async {
-            let mut conn = pool.acquire().await.map_err(db)?;
-            read_status(&mut conn).await
-        }
-        .await;
-        pool.close().await;
-        status
+/// The schema status of the database in `settings`, read on a connection of its own: what
+/// [`MySqlStore::schema_status`](crate::MySqlStore::schema_status) answers.
+pub(crate) async fn status(settings: &MySqlSettings) -> Result<SchemaStatus> {
+    let pool = connect(settings, 1).await?;
+    let status = async {
+        let mut conn = pool.acquire().await.map_err(db)?;
+        read_status(&mut conn).await
     }
+    .await;
+    pool.close().await;
+    status
 }
 
 #[cfg(test)]

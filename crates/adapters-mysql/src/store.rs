@@ -1,90 +1,19 @@
-//! [`MySqlStore`]: the connection pool (with the session settings every connection needs),
-//! the schema check on opening, and the retry of transactions that lost a row-lock race,
-//! which the port implementations share.
+//! [`MySqlStore`]: the connection pool (opened by [`connect`](crate::connect)), the schema
+//! check on opening and the schema step ([`MySqlStore::migrate`]), and the retry of
+//! transactions that lost a row-lock race, which the port implementations share.
 
 use std::future::Future;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use room_app::Error;
-use serde::{Deserialize, Serialize};
-use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
-use sqlx::{AssertSqlSafe, Executor};
+use sqlx::mysql::MySqlPool;
 
+use crate::Result;
 use crate::codec::{TxError, db, is_lock_failure};
-use crate::{Result, schema};
-
-/// How to open a [`MySqlStore`].
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct MySqlSettings {
-    /// The database, as `mysql://user:password@host:3306/room`. The database must exist; its
-    /// tables are created by [`MySqlStore::migrate`]. A secret: `Debug` hides the password.
-    pub url: String,
-    /// The most connections the pool opens.
-    pub max_connections: u32,
-    /// How long a call waits for a free connection before it fails with
-    /// [`Error::Unavailable`], in milliseconds.
-    pub acquire_timeout_ms: u64,
-    /// How long a statement waits for a row lock before the server gives up
-    /// (`innodb_lock_wait_timeout`, whole seconds, at least 1).
-    pub lock_wait_timeout_secs: u32,
-    /// How many times a transaction runs when the server rolls it back as a deadlock victim
-    /// or after a lock wait timeout (at least 1). The last failure is [`Error::Unavailable`].
-    pub lock_attempts: u32,
-}
-
-impl Default for MySqlSettings {
-    fn default() -> Self {
-        MySqlSettings {
-            url: "mysql://room@127.0.0.1:3306/room".into(),
-            max_connections: 16,
-            acquire_timeout_ms: 5_000,
-            // Attempts × wait stays well under the 10 s lease: a commit that waits longer
-            // would outlive the ownership it commits for.
-            lock_wait_timeout_secs: 2,
-            lock_attempts: 3,
-        }
-    }
-}
-
-impl MySqlSettings {
-    /// The default settings for the database at `url`.
-    pub fn new(url: impl Into<String>) -> Self {
-        MySqlSettings {
-            url: url.into(),
-            ..MySqlSettings::default()
-        }
-    }
-}
-
-/// `url` with its password, if any, replaced.
-fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((credentials, host)) = rest.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
-}
-
-impl std::fmt::Debug for MySqlSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MySqlSettings")
-            .field("url", &redacted(&self.url))
-            .field("max_connections", &self.max_connections)
-            .field("acquire_timeout_ms", &self.acquire_timeout_ms)
-            .field("lock_wait_timeout_secs", &self.lock_wait_timeout_secs)
-            .field("lock_attempts", &self.lock_attempts)
-            .finish()
-    }
-}
+use crate::connect::{MySqlSettings, connect};
+use crate::schema::{self, SchemaStatus};
 
 /// The storage ports of the room service on one MySQL or MariaDB database.
 ///
@@ -107,43 +36,6 @@ impl std::fmt::Debug for MySqlStore {
     }
 }
 
-/// A pool of at most `max_connections` to the database in `settings`, each connection with
-/// the session settings the store's statements need. Fails with [`Error::Invalid`] for a
-/// malformed url and [`Error::Unavailable`] when the server cannot be reached.
-pub(crate) async fn connect(settings: &MySqlSettings, max_connections: u32) -> Result<MySqlPool> {
-    if !(settings.url.starts_with("mysql://") || settings.url.starts_with("mariadb://")) {
-        return Err(Error::Invalid(format!(
-            "the MySQL url must start with mysql:// or mariadb://, got {:?}",
-            redacted(&settings.url)
-        )));
-    }
-    let options = MySqlConnectOptions::from_str(&settings.url)
-        .map_err(|e| Error::Invalid(format!("bad MySQL url {:?}: {e}", redacted(&settings.url))))?;
-    let lock_wait = settings.lock_wait_timeout_secs.max(1);
-    MySqlPoolOptions::new()
-        .max_connections(max_connections.max(1))
-        .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
-        .after_connect(move |conn, _| {
-            Box::pin(async move {
-                // READ COMMITTED: no gap locks, so upserts of neighbouring keys by different
-                // rooms' commits do not deadlock each other; every check that needs a stable
-                // row locks it. Strict mode: a value its column cannot hold is an error, never
-                // silently truncated.
-                conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                    .await?;
-                conn.execute(AssertSqlSafe(format!(
-                    "SET SESSION innodb_lock_wait_timeout = {lock_wait},
-                         SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES')"
-                )))
-                .await?;
-                Ok(())
-            })
-        })
-        .connect_with(options)
-        .await
-        .map_err(db)
-}
-
 impl MySqlStore {
     /// Connects to the database and checks that its schema is this build's: every migration
     /// compiled in applied, successfully and unchanged, and no other. It never migrates: run
@@ -153,8 +45,6 @@ impl MySqlStore {
     /// at version X of Y; run `room-api migrate`"), and with [`Error::Unavailable`] when the
     /// server cannot be reached. A schema that does not fit is not retryable: it needs a
     /// migration or another build.
-    ///
-    /// [`SchemaStatus::problem`]: crate::SchemaStatus::problem
     pub async fn open(settings: &MySqlSettings) -> Result<Self> {
         let pool = connect(settings, settings.max_connections).await?;
         if let Err(error) = schema::check(&pool).await {
@@ -218,22 +108,26 @@ impl MySqlStore {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl MySqlStore {
+    /// Applies the migrations of this build that the database lacks, and returns when the
+    /// schema is current; nothing happens when it already is. Several processes may run it
+    /// at once: each migration is applied once. A store does not migrate by itself
+    /// ([`MySqlStore::open`] refuses a schema that is behind): deployments run this as a
+    /// step of its own (`room-api migrate`) before starting the new build.
+    ///
+    /// Fails with [`Error::Invalid`] for a malformed url and for a schema migrating cannot
+    /// mend (ahead of this build, a failed or an edited migration: see
+    /// [`SchemaStatus::problem`]) or a url that names no database, with [`Error::Internal`]
+    /// when a migration's SQL fails, and with [`Error::Unavailable`] when the server cannot
+    /// be reached or another migration of the database has held its lock for 10 minutes.
+    pub async fn migrate(settings: &MySqlSettings) -> Result<()> {
+        schema::migrate(settings).await
+    }
 
-    #[test]
-    fn debug_hides_the_password() {
-        let settings = MySqlSettings::new("mysql://room:s3cret@db.internal:3306/room");
-        let shown = format!("{settings:?}");
-        assert!(!shown.contains("s3cret"), "{shown}");
-        assert!(
-            shown.contains("mysql://room:***@db.internal:3306/room"),
-            "{shown}"
-        );
-        assert_eq!(
-            redacted("mysql://root@127.0.0.1:3306"),
-            "mysql://root@127.0.0.1:3306"
-        );
+    /// How the schema of the database in `settings` compares with this build's migrations,
+    /// without changing anything. Fails with [`Error::Invalid`] for a malformed url and with
+    /// [`Error::Unavailable`] when the server cannot be reached.
+    pub async fn schema_status(settings: &MySqlSettings) -> Result<SchemaStatus> {
+        schema::status(settings).await
     }
 }
