@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use crate::Result;
+use crate::connection::open_read_write;
 
 /// The checkpoint thread; stops when asked or when dropped.
 pub(crate) struct Checkpointer {
@@ -44,7 +45,7 @@ impl Checkpointer {
         period: Duration,
         restart_wanted: Arc<AtomicBool>,
     ) -> Result<Self> {
-        let conn = crate::store::open_read_write(path, busy_timeout)?;
+        let conn = open_read_write(path, busy_timeout)?;
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let signal = stop.clone();
         let thread = std::thread::Builder::new()

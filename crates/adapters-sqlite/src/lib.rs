@@ -21,6 +21,7 @@ mod cells;
 mod checkpoint;
 mod claims;
 mod codec;
+mod connection;
 mod directory;
 mod orders;
 mod outbox;
