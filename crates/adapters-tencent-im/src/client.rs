@@ -310,7 +310,14 @@ impl ImClient {
             .tcp_keepalive(Duration::from_secs(30))
             .tcp_nodelay(true)
             .build()
-            .map_err(|error| ImError::Config(format!("cannot build the HTTP client: {error}")))?;
+            // reqwest says only "builder error"; the reason (a TLS backend that failed to load,
+            // say) is in its source chain, which `ImError` (Clone + Eq) keeps as text.
+            .map_err(|error| {
+                ImError::Config(format!(
+                    "cannot build the HTTP client: {}",
+                    error_chain(&error)
+                ))
+            })?;
         Ok(ImClient {
             inner: Arc::new(Inner {
                 http,
