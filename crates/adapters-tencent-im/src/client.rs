@@ -13,16 +13,8 @@ use serde_json::{Map, Value};
 
 use crate::error::{CODES_NO_SUCH_GROUP, ErrorClass};
 use crate::group::truncate_utf8;
+use crate::limits::{MAX_BAN_MEMBERS, MAX_GROUP_NAME_BYTES, MAX_MUTE_MEMBERS};
 use crate::{ImError, ImSettings, Result, UserSigner};
-
-/// The most a message's `MsgBody` may take as JSON: Tencent refuses longer ones (80002).
-pub const MAX_MSG_BODY_BYTES: usize = 12 * 1024;
-/// The longest group `Name`, in bytes.
-pub const MAX_GROUP_NAME_BYTES: usize = 30;
-/// Most members per `forbid_send_msg` call.
-pub const MAX_MUTE_MEMBERS: usize = 500;
-/// Most members per `ban_group_member` / `unban_group_member` call.
-pub const MAX_BAN_MEMBERS: usize = 20;
 
 /// Tencent's code for "the group exists and is yours already" on `create_group`.
 const CODE_GROUP_ALREADY_YOURS: i64 = 10025;
@@ -94,7 +86,7 @@ impl GroupMessage {
         self
     }
 
-    /// The size of its `MsgBody` as JSON, which Tencent limits to [`MAX_MSG_BODY_BYTES`].
+    /// The size of its `MsgBody` as JSON, which Tencent limits to [`MAX_MSG_BODY_BYTES`](crate::MAX_MSG_BODY_BYTES).
     pub fn body_bytes(&self) -> usize {
         serde_json::to_vec(&self.msg_body())
             .map(|json| json.len())

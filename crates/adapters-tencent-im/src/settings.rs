@@ -126,11 +126,13 @@ impl ImSettings {
                 display.app_rate_per_sec, display.app_burst
             ));
         }
-        if display.max_message_bytes == 0 || display.max_message_bytes > crate::MAX_MSG_BODY_BYTES {
+        if display.max_message_bytes == 0
+            || display.max_message_bytes > crate::limits::MAX_MSG_BODY_BYTES
+        {
             return Err(format!(
                 "ROOM__IM__DISPLAY__MAX_MESSAGE_BYTES ({}) must be 1 to {} (Tencent's 12 KB)",
                 display.max_message_bytes,
-                crate::MAX_MSG_BODY_BYTES
+                crate::limits::MAX_MSG_BODY_BYTES
             ));
         }
         if self.request_timeout_ms <= 3_000 {
@@ -224,7 +226,7 @@ impl Default for DisplaySettings {
             max_held_events: 200_000,
             max_age_ms: 10_000,
             no_group_retry_ms: 15_000,
-            max_message_bytes: crate::MAX_MSG_BODY_BYTES,
+            max_message_bytes: crate::limits::MAX_MSG_BODY_BYTES,
             drain_ms: 2_000,
         }
     }

@@ -16,7 +16,7 @@ use super::state::{
     FakeRequest, FakeState, Fault, FirstAnswer, GROUP_MSGS_PER_SEC, Group, Shared, Stored,
 };
 use crate::SigError;
-use crate::client::{MAX_BAN_MEMBERS, MAX_GROUP_NAME_BYTES, MAX_MSG_BODY_BYTES, MAX_MUTE_MEMBERS};
+use crate::limits::{MAX_BAN_MEMBERS, MAX_GROUP_NAME_BYTES, MAX_MSG_BODY_BYTES, MAX_MUTE_MEMBERS};
 
 /// How long a message's `Random` keeps a repeat out.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(300);
