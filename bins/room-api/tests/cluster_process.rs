@@ -6,18 +6,12 @@
 //! is asked for the room is answered by the new owner; and `kill -9` of the owner in a gift
 //! storm sent through both nodes settles every order and loses or makes no coin.
 
-#[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
-mod mysql_server;
-#[path = "support/process.rs"]
-mod process_support;
-#[path = "../../../crates/adapters-redis/tests/support/redis.rs"]
-mod redis_server;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use room_domain::UserId;
 use room_node::Authenticator;
+use room_testkit::{mysql, process, redis};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use sqlx::{Connection, MySqlConnection};
@@ -52,7 +46,7 @@ struct Node {
 
 impl Node {
     async fn start(shared: &Shared, node_id: &str) -> Node {
-        let port = process_support::free_port();
+        let port = process::free_port();
         let base = format!("http://127.0.0.1:{port}");
         let child = Command::new(env!("CARGO_BIN_EXE_room-api"))
             .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
@@ -89,7 +83,7 @@ impl Node {
     }
 
     fn signal(&self, signal: &str) {
-        process_support::signal(self.child.id().expect("running"), signal);
+        process::signal(self.child.id().expect("running"), signal);
     }
 
     /// `user` posts `body` to `path`: the status (0 when no answer came) and the body.
@@ -139,7 +133,7 @@ impl Node {
     }
 }
 
-use process_support::ownership;
+use room_testkit::process::ownership;
 
 /// A fresh database, migrated by the binary, and a Redis key prefix; `None` (the test
 /// skips) without the services.
@@ -147,12 +141,12 @@ async fn shared(
     test: &str,
 ) -> Option<(
     Shared,
-    mysql_server::TestDatabase,
+    mysql::TestDatabase,
     tokio::sync::MutexGuard<'static, ()>,
 )> {
     let turn = ONE_AT_A_TIME.lock().await;
-    let redis_url = redis_server::url()?;
-    let server = mysql_server::MySqlServer::from_env(test).await?;
+    let redis_url = redis::url()?;
+    let server = mysql::MySqlServer::from_env(test).await?;
     let database = server.database().await;
     let migrated = Command::new(env!("CARGO_BIN_EXE_room-api"))
         .arg("migrate")
@@ -164,11 +158,11 @@ async fn shared(
         .expect("room-api migrate");
     assert!(migrated.success(), "room-api migrate failed");
     let dir = tempfile::TempDir::new().unwrap();
-    let catalog = process_support::catalog_without_rocket_fuel(dir.path());
+    let catalog = process::catalog_without_rocket_fuel(dir.path());
     let shared = Shared {
         mysql_url: database.url.clone(),
         redis_url,
-        prefix: format!("{}{test}:", redis_server::prefix()),
+        prefix: format!("{}{test}:", redis::prefix()),
         catalog,
         _dir: dir,
     };

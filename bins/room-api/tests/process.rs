@@ -5,9 +5,6 @@
 //! pay what is due) every debited order is applied or refunded, every reward the room drew is
 //! credited once, and the ledger and the room's log agree.
 
-#[path = "support/process.rs"]
-mod process_support;
-
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -17,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use room_domain::{Timestamp, UserId, WeekKey};
 use room_node::Authenticator;
+use room_testkit::process;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -25,7 +23,7 @@ use tokio::process::{Child, Command};
 const SECRET: &str = "process-test-secret-of-at-least-32-bytes";
 const START: i64 = 1_000_000;
 
-use process_support::{catalog_without_rocket_fuel, shipped_catalog};
+use room_testkit::process::{catalog_without_rocket_fuel, shipped_catalog};
 
 /// The shipped catalog (the rose and the lucky clover fuel the rocket) with rocket levels low
 /// enough, and countdowns short enough, for a storm of a few seconds to launch the rocket,
@@ -76,7 +74,7 @@ struct Server {
 impl Server {
     /// A process with the catalog `catalog` and the extra environment `env`.
     async fn start(dir: &Path, catalog: &Path, env: &[(&str, &str)]) -> Server {
-        let port = process_support::free_port();
+        let port = process::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_room-api"))
             .current_dir(dir)
             .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
@@ -130,7 +128,7 @@ impl Server {
 
     /// Sends the process a signal (`-TERM`, `-KILL`) with kill(1).
     fn signal(&self, signal: &str) {
-        process_support::signal(self.child.id().expect("running"), signal);
+        process::signal(self.child.id().expect("running"), signal);
     }
 
     /// Reaps a killed process.

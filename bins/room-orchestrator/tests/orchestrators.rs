@@ -30,13 +30,6 @@
 //! The schema is migrated with [`Storage::migrate`], what `room-api migrate` calls. Nothing
 //! here needs another binary, and every test builds what it runs.
 
-#[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
-mod mysql_server;
-#[path = "../../room-api/tests/support/process.rs"]
-mod process_support;
-#[path = "../../../crates/adapters-redis/tests/support/redis.rs"]
-mod redis_server;
-
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::path::PathBuf;
@@ -46,6 +39,7 @@ use std::time::{Duration, Instant};
 use room_app::robots::preferred_node;
 use room_domain::{RoomId, UserId};
 use room_node::{App, Authenticator, Role, Settings, Storage};
+use room_testkit::{mysql, process, redis};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use sqlx::{Connection, Executor, MySqlConnection};
@@ -133,7 +127,7 @@ fn token(user: &str) -> String {
         .unwrap()
 }
 
-use process_support::free_port;
+use room_testkit::process::free_port;
 
 /// Waits until `probe` answers `Ok`, for up to `deadline`; panics with the last `Err` (what
 /// was seen instead) when it never does.
@@ -222,7 +216,7 @@ impl Orchestrator {
     }
 
     fn signal(&self, signal: &str) {
-        process_support::signal(self.child.id().expect("running"), signal);
+        process::signal(self.child.id().expect("running"), signal);
     }
 
     /// What `/metrics` answers; `None` when the node does not answer within two seconds
@@ -470,20 +464,20 @@ fn robot_room(i: usize) -> Value {
 
 /// A test's database, migrated, its Redis key prefix and its turn; `None` (the test skips)
 /// without the services.
-async fn shared(test: &str) -> Option<(Shared, mysql_server::TestDatabase, Turn)> {
+async fn shared(test: &str) -> Option<(Shared, mysql::TestDatabase, Turn)> {
     let turn = Turn::take().await;
-    let redis_url = redis_server::url()?;
-    let server = mysql_server::MySqlServer::from_env(test).await?;
+    let redis_url = redis::url()?;
+    let server = mysql::MySqlServer::from_env(test).await?;
     let database = server.database().await;
     let mut storage = Settings::default().storage;
     storage.url = database.url.clone();
     Storage::migrate(&storage).await.expect("migrate");
     let dir = tempfile::TempDir::new().unwrap();
-    let catalog = process_support::catalog_without_rocket_fuel(dir.path());
+    let catalog = process::catalog_without_rocket_fuel(dir.path());
     let shared = Shared {
         mysql_url: database.url.clone(),
         redis_url,
-        prefix: format!("{}{test}:", redis_server::prefix()),
+        prefix: format!("{}{test}:", redis::prefix()),
         catalog,
         dir,
     };
@@ -497,7 +491,7 @@ struct Cluster {
     api: Api,
     rooms: Vec<String>,
     shared: Shared,
-    _database: mysql_server::TestDatabase,
+    _database: mysql::TestDatabase,
     _turn: Turn,
 }
 
@@ -635,7 +629,7 @@ impl Cluster {
     }
 }
 
-use process_support::ownership;
+use room_testkit::process::ownership;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_orchestrators_share_ten_robot_rooms_steadily() {

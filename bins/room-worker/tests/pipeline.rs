@@ -9,13 +9,6 @@
 //! muted, mutes the members of a room whose chat is switched off (not its owner), destroys the
 //! group of a closed room, and the API node's display reaches the groups: every gift.
 
-#[path = "../../../crates/adapters-mysql/tests/support/mysql.rs"]
-mod mysql_server;
-#[path = "../../room-api/tests/support/process.rs"]
-mod process_support;
-#[path = "../../../crates/adapters-redis/tests/support/redis.rs"]
-mod redis_server;
-
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -29,6 +22,7 @@ use rdkafka::config::ClientConfig;
 use room_app::testkit;
 use room_domain::{Event, EventEnvelope, UserId};
 use room_node::{App, Authenticator, Settings, Storage, StorageSettings};
+use room_testkit::{mysql, redis};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use sqlx::{Connection, MySqlConnection};
@@ -40,7 +34,7 @@ const INTERNAL_TOKEN: &str = "pipeline-test-internal-token-of-32-bytes";
 const DEADLINE: Duration = Duration::from_secs(120);
 const PARTITIONS: i32 = 3;
 
-use process_support::free_port;
+use room_testkit::process::free_port;
 
 /// What the nodes of the test share.
 struct Cluster {
@@ -352,10 +346,10 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
     let Some(brokers) = testkit::service_url("ROOM_TEST_KAFKA_BROKERS") else {
         return;
     };
-    let Some(redis_url) = redis_server::url() else {
+    let Some(redis_url) = redis::url() else {
         return;
     };
-    let Some(server) = mysql_server::MySqlServer::from_env("pipeline").await else {
+    let Some(server) = mysql::MySqlServer::from_env("pipeline").await else {
         return;
     };
     let database = server.database().await;
@@ -364,7 +358,7 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
         im: FakeIm::start().await,
         mysql_url: database.url.clone(),
         redis_url,
-        prefix: format!("{}pipeline:", redis_server::prefix()),
+        prefix: format!("{}pipeline:", redis::prefix()),
         brokers: brokers.clone(),
         topic: format!("room.events.test.{unique}"),
     };

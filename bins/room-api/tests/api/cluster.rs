@@ -2,9 +2,6 @@
 //! socket: any node serves any room, each room runs on the one node holding its lease, and a
 //! node that stops hands its rooms over. Plus the internal routes' token check.
 
-#[path = "../../../../crates/adapters-redis/tests/support/redis.rs"]
-mod redis_server;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,11 +49,11 @@ impl Cluster {
         count: usize,
         change: impl Fn(&mut Settings),
     ) -> Option<Cluster> {
-        let redis = redis_server::url()?;
+        let redis = room_testkit::redis::url()?;
         let dir = TempDir::new().unwrap();
         let store = Arc::new(InMemoryStore::new());
         let storage = Storage::from_store(store.clone());
-        let prefix = format!("{}{test}:", redis_server::prefix());
+        let prefix = format!("{}{test}:", room_testkit::redis::prefix());
         let mut nodes = Vec::new();
         for i in 0..count {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -2,18 +2,16 @@
 //! a schema that is behind and says to migrate; after `room-api migrate`'s step it serves a
 //! gift from top-up to balance, and a second service over the same database sees it.
 
-#[path = "../../../../crates/adapters-mysql/tests/support/mysql.rs"]
-mod server;
-
 use axum::http::StatusCode;
 use room_node::{App, Storage};
+use room_testkit::mysql::MySqlServer;
 use serde_json::json;
 
 use crate::support::{TestApp, settings};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_runs_on_mysql_once_migrated() {
-    let Some(server) = server::MySqlServer::from_env("room-api::mysql").await else {
+    let Some(server) = MySqlServer::from_env("room-api::mysql").await else {
         return;
     };
     let database = server.database().await;
