@@ -571,16 +571,9 @@ impl SnapshotStore for MySqlStore {
     }
 }
 
-/// The test server of the integration tests, for the plan checks below: the statements they
-/// check are private to this module. The integration tests load the same file as a module of
-/// their own, which is what the lint warns of.
-#[cfg(test)]
-#[allow(clippy::duplicate_mod)]
-#[path = "../tests/support/mysql.rs"]
-mod test_server;
-
 #[cfg(test)]
 mod tests {
+    use room_testkit::mysql as test_server;
     use sqlx::{AssertSqlSafe, Executor};
 
     use super::*;

@@ -2,15 +2,11 @@
 //! database of its own, migrated, on the server in `ROOM_TEST_MYSQL_URL` (skipped when unset;
 //! a failure when unset or unreachable with `ROOM_TEST_REQUIRE_SERVICES=1`).
 
-mod support {
-    pub mod mysql;
-}
-
 use std::sync::{Arc, Mutex};
 
 use adapters_mysql::{MySqlSettings, MySqlStore};
 use room_app::testkit;
-use support::mysql::{MySqlServer, TestDatabase};
+use room_testkit::mysql::{MySqlServer, TestDatabase};
 
 /// Opens fresh stores, each on a new migrated database, and drops the databases when the
 /// test ends.

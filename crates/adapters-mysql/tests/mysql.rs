@@ -5,10 +5,6 @@
 //! guard against a negative balance, and the index the recovery worker's query reads. Each test runs on a database of its own on the server in
 //! `ROOM_TEST_MYSQL_URL` (skipped or failed as `room_app::testkit::service_url` says).
 
-mod support {
-    pub mod mysql;
-}
-
 use std::sync::Arc;
 
 use adapters_mysql::{Error, MySqlSettings, MySqlStore};
@@ -21,8 +17,8 @@ use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Event, EventEnvelope, GiftId,
     GiftOrder, GiftSnapshot, OrderId, OrderStatus, RocketId, RoomId, Timestamp, UserId,
 };
+use room_testkit::mysql::{MySqlServer, TestDatabase};
 use sqlx::{AssertSqlSafe, Executor, MySqlConnection};
-use support::mysql::{MySqlServer, TestDatabase};
 
 const T0: Timestamp = Timestamp(1_764_460_800_000);
 

@@ -3,10 +3,6 @@
 //! prefix share one count, and each count is one key that expires with its window. Each test
 //! uses its own key prefix, so tests run in parallel.
 
-mod support {
-    pub mod redis;
-}
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +10,7 @@ use adapters_redis::{RedisPasswordAttempts, RedisPasswordAttemptsSettings};
 use room_app::ports::PasswordAttempts;
 use room_app::{Error, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS, testkit};
 use room_domain::{RoomId, Timestamp, UserId};
-use support::redis::{keys, prefix, pttl, raw};
+use room_testkit::redis::{keys, prefix, pttl, raw};
 
 const T0: Timestamp = Timestamp(1_764_460_800_000);
 
@@ -28,7 +24,7 @@ fn user(id: &str) -> UserId {
 
 /// The counts under `prefix`, or `None` when the test skips.
 async fn attempts(prefix: &str) -> Option<RedisPasswordAttempts> {
-    let url = support::redis::url()?;
+    let url = room_testkit::redis::url()?;
     let mut settings = RedisPasswordAttemptsSettings::new(&url);
     settings.key_prefix = prefix.to_owned();
     // Generous for a busy machine.
@@ -117,7 +113,7 @@ async fn a_count_is_one_key_that_expires_with_its_window() {
     let Some(a) = attempts(&prefix).await else {
         return;
     };
-    let mut conn = raw(&support::redis::url().unwrap()).await;
+    let mut conn = raw(&room_testkit::redis::url().unwrap()).await;
     let bob = user("bob");
 
     // Checks that count nothing write nothing.

@@ -2,17 +2,13 @@
 //! suite, then what only a real server shows (its scripts and keys lost, as in a restart).
 //! Each backend uses its own key prefix, so tests run in parallel on one server.
 
-mod support {
-    pub mod redis;
-}
-
 use std::time::Duration;
 
 use adapters_redis::{RedisLease, RedisLeaseSettings};
 use room_app::ports::{Lease, LeaseRef};
 use room_app::testkit::{self, LeaseBackend};
 use room_domain::RoomId;
-use support::redis::{keys, prefix, raw};
+use room_testkit::redis::{keys, prefix, raw};
 
 struct Backend(RedisLease);
 
@@ -24,7 +20,7 @@ impl LeaseBackend for Backend {
 
 /// A lease of node `node-a` with `ttl` under a fresh prefix, or `None` when the test skips.
 async fn lease(ttl: Duration) -> Option<(RedisLease, String)> {
-    let url = support::redis::url()?;
+    let url = room_testkit::redis::url()?;
     let prefix = prefix();
     let mut settings = RedisLeaseSettings::new(&url, "node-a", "http://a");
     settings.ttl = ttl;
@@ -66,7 +62,7 @@ async fn leases_lost_with_the_server_state_are_not_renewed_and_can_be_taken_agai
     assert_eq!(a.renew_all(&rooms).await.unwrap(), vec![true; 3]);
 
     // What a Redis restart without persistence does: the scripts and the keys are gone.
-    let mut conn = raw(&support::redis::url().unwrap()).await;
+    let mut conn = raw(&room_testkit::redis::url().unwrap()).await;
     let keys = keys(&mut conn, &prefix).await;
     assert_eq!(keys.len(), 4, "three leases and one registration: {keys:?}");
     let _: () = redis::cmd("DEL")

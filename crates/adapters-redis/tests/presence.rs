@@ -3,10 +3,6 @@
 //! each other's heartbeats, and what Redis holds goes away with the users (removed, evicted,
 //! or past the entry TTL). Each test uses its own key prefix, so tests run in parallel.
 
-mod support {
-    pub mod redis;
-}
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +10,7 @@ use adapters_redis::{RedisPresence, RedisPresenceSettings};
 use room_app::ports::{Presence, StaleMember};
 use room_app::testkit;
 use room_domain::{RoomId, Timestamp, UserId};
-use support::redis::{keys, prefix, pttl, raw};
+use room_testkit::redis::{keys, prefix, pttl, raw};
 
 const T0: Timestamp = Timestamp(1_764_460_800_000);
 
@@ -29,7 +25,7 @@ fn user(id: &str) -> UserId {
 /// A presence under `prefix` whose entries live `entry_ttl` past their last write, or `None`
 /// when the test skips.
 async fn presence_with(prefix: &str, entry_ttl: Duration) -> Option<RedisPresence> {
-    let url = support::redis::url()?;
+    let url = room_testkit::redis::url()?;
     let mut settings = RedisPresenceSettings::new(&url);
     settings.key_prefix = prefix.to_owned();
     settings.entry_ttl = entry_ttl;
@@ -105,7 +101,7 @@ async fn entries_are_deleted_with_their_users() {
     let Some(p) = presence(&prefix).await else {
         return;
     };
-    let mut conn = raw(&support::redis::url().unwrap()).await;
+    let mut conn = raw(&room_testkit::redis::url().unwrap()).await;
     let r1 = room("r1");
     for (i, name) in ["ann", "bob", "cid"].into_iter().enumerate() {
         p.heartbeat(&r1, &user(name), Timestamp(T0.0 + i as i64))
@@ -163,7 +159,7 @@ async fn entries_past_their_ttl_expire_and_leave_the_stale_listing() {
         return;
     };
     let long = presence(&prefix).await.unwrap();
-    let mut conn = raw(&support::redis::url().unwrap()).await;
+    let mut conn = raw(&room_testkit::redis::url().unwrap()).await;
     short
         .heartbeat(&room("r1"), &user("bob"), T0)
         .await

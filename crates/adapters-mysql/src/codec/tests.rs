@@ -1,9 +1,7 @@
 //! The error translation against a real server's errors (on the server in
 //! `ROOM_TEST_MYSQL_URL`; skipped when it is unset, see `room_app::testkit::service_url`).
 
-#[path = "../../tests/support/mysql.rs"]
-mod mysql;
-
+use room_testkit::mysql;
 use sqlx::{Connection, Executor, MySqlConnection};
 
 use super::*;
