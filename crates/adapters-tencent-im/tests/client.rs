@@ -2,10 +2,6 @@
 //! re-signed, permanent), HTTP errors, timeouts, malformed answers, duplicate sends and
 //! dropped messages, and the group operations.
 
-mod support {
-    pub mod clock;
-}
-
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -14,7 +10,7 @@ use adapters_tencent_im::{
     decode_user_sig,
 };
 use room_domain::ImPriority;
-use support::clock::SettableClock;
+use room_testkit::ManualClock;
 
 fn client(fake: &FakeIm) -> ImClient {
     ImClient::new(&fake.settings()).unwrap()
@@ -110,7 +106,7 @@ fn send_sigs(fake: &FakeIm) -> Vec<String> {
 async fn an_expired_sig_is_signed_anew_and_retried_once() {
     let fake = FakeIm::start().await;
     fake.add_group("g");
-    let clock = SettableClock::now();
+    let clock = ManualClock::at_system_time();
     let client = ImClient::with_clock(&fake.settings(), clock.clone()).unwrap();
     assert!(
         client
@@ -153,7 +149,7 @@ async fn an_expired_sig_is_signed_anew_and_retried_once() {
 async fn too_many_bad_sigs_waits_then_retries_once_with_a_new_sig() {
     let fake = FakeIm::start().await;
     fake.add_group("g");
-    let clock = SettableClock::now();
+    let clock = ManualClock::at_system_time();
     let wait = Duration::from_millis(300);
     let mut settings = fake.settings();
     settings.bad_sig_wait_ms = wait.as_millis() as u64;

@@ -1,14 +1,10 @@
 //! UserSig version 2 through the public API: the documented check vector, what a sig
 //! decodes to, and the user credentials the service mints.
 
-mod support {
-    pub mod clock;
-}
-
 use adapters_tencent_im::{ImClient, ImSettings, SigError, UserSigner, decode_user_sig};
-use room_domain::UserId;
+use room_domain::{Timestamp, UserId};
+use room_testkit::ManualClock;
 use secrecy::SecretString;
-use support::clock::SettableClock;
 
 const KEY: &str = "5bd2850fff3ecb11d7c805251c51ee463a25727bddc2385f3fa8bfee1bb93b5e";
 
@@ -41,7 +37,7 @@ fn the_check_vector_gives_the_documented_tls_sig() {
 fn a_user_credential_is_a_sig_for_that_user_signed_at_the_clocks_time() {
     let mut settings = ImSettings::new(1_400_000_000, KEY);
     settings.user_sig_ttl_secs = 3_600;
-    let clock = SettableClock::at(1_700_000_000_500);
+    let clock = ManualClock::at(Timestamp(1_700_000_000_500));
     let client = ImClient::with_clock(&settings, clock.clone()).unwrap();
     let (sig, expires_at) = client.sign_user(&UserId::new("alice").unwrap());
     let signer = UserSigner::new(1_400_000_000, SecretString::from(KEY));

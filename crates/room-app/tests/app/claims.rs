@@ -8,6 +8,8 @@ use std::time::Duration;
 use room_app::ports::{ClockRef, WorkClaimsRef};
 use room_app::testkit::eventually;
 use room_app::{InMemoryStore, SystemClock, workers};
+use room_domain::Timestamp;
+use room_testkit::ManualClock;
 use tokio_util::sync::CancellationToken;
 
 fn runner(
@@ -69,23 +71,11 @@ async fn one_process_runs_a_claimed_pass_and_the_other_takes_over_when_it_stops(
     b.await.unwrap();
 }
 
-/// The service's clock as tokio's (paused) time moves it.
-struct TokioClock {
-    start: tokio::time::Instant,
-}
-
-impl room_app::ports::Clock for TokioClock {
-    fn now(&self) -> room_domain::Timestamp {
-        room_domain::Timestamp(1_700_000_000_000 + self.start.elapsed().as_millis() as i64)
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_pass_longer_than_the_claim_keeps_it_and_a_stop_drops_the_pass() {
     let claims: WorkClaimsRef = Arc::new(InMemoryStore::new());
-    let clock: ClockRef = Arc::new(TokioClock {
-        start: tokio::time::Instant::now(),
-    });
+    // The service's clock as tokio's (paused) time moves it.
+    let clock: ClockRef = ManualClock::following_tokio(Timestamp(1_700_000_000_000));
     let ttl = Duration::from_secs(3);
     let claim = |owner: &str| workers::Claim {
         claims: claims.clone(),

@@ -5,15 +5,15 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use async_trait::async_trait;
 use room_app::ports::{
-    Activation, CatalogGift, CellStore, CellStoreRef, Clock, CommandRecord, CommitBatch,
-    CreditKind, ForwardedCommand, Forwarder, GiftCatalog, GiftCatalogRef, GiftOrdersRef, IdGen,
-    LeaseRef, Membership, ReadKind, StoredEvent, Wallet, WalletRef,
+    Activation, CatalogGift, CellStore, CellStoreRef, CommandRecord, CommitBatch, CreditKind,
+    ForwardedCommand, Forwarder, GiftCatalog, GiftCatalogRef, GiftOrdersRef, IdGen, LeaseRef,
+    Membership, ReadKind, StoredEvent, Wallet, WalletRef,
 };
 use room_app::testkit::InMemoryStore;
 use room_app::{
@@ -25,6 +25,7 @@ use room_domain::{
     Actor, Coins, Command, CommandId, CommandKind, Event, GiftId, LuckyEntry, LuckyTable, OrderId,
     RocketLevel, RoomId, RoomRules, RoomState, Timestamp, UserId,
 };
+use room_testkit::ManualClock;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -51,26 +52,6 @@ pub fn cid(name: &str) -> CommandId {
 
 pub fn user(name: &str) -> Actor {
     Actor::user(uid(name))
-}
-
-/// A clock that moves only when told to.
-#[derive(Debug)]
-pub struct TestClock(AtomicI64);
-
-impl TestClock {
-    pub fn new() -> Self {
-        TestClock(AtomicI64::new(T0.0))
-    }
-
-    pub fn advance_secs(&self, secs: i64) {
-        self.0.fetch_add(secs * 1000, Ordering::SeqCst);
-    }
-}
-
-impl Clock for TestClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(self.0.load(Ordering::SeqCst))
-    }
 }
 
 /// Ids `id-1`, `id-2`, ... (after a prefix, when given) and a fixed sequence of well mixed
@@ -298,7 +279,7 @@ impl CellStore for ProbeStore {
 pub struct World {
     pub store: Arc<InMemoryStore>,
     pub probe: Arc<ProbeStore>,
-    pub clock: Arc<TestClock>,
+    pub clock: Arc<ManualClock>,
     pub ids: Arc<TestIds>,
     pub service: Arc<RoomService>,
 }
@@ -382,7 +363,7 @@ impl WorldBuilder {
         for gift in catalog() {
             GiftCatalog::put(&*store, &gift).await.expect("catalog put");
         }
-        let clock = Arc::new(TestClock::new());
+        let clock = ManualClock::at(T0);
         let ids = self.ids.unwrap_or_default();
         let probe = Arc::new(ProbeStore::new(
             self.cell_store.unwrap_or_else(|| store.clone()),
