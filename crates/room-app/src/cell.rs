@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::ports::{
-    CellStoreRef, ClockRef, CommandRecord, CommitBatch, CreditKind, DisplayMessage,
+    CellStoreRef, ClockRef, CommandRecord, CommandReply, CommitBatch, CreditKind, DisplayMessage,
     ForwardedCommand, ForwarderRef, IdGenRef, LeaseRef, Membership, MessengerRef, Payout,
     PresenceRef, ReadKind, RoomSummary, SnapshotStoreRef, StoredEvent, Timer,
 };
@@ -102,15 +102,6 @@ pub struct CellDeps {
     pub clock: ClockRef,
     /// Random values.
     pub ids: IdGenRef,
-}
-
-/// The answer to an applied command.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CommandReply {
-    /// The room's version after the command (or its current version for a no-op).
-    pub version: u64,
-    /// The events the command produced; empty for a no-op.
-    pub events: Vec<StoredEvent>,
 }
 
 /// What an active cell keeps in memory to answer repeated commands.

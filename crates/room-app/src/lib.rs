@@ -25,8 +25,7 @@ pub mod visitors;
 pub mod workers;
 
 pub use cell::{
-    CellConfig, CellDeps, CellRuntime, CommandReply, HeldCell, KeeperTick, MEMBER_HINT_FOR,
-    RecentReplies,
+    CellConfig, CellDeps, CellRuntime, HeldCell, KeeperTick, MEMBER_HINT_FOR, RecentReplies,
 };
 pub use error::{Error, RemoteError, Result};
 
@@ -45,6 +44,7 @@ pub use local::{
     SystemClock,
 };
 pub use memory::InMemoryStore;
+pub use ports::CommandReply;
 pub use service::{
     BannedUser, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS, OnlineUser, RankEntry,
     RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView, ServicePorts,

@@ -11,11 +11,11 @@ use room_domain::{
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::cell::{CellRuntime, CommandReply};
+use crate::cell::CellRuntime;
 use crate::gifts::{GiftReceipt, GiftSaga, SendGift};
 use crate::ports::{
-    CatalogGift, ClockRef, CreditKind, GiftCatalogRef, IdGenRef, PasswordAttemptsRef, PresenceRef,
-    RoomDirectoryRef, RoomSummary, WalletRef,
+    CatalogGift, ClockRef, CommandReply, CreditKind, GiftCatalogRef, IdGenRef, PasswordAttemptsRef,
+    PresenceRef, RoomDirectoryRef, RoomSummary, WalletRef,
 };
 use crate::{Error, Result};
 

@@ -1,0 +1,78 @@
+//! Forwarding ([`Forwarder`]): how a node reaches a room's cell on the node that owns it, and
+//! what it sends and reads there.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use room_domain::{Actor, Command, GiftOrder, RoomId, RoomState, UserId};
+use serde::{Deserialize, Serialize};
+
+use super::cell_store::CommandReply;
+use crate::Result;
+
+/// A command for a room whose cell runs on another node, as [`Forwarder::execute`] sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardedCommand {
+    /// The command, with its id.
+    pub command: Command,
+    /// Who issued it (already authenticated by the node that received it).
+    pub actor: Actor,
+    /// The gift order an `ApplyGift` applies.
+    pub order: Option<GiftOrder>,
+}
+
+/// Which state of a room [`Forwarder::read`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadKind {
+    /// What storage holds ([`CellRuntime::query`](crate::CellRuntime::query)).
+    Committed,
+    /// The newest state, which may hold a batch in flight
+    /// ([`CellRuntime::peek`](crate::CellRuntime::peek)).
+    Newest,
+}
+
+/// Where a user stands in a room, as [`Forwarder::membership`] answers it: the few facts the
+/// hottest checks need (a gift's pre-check, a heartbeat, an event stream's membership), so
+/// that they do not ship the whole room between nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Membership {
+    /// The room's status.
+    pub status: room_domain::RoomStatus,
+    /// Whether the user is a member.
+    pub member: bool,
+    /// The room's version.
+    pub version: u64,
+}
+
+/// Reaches a room's cell on the node that owns it, through that node's internal endpoint
+/// (the URL the node registered with its lease). The owner runs the request on its own cell
+/// and never forwards it again: a node that does not own the room answers
+/// [`Error::NotOwner`](crate::Error::NotOwner), and the sender looks the owner up once more.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Forwarder: Send + Sync {
+    /// Has the node at `url` apply `command` to its cell of `room_id`. The reply to a gift
+    /// order's own apply ([`crate::gift_apply_command`] by the system, with its `order`) may
+    /// hold only the gift's `RoomGiftSent` event of the events it produced: all the saga
+    /// reads of it.
+    async fn execute(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        command: &ForwardedCommand,
+    ) -> Result<CommandReply>;
+    /// The state of `room_id` as the node at `url` holds it.
+    async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState>;
+    /// Where `user` stands in `room_id` on the node at `url`.
+    async fn membership(
+        &self,
+        url: &str,
+        room_id: &RoomId,
+        user: &UserId,
+        kind: ReadKind,
+    ) -> Result<Membership>;
+}
+
+/// Shared handle to a [`Forwarder`].
+pub type ForwarderRef = Arc<dyn Forwarder>;

@@ -1,0 +1,57 @@
+//! Durable facts on their way out: the [`Outbox`] a commit fills in its transaction, and the
+//! [`EventPublisher`] (the message broker) the publisher drains it to.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use room_domain::{EventEnvelope, Timestamp};
+
+use crate::Result;
+
+/// A durable fact waiting in the outbox for the publisher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxMessage {
+    /// Assigned by the store, rising in commit order.
+    pub id: i64,
+    /// The envelope to publish (already redacted).
+    pub envelope: EventEnvelope,
+}
+
+/// The outbox the commit fills and the publisher drains.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Outbox: Send + Sync {
+    /// Undelivered messages in commit order (per room, seq order), at most `limit`.
+    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>>;
+    /// Marks messages delivered. Unknown ids are ignored.
+    async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()>;
+    /// Deletes at most `limit` messages delivered before `before`; returns how many.
+    async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64>;
+}
+
+/// What [`EventPublisher::publish`] got the broker to take.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// The ids of the messages the broker acknowledged, in the order given. A message it did
+    /// not take leaves out every later message of the same room too, so that marking these
+    /// delivered never puts a room's facts out of order.
+    pub delivered: Vec<i64>,
+    /// Why some message was not taken, if one was not.
+    pub error: Option<crate::Error>,
+}
+
+/// The message broker durable facts go to from the outbox (Kafka's `room.events.v1`, keyed by
+/// room id so each room's facts stay in order).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait EventPublisher: Send + Sync {
+    /// Publishes `messages` (outbox order) and waits until the broker has acknowledged each
+    /// one or given up on it. A message may reach the broker twice when an acknowledgement is
+    /// lost; consumers drop the repeat by its `event_id`.
+    async fn publish(&self, messages: &[OutboxMessage]) -> Published;
+}
+
+/// Shared handle to an [`Outbox`].
+pub type OutboxRef = Arc<dyn Outbox>;
+/// Shared handle to an [`EventPublisher`].
+pub type EventPublisherRef = Arc<dyn EventPublisher>;
