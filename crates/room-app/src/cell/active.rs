@@ -1,0 +1,42 @@
+//! An active cell: the room's state in memory and what the cell remembers beside it, and why
+//! its loop ends.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use room_domain::{CommandId, RoomId, RoomState, Timestamp};
+
+use super::registry::Inner;
+use crate::ports::CommandReply;
+
+/// Why a cell's loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// Idle, shutdown or a closed mailbox: drain, snapshot, release.
+    Orderly,
+    /// The room is no longer ours: answer NotOwner, write nothing.
+    Fenced,
+}
+
+/// One room's cell, owned by its task ([`run_cell`](super::run::run_cell)): the room's
+/// state as this activation holds it, and the replies it remembers.
+pub(super) struct Cell {
+    pub(super) inner: Arc<Inner>,
+    pub(super) room_id: RoomId,
+    /// This cell's registry id.
+    pub(super) id: u64,
+    pub(super) epoch: u64,
+    pub(super) state: RoomState,
+    pub(super) snapshot_version: u64,
+    pub(super) recent: HashMap<CommandId, Arc<CommandReply>>,
+    /// Remembered ids, oldest first, with the estimated bytes of each entry.
+    pub(super) recent_order: VecDeque<(CommandId, usize)>,
+    /// The estimated bytes of everything in `recent`.
+    pub(super) recent_bytes: usize,
+    /// When the rocket-reset timer this cell last committed is due: every gift fuels the
+    /// rocket, and re-arming the same timer each time would cost a write per gift.
+    pub(super) reset_armed_at: Option<Timestamp>,
+    /// Whether the commands being planned are the fresh ones of [`Cell::resolve_duplicates`]:
+    /// a second clash on a command id then is an id the log no longer answers.
+    pub(super) resolving: bool,
+}
