@@ -1,0 +1,141 @@
+//! Commands by other actors and reads of a room's lists: seat and moderation commands of
+//! users, commands of the system and of robots, the online list, bans and contribution ranks.
+
+use std::sync::Arc;
+
+use room_domain::{Actor, Command, CommandId, CommandKind, Rejection, RoomId, UserActor, UserId};
+
+use super::idempotency::IdempotencyKey;
+use super::room_service::RoomService;
+use super::views::{BannedUser, OnlineUser, RankEntry, RankPeriod, rank_of};
+use crate::ports::CommandReply;
+use crate::{Error, Result};
+
+impl RoomService {
+    /// Runs a seat or moderation command as the actor; with a key, under the id it gives.
+    pub async fn command(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        kind: CommandKind,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Arc<CommandReply>> {
+        self.run_keyed(room_id, Actor::User(actor.clone()), key, "command", kind)
+            .await
+    }
+
+    /// Runs a command as the system (timers, RTC callbacks, presence).
+    pub async fn system_command(
+        &self,
+        room_id: &RoomId,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.run(room_id, Actor::System, kind).await
+    }
+
+    /// Runs a command as the robot `robot` ([`Actor::Robot`]), for the robot orchestrator:
+    /// through the runtime like any command (forwarded to the node that runs the room), under
+    /// a fresh command id, so that it is in the room's log and snapshot. The room marks the
+    /// robot's joins and leaves and accepts [`CommandKind::RobotGift`] from it alone; the API
+    /// never acts as a robot.
+    #[tracing::instrument(skip_all, fields(room_id = %room_id), err(level = "debug"))]
+    pub async fn robot_command(
+        &self,
+        room_id: &RoomId,
+        robot: &UserId,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.run(room_id, Actor::Robot(robot.clone()), kind).await
+    }
+
+    /// Runs a command as the system under `command_id`, for an outside event that may be
+    /// delivered more than once (an RTC callback TRTC retries): every delivery names the same
+    /// id, so a repeat gets the first answer and changes nothing, whatever the room did since.
+    /// A first delivery that changed nothing (a rejection, a no-op) is not recorded, so it
+    /// does not stop a later delivery from acting.
+    pub async fn system_command_as(
+        &self,
+        room_id: &RoomId,
+        command_id: CommandId,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.ensure_known(room_id).await?;
+        self.runtime
+            .execute(room_id, Command::new(command_id, kind), Actor::System, None)
+            .await
+    }
+
+    /// Members present, by user id, after `cursor`.
+    pub async fn online_users(
+        &self,
+        room_id: &RoomId,
+        cursor: Option<UserId>,
+        limit: u32,
+    ) -> Result<Vec<OnlineUser>> {
+        self.read_open(room_id, move |state| {
+            let range = match &cursor {
+                Some(after) => state.members.range::<UserId, _>((
+                    std::ops::Bound::Excluded(after),
+                    std::ops::Bound::Unbounded,
+                )),
+                None => state.members.range::<UserId, _>(..),
+            };
+            range
+                .take(limit as usize)
+                .map(|(user, member)| OnlineUser {
+                    user_id: user.clone(),
+                    role: member.role,
+                    vip_level: member.vip_level,
+                    joined_at: member.joined_at,
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// Bans in force; moderators only.
+    pub async fn banned_users(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+    ) -> Result<Vec<BannedUser>> {
+        let now = self.ports.clock.now();
+        let actor = actor.clone();
+        self.read_open(room_id, move |state| {
+            let moderator = actor.platform_admin
+                || state.owner.as_ref() == Some(&actor.user_id)
+                || state.admins.contains(&actor.user_id);
+            if !moderator {
+                return Err(Error::Rejected(Rejection::Forbidden));
+            }
+            Ok(state
+                .bans
+                .iter()
+                .filter(|(_, until)| **until > now)
+                .map(|(user, until)| BannedUser {
+                    user_id: user.clone(),
+                    until: *until,
+                })
+                .collect())
+        })
+        .await?
+    }
+
+    /// The top givers of the day or week.
+    pub async fn contribution_rank(
+        &self,
+        room_id: &RoomId,
+        period: RankPeriod,
+        limit: u32,
+    ) -> Result<Vec<RankEntry>> {
+        let today = self
+            .ports
+            .clock
+            .now()
+            .day_key(self.runtime.rules().day_utc_offset_secs);
+        self.read_open(room_id, move |state| {
+            rank_of(state, period, today, limit as usize)
+        })
+        .await
+    }
+}

@@ -1,0 +1,163 @@
+//! The service itself ([`RoomService`]) and its ports ([`ServicePorts`]), and how every use
+//! case reaches a room: known rooms only, commands under a fresh id or one an idempotency key
+//! gives, reads of the room's state.
+
+use std::sync::Arc;
+
+use room_domain::{
+    Actor, Command, CommandId, CommandKind, Rejection, RoomId, RoomState, RoomStatus,
+};
+
+use super::idempotency::IdempotencyKey;
+use crate::cell::CellRuntime;
+use crate::gifts::GiftSaga;
+use crate::ports::{
+    ClockRef, CommandReply, GiftCatalogRef, IdGenRef, PasswordAttemptsRef, PresenceRef,
+    RoomDirectoryRef, WalletRef,
+};
+use crate::{Error, Result};
+
+/// The ports the use cases need besides the runtime's.
+#[derive(Clone)]
+pub struct ServicePorts {
+    /// Gift orders.
+    pub orders: crate::ports::GiftOrdersRef,
+    /// Balances.
+    pub wallet: WalletRef,
+    /// The gift catalog.
+    pub catalog: GiftCatalogRef,
+    /// Short ids and the room list.
+    pub directory: RoomDirectoryRef,
+    /// Heartbeats.
+    pub presence: PresenceRef,
+    /// Wrong room passwords, against brute force.
+    pub attempts: PasswordAttemptsRef,
+    /// Time.
+    pub clock: ClockRef,
+    /// Ids and random values.
+    pub ids: IdGenRef,
+}
+
+/// The room service's use cases.
+pub struct RoomService {
+    pub(super) runtime: CellRuntime,
+    pub(super) ports: ServicePorts,
+    pub(super) gifts: GiftSaga,
+    /// Rooms found created, so that requests for rooms other nodes run read nothing.
+    known_rooms: crate::KnownRooms,
+}
+
+impl RoomService {
+    /// The use cases over a runtime and ports.
+    pub fn new(runtime: CellRuntime, ports: ServicePorts) -> Self {
+        runtime.restore_presence_into(ports.presence.clone());
+        let gifts = GiftSaga::new(
+            runtime.clone(),
+            ports.orders.clone(),
+            ports.wallet.clone(),
+            ports.catalog.clone(),
+            ports.clock.clone(),
+            ports.ids.clone(),
+        );
+        RoomService {
+            runtime,
+            ports,
+            gifts,
+            known_rooms: crate::KnownRooms::default(),
+        }
+    }
+
+    /// The runtime (for shutdown and metrics).
+    pub fn runtime(&self) -> &CellRuntime {
+        &self.runtime
+    }
+
+    /// The gift saga (for recovery).
+    pub fn gifts(&self) -> &GiftSaga {
+        &self.gifts
+    }
+
+    /// The ports.
+    pub fn ports(&self) -> &ServicePorts {
+        &self.ports
+    }
+
+    pub(super) async fn run(
+        &self,
+        room_id: &RoomId,
+        actor: Actor,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        self.run_keyed(room_id, actor, None, "", kind).await
+    }
+
+    /// Runs `kind` under the id `key` gives step `step` of the actor's request, or under a
+    /// fresh id without a key.
+    pub(super) async fn run_keyed(
+        &self,
+        room_id: &RoomId,
+        actor: Actor,
+        key: Option<&IdempotencyKey>,
+        step: &str,
+        kind: CommandKind,
+    ) -> Result<Arc<CommandReply>> {
+        if !matches!(kind, CommandKind::CreateRoom { .. }) {
+            self.ensure_known(room_id).await?;
+        }
+        let command_id = match (key, actor.user_id()) {
+            (Some(key), Some(user)) => key.command_id(user, step)?,
+            _ => CommandId::new(self.ports.ids.next_id()).map_err(Error::corrupt)?,
+        };
+        self.runtime
+            .execute(room_id, Command::new(command_id, kind), actor, None)
+            .await
+    }
+
+    /// Refuses room ids that were never created, before they reach a cell: activating a cell
+    /// writes to storage, and clients must not be able to create rows with made-up ids.
+    pub(super) async fn ensure_known(&self, room_id: &RoomId) -> Result<()> {
+        if self.room_was_created(room_id).await? {
+            Ok(())
+        } else {
+            Err(Error::Rejected(Rejection::RoomNotFound))
+        }
+    }
+
+    /// Whether a room was ever created (it may be closed). Every created room reserved a short
+    /// id first and keeps it for good, so an active cell proves it, and so does a room this
+    /// node found before ([`KnownRooms`](crate::KnownRooms)); otherwise the directory says. A
+    /// node that forwards a room's requests to its owner reads the directory once per room,
+    /// not once per request.
+    pub async fn room_was_created(&self, room_id: &RoomId) -> Result<bool> {
+        if self.runtime.is_active(room_id) || self.known_rooms.contains(room_id) {
+            return Ok(true);
+        }
+        let created = self.ports.directory.get_short_id(room_id).await?.is_some();
+        if created {
+            self.known_rooms.remember(room_id);
+        }
+        Ok(created)
+    }
+
+    /// Runs `read` in the room's cell, for known rooms only.
+    pub(super) async fn query<T, F>(&self, room_id: &RoomId, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        self.ensure_known(room_id).await?;
+        self.runtime.query(room_id, read).await
+    }
+
+    pub(super) async fn read_open<T, F>(&self, room_id: &RoomId, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&RoomState) -> T + Send + 'static,
+    {
+        self.query(room_id, move |state| {
+            (state.status != RoomStatus::Absent).then(|| read(state))
+        })
+        .await?
+        .ok_or(Error::Rejected(Rejection::RoomNotFound))
+    }
+}

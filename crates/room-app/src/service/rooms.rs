@@ -1,0 +1,185 @@
+//! Rooms' lifecycle and profile: creation (validated before anything is written), reads by
+//! id and short id, the list of open rooms, profile updates and closing.
+
+use room_domain::{
+    Actor, Command, CommandId, CommandKind, Ctx, Rejection, RoomId, RoomState, UserActor, decide,
+};
+
+use super::idempotency::IdempotencyKey;
+use super::password::hash_password;
+use super::room_service::RoomService;
+use super::views::{RoomPatch, RoomView, view_of};
+use crate::ports::RoomSummary;
+use crate::{Error, Result};
+
+impl RoomService {
+    /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
+    /// With a key, the room id comes from the key: a repeat answers the same room.
+    #[tracing::instrument(skip_all, err(level = "debug"))]
+    pub async fn create_room(
+        &self,
+        actor: &UserActor,
+        name: String,
+        seat_count: Option<u8>,
+        region: String,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<RoomView> {
+        let room_id = match key {
+            Some(key) => key.room_id(&actor.user_id)?,
+            None => {
+                RoomId::new(format!("r{}", self.ports.ids.next_id())).map_err(Error::corrupt)?
+            }
+        };
+        let actor = Actor::User(actor.clone());
+        let kind = CommandKind::CreateRoom {
+            name,
+            seat_count,
+            region,
+        };
+        // Whatever the room would refuse is refused before anything is written: a short id
+        // reserved (or a cell activated) for a room that is never created would stay behind.
+        // The domain's own decision on an absent room is the check, so the rules live in one
+        // place.
+        let ctx = Ctx {
+            now: self.ports.clock.now(),
+            actor: &actor,
+            random: 0,
+            rules: self.runtime.rules(),
+        };
+        let probe = Command::new(
+            CommandId::new("create-check").map_err(Error::corrupt)?,
+            kind,
+        );
+        decide(&RoomState::new(room_id.clone()), &probe, &ctx).map_err(Error::Rejected)?;
+        // A repeat of a keyed creation finds its short id reserved already.
+        let mut reserved =
+            key.is_some() && self.ports.directory.get_short_id(&room_id).await?.is_some();
+        for _ in 0..if reserved { 0 } else { 16 } {
+            // 6 to 8 digits: 100000 ..= 99999999.
+            let short_id = 100_000 + (self.ports.ids.random() % 99_900_000) as u32;
+            if self
+                .ports
+                .directory
+                .reserve_short_id(&room_id, short_id)
+                .await?
+            {
+                reserved = true;
+                break;
+            }
+            // A concurrent repeat of the same keyed creation may have reserved one first.
+            if key.is_some() && self.ports.directory.get_short_id(&room_id).await?.is_some() {
+                reserved = true;
+                break;
+            }
+        }
+        if !reserved {
+            return Err(Error::Unavailable("no free short id found".into()));
+        }
+        self.run_keyed(&room_id, actor, key, "create", probe.kind)
+            .await?;
+        self.get_room(&room_id).await
+    }
+
+    /// The room as clients see it.
+    pub async fn get_room(&self, room_id: &RoomId) -> Result<RoomView> {
+        let rules = self.runtime.rules().clone();
+        let view = self
+            .query(room_id, move |state| view_of(state, &rules))
+            .await?
+            .ok_or(Error::Rejected(Rejection::RoomNotFound))?;
+        let short_id = self.ports.directory.get_short_id(room_id).await?;
+        Ok(RoomView { short_id, ..view })
+    }
+
+    /// The room with this short id.
+    pub async fn get_room_by_short_id(&self, short_id: u32) -> Result<RoomView> {
+        let room_id = self
+            .ports
+            .directory
+            .get_by_short_id(short_id)
+            .await?
+            .ok_or(Error::Rejected(Rejection::RoomNotFound))?;
+        self.get_room(&room_id).await
+    }
+
+    /// Open rooms, hottest first.
+    pub async fn list_rooms(
+        &self,
+        cursor: Option<(i64, RoomId)>,
+        limit: u32,
+    ) -> Result<Vec<RoomSummary>> {
+        self.ports.directory.list_open_by_heat(cursor, limit).await
+    }
+
+    /// Applies a profile patch as several commands, in order; stops at the first refusal.
+    /// With a key, each command's id comes from it.
+    pub async fn update_room(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        patch: RoomPatch,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<RoomView> {
+        let actor = Actor::User(actor.clone());
+        if patch.name.is_some() || patch.notice.is_some() || patch.cover_url.is_some() {
+            self.run_keyed(
+                room_id,
+                actor.clone(),
+                key,
+                "profile",
+                CommandKind::UpdateProfile {
+                    name: patch.name,
+                    notice: patch.notice,
+                    cover_url: patch.cover_url,
+                },
+            )
+            .await?;
+        }
+        if let Some(background) = patch.background_url {
+            let background_url = Some(background).filter(|url| !url.trim().is_empty());
+            self.run_keyed(
+                room_id,
+                actor.clone(),
+                key,
+                "background",
+                CommandKind::ChangeBackground { background_url },
+            )
+            .await?;
+        }
+        if let Some(enabled) = patch.chat_enabled {
+            self.run_keyed(
+                room_id,
+                actor.clone(),
+                key,
+                "chat",
+                CommandKind::SetChatEnabled { enabled },
+            )
+            .await?;
+        }
+        if let Some(password) = patch.password {
+            let password_hash = password.map(|p| hash_password(&p, self.ports.ids.random()));
+            self.run_keyed(
+                room_id,
+                actor,
+                key,
+                "lock",
+                CommandKind::SetLock { password_hash },
+            )
+            .await?;
+        }
+        self.get_room(room_id).await
+    }
+
+    /// Closes the room.
+    pub async fn close_room(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<()> {
+        let actor = Actor::User(actor.clone());
+        self.run_keyed(room_id, actor, key, "close", CommandKind::CloseRoom)
+            .await
+            .map(drop)
+    }
+}
