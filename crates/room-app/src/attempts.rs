@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use room_domain::{RoomId, Timestamp, UserId};
 
+use crate::error::{Error, Result};
 use crate::ports::{Counted, PasswordAttempts};
-use crate::{Error, Result};
 
 /// Wrong passwords a user may give for one room within [`PASSWORD_WINDOW_MS`]; past them,
 /// that user's joins of that room are refused until the window ends.

@@ -3,8 +3,8 @@
 
 use room_domain::Coins;
 
+use crate::error::{Error, Result};
 use crate::ports::CreditKind;
-use crate::{Error, Result};
 
 /// The stored kind of a debit.
 pub const DEBIT_KIND: &str = "debit";

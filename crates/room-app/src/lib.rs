@@ -12,6 +12,7 @@ pub mod digest;
 mod error;
 mod footprint;
 mod gifts;
+mod ids;
 mod known;
 pub mod ledger;
 mod local;
@@ -24,20 +25,16 @@ pub mod testkit;
 pub mod visitors;
 pub mod workers;
 
+pub use attempts::{LocalPasswordAttempts, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
 pub use cell::{
     CellConfig, CellDeps, CellRuntime, HeldCell, KeeperTick, MEMBER_HINT_FOR, RecentReplies,
 };
 pub use error::{Error, RemoteError, Result};
-
-/// The prefix of command ids the service makes up itself from outside facts (an RTC
-/// callback's event, say). Such ids can be predicted, so no client-chosen id may start with
-/// it: a gift's order id, which becomes its command id, is refused when it does.
-pub const SYSTEM_ID_PREFIX: &str = "sys-";
-pub use attempts::{LocalPasswordAttempts, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
 pub use gifts::{
     GiftReceipt, GiftSaga, ORDER_LOCK_QUEUE, RecoveryReport, SendGift, gift_apply_command,
     gift_command_id,
 };
+pub use ids::SYSTEM_ID_PREFIX;
 pub use known::{KNOWN_ROOMS_REMEMBERED, KnownRooms};
 pub use local::{
     BroadcastMessenger, FanOutMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch,

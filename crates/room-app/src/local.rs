@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use room_domain::{RoomId, Timestamp, UserId};
 use tokio::sync::broadcast;
 
-use crate::Result;
+use crate::error::Result;
 use crate::ports::{
     Clock, DisplayMessage, IdGen, Lease, LeaseHolder, Messenger, MessengerRef, Presence,
     StaleMember,

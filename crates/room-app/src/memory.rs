@@ -10,13 +10,13 @@ use room_domain::{
     Coins, CommandId, GiftId, GiftOrder, OrderId, OrderStatus, RoomId, Snapshot, Timestamp, UserId,
 };
 
+use crate::error::{Error, Result};
 use crate::ports::{
     Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
     GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage, Payout,
     Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore, StoredEvent,
     Timer, Timers, Wallet, WorkClaims,
 };
-use crate::{Error, Result};
 
 #[derive(Default)]
 struct Cell {

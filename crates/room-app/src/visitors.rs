@@ -15,9 +15,9 @@ use std::collections::{HashMap, HashSet};
 
 use room_domain::{CommandKind, RoomId, RoomStatus, UserId};
 
+use crate::error::{Error, Result};
 use crate::ports::RoomSummary;
 use crate::service::RoomService;
-use crate::{Error, Result};
 
 /// How rooms get visitors.
 #[derive(Debug, Clone)]

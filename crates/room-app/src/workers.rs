@@ -12,12 +12,12 @@ use std::time::Duration;
 use room_domain::{CommandKind, Rejection, Timestamp};
 use tokio_util::sync::CancellationToken;
 
+use crate::error::{Error, Result};
 use crate::ports::{
     CellStoreRef, ClockRef, EventPublisherRef, OutboxRef, PayoutsRef, StaleMember, TimersRef,
     WorkClaimsRef,
 };
 use crate::service::RoomService;
-use crate::{Error, Result};
 
 /// Counts an item a pass left to the node that runs its room.
 fn left_to_owner(worker: &'static str) {

@@ -10,8 +10,8 @@ use room_domain::CommandId;
 use super::active::{Cell, Stop};
 use super::mailbox::{CommandRequest, Mailbox, RecentReplies, Request};
 use super::plan::{Outcome, is_rocket_reset};
+use crate::error::{Error, Result};
 use crate::ports::CommandReply;
-use crate::{Error, Result};
 
 impl Cell {
     /// Decides, evolves and commits one batch, then answers. Returns `Some(Stop::Fenced)` when

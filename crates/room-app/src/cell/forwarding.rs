@@ -10,8 +10,8 @@ use room_domain::{Actor, Command, CommandKind, GiftOrder, RoomId, RoomState, Roo
 
 use super::registry::Inner;
 use super::runtime::CellRuntime;
+use crate::error::{Error, Result};
 use crate::ports::{CommandReply, ForwardedCommand, Membership, ReadKind};
-use crate::{Error, Result};
 
 impl CellRuntime {
     /// Applies `command` to its room as `actor`, on this node's cell of the room (activating

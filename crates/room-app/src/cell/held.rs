@@ -9,8 +9,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::mailbox::{CommandRequest, Request};
 use super::runtime::CellRuntime;
+use crate::error::{Error, Result};
 use crate::ports::CommandReply;
-use crate::{Error, Result};
 
 /// This node's cell of a room, as [`CellRuntime::activate_here`] started it. What is sent
 /// through it reaches that cell only: never a later cell of the room, never another node.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use room_domain::{Actor, Command, GiftOrder, RoomId, RoomState};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::error::{Error, Result};
 use crate::ports::CommandReply;
-use crate::{Error, Result};
 
 /// What an active cell keeps in memory to answer repeated commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use room_domain::{EventEnvelope, RoomId};
 
 use super::runtime::CellRuntime;
-use crate::Result;
+use crate::error::Result;
 use crate::ports::{DisplayMessage, StoredEvent};
 
 impl CellRuntime {

@@ -11,11 +11,11 @@ use room_domain::{
 
 use super::active::Cell;
 use super::mailbox::CommandRequest;
+use crate::error::{Error, Result};
 use crate::ports::{
     CommandRecord, CommandReply, CommitBatch, CreditKind, DisplayMessage, Payout, RoomSummary,
     StoredEvent, Timer,
 };
-use crate::{Error, Result};
 
 impl Cell {
     /// Decides and evolves every command in memory and builds the commit.

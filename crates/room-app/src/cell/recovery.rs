@@ -10,7 +10,7 @@ use room_domain::{RoomId, RoomState, RoomStatus, Snapshot, evolve};
 
 use super::active::{Cell, Stop};
 use super::registry::Inner;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How long a new cell waits for the room's previous cell on this node to finish stopping.
 const PREVIOUS_CELL_WAIT: Duration = Duration::from_secs(10);

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::active::{Cell, Stop};
 use super::mailbox::{Mailbox, Request, fail};
 use super::registry::{CellControl, Inner};
-use crate::Error;
+use crate::error::Error;
 
 pub(super) async fn run_cell(
     inner: Arc<Inner>,

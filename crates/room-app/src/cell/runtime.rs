@@ -14,8 +14,8 @@ use super::config::{CellConfig, CellDeps};
 use super::mailbox::{CommandRequest, Query, RecentReplies, Request};
 use super::registry::{CellControl, CellEntry, Inner};
 use super::run::run_cell;
+use crate::error::{Error, Result};
 use crate::ports::{CommandReply, ForwarderRef, LeaseRef, Membership, PresenceRef, ReadKind};
-use crate::{Error, Result};
 
 /// The registry of active Room Cells on this node. Cheap to clone.
 #[derive(Clone)]

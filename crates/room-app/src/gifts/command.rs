@@ -28,7 +28,7 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
                 order.order_id.as_str().as_bytes(),
             ]);
             let mut id = String::with_capacity(GIFT_COMMAND_ID_CHARS);
-            id.push_str(crate::SYSTEM_ID_PREFIX);
+            id.push_str(crate::ids::SYSTEM_ID_PREFIX);
             id.push_str("gift-");
             // Each gift names its command once per drive: hex digits by hand, not through
             // the formatter.
@@ -47,7 +47,8 @@ pub fn gift_command_id(order: &GiftOrder) -> CommandId {
 }
 
 /// The length of a [`gift_command_id`] of an [`OrderKeys::SenderAndOrderId`] order.
-const GIFT_COMMAND_ID_CHARS: usize = crate::SYSTEM_ID_PREFIX.len() + "gift-".len() + 12 + 1 + 32;
+const GIFT_COMMAND_ID_CHARS: usize =
+    crate::ids::SYSTEM_ID_PREFIX.len() + "gift-".len() + 12 + 1 + 32;
 
 /// The command that applies `order` to its room, by the system: its
 /// [`gift_command_id`] and its `ApplyGift`. Every drive of the order sends this same command,

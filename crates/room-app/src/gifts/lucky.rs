@@ -4,7 +4,7 @@
 use room_domain::GiftOrder;
 
 use super::saga::GiftSaga;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How long a lucky gift waits for its sender's lucky gift under way on another node.
 pub const LUCKY_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);

@@ -4,8 +4,8 @@
 use room_domain::{GiftOrder, OrderStatus, SagaOutcome, SagaStep, Timestamp};
 
 use super::saga::GiftSaga;
+use crate::error::{Error, Result};
 use crate::ports::OrderCursor;
-use crate::{Error, Result};
 
 impl GiftSaga {
     /// Settles orders unfinished since before `before`: a PENDING order is applied if the

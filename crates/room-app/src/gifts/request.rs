@@ -6,7 +6,7 @@ use room_domain::{
 };
 use serde::Serialize;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A client's request to send a gift.
 #[derive(Debug, Clone)]

@@ -13,8 +13,8 @@ use super::finished::FinishedOrders;
 use super::locks::KeyedLocks;
 use super::request::{GiftReceipt, SendGift, same_request};
 use crate::cell::CellRuntime;
+use crate::error::{Error, Result};
 use crate::ports::{CatalogGift, ClockRef, GiftCatalogRef, GiftOrdersRef, IdGenRef, WalletRef};
-use crate::{Error, Result};
 
 /// Runs gift orders through the saga.
 pub struct GiftSaga {
@@ -110,14 +110,14 @@ impl GiftSaga {
         if request
             .order_id
             .as_str()
-            .starts_with(crate::SYSTEM_ID_PREFIX)
+            .starts_with(crate::ids::SYSTEM_ID_PREFIX)
         {
             // Orders stored before orders were scoped by sender were applied under their order
             // id: it must not claim a system command id. The rule stays, so that the answer to
             // such an id does not change.
             return Err(Error::Invalid(format!(
                 "order ids starting with {:?} are reserved",
-                crate::SYSTEM_ID_PREFIX
+                crate::ids::SYSTEM_ID_PREFIX
             )));
         }
         let finished = self

@@ -6,8 +6,8 @@ use room_domain::{Actor, Coins, Event, GiftOrder, SagaOutcome, SagaStep};
 
 use super::command::gift_apply_command;
 use super::saga::GiftSaga;
+use crate::error::{Error, Result};
 use crate::ports::{CreditKind, DebitStatus};
-use crate::{Error, Result};
 
 impl GiftSaga {
     /// Takes steps until the order is finished or a step's outcome is unknown.

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use room_domain::{Coins, GiftId};
 use serde::{Deserialize, Serialize};
 
-use crate::Result;
+use crate::error::Result;
 
 /// One entry of the gift catalog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::directory::RoomSummary;
 use super::payouts::Payout;
 use super::timers::Timer;
-use crate::Result;
+use crate::error::Result;
 
 /// An event as stored in a room's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

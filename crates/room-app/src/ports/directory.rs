@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use room_domain::{RoomId, UserId};
 use serde::{Deserialize, Serialize};
 
-use crate::Result;
+use crate::error::Result;
 
 /// What the room directory shows of a room; written in every commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use room_domain::{Actor, Command, GiftOrder, RoomId, RoomState, UserId};
 use serde::{Deserialize, Serialize};
 
 use super::cell_store::CommandReply;
-use crate::Result;
+use crate::error::Result;
 
 /// A command for a room whose cell runs on another node, as [`Forwarder::execute`] sends it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp, UserId};
 
-use crate::Result;
+use crate::error::Result;
 
 /// Gift orders, the saga's memory. An order is keyed by its sender and its order id: order ids
 /// are chosen by clients, so two senders may use the same one, and neither can claim or probe

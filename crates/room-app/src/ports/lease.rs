@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use room_domain::RoomId;
 
-use crate::Result;
+use crate::error::Result;
 
 /// The node holding a room's lease, as [`Lease::get_holder`] finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use room_domain::{EventEnvelope, Timestamp};
 
-use crate::Result;
+use crate::error::Result;
 
 /// A durable fact waiting in the outbox for the publisher.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub struct Published {
     /// delivered never puts a room's facts out of order.
     pub delivered: Vec<i64>,
     /// Why some message was not taken, if one was not.
-    pub error: Option<crate::Error>,
+    pub error: Option<crate::error::Error>,
 }
 
 /// The message broker durable facts go to from the outbox (Kafka's `room.events.v1`, keyed by

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use room_domain::{RoomId, Timestamp, UserId};
 
-use crate::Result;
+use crate::error::Result;
 
 /// A join [`PasswordAttempts::check`] counted as a wrong password, to take back with
 /// [`PasswordAttempts::uncount`] if the room answers otherwise.

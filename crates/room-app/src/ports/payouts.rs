@@ -8,7 +8,7 @@ use room_domain::{Coins, RoomId, UserId};
 use serde::{Deserialize, Serialize};
 
 use super::wallet::CreditKind;
-use crate::Result;
+use crate::error::Result;
 
 /// A credit owed by a commit (a rocket reward), paid by the payout worker with
 /// [`Wallet::credit`](crate::ports::Wallet::credit) under `op_id`, then deleted.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use room_domain::{RoomId, Timestamp, UserId};
 
-use crate::Result;
+use crate::error::Result;
 
 /// Who is where, by heartbeat. A user is recorded in one room at most, with the time of their
 /// last heartbeat (or join) there.

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use room_domain::{Field, GiftId, Rejection, RoomId, Timestamp, UserId};
 use serde::{Deserialize, Serialize};
 
-use crate::Result;
+use crate::error::Result;
 
 /// The most robots one robot room's pool may hold.
 pub const MAX_ROBOTS: usize = 200;

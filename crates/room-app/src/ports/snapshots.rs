@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use room_domain::{RoomId, Snapshot};
 
-use crate::Result;
+use crate::error::Result;
 
 /// Snapshots of room state.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use room_domain::{CommandKind, RoomId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::Result;
+use crate::error::Result;
 
 /// A durable timer: at `due_at`, `command` is sent to the room as the system.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

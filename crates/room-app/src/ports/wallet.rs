@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use room_domain::{Coins, UserId};
 use serde::{Deserialize, Serialize};
 
-use crate::Result;
+use crate::error::Result;
 
 /// What the wallet knows of a debit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use room_domain::Timestamp;
 
-use crate::Result;
+use crate::error::Result;
 
 /// Exclusive claims on named pieces of background work among the processes that share a
 /// store, each with an expiry: a claimer that crashed loses its claims when they expire, and

@@ -14,8 +14,8 @@ use super::config::{OrchestratorConfig, OrchestratorDeps};
 use super::placement::{ORCHESTRATOR_GROUP, preferred_node};
 use super::runtime::{RobotRuntime, StopReason};
 use crate::cell::HeldCell;
+use crate::error::{Error, Result};
 use crate::ports::{MAX_ROBOT_ROOM_PAGE, RobotRoomConfig};
-use crate::{Error, Result};
 
 /// Rounds a room taken in place of its preferred node is kept before it is handed back.
 const FALLBACK_HOLD_ROUNDS: u64 = 12;

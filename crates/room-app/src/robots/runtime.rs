@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::config::OrchestratorDeps;
 use super::script::{RobotAction, RobotView, ScriptCarry, plan_step};
 use crate::cell::HeldCell;
+use crate::error::{Error, Result};
 use crate::ports::RobotRoomConfig;
-use crate::{Error, Result};
 
 /// How long a runtime trusts the catalog gifts it read.
 const GIFT_CACHE_FOR: Duration = Duration::from_secs(60);

@@ -8,8 +8,8 @@ use room_domain::{Actor, Command, CommandId, CommandKind, Rejection, RoomId, Use
 use super::idempotency::IdempotencyKey;
 use super::room_service::RoomService;
 use super::views::{BannedUser, OnlineUser, RankEntry, RankPeriod, rank_of};
+use crate::error::{Error, Result};
 use crate::ports::CommandReply;
-use crate::{Error, Result};
 
 impl RoomService {
     /// Runs a seat or moderation command as the actor; with a key, under the id it gives.

@@ -3,7 +3,7 @@
 
 use room_domain::{CommandId, RoomId, UserId};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The longest idempotency key, in characters.
 pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 64;
@@ -57,7 +57,7 @@ impl IdempotencyKey {
     pub(super) fn command_id(&self, user: &UserId, step: &str) -> Result<CommandId> {
         CommandId::new(format!(
             "{}key-{}",
-            crate::SYSTEM_ID_PREFIX,
+            crate::ids::SYSTEM_ID_PREFIX,
             self.digest(user, step)
         ))
         .map_err(Error::corrupt)
@@ -101,7 +101,7 @@ mod tests {
         assert!(
             id(&key, "alice", "command")
                 .as_str()
-                .starts_with(crate::SYSTEM_ID_PREFIX)
+                .starts_with(crate::ids::SYSTEM_ID_PREFIX)
         );
         assert!(IdempotencyKey::new("r", &"k".repeat(64)).is_ok());
     }

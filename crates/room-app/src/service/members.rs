@@ -7,7 +7,7 @@ use super::idempotency::IdempotencyKey;
 use super::password::verify_password;
 use super::room_service::RoomService;
 use super::views::RoomView;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl RoomService {
     /// Joins a room, then leaves the room the user was in before. The password, for a locked

@@ -3,9 +3,9 @@
 use room_domain::{Coins, UserId};
 
 use super::room_service::RoomService;
+use crate::error::{Error, Result};
 use crate::gifts::{GiftReceipt, SendGift};
 use crate::ports::{CatalogGift, CreditKind};
-use crate::{Error, Result};
 
 /// The most one admin credit may give: a trillion coins. Balances grow only by such credits
 /// and by what gifts pay back, so they stay far from the `i64` limit.

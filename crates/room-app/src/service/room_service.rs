@@ -10,12 +10,12 @@ use room_domain::{
 
 use super::idempotency::IdempotencyKey;
 use crate::cell::CellRuntime;
+use crate::error::{Error, Result};
 use crate::gifts::GiftSaga;
 use crate::ports::{
     ClockRef, CommandReply, GiftCatalogRef, IdGenRef, PasswordAttemptsRef, PresenceRef,
     RoomDirectoryRef, WalletRef,
 };
-use crate::{Error, Result};
 
 /// The ports the use cases need besides the runtime's.
 #[derive(Clone)]
@@ -44,7 +44,7 @@ pub struct RoomService {
     pub(super) ports: ServicePorts,
     pub(super) gifts: GiftSaga,
     /// Rooms found created, so that requests for rooms other nodes run read nothing.
-    known_rooms: crate::KnownRooms,
+    known_rooms: crate::known::KnownRooms,
 }
 
 impl RoomService {
@@ -63,7 +63,7 @@ impl RoomService {
             runtime,
             ports,
             gifts,
-            known_rooms: crate::KnownRooms::default(),
+            known_rooms: crate::known::KnownRooms::default(),
         }
     }
 

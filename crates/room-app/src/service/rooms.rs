@@ -9,8 +9,8 @@ use super::idempotency::IdempotencyKey;
 use super::password::hash_password;
 use super::room_service::RoomService;
 use super::views::{RoomPatch, RoomView, view_of};
+use crate::error::{Error, Result};
 use crate::ports::RoomSummary;
-use crate::{Error, Result};
 
 impl RoomService {
     /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
