@@ -18,6 +18,7 @@ pub mod ledger;
 mod local;
 mod memory;
 pub mod ports;
+pub mod robot_admin;
 pub mod robots;
 mod service;
 #[cfg(any(test, feature = "testkit"))]
@@ -42,6 +43,7 @@ pub use local::{
 };
 pub use memory::InMemoryStore;
 pub use ports::CommandReply;
+pub use robot_admin::RobotRoomAdmin;
 pub use service::{
     BannedUser, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS, OnlineUser, RankEntry,
     RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView, ServicePorts,

@@ -1,0 +1,156 @@
+//! The rules a robot room configuration is checked by beyond its own
+//! ([`RobotRoomConfig::validate`]): the numbers a request may ask for, the gift catalog, the
+//! pools of the other robot rooms, and whether a room is the one a creation makes.
+
+use std::collections::HashMap;
+
+use room_domain::{RoomId, RoomStatus, UserId};
+
+use super::refusal::RobotAdminError;
+use crate::ports::{
+    MAX_ROBOT_ROOM_PAGE, RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRoomsRef,
+};
+use crate::service::{RoomService, RoomView};
+
+/// The longest region code, in characters.
+const MAX_REGION_CHARS: usize = 32;
+
+/// A broken rule: the field, as the API names it, and the rule.
+pub(super) fn problem(field: impl Into<String>, reason: impl Into<String>) -> RobotAdminError {
+    RobotAdminError::Invalid(RobotRoomProblem {
+        field: field.into(),
+        reason: reason.into(),
+    })
+}
+
+/// The seat count a creation asks for: `default` unless given, else 1 to
+/// [`room_domain::MAX_SEATS`].
+pub(super) fn seat_count_of(asked: Option<i64>, default: u8) -> Result<u8, RobotAdminError> {
+    match asked {
+        None => Ok(default),
+        Some(count) => u8::try_from(count)
+            .ok()
+            .filter(|count| (1..=room_domain::MAX_SEATS).contains(count))
+            .ok_or_else(|| {
+                problem(
+                    "seat_count",
+                    format!("{count} is outside 1 to {}", room_domain::MAX_SEATS),
+                )
+            }),
+    }
+}
+
+/// A region code: up to 32 characters, no control character or bidirectional override.
+pub(super) fn check_region(region: &str) -> Result<(), RobotAdminError> {
+    if region.chars().count() > MAX_REGION_CHARS
+        || region.chars().any(|c| {
+            c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        })
+    {
+        return Err(problem(
+            "region",
+            "must have up to 32 characters, no control character or bidirectional override",
+        ));
+    }
+    Ok(())
+}
+
+/// A seat target as a seat number (its range against the seat count is
+/// [`RobotRoomConfig::validate`]'s).
+pub(super) fn seats_of(seats: i64) -> Result<u8, RobotAdminError> {
+    u8::try_from(seats).map_err(|_| {
+        problem(
+            "seats",
+            format!("{seats} is outside 0 to the seat count less one"),
+        )
+    })
+}
+
+/// Checks a configuration's rules, then that every gift of its mix is in the catalog and
+/// enabled (robots send gifts like users do, and a disabled gift cannot be sent).
+pub(super) async fn check_config(
+    service: &RoomService,
+    id_prefix: &str,
+    config: &RobotRoomConfig,
+) -> Result<(), RobotAdminError> {
+    config.validate(id_prefix)?;
+    let catalog = service.list_gifts().await?;
+    for (i, share) in config.gift_mix.iter().enumerate() {
+        let field = || format!("gift_mix[{i}].gift_id");
+        match catalog.iter().find(|gift| gift.gift_id == share.gift_id) {
+            None => {
+                return Err(problem(
+                    field(),
+                    format!("{} is not in the gift catalog", share.gift_id),
+                ));
+            }
+            Some(gift) if !gift.enabled => {
+                return Err(problem(
+                    field(),
+                    format!("{} is disabled in the gift catalog", share.gift_id),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a pool that shares a robot with another robot room's (a robot is in one room at a
+/// time): every other configuration is read, page by page. Two writes at the same moment may
+/// both pass.
+pub(super) async fn check_pool(
+    configs: &RobotRoomsRef,
+    room_id: &RoomId,
+    robots: &[UserId],
+) -> Result<(), RobotAdminError> {
+    let pool: HashMap<&UserId, usize> = robots
+        .iter()
+        .enumerate()
+        .map(|(i, robot)| (robot, i))
+        .collect();
+    let mut after = None;
+    loop {
+        let page = configs.list(after.clone(), MAX_ROBOT_ROOM_PAGE).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.room_id.clone());
+        for other in page.iter().filter(|other| other.room_id != *room_id) {
+            if let Some(i) = other
+                .robots
+                .iter()
+                .filter_map(|robot| pool.get(robot))
+                .min()
+            {
+                let i = *i;
+                return Err(problem(
+                    format!("robots[{i}]"),
+                    format!(
+                        "{} is in the pool of robot room {} (a robot is in one room at a time)",
+                        robots[i], other.room_id
+                    ),
+                ));
+            }
+        }
+        if page.len() < MAX_ROBOT_ROOM_PAGE as usize {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `room` shows `profile`.
+pub(super) fn shows(room: &RoomView, profile: &RobotProfile) -> bool {
+    room.name == profile.name
+        && room.notice == profile.notice
+        && room.cover_url == profile.cover_url
+}
+
+/// Whether `room` is the room a creation of `config` in `region` makes: open, owned by the
+/// pool's first robot, with the configuration's name and seat count and the region.
+pub(super) fn is_room_of(room: &RoomView, config: &RobotRoomConfig, region: &str) -> bool {
+    room.status == RoomStatus::Open
+        && room.owner.as_ref() == config.robots.first()
+        && room.name == config.profile.name
+        && room.seats.len() == usize::from(config.seat_count)
+        && room.region == region
+}
