@@ -14,6 +14,7 @@ mod orchestrator;
 mod order_identity;
 mod password_attempts;
 mod recent_replies;
+mod robot_admin;
 mod robots;
 mod runtime;
 mod saga_interactions;
