@@ -5,7 +5,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
-use room_domain::{CommandKind, RoomId, Timestamp, UserId};
+use room_app::rtc_events::{RtcEvent, RtcEventKind, RtcEvents, RtcOutcome, RtcRoom};
+use room_domain::{Timestamp, UserId};
 use secrecy::ExposeSecret;
 
 use crate::dto::RtcAck;
@@ -131,10 +132,9 @@ async fn handle(state: &AppState, callback: &Callback) -> ApiResult<&'static str
         sent_at_ms = ?callback.callback_ts,
         "RTC callback"
     );
-    // The event's own time lets the room ignore an event about an earlier seat session.
-    let make: fn(UserId, Option<Timestamp>) -> CommandKind = match callback.event_type {
-        EVENT_AUDIO_PUBLISH_STARTED => |user, at| CommandKind::ConfirmMicPublish { user, at },
-        EVENT_USER_LEFT => |user, at| CommandKind::RtcUserLeft { user, at },
+    let kind = match callback.event_type {
+        EVENT_AUDIO_PUBLISH_STARTED => RtcEventKind::AudioPublishStarted,
+        EVENT_USER_LEFT => RtcEventKind::UserLeft,
         _ => return Ok("ignored"),
     };
     let info = &callback.event_info;
@@ -144,47 +144,24 @@ async fn handle(state: &AppState, callback: &Callback) -> ApiResult<&'static str
     let Ok(user) = UserId::new(user) else {
         return Ok("ignored");
     };
-    let Some(room_id) = resolve_room(state, room).await? else {
-        return Ok("unknown_room");
+    let event = RtcEvent {
+        kind,
+        room: match room {
+            RtcRoomId::Text(text) => RtcRoom::Text(text.clone()),
+            RtcRoomId::Number(number) => RtcRoom::Number(*number),
+        },
+        user: user.clone(),
+        // The event's own time lets the room ignore an event about an earlier seat session.
+        at: callback.event_time_ms().map(Timestamp),
     };
     // Named by the event: a retry or replay within the window is the same command, answered
     // as the first time, and cannot act on a seat the user took since.
-    let command_id = rtc::command_id(callback, &room_id, &user);
-    match state
-        .service
-        .system_command_as(
-            &room_id,
-            command_id,
-            make(user, callback.event_time_ms().map(Timestamp)),
-        )
-        .await
-    {
-        Ok(_) => Ok("applied"),
-        // A definite answer: retrying cannot change it.
-        Err(room_app::Error::Rejected(_)) => Ok("refused"),
-        Err(error) => Err(error.into()),
-    }
-}
-
-/// The room a TRTC room id names: a string is the room id, a number the short id.
-async fn resolve_room(state: &AppState, room: &RtcRoomId) -> ApiResult<Option<RoomId>> {
-    let directory = &state.service.ports().directory;
-    match room {
-        RtcRoomId::Text(text) => {
-            if let Ok(room_id) = RoomId::new(text)
-                && state.room_exists(&room_id).await?
-            {
-                return Ok(Some(room_id));
-            }
-            // Some clients pass the numeric id as a string.
-            match text.parse::<u32>() {
-                Ok(short_id) => Ok(directory.get_by_short_id(short_id).await?),
-                Err(_) => Ok(None),
-            }
-        }
-        RtcRoomId::Number(number) => match u32::try_from(*number) {
-            Ok(short_id) => Ok(directory.get_by_short_id(short_id).await?),
-            Err(_) => Ok(None),
-        },
-    }
+    let outcome = RtcEvents::new(state.service.clone())
+        .apply(event, |room_id| rtc::command_id(callback, room_id, &user))
+        .await?;
+    Ok(match outcome {
+        RtcOutcome::Applied => "applied",
+        RtcOutcome::Refused => "refused",
+        RtcOutcome::UnknownRoom => "unknown_room",
+    })
 }
