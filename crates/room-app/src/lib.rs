@@ -20,6 +20,7 @@ mod memory;
 pub mod ports;
 pub mod robot_admin;
 pub mod robots;
+pub mod room_feed;
 pub mod rtc_events;
 mod service;
 #[cfg(any(test, feature = "testkit"))]

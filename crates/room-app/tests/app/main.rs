@@ -16,6 +16,7 @@ mod password_attempts;
 mod recent_replies;
 mod robot_admin;
 mod robots;
+mod room_feed;
 mod rtc_events;
 mod runtime;
 mod saga_interactions;

@@ -24,8 +24,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt, stream};
 use room_app::RoomWatch;
-use room_app::ports::{DisplayMessage, ReadKind};
-use room_domain::{Event, Rejection, RoomId, UserId};
+use room_app::ports::DisplayMessage;
+use room_app::room_feed::{CatchUp, RoomFeed, ends_watch};
+use room_domain::UserId;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::Auth;
@@ -57,8 +58,13 @@ pub async fn room_events(
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let last_seen = last_event_id(&headers)?;
     let room_id = state.existing_room(&room_id).await?;
+    let feed = RoomFeed::new(
+        state.service.clone(),
+        state.messenger.clone(),
+        state.sse_replay_max,
+    );
     // Outsiders are refused before anything is held for them.
-    membership(&state, &room_id, &actor.user_id).await?;
+    feed.member_version(&room_id, &actor.user_id).await?;
     let slot = state.streams.try_acquire(&actor.user_id).ok_or_else(|| {
         ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -67,52 +73,31 @@ pub async fn room_events(
         )
         .retryable()
     })?;
-    // Subscribe, then read the room again: nothing committed after this read is missed, and a
-    // watcher who left in between is refused (dropping the subscription).
-    let receiver = state.messenger.subscribe(&room_id);
-    let version = membership(&state, &room_id, &actor.user_id).await?;
+    let opened = feed.open(&room_id, &actor.user_id, last_seen).await?;
     metrics::counter!("room_sse_streams_total").increment(1);
     let subscribed = SseEvent::default()
         .event("subscribed")
-        .data(serde_json::json!({ "room_id": room_id, "version": version }).to_string());
-    // A reconnect gets what it missed up to `version`, and from the live feed only what
-    // follows (the feed, subscribed before `version` was read, may repeat some of it).
+        .data(serde_json::json!({ "room_id": room_id, "version": opened.version }).to_string());
     let mut first = vec![subscribed];
-    let mut skip_through = 0;
-    if let Some(seen) = last_seen {
-        skip_through = version;
-        // Too many missed, or some no longer in the log (pruned behind a snapshot): the
-        // watcher reads the room again.
-        let missed = if version.saturating_sub(seen) > state.sse_replay_max {
-            None
-        } else if seen < version {
-            state
-                .service
-                .runtime()
-                .missed_events(&room_id, seen, version)
-                .await?
-        } else {
-            Some(Vec::new())
-        };
-        match missed {
-            Some(missed) => {
-                metrics::counter!("room_sse_replayed_events_total").increment(missed.len() as u64);
-                first.extend(missed.iter().map(sse_event));
-            }
-            None => {
-                metrics::counter!("room_sse_resyncs_total").increment(1);
-                first.push(
-                    SseEvent::default()
-                        .event("resync")
-                        .data(serde_json::json!({ "version": version }).to_string()),
-                );
-            }
+    match opened.catch_up {
+        None => {}
+        Some(CatchUp::Missed(missed)) => {
+            metrics::counter!("room_sse_replayed_events_total").increment(missed.len() as u64);
+            first.extend(missed.iter().map(sse_event));
+        }
+        Some(CatchUp::Resync) => {
+            metrics::counter!("room_sse_resyncs_total").increment(1);
+            first.push(
+                SseEvent::default()
+                    .event("resync")
+                    .data(serde_json::json!({ "version": opened.version }).to_string()),
+            );
         }
     }
     let watch = Watch {
-        receiver,
+        receiver: opened.watch,
         user: actor.user_id,
-        skip_through,
+        skip_through: opened.skip_through,
         done: false,
         _slot: slot,
     };
@@ -120,19 +105,6 @@ pub async fn room_events(
         .chain(stream::unfold(watch, next_event))
         .take_until(state.shutdown.clone().cancelled_owned());
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.sse_keep_alive)))
-}
-
-/// The room's version when `user` is a member; `NOT_A_MEMBER` otherwise.
-async fn membership(state: &AppState, room_id: &RoomId, user: &UserId) -> ApiResult<u64> {
-    let seen = state
-        .service
-        .runtime()
-        .membership(room_id, user, ReadKind::Committed)
-        .await?;
-    if !seen.member {
-        return Err(Rejection::NotAMember { user: user.clone() }.into());
-    }
-    Ok(seen.version)
 }
 
 /// The `Last-Event-ID` header: `None` when absent, 400 `INVALID_LAST_EVENT_ID` when it is
@@ -204,15 +176,4 @@ async fn next_event(mut watch: Watch) -> Option<(Result<SseEvent, Infallible>, W
         Err(RecvError::Closed) => return None,
     };
     Some((Ok(event), watch))
-}
-
-/// Whether `event` ends `user`'s watch: they are no longer in the room.
-fn ends_watch(event: &Event, user: &UserId) -> bool {
-    match event {
-        Event::RoomUserLeft { user: who, .. } | Event::RoomUserKicked { user: who, .. } => {
-            who == user
-        }
-        Event::RoomClosed { .. } => true,
-        _ => false,
-    }
 }
