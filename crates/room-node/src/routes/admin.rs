@@ -407,3 +407,104 @@ pub async fn delete_robot_room(
         .map_err(refusal)?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+#[cfg(test)]
+mod tests {
+    use room_app::ports::RobotRoomProblem;
+    use room_app::robot_admin::ExistsReason;
+
+    use super::*;
+
+    #[test]
+    fn robot_room_refusals_keep_their_status_code_and_message() {
+        let room = RoomId::new("rk1").unwrap();
+        let answer = |error: RobotAdminError| {
+            let error = refusal(error);
+            (
+                error.status.as_u16(),
+                error.code.into_owned(),
+                error.message,
+            )
+        };
+        let invalid = RobotRoomProblem {
+            field: "robots[3]".into(),
+            reason: "is in the pool twice".into(),
+        };
+        assert_eq!(
+            answer(RobotAdminError::Invalid(invalid)),
+            (
+                400,
+                "INVALID_ROBOT_ROOM".into(),
+                "robots[3]: is in the pool twice".into()
+            )
+        );
+        assert_eq!(
+            answer(RobotAdminError::NotFound(room.clone())),
+            (
+                404,
+                "ROBOT_ROOM_NOT_FOUND".into(),
+                "room rk1 has no robot room configuration".into()
+            )
+        );
+        assert_eq!(
+            answer(RobotAdminError::Exists {
+                room_id: room.clone(),
+                why: ExistsReason::Closed,
+            }),
+            (
+                409,
+                "ROBOT_ROOM_EXISTS".into(),
+                "this key or content was used before for room rk1, which is closed: send \
+                 another Idempotency-Key for another room"
+                    .into()
+            )
+        );
+        assert_eq!(
+            answer(RobotAdminError::Changed(room.clone())),
+            (
+                409,
+                "ROBOT_ROOM_CHANGED".into(),
+                "robot room rk1 changed meanwhile: read it again".into()
+            )
+        );
+        assert_eq!(
+            answer(RobotAdminError::RoomClosed(room)),
+            (
+                422,
+                "ROOM_CLOSED".into(),
+                "room rk1 is closed: its profile cannot change".into()
+            )
+        );
+        // A retryable failure after a first write says the same request finishes it; any
+        // other failure answers as the error itself would.
+        let unfinished = refusal(RobotAdminError::ConfigNotStored(
+            room_app::Error::unavailable("db down"),
+        ));
+        assert!(unfinished.retryable);
+        assert_eq!(unfinished.status.as_u16(), 503);
+        assert_eq!(
+            unfinished.message,
+            "the room was created but its robot configuration not stored yet; retry the same \
+             request"
+        );
+        let unfinished = refusal(RobotAdminError::ProfileNotShown(
+            room_app::Error::unavailable("db down"),
+        ));
+        assert!(
+            unfinished
+                .message
+                .starts_with("the configuration is stored but")
+        );
+        let failed = refusal(RobotAdminError::ProfileNotShown(room_app::Error::internal(
+            "bug",
+        )));
+        assert_eq!(
+            (
+                failed.status.as_u16(),
+                failed.code.as_ref(),
+                failed.retryable
+            ),
+            (500, "INTERNAL", false)
+        );
+    }
+}
