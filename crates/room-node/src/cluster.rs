@@ -26,15 +26,15 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use room_app::ports::{ForwardedCommand, Forwarder, Membership, ReadKind};
-use room_app::{CommandReply, Error, RemoteError};
+use room_app::{CommandReply, Error};
 use room_domain::{Actor, Event, GiftOrder, RoomId, RoomState, UserId};
 use secrecy::{ExposeSecret, SecretString};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::extract::parse_id;
-use crate::link::{Failure, LINK_PROTOCOL, LinkAnswer, LinkItem, Links};
+use crate::link::{Failure, ForwardAnswer, LINK_PROTOCOL, LinkAnswer, LinkItem, Links, MAX_LINKS};
 use crate::state::AppState;
 
 /// Idle keep-alive connections a [`NodeForwarder`] keeps to each other node for whole-state
@@ -43,34 +43,6 @@ const MAX_IDLE_PER_NODE: usize = 16;
 
 /// The path of the internal endpoint's routes.
 pub const INTERNAL_PREFIX: &str = "/internal/v1";
-
-/// The answer of the internal endpoint to a forwarded request: the reply, or the error the
-/// owner's runtime answered.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ForwardAnswer<T> {
-    /// What the owner answered.
-    Ok(T),
-    /// The owner's error, with its meaning.
-    Err(RemoteError),
-}
-
-impl<T> ForwardAnswer<T> {
-    /// The answer to a request that ended with `result`.
-    pub(crate) fn of(result: room_app::Result<T>) -> Self {
-        match result {
-            Ok(value) => ForwardAnswer::Ok(value),
-            Err(error) => ForwardAnswer::Err(RemoteError::from(&error)),
-        }
-    }
-
-    fn into_result(self, room_id: &RoomId) -> room_app::Result<T> {
-        match self {
-            ForwardAnswer::Ok(value) => Ok(value),
-            ForwardAnswer::Err(error) => Err(error.into_error(room_id)),
-        }
-    }
-}
 
 /// Whether `given` is the configured internal token, in time that does not depend on where
 /// they differ (both are hashed first, so their lengths leak nothing either).
@@ -195,29 +167,6 @@ async fn open_link(State(state): State<AppState>, mut request: Request) -> Respo
         .header(axum::http::header::UPGRADE, LINK_PROTOCOL)
         .body(axum::body::Body::empty())
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
-}
-
-/// The most links a node serves at once (a cluster has far fewer nodes).
-pub const MAX_LINKS: usize = 256;
-
-/// The links a node serves: their number, bounded, and their tasks, which a stopping node
-/// waits for (they end once the requests under way are answered).
-#[derive(Clone)]
-pub struct LinkTasks {
-    /// One permit per link served.
-    pub slots: Arc<tokio::sync::Semaphore>,
-    /// The links' tasks.
-    pub tasks: tokio_util::task::TaskTracker,
-}
-
-impl LinkTasks {
-    /// Room for [`MAX_LINKS`] links, their tasks tracked by `tasks`.
-    pub fn new(tasks: tokio_util::task::TaskTracker) -> Self {
-        LinkTasks {
-            slots: Arc::new(tokio::sync::Semaphore::new(MAX_LINKS)),
-            tasks,
-        }
-    }
 }
 
 /// Runs one request of a link on this node and answers it. A request whose ids do not parse

@@ -13,12 +13,21 @@ use figment::providers::{Env, Format, Toml};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
+use crate::role::Role;
+
 /// The configuration file read when it exists (relative to the working directory).
 pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 
 /// The JWT secret used when none is configured. Anyone can mint tokens with it: the service
 /// logs a loud warning when it runs with this value.
 pub const DEV_JWT_SECRET: &str = "room-service-development-secret-do-not-use-in-production";
+
+/// The largest request body: 64 KiB. It bounds a request's frame on an internal link too.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The default consumer group of the IM group effects (`workers.im_effects_group`): every node
+/// that runs them shares the topic's partitions in it.
+pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
 
 /// The widest `rtc.callback_window_secs` accepted, a day: wider, a captured callback could be
 /// replayed long after its event, which is what the window is there to refuse.
@@ -361,8 +370,8 @@ impl AuthSettings {
     }
 
     /// The token authority these settings describe.
-    pub fn authenticator(&self) -> anyhow::Result<crate::Authenticator> {
-        crate::Authenticator::with_claims(
+    pub fn authenticator(&self) -> anyhow::Result<crate::auth::Authenticator> {
+        crate::auth::Authenticator::with_claims(
             &self.jwt_secret,
             self.issuer.as_deref(),
             self.audience.as_deref(),
@@ -520,7 +529,7 @@ impl Default for WorkerSettings {
             batch_limit: 200,
             in_process: true,
             claim_ttl_secs: 30,
-            im_effects_group: crate::im::GROUP_EFFECTS_CONSUMER_GROUP.to_owned(),
+            im_effects_group: GROUP_EFFECTS_CONSUMER_GROUP.to_owned(),
         }
     }
 }
@@ -716,7 +725,7 @@ impl Settings {
 
     /// [`Settings::validate`], and what a node of `role` needs besides: a worker runs beside
     /// other nodes, so it needs shared storage and the lease.
-    pub fn validate_for(&self, role: crate::Role) -> anyhow::Result<()> {
+    pub fn validate_for(&self, role: Role) -> anyhow::Result<()> {
         self.validate()?;
         anyhow::ensure!(
             self.im.sdk_app_id.is_some() == self.im.secret_key.is_some(),
@@ -744,14 +753,14 @@ impl Settings {
         if self.im.is_configured() {
             self.im.validate().map_err(anyhow::Error::msg)?;
         }
-        let runs_passes = role == crate::Role::Worker || self.workers.in_process;
+        let runs_passes = role == Role::Worker || self.workers.in_process;
         anyhow::ensure!(
             !(self.im.is_configured() && runs_passes) || self.kafka.is_enabled(),
             "Tencent IM is configured and this node runs the background work, whose IM group \
              effects (creating, destroying, muting, banning) follow the durable facts on the \
              Kafka topic: set ROOM__KAFKA__BROKERS"
         );
-        if role == crate::Role::Orchestrator {
+        if role == Role::Orchestrator {
             anyhow::ensure!(
                 self.is_clustered() && !self.storage.url.starts_with("sqlite:"),
                 "room-orchestrator runs the robot rooms of a cluster beside room-api nodes, on \
@@ -769,7 +778,7 @@ impl Settings {
                 self.lease.ttl_ms
             );
         }
-        if role == crate::Role::Worker {
+        if role == Role::Worker {
             anyhow::ensure!(
                 !self.storage.url.starts_with("sqlite:"),
                 "room-worker needs storage that several processes share, and \
@@ -1117,28 +1126,28 @@ mod tests {
             s.auth.jwt_secret = secret.clone();
             s
         };
-        let refused = |s: Settings, role: crate::Role, key: &str| {
+        let refused = |s: Settings, role: Role, key: &str| {
             let message = s.validate_for(role).unwrap_err().to_string();
             assert!(message.contains(key), "{key}: {message}");
         };
-        assert!(base().validate_for(crate::Role::Api).is_ok());
-        refused(base(), crate::Role::Worker, "SQLite");
-        refused(base(), crate::Role::Orchestrator, "room-orchestrator");
+        assert!(base().validate_for(Role::Api).is_ok());
+        refused(base(), Role::Worker, "SQLite");
+        refused(base(), Role::Orchestrator, "room-orchestrator");
         let mut s = base();
         s.workers.in_process = false;
-        refused(s, crate::Role::Api, "ROOM__WORKERS__IN_PROCESS");
+        refused(s, Role::Api, "ROOM__WORKERS__IN_PROCESS");
         let mut s = base();
         s.im.sdk_app_id = Some(1_400_000_000);
-        refused(s, crate::Role::Api, "ROOM__IM__SECRET_KEY");
+        refused(s, Role::Api, "ROOM__IM__SECRET_KEY");
         let mut s = base();
         s.im = adapters_tencent_im::ImSettings::new(1_400_000_000, "key");
-        refused(s, crate::Role::Api, "ROOM__KAFKA__BROKERS");
+        refused(s, Role::Api, "ROOM__KAFKA__BROKERS");
         // IM on an API node that leaves the background work to workers needs no Kafka.
         let mut s = base();
         s.storage.url = "memory://".into();
         s.workers.in_process = false;
         s.im = adapters_tencent_im::ImSettings::new(1_400_000_000, "key");
-        assert!(s.validate_for(crate::Role::Api).is_ok());
+        assert!(s.validate_for(Role::Api).is_ok());
     }
 
     #[test]
@@ -1201,7 +1210,7 @@ mod tests {
         let token = auth.mint(&alice, false, Duration::from_secs(60)).unwrap();
         assert_eq!(auth.verify(&token).unwrap().user_id, alice);
         // A token minted without the claims does not pass.
-        let plain = crate::Authenticator::new(&settings.auth.jwt_secret)
+        let plain = crate::auth::Authenticator::new(&settings.auth.jwt_secret)
             .unwrap()
             .mint(&alice, false, Duration::from_secs(60))
             .unwrap();

@@ -24,10 +24,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 
-/// The default consumer group of the group effects (`workers.im_effects_group`): every node
-/// that runs them shares the topic's partitions in it.
-pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
-
 /// How long chat switched off mutes a member in the group, in seconds (30 days): switching it
 /// on lifts the mute sooner; a member who joins (again) while it is off is muted anew.
 const CHAT_OFF_MUTE_SECS: u64 = 30 * 24 * 3600;

@@ -23,6 +23,7 @@ mod im;
 mod kafka;
 mod limits;
 mod link;
+mod role;
 mod routes;
 mod rtc;
 mod run;
@@ -30,22 +31,23 @@ mod serve;
 mod state;
 mod storage;
 
-pub use app::{App, Role};
+pub use app::App;
 pub use auth::{
     ADMIN_ROLE, Audience, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin,
 };
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
-pub use cluster::{ForwardAnswer, INTERNAL_PREFIX, MAX_LINKS, token_matches};
+pub use cluster::{INTERNAL_PREFIX, token_matches};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
-    DEV_JWT_SECRET, HttpSettings, LeaseSettings, LimitSettings, MAX_CALLBACK_WINDOW_SECS,
-    MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS, OutboxSettings, PresenceSettings, RtcSettings,
-    Settings, SseSettings, StorageSettings, WorkerSettings,
+    DEV_JWT_SECRET, GROUP_EFFECTS_CONSUMER_GROUP, HttpSettings, LeaseSettings, LimitSettings,
+    MAX_BODY_BYTES, MAX_CALLBACK_WINDOW_SECS, MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS,
+    OutboxSettings, PresenceSettings, RtcSettings, Settings, SseSettings, StorageSettings,
+    WorkerSettings,
 };
 pub use error::{ApiError, ErrorBody, ErrorResponse};
-pub use im::GROUP_EFFECTS_CONSUMER_GROUP;
-pub use link::{LINK_PATH, LINK_PROTOCOL, MAX_FRAME};
-pub use routes::{MAX_BODY_BYTES, openapi};
+pub use link::{ForwardAnswer, LINK_PATH, LINK_PROTOCOL, MAX_FRAME, MAX_LINKS};
+pub use role::Role;
+pub use routes::openapi;
 pub use rtc::sign as rtc_sign;
 pub use run::run;
 pub use storage::Storage;

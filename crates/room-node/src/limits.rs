@@ -14,7 +14,7 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::extract::{FromRef, FromRequestParts, MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -23,10 +23,9 @@ use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 use room_domain::UserId;
 
-use crate::auth::Auth;
+use crate::auth::{Auth, AuthenticatorRef};
 use crate::config::LimitSettings;
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// A class of requests with a budget of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,13 +177,30 @@ impl RateLimits {
     }
 }
 
+/// What the [`rate_limit`] middleware needs: the buckets, and the token authority that tells
+/// whose request it is.
+#[derive(Clone)]
+pub struct RateLimitState {
+    /// The buckets.
+    pub limits: Arc<RateLimits>,
+    /// Token checks, to name the user of a request.
+    pub auth: AuthenticatorRef,
+}
+
+impl FromRef<RateLimitState> for AuthenticatorRef {
+    fn from_ref(state: &RateLimitState) -> Self {
+        state.auth.clone()
+    }
+}
+
 /// The middleware: a request of a limited class, with a valid bearer token, takes a token from
 /// its user's bucket or is answered 429 `RATE_LIMITED` with `Retry-After`. Requests without a
 /// valid token pass (their handler refuses them).
-pub async fn rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(limits) = state.limits.as_deref() else {
-        return next.run(request).await;
-    };
+pub async fn rate_limit(
+    State(state): State<RateLimitState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let class = request
         .extensions()
         .get::<MatchedPath>()
@@ -193,7 +209,7 @@ pub async fn rate_limit(State(state): State<AppState>, request: Request, next: N
         return next.run(request).await;
     };
     let (mut parts, body) = request.into_parts();
-    let user = <Auth as FromRequestParts<AppState>>::from_request_parts(&mut parts, &state)
+    let user = <Auth as FromRequestParts<RateLimitState>>::from_request_parts(&mut parts, &state)
         .await
         .ok()
         .map(|Auth(actor)| actor.user_id);
@@ -201,7 +217,7 @@ pub async fn rate_limit(State(state): State<AppState>, request: Request, next: N
     let Some(user) = user else {
         return next.run(request).await;
     };
-    match limits.check(class, &user) {
+    match state.limits.check(class, &user) {
         Ok(()) => next.run(request).await,
         Err(RetryAfter(wait)) => {
             metrics::counter!("http_rate_limited_total", "class" => class.label()).increment(1);

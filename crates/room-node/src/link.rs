@@ -36,6 +36,8 @@ use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::{FutureExt, future::BoxFuture};
+use room_app::RemoteError;
+use room_domain::RoomId;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -44,7 +46,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::routes::MAX_BODY_BYTES;
+use crate::config::MAX_BODY_BYTES;
 use crate::serve::GaugeUp;
 
 /// The path of the link route, under the internal prefix.
@@ -122,12 +124,63 @@ pub enum LinkItem {
 #[serde(rename_all = "snake_case")]
 pub enum LinkAnswer {
     /// The answer to [`LinkItem::Execute`].
-    Execute(crate::cluster::ForwardAnswer<room_app::CommandReply>),
+    Execute(ForwardAnswer<room_app::CommandReply>),
     /// The answer to [`LinkItem::ApplyGift`]: the reply with the gift's `RoomGiftSent` event
     /// only, all the saga reads of it.
-    ApplyGift(crate::cluster::ForwardAnswer<room_app::CommandReply>),
+    ApplyGift(ForwardAnswer<room_app::CommandReply>),
     /// The answer to [`LinkItem::Membership`].
-    Membership(crate::cluster::ForwardAnswer<room_app::ports::Membership>),
+    Membership(ForwardAnswer<room_app::ports::Membership>),
+}
+
+/// The answer of the internal endpoint to a forwarded request: the reply, or the error the
+/// owner's runtime answered.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForwardAnswer<T> {
+    /// What the owner answered.
+    Ok(T),
+    /// The owner's error, with its meaning.
+    Err(RemoteError),
+}
+
+impl<T> ForwardAnswer<T> {
+    /// The answer to a request that ended with `result`.
+    pub(crate) fn of(result: room_app::Result<T>) -> Self {
+        match result {
+            Ok(value) => ForwardAnswer::Ok(value),
+            Err(error) => ForwardAnswer::Err(RemoteError::from(&error)),
+        }
+    }
+
+    pub(crate) fn into_result(self, room_id: &RoomId) -> room_app::Result<T> {
+        match self {
+            ForwardAnswer::Ok(value) => Ok(value),
+            ForwardAnswer::Err(error) => Err(error.into_error(room_id)),
+        }
+    }
+}
+
+/// The most links a node serves at once (a cluster has far fewer nodes).
+pub const MAX_LINKS: usize = 256;
+
+/// The links a node serves: their number, bounded, and their tasks, which a stopping node
+/// waits for (they end once the requests under way are answered).
+#[derive(Clone)]
+pub struct LinkTasks {
+    /// One permit per link served.
+    pub slots: Arc<tokio::sync::Semaphore>,
+    /// The links' tasks.
+    pub tasks: tokio_util::task::TaskTracker,
+}
+
+impl LinkTasks {
+    /// Room for [`MAX_LINKS`] links, their tasks tracked by `tasks`.
+    pub fn new(tasks: tokio_util::task::TaskTracker) -> Self {
+        LinkTasks {
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_LINKS)),
+            tasks,
+        }
+    }
 }
 
 /// Writes `payload` as a frame numbered `id` (see the module), at most `max` bytes after its
@@ -330,9 +383,9 @@ fn push_answer(unsent: &mut Vec<u8>, id: u64, answer: &LinkAnswer) {
         Ok(frame) => unsent.extend_from_slice(&frame),
         Err(error) => {
             tracing::error!(error = %error, "an answer over an internal link cannot be sent");
-            let refusal = crate::cluster::ForwardAnswer::of(Err(room_app::Error::Unavailable(
-                format!("the answer was not sent: {error}"),
-            )));
+            let refusal = ForwardAnswer::of(Err(room_app::Error::Unavailable(format!(
+                "the answer was not sent: {error}"
+            ))));
             if let Ok(frame) = frame(id, &LinkAnswer::Execute(refusal), MAX_ANSWER_FRAME) {
                 unsent.extend_from_slice(&frame);
             }
@@ -830,13 +883,11 @@ mod tests {
     }
 
     fn member_answer(member: bool) -> LinkAnswer {
-        LinkAnswer::Membership(crate::cluster::ForwardAnswer::of(Ok(
-            room_app::ports::Membership {
-                status: room_domain::RoomStatus::Open,
-                member,
-                version: 1,
-            },
-        )))
+        LinkAnswer::Membership(ForwardAnswer::of(Ok(room_app::ports::Membership {
+            status: room_domain::RoomStatus::Open,
+            member,
+            version: 1,
+        })))
     }
 
     /// Polls `condition` until it holds, at most ten seconds.

@@ -27,11 +27,10 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::config::MAX_BODY_BYTES;
 use crate::error::{ApiError, ErrorResponse};
+use crate::limits::{RateLimitState, rate_limit};
 use crate::state::AppState;
-
-/// The largest request body: 64 KiB.
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -169,13 +168,15 @@ pub fn router(state: AppState, request_timeout: Duration, public: bool) -> Route
         .with_state(state.clone());
     // Innermost, where the route is known; its 429s are counted by `record_metrics`. With the
     // limits off, requests do not pass through it at all.
-    let routes = if state.limits.is_some() {
-        routes.layer(middleware::from_fn_with_state(
-            state,
-            crate::limits::rate_limit,
-        ))
-    } else {
-        routes
+    let routes = match state.limits.clone() {
+        Some(limits) => routes.layer(middleware::from_fn_with_state(
+            RateLimitState {
+                limits,
+                auth: state.auth.clone(),
+            },
+            rate_limit,
+        )),
+        None => routes,
     };
     routes
         // Layers run bottom-up on the way in: the last added is the outermost.

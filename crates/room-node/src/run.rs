@@ -3,8 +3,9 @@
 
 use anyhow::Context;
 
-use crate::app::{App, Role};
+use crate::app::App;
 use crate::config::Settings;
+use crate::role::Role;
 
 /// Serves a node of `role` built from `settings` on `http.addr` until SIGINT or SIGTERM, then
 /// stops it gracefully. Logs go to stdout, filtered by `RUST_LOG` (default `info`).

@@ -15,6 +15,7 @@ use crate::auth::AuthenticatorRef;
 use crate::error::ApiResult;
 use crate::extract::parse_id;
 use crate::limits::{RateLimits, StreamSlots};
+use crate::link::LinkTasks;
 
 /// Shared state of the handlers: one pointer, so the clone axum makes for every handler and
 /// layer of every request is one reference count (its fields are read through `Deref`).
@@ -74,7 +75,7 @@ pub struct HandlerContext {
     /// The user-id prefix that marks robots (`[robots] id_prefix`).
     pub robot_id_prefix: String,
     /// The internal links this node serves (other nodes' forwarded requests).
-    pub links: crate::cluster::LinkTasks,
+    pub links: LinkTasks,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {
