@@ -1,0 +1,212 @@
+//! String and array schemas that say in the OpenAPI document exactly what the server enforces
+//! (`room_domain`'s id rule, the room's text rules, the sizes of lists), so that generated
+//! clients and fuzzers send what the server takes. Request bodies name them in their fields'
+//! `#[schema(value_type = ...)]`.
+
+use std::borrow::Cow;
+
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
+
+// The characters the server refuses, spelled as regular expression ranges that ECMA-262 and
+// the common generators read alike (`\uXXXX` escapes, no `\s`, whose meaning varies).
+// Control characters (`char::is_control`):
+//   \u0000-\u001f \u007f-\u009f
+// Whitespace besides those (`char::is_whitespace`):
+//   \u0020 \u00a0 \u1680 \u2000-\u200a \u2028 \u2029 \u202f \u205f \u3000
+// Bidirectional embeddings, overrides and isolates, refused in texts people read:
+//   \u202a-\u202e \u2066-\u2069
+
+/// String schemas that say in the OpenAPI document exactly what the server enforces on a
+/// string (`room_domain`'s id rule, the room's text rules), so that generated clients and
+/// fuzzers send what the server takes.
+macro_rules! string_schema {
+    ($(#[$meta:meta])* $name:ident, $description:literal, $min:expr, $max:expr, $pattern:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name;
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some($description))
+                    .min_length($min)
+                    .max_length(Some($max))
+                    .pattern(Some($pattern))
+                    .into()
+            }
+        }
+
+        impl ToSchema for $name {
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+        }
+    };
+}
+
+string_schema!(
+    /// The schema of every id (room, user, gift, order, operation): `room_domain`'s rule.
+    Id,
+    "1 to 64 printable characters of the Basic Multilingual Plane: no whitespace, no control, \
+     format, bidirectional or other invisible character, no `/`.",
+    Some(1),
+    room_domain::MAX_ID_CHARS,
+    r"^[\u0021-\u002e\u0030-\u007e\u00a1-\u00ac\u00ae-\u034e\u0350-\u05ff\u0606-\u061b\u061d-\u06dc\u06de-\u070e\u0710-\u088f\u0892-\u08e1\u08e3-\u115e\u1161-\u167f\u1681-\u17b3\u17b6-\u180a\u1810-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\u3163\u3165-\ud7ff\ue000-\ufdcf\ufdf0-\ufdff\ufe10-\ufefe\uff00-\uff9f\uffa1-\uffef\ufffc-\ufffd]+$"
+);
+
+string_schema!(
+    /// The schema of a gift order id: an [`Id`] that does not start with `sys-` (reserved for
+    /// the ids the service makes up).
+    OrderIdSchema,
+    "The client's idempotency key, the sender's own: an id (1 to 64 printable characters of the \
+     Basic Multilingual Plane: no whitespace, no control, format, bidirectional or other \
+     invisible character, no `/`) not starting with `sys-` (reserved).",
+    Some(1),
+    room_domain::MAX_ID_CHARS,
+    r"^(?!sys-)[\u0021-\u002e\u0030-\u007e\u00a1-\u00ac\u00ae-\u034e\u0350-\u05ff\u0606-\u061b\u061d-\u06dc\u06de-\u070e\u0710-\u088f\u0892-\u08e1\u08e3-\u115e\u1161-\u167f\u1681-\u17b3\u17b6-\u180a\u1810-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\u3163\u3165-\ud7ff\ue000-\ufdcf\ufdf0-\ufdff\ufe10-\ufefe\uff00-\uff9f\uffa1-\uffef\ufffc-\ufffd]+$"
+);
+
+string_schema!(
+    /// The schema of a room name.
+    RoomName,
+    "1 to 30 characters with at least one that is not whitespace (the name is trimmed), \
+     no control character, no bidirectional embedding, override or isolate.",
+    Some(1),
+    room_domain::Field::Name.max_chars() as usize,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202a-\u202f\u205f\u2066-\u2069\u3000][^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a room's notice board.
+    Notice,
+    "Up to 500 characters; line breaks and tabs are allowed, other control characters and \
+     bidirectional embeddings, overrides and isolates are not.",
+    None,
+    room_domain::Field::Notice.max_chars() as usize,
+    r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of an image URL.
+    ImageUrl,
+    "Up to 512 characters, no control character, no bidirectional embedding, override or \
+     isolate; `\"\"` removes the image.",
+    None,
+    room_domain::Field::CoverUrl.max_chars() as usize,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a region code.
+    Region,
+    "Up to 32 characters, no control character, no bidirectional embedding, override or \
+     isolate.",
+    None,
+    room_domain::Field::Region.max_chars() as usize,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a catalog gift's display name.
+    GiftName,
+    "1 to 64 characters with at least one that is not whitespace.",
+    Some(1),
+    room_app::ports::MAX_GIFT_NAME_CHARS,
+    r"[^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+);
+
+/// The schema of a gift's recipients: 1 to 20 distinct user ids.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipients;
+
+impl PartialSchema for Recipients {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(Id::schema())
+            .min_items(Some(1))
+            .max_items(Some(room_domain::MAX_RECIPIENTS as usize))
+            .unique_items(true)
+            .description(Some("1 to 20 distinct members of the room"))
+            .into()
+    }
+}
+
+impl ToSchema for Recipients {}
+
+/// The schema of a robot pool: 1 to 200 distinct robot user ids.
+#[derive(Debug, Clone, Copy)]
+pub struct RobotPool;
+
+impl PartialSchema for RobotPool {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(Id::schema())
+            .min_items(Some(1))
+            .max_items(Some(room_app::ports::MAX_ROBOTS))
+            .unique_items(true)
+            .description(Some(
+                "1 to 200 distinct robot user ids, each starting with the configured robot \
+                 prefix (`[robots] id_prefix`, default `robot-`); the first owns the room",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for RobotPool {}
+
+/// The schema of a robot room's audience: 24 numbers, one for each hour of the day.
+#[derive(Debug, Clone, Copy)]
+pub struct Audience;
+
+impl PartialSchema for Audience {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(0))
+                    .maximum(Some(room_app::ports::MAX_ROBOTS as u32)),
+            )
+            .min_items(Some(24))
+            .max_items(Some(24))
+            .description(Some(
+                "Target robot listeners for each hour of the day (UTC, hour 0 first), each \
+                 from 0 to the pool's size",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for Audience {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern_of<S: PartialSchema>() -> regex::Regex {
+        let RefOr::T(Schema::Object(object)) = S::schema() else {
+            panic!("an object schema");
+        };
+        regex::Regex::new(object.pattern.as_deref().expect("a pattern")).expect("a valid regex")
+    }
+
+    #[test]
+    fn the_id_pattern_takes_exactly_the_characters_the_domain_takes() {
+        let pattern = pattern_of::<Id>();
+        let mut checked = 0;
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            let id = c.to_string();
+            assert_eq!(
+                pattern.is_match(&id),
+                room_domain::UserId::new(&id).is_ok(),
+                "U+{:04X}",
+                u32::from(c)
+            );
+            checked += 1;
+        }
+        assert!(checked > 1_000_000);
+    }
+}
