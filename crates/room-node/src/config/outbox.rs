@@ -1,0 +1,34 @@
+//! `[outbox]`: publishing the outbox to Kafka, and its retention.
+
+use serde::Deserialize;
+
+/// `[outbox]`: publishing the outbox's durable facts to Kafka, and deleting delivered rows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutboxSettings {
+    /// Rows published per batch (one read, one broker round, one update).
+    pub publish_batch: u32,
+    /// How often the publisher looks for new rows when the outbox is drained, in
+    /// milliseconds: the commit-to-broker lag of a quiet outbox is at most about this.
+    pub publish_every_ms: u64,
+    /// Delivered rows are deleted this many days after delivery
+    /// (`ROOM__OUTBOX__RETENTION_DAYS`); undelivered rows are never deleted. Each room's
+    /// command log is pruned behind its newest snapshot after as long.
+    pub retention_days: u64,
+    /// How often the retention pass runs, in seconds.
+    pub retention_every_secs: u64,
+    /// Rows one retention statement deletes at most.
+    pub retention_batch: u32,
+}
+
+impl Default for OutboxSettings {
+    fn default() -> Self {
+        OutboxSettings {
+            publish_batch: 1000,
+            publish_every_ms: 50,
+            retention_days: 3,
+            retention_every_secs: 60,
+            retention_batch: 1000,
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! `[workers]`: the background passes and who runs them.
+
+use serde::Deserialize;
+
+/// The default consumer group of the IM group effects (`workers.im_effects_group`): every node
+/// that runs them shares the topic's partitions in it.
+pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
+
+/// `[workers]`: the background passes of the embedded mode.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSettings {
+    /// How often due timers (rocket launch, mic publish timeout) are fired, in milliseconds.
+    pub timers_every_ms: u64,
+    /// How often members without a recent heartbeat are looked for, in seconds.
+    pub presence_every_secs: u64,
+    /// How often owed rocket rewards are paid, in seconds.
+    pub payouts_every_secs: u64,
+    /// How often unfinished gift orders are recovered, in seconds.
+    pub recovery_every_secs: u64,
+    /// The periodic recovery settles orders unfinished for longer than this many seconds
+    /// (recovery at start-up settles every unfinished order).
+    pub recovery_older_than_secs: u64,
+    /// Most items one pass handles (timers, evictions, payouts); gift recovery reads
+    /// unfinished orders in pages of this size and walks all of them in one pass.
+    pub batch_limit: u32,
+    /// Whether `room-api` runs the background passes itself (`ROOM__WORKERS__IN_PROCESS`).
+    /// Set it to `false` on the API nodes when `room-worker` processes are deployed.
+    pub in_process: bool,
+    /// How long a process's claim on a pass holds without renewal, in seconds: when a worker
+    /// dies, another takes its passes over after this long.
+    pub claim_ttl_secs: u64,
+    /// The Kafka consumer group the IM group effects read the topic as
+    /// (`ROOM__WORKERS__IM_EFFECTS_GROUP`): every process running them joins it.
+    pub im_effects_group: String,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            timers_every_ms: 500,
+            presence_every_secs: 10,
+            payouts_every_secs: 2,
+            recovery_every_secs: 30,
+            recovery_older_than_secs: 60,
+            batch_limit: 200,
+            in_process: true,
+            claim_ttl_secs: 30,
+            im_effects_group: GROUP_EFFECTS_CONSUMER_GROUP.to_owned(),
+        }
+    }
+}
