@@ -18,7 +18,7 @@ use room_domain::{UserActor, UserId};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 
 /// The role that makes a user a platform admin.
 pub const ADMIN_ROLE: &str = "admin";
@@ -154,11 +154,9 @@ impl Authenticator {
     pub fn verify(&self, token: &str) -> Result<UserActor, ApiError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|error| match error.kind() {
-                ErrorKind::ExpiredSignature => ApiError::new(
-                    axum::http::StatusCode::UNAUTHORIZED,
-                    "TOKEN_EXPIRED",
-                    "the token has expired",
-                ),
+                ErrorKind::ExpiredSignature => {
+                    ApiError::of(ApiCode::TokenExpired, "the token has expired")
+                }
                 kind => invalid_token(token_problem(kind)),
             })?;
         let claims = data.claims;
@@ -205,11 +203,7 @@ fn token_problem(kind: &ErrorKind) -> String {
 }
 
 fn invalid_token(message: String) -> ApiError {
-    ApiError::new(
-        axum::http::StatusCode::UNAUTHORIZED,
-        "INVALID_TOKEN",
-        message,
-    )
+    ApiError::of(ApiCode::InvalidToken, message)
 }
 
 /// Shared handle to the [`Authenticator`].
@@ -328,7 +322,7 @@ mod tests {
         let refused = Auth::from_request_parts(&mut parts, &auth)
             .await
             .unwrap_err();
-        assert_eq!(refused.code, "INVALID_TOKEN");
+        assert_eq!(refused.code, ApiCode::InvalidToken);
     }
 
     #[test]
@@ -338,8 +332,11 @@ mod tests {
         let other = authenticator("other")
             .mint(&alice, false, Duration::from_secs(60))
             .unwrap();
-        assert_eq!(auth.verify(&other).unwrap_err().code, "INVALID_TOKEN");
-        assert_eq!(auth.verify("garbage").unwrap_err().code, "INVALID_TOKEN");
+        assert_eq!(auth.verify(&other).unwrap_err().code, ApiCode::InvalidToken);
+        assert_eq!(
+            auth.verify("garbage").unwrap_err().code,
+            ApiCode::InvalidToken
+        );
         let expired = auth
             .sign(&Claims {
                 sub: "alice".into(),
@@ -350,7 +347,10 @@ mod tests {
                 aud: None,
             })
             .unwrap();
-        assert_eq!(auth.verify(&expired).unwrap_err().code, "TOKEN_EXPIRED");
+        assert_eq!(
+            auth.verify(&expired).unwrap_err().code,
+            ApiCode::TokenExpired
+        );
         let long_sub = auth
             .sign(&Claims {
                 sub: "x".repeat(65),
@@ -361,7 +361,10 @@ mod tests {
                 aud: None,
             })
             .unwrap();
-        assert_eq!(auth.verify(&long_sub).unwrap_err().code, "INVALID_TOKEN");
+        assert_eq!(
+            auth.verify(&long_sub).unwrap_err().code,
+            ApiCode::InvalidToken
+        );
         for sub in ["ali\u{200B}ce", "\u{202E}nimda", "a/b", "a\u{2066}b"] {
             let token = auth
                 .sign(&Claims {
@@ -375,8 +378,8 @@ mod tests {
                 .unwrap();
             let error = auth.verify(&token).unwrap_err();
             assert_eq!(
-                (error.status.as_u16(), &*error.code),
-                (401, "INVALID_TOKEN"),
+                (error.status.as_u16(), error.code),
+                (401, ApiCode::InvalidToken),
                 "{sub:?}"
             );
         }
@@ -393,7 +396,7 @@ mod tests {
             .encode(br#"{"sub":"a","exp":99999999999}"#);
         for token in [format!("{header}.{claims}."), "garbage".to_owned()] {
             let error = auth.verify(&token).unwrap_err();
-            assert_eq!(error.code, "INVALID_TOKEN");
+            assert_eq!(error.code, ApiCode::InvalidToken);
             for internal in ["variant", "expected one of", "Error(", "InvalidToken"] {
                 assert!(!error.message.contains(internal), "{}", error.message);
             }
@@ -419,7 +422,10 @@ mod tests {
         let plain = authenticator("k")
             .mint(&alice, false, Duration::from_secs(60))
             .unwrap();
-        assert_eq!(strict.verify(&plain).unwrap_err().code, "INVALID_TOKEN");
+        assert_eq!(
+            strict.verify(&plain).unwrap_err().code,
+            ApiCode::InvalidToken
+        );
         let other = Authenticator::with_claims(&secret, Some("https://other"), Some("rooms"))
             .unwrap()
             .mint(&alice, false, Duration::from_secs(60))
@@ -477,7 +483,7 @@ mod tests {
         let auth = authenticator("k");
         assert_eq!(
             auth.verify(&token(now + 600)).unwrap_err().code,
-            "INVALID_TOKEN"
+            ApiCode::InvalidToken
         );
         assert!(auth.verify(&token(now - 5)).is_ok());
     }
@@ -494,7 +500,7 @@ mod tests {
                 .unwrap();
         assert_eq!(
             authenticator("k").verify(&token).unwrap_err().code,
-            "INVALID_TOKEN"
+            ApiCode::InvalidToken
         );
     }
 }

@@ -32,7 +32,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 use crate::extract::parse_id;
 use crate::link::{Failure, ForwardAnswer, LINK_PROTOCOL, LinkAnswer, LinkItem, Links, MAX_LINKS};
 use crate::state::AppState;
@@ -74,9 +74,8 @@ async fn require_internal_token(
     next: Next,
 ) -> Response {
     let Some(configured) = state.internal_token.as_deref() else {
-        return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "INTERNAL_DISABLED",
+        return ApiError::of(
+            ApiCode::InternalDisabled,
             "this node has no internal token (ROOM__CLUSTER__INTERNAL_TOKEN): internal routes \
              are off",
         )
@@ -130,18 +129,16 @@ async fn open_link(State(state): State<AppState>, mut request: Request) -> Respo
         .remove::<hyper::upgrade::OnUpgrade>()
         .filter(|_| asks)
     else {
-        return ApiError::new(
-            StatusCode::UPGRADE_REQUIRED,
-            "UPGRADE_REQUIRED",
+        return ApiError::of(
+            ApiCode::UpgradeRequired,
             format!("this route upgrades the connection to {LINK_PROTOCOL}"),
         )
         .into_response();
     };
     let Ok(slot) = state.links.slots.clone().try_acquire_owned() else {
         metrics::counter!("room_forward_links_refused_total").increment(1);
-        return ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "LINKS_FULL",
+        return ApiError::of(
+            ApiCode::LinksFull,
             format!("this node serves {MAX_LINKS} internal links already"),
         )
         .into_response();

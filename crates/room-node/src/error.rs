@@ -1,7 +1,8 @@
 //! [`ApiError`]: every error the API answers, as `{"error":{"code","message","retryable"}}`
-//! with a fitting status. Codes are stable; internal causes are logged, never sent.
+//! with a fitting status. Codes are [`ApiCode`]s, stable, each with its status and
+//! retryability in one table; internal causes are logged, never sent.
 
-use std::borrow::Cow;
+mod code;
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -10,13 +11,15 @@ use room_domain::{Rejection, RejectionKind};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+pub use code::ApiCode;
+
 /// An error answer.
 #[derive(Debug, Clone)]
 pub struct ApiError {
-    /// The HTTP status.
+    /// The HTTP status: the code's, unless the error stands for a status made elsewhere.
     pub status: StatusCode,
-    /// The stable code (`"ROOM_CLOSED"`).
-    pub code: Cow<'static, str>,
+    /// The stable code.
+    pub code: ApiCode,
     /// A human-readable explanation.
     pub message: String,
     /// Whether the same request may succeed later.
@@ -34,8 +37,7 @@ pub struct ErrorResponse {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorBody {
     /// Stable, machine-readable code, e.g. `ROOM_CLOSED`, `INVALID_BODY`, `INSUFFICIENT_COINS`.
-    #[schema(example = "ROOM_CLOSED")]
-    pub code: String,
+    pub code: ApiCode,
     /// Explanation for people; may change.
     pub message: String,
     /// Whether the same request may succeed later (retry with the same ids).
@@ -43,33 +45,44 @@ pub struct ErrorBody {
 }
 
 impl ApiError {
-    /// An error with the given status, code and message, not retryable.
-    pub fn new(
-        status: StatusCode,
-        code: impl Into<Cow<'static, str>>,
-        message: impl Into<String>,
-    ) -> Self {
+    /// An error of `code`, with the code's status and retryability.
+    pub fn of(code: ApiCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status: code.status(),
+            code,
+            message: message.into(),
+            retryable: code.is_retryable(),
+        }
+    }
+
+    /// An error with the given status, the code spelled as a string, and a message, not
+    /// retryable. Prefer [`ApiError::of`]; this stays for the handlers that still name their
+    /// codes as strings. A string that is no [`ApiCode`] is a bug: it panics in debug builds
+    /// and answers `INTERNAL` in release builds.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        let known = ApiCode::parse(code);
+        debug_assert!(known.is_some(), "{code} is not an ApiCode");
         ApiError {
             status,
-            code: code.into(),
+            code: known.unwrap_or(ApiCode::Internal),
             message: message.into(),
             retryable: false,
         }
     }
 
-    /// 400 with `code`.
+    /// 400 with `code` spelled as a string; see [`ApiError::new`].
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
     /// 401 `UNAUTHENTICATED`.
     pub fn unauthenticated(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message)
+        Self::of(ApiCode::Unauthenticated, message)
     }
 
     /// 403 `FORBIDDEN`.
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
+        Self::of(ApiCode::Forbidden, message)
     }
 
     /// The same error with another status.
@@ -94,59 +107,59 @@ impl ApiError {
     pub fn body(&self) -> ErrorResponse {
         ErrorResponse {
             error: ErrorBody {
-                code: self.code.to_string(),
+                code: self.code,
                 message: self.message.clone(),
                 retryable: self.retryable,
             },
         }
     }
 
-    /// The error a room's refusal maps to.
+    /// The error a room's refusal maps to: the code of the same string, with its status.
     pub fn from_rejection(rejection: &Rejection) -> Self {
-        let status = match rejection.kind() {
-            RejectionKind::BadInput => StatusCode::BAD_REQUEST,
-            RejectionKind::Forbidden => StatusCode::FORBIDDEN,
-            RejectionKind::NotFound => StatusCode::NOT_FOUND,
-            RejectionKind::Conflict => StatusCode::CONFLICT,
-            RejectionKind::Rule => StatusCode::UNPROCESSABLE_ENTITY,
-        };
-        Self::new(status, rejection.code(), rejection.to_string())
+        match ApiCode::parse(rejection.code()) {
+            Some(code) => Self::of(code, rejection.to_string()),
+            None => {
+                // Every refusal has its code in the table (a test checks the domain's whole
+                // list); a refusal added without one is still answered by its kind.
+                tracing::error!(code = rejection.code(), "a refusal without an API code");
+                let (code, status) = match rejection.kind() {
+                    RejectionKind::BadInput => (ApiCode::InvalidRequest, StatusCode::BAD_REQUEST),
+                    RejectionKind::Forbidden => (ApiCode::Forbidden, StatusCode::FORBIDDEN),
+                    RejectionKind::NotFound => (ApiCode::NotFound, StatusCode::NOT_FOUND),
+                    RejectionKind::Conflict => (ApiCode::Conflict, StatusCode::CONFLICT),
+                    RejectionKind::Rule => (ApiCode::Conflict, StatusCode::UNPROCESSABLE_ENTITY),
+                };
+                Self::of(code, rejection.to_string()).with_status(status)
+            }
+        }
     }
 
-    /// A generic answer for a status produced outside the handlers (a layer, a fallback).
+    /// A generic answer for a status produced outside the handlers (a layer, a fallback); it
+    /// keeps that status.
     pub fn from_status(status: StatusCode) -> Self {
-        let (code, message, retryable) = match status {
-            StatusCode::NOT_FOUND => ("NOT_FOUND", "no such route", false),
+        let (code, message) = match status {
+            StatusCode::NOT_FOUND => (ApiCode::NotFound, "no such route"),
             StatusCode::METHOD_NOT_ALLOWED => (
-                "METHOD_NOT_ALLOWED",
+                ApiCode::MethodNotAllowed,
                 "the route does not take this method",
-                false,
             ),
             StatusCode::PAYLOAD_TOO_LARGE => (
-                "PAYLOAD_TOO_LARGE",
+                ApiCode::PayloadTooLarge,
                 "the request body is larger than 64 KiB",
-                false,
             ),
             StatusCode::UNSUPPORTED_MEDIA_TYPE => (
-                "UNSUPPORTED_MEDIA_TYPE",
+                ApiCode::UnsupportedMediaType,
                 "send the body as application/json",
-                false,
             ),
             StatusCode::REQUEST_TIMEOUT | StatusCode::GATEWAY_TIMEOUT => (
-                "TIMEOUT",
+                ApiCode::Timeout,
                 "the request took too long; retry with the same ids",
-                true,
             ),
-            StatusCode::SERVICE_UNAVAILABLE => ("UNAVAILABLE", "try again shortly", true),
-            status if status.is_server_error() => ("INTERNAL", "internal error", false),
-            _ => ("BAD_REQUEST", "the request cannot be served", false),
+            StatusCode::SERVICE_UNAVAILABLE => (ApiCode::Unavailable, "try again shortly"),
+            status if status.is_server_error() => (ApiCode::Internal, "internal error"),
+            _ => (ApiCode::BadRequest, "the request cannot be served"),
         };
-        ApiError {
-            status,
-            code: Cow::Borrowed(code),
-            message: message.into(),
-            retryable,
-        }
+        Self::of(code, message).with_status(status)
     }
 }
 
@@ -161,91 +174,67 @@ impl From<room_app::Error> for ApiError {
         use room_app::Error as E;
         match error {
             E::Rejected(rejection) => Self::from_rejection(&rejection),
-            E::NotFound(what) => Self::new(
-                StatusCode::NOT_FOUND,
-                "NOT_FOUND",
-                format!("not found: {what}"),
-            ),
-            E::AlreadyExists(what) => Self::new(
-                StatusCode::CONFLICT,
-                "ALREADY_EXISTS",
-                format!("already exists: {what}"),
-            ),
-            E::InsufficientFunds { balance } => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "INSUFFICIENT_COINS",
+            E::NotFound(what) => Self::of(ApiCode::NotFound, format!("not found: {what}")),
+            E::AlreadyExists(what) => {
+                Self::of(ApiCode::AlreadyExists, format!("already exists: {what}"))
+            }
+            E::InsufficientFunds { balance } => Self::of(
+                ApiCode::InsufficientCoins,
                 format!("not enough coins (balance {balance})"),
             ),
-            E::Invalid(message) => Self::new(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message),
-            E::GiftNotFound(gift_id) => Self::new(
-                StatusCode::NOT_FOUND,
-                "GIFT_NOT_FOUND",
+            E::Invalid(message) => Self::of(ApiCode::InvalidRequest, message),
+            E::GiftNotFound(gift_id) => Self::of(
+                ApiCode::GiftNotFound,
                 format!("no such gift to send: {gift_id}"),
             ),
-            E::OrderIdReused(order_id) => Self::new(
-                StatusCode::CONFLICT,
-                "ORDER_ID_REUSED",
+            E::OrderIdReused(order_id) => Self::of(
+                ApiCode::OrderIdReused,
                 format!("order id {order_id} was already used for another gift"),
             ),
-            E::TooManyAttempts { retry_at } => Self::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "TOO_MANY_ATTEMPTS",
+            E::TooManyAttempts { retry_at } => Self::of(
+                ApiCode::TooManyAttempts,
                 format!(
                     "too many wrong passwords for this room; try again after {} (ms since the epoch)",
                     retry_at.0
                 ),
-            )
-            .retryable(),
-            E::OrderInProgress(order_id) => Self::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "ORDER_IN_PROGRESS",
-                format!("order {order_id} is being served already; retry shortly with the same order_id"),
-            )
-            .retryable(),
-            E::Overloaded(_) => Self::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "ROOM_OVERLOADED",
+            ),
+            E::OrderInProgress(order_id) => Self::of(
+                ApiCode::OrderInProgress,
+                format!(
+                    "order {order_id} is being served already; retry shortly with the same order_id"
+                ),
+            ),
+            E::Overloaded(_) => Self::of(
+                ApiCode::RoomOverloaded,
                 "the room is busy; retry shortly with the same ids",
-            )
-            .retryable(),
-            E::NotOwner(_) => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "NOT_OWNER",
+            ),
+            E::NotOwner(_) => Self::of(
+                ApiCode::NotOwner,
                 "the room is moving; retry shortly with the same ids",
-            )
-            .retryable(),
-            E::Cancelled => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "SHUTTING_DOWN",
+            ),
+            E::Cancelled => Self::of(
+                ApiCode::ShuttingDown,
                 "the service is shutting down; retry with the same ids",
-            )
-            .retryable(),
+            ),
             E::Unavailable(cause) => {
                 tracing::warn!(cause = %cause, "backend unavailable");
-                Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "UNAVAILABLE",
+                Self::of(
+                    ApiCode::Unavailable,
                     "a backend is unavailable; retry with the same ids",
                 )
-                .retryable()
             }
             E::Conflict(cause) => {
                 // A conditional write lost a race (or an operation id was reused): the caller
                 // may look again and retry.
                 tracing::info!(cause = %cause, "conflict");
-                Self::new(
-                    StatusCode::CONFLICT,
-                    "CONFLICT",
+                Self::of(
+                    ApiCode::Conflict,
                     "the request conflicts with the current state",
                 )
             }
             other => {
                 tracing::error!(error = %other, "internal error");
-                Self::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "INTERNAL",
-                    "internal error",
-                )
+                Self::of(ApiCode::Internal, "internal error")
             }
         }
     }
@@ -275,8 +264,20 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use room_domain::{GiftId, OrderId, SeatIndex, UserId};
+
+    use super::*;
+
+    /// The status a refusal of `kind` is answered with.
+    fn kind_status(kind: RejectionKind) -> StatusCode {
+        match kind {
+            RejectionKind::BadInput => StatusCode::BAD_REQUEST,
+            RejectionKind::Forbidden => StatusCode::FORBIDDEN,
+            RejectionKind::NotFound => StatusCode::NOT_FOUND,
+            RejectionKind::Conflict => StatusCode::CONFLICT,
+            RejectionKind::Rule => StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
 
     #[test]
     fn rejections_map_by_kind() {
@@ -295,8 +296,49 @@ mod tests {
         for (rejection, status) in cases {
             let error = ApiError::from(rejection.clone());
             assert_eq!(error.status.as_u16(), status, "{rejection:?}");
-            assert_eq!(error.code, rejection.code());
+            assert_eq!(error.code.as_str(), rejection.code());
             assert!(!error.retryable);
+        }
+    }
+
+    /// Every code the domain can refuse with, read from its serialized form's tags: a new
+    /// refusal without a code in the table fails here.
+    fn domain_codes() -> Vec<String> {
+        let error = serde_json::from_value::<Rejection>(serde_json::json!({"code": "\u{0}"}))
+            .expect_err("no refusal has an empty code")
+            .to_string();
+        let (_, expected) = error
+            .split_once("expected one of")
+            .unwrap_or_else(|| panic!("serde lists the refusals: {error}"));
+        expected
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn every_refusal_of_the_domain_has_its_code_with_the_status_of_its_kind() {
+        let codes = domain_codes();
+        assert!(codes.len() >= 30, "{codes:?}");
+        for code in &codes {
+            let api = ApiCode::parse(code).unwrap_or_else(|| panic!("{code} is not an ApiCode"));
+            // The refusal itself, to read its kind: the tag with the fields it needs.
+            let status = match serde_json::from_value::<Rejection>(serde_json::json!({
+                "code": code,
+                "max": 1, "user": "u", "until": 1, "target": "u", "vip_level": 1,
+                "seat": 1, "seat_count": 1, "launch_at": 1, "deadline": 1,
+                "field": "name", "character": 1, "count": 1,
+            })) {
+                Ok(rejection) => {
+                    assert_eq!(rejection.code(), code.as_str());
+                    kind_status(rejection.kind())
+                }
+                Err(error) => panic!("{code}: {error}"),
+            };
+            assert_eq!(api.status(), status, "{code}");
+            assert!(!api.is_retryable(), "{code}");
         }
     }
 
@@ -319,26 +361,26 @@ mod tests {
         let code = |error: room_app::Error| {
             let error = ApiError::from(error);
             assert!(!error.retryable);
-            (error.status.as_u16(), error.code.into_owned())
+            (error.status.as_u16(), error.code)
         };
         let gift = GiftId::new("tulip").unwrap();
         let order = OrderId::new("o-1").unwrap();
         assert_eq!(
             code(room_app::Error::GiftNotFound(gift)),
-            (404, "GIFT_NOT_FOUND".into())
+            (404, ApiCode::GiftNotFound)
         );
         assert_eq!(
             code(room_app::Error::OrderIdReused(order)),
-            (409, "ORDER_ID_REUSED".into())
+            (409, ApiCode::OrderIdReused)
         );
         // Other absences and bad input keep their generic codes.
         assert_eq!(
             code(room_app::Error::NotFound("order o-1".into())),
-            (404, "NOT_FOUND".into())
+            (404, ApiCode::NotFound)
         );
         assert_eq!(
             code(room_app::Error::Invalid("negative credit -1".into())),
-            (400, "INVALID_REQUEST".into())
+            (400, ApiCode::InvalidRequest)
         );
     }
 }

@@ -10,7 +10,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 
 /// A JSON body; rejections become `MALFORMED_JSON`, `INVALID_BODY`, `PAYLOAD_TOO_LARGE` or
 /// `UNSUPPORTED_MEDIA_TYPE`.
@@ -58,9 +58,8 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
         .map_or(DEFAULT_BODY_DEADLINE, |deadline| deadline.0);
     match tokio::time::timeout(deadline, Bytes::from_request(req, state)).await {
         Ok(bytes) => bytes.map_err(bytes_rejection),
-        Err(_) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "BODY_TIMEOUT",
+        Err(_) => Err(ApiError::of(
+            ApiCode::BodyTimeout,
             format!(
                 "the request body did not arrive within {} ms",
                 deadline.as_millis()
@@ -162,7 +161,7 @@ fn path_rejection(rejection: PathRejection) -> ApiError {
         },
         _ => "the path does not fit this route".to_owned(),
     };
-    ApiError::bad_request("INVALID_PATH", message)
+    ApiError::of(ApiCode::InvalidPath, message)
 }
 
 /// A query string that does not fit its route's parameters, said in the query's terms.
@@ -171,8 +170,8 @@ fn query_rejection(rejection: QueryRejection) -> ApiError {
     let detail = text
         .strip_prefix("Failed to deserialize query string: ")
         .unwrap_or("it does not fit this route");
-    ApiError::bad_request(
-        "INVALID_QUERY",
+    ApiError::of(
+        ApiCode::InvalidQuery,
         format!("the query string is not valid: {}", plain_terms(detail)),
     )
 }
@@ -185,8 +184,8 @@ pub fn json_rejection(rejection: JsonRejection) -> ApiError {
             let detail = text
                 .strip_prefix("Failed to parse the request body as JSON: ")
                 .unwrap_or(&text);
-            ApiError::bad_request(
-                "MALFORMED_JSON",
+            ApiError::of(
+                ApiCode::MalformedJson,
                 format!("the body is not valid JSON: {}", plain_terms(detail)),
             )
         }
@@ -195,8 +194,8 @@ pub fn json_rejection(rejection: JsonRejection) -> ApiError {
             let detail = text
                 .strip_prefix("Failed to deserialize the JSON body into the target type: ")
                 .unwrap_or(&text);
-            ApiError::bad_request(
-                "INVALID_BODY",
+            ApiError::of(
+                ApiCode::InvalidBody,
                 format!(
                     "the body does not fit this request: {}",
                     plain_terms(detail)
@@ -207,7 +206,7 @@ pub fn json_rejection(rejection: JsonRejection) -> ApiError {
             ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
         }
         JsonRejection::BytesRejection(error) => bytes_rejection(error),
-        _ => ApiError::bad_request("INVALID_BODY", "the body cannot be read as JSON"),
+        _ => ApiError::of(ApiCode::InvalidBody, "the body cannot be read as JSON"),
     }
 }
 
@@ -293,7 +292,7 @@ pub fn bytes_rejection(rejection: BytesRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE)
     } else {
-        ApiError::bad_request("INVALID_BODY", "the request body could not be read")
+        ApiError::of(ApiCode::InvalidBody, "the request body could not be read")
     }
 }
 
@@ -304,7 +303,7 @@ where
     T: for<'a> TryFrom<&'a str, Error = room_domain::IdError>,
 {
     T::try_from(value)
-        .map_err(|error| ApiError::bad_request("INVALID_ID", format!("{field}: {error}")))
+        .map_err(|error| ApiError::of(ApiCode::InvalidId, format!("{field}: {error}")))
 }
 
 /// The `Idempotency-Key` header of a mutating request, scoped to the route it came on
@@ -328,8 +327,8 @@ where
             return Ok(IdempotencyKey(None));
         };
         let invalid = || {
-            ApiError::bad_request(
-                "INVALID_IDEMPOTENCY_KEY",
+            ApiError::of(
+                ApiCode::InvalidIdempotencyKey,
                 format!(
                     "Idempotency-Key: one header of 1 to {} printable ASCII characters",
                     room_app::MAX_IDEMPOTENCY_KEY_CHARS

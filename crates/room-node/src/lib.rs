@@ -44,7 +44,7 @@ pub use config::{
     OutboxSettings, PresenceSettings, RtcSettings, Settings, SseSettings, StorageSettings,
     WorkerSettings,
 };
-pub use error::{ApiError, ErrorBody, ErrorResponse};
+pub use error::{ApiCode, ApiError, ErrorBody, ErrorResponse};
 pub use link::{ForwardAnswer, LINK_PATH, LINK_PROTOCOL, MAX_FRAME, MAX_LINKS};
 pub use role::Role;
 pub use routes::openapi;

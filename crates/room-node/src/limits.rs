@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{FromRef, FromRequestParts, MatchedPath, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
@@ -25,7 +25,7 @@ use room_domain::UserId;
 
 use crate::auth::{Auth, AuthenticatorRef};
 use crate::config::LimitSettings;
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 
 /// A class of requests with a budget of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,15 +229,13 @@ pub async fn rate_limit(
 /// 429 `RATE_LIMITED`, retryable, with `Retry-After` in whole seconds (at least 1).
 fn rate_limited(class: RouteClass, wait: Duration) -> Response {
     let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    let mut response = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "RATE_LIMITED",
+    let mut response = ApiError::of(
+        ApiCode::RateLimited,
         format!(
             "too many {} requests from this user; retry after the Retry-After header's seconds",
             class.label()
         ),
     )
-    .retryable()
     .into_response();
     response
         .headers_mut()

@@ -28,7 +28,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::config::MAX_BODY_BYTES;
-use crate::error::{ApiError, ErrorResponse};
+use crate::error::{ApiCode, ApiError, ErrorResponse};
 use crate::limits::{RateLimitState, rate_limit};
 use crate::state::AppState;
 
@@ -43,6 +43,7 @@ use crate::state::AppState;
     modifiers(&BearerAuth),
     components(schemas(
         ErrorResponse,
+        ApiCode,
         rooms::PeriodParam,
         crate::dto::Id,
         crate::dto::OrderIdSchema,
@@ -261,5 +262,59 @@ fn method_label(method: &Method) -> &'static str {
         Method::CONNECT => "CONNECT",
         Method::TRACE => "TRACE",
         _ => "OTHER",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_lists_every_error_code() {
+        let document = serde_json::to_value(openapi()).unwrap();
+        let schemas = &document["components"]["schemas"];
+        let listed: Vec<&str> = schemas["ApiCode"]["enum"]
+            .as_array()
+            .expect("ApiCode is an enum")
+            .iter()
+            .map(|code| code.as_str().expect("a code is a string"))
+            .collect();
+        let codes: Vec<&str> = ApiCode::ALL.iter().map(|code| code.as_str()).collect();
+        assert_eq!(listed, codes);
+        for code in ApiCode::ALL {
+            let description = schemas["ApiCode"]["description"].as_str().unwrap();
+            assert!(description.contains(&format!("`{code}`")), "{code}");
+        }
+        assert_eq!(
+            schemas["ErrorBody"]["properties"]["code"]["$ref"],
+            "#/components/schemas/ApiCode"
+        );
+    }
+
+    /// The handlers that still spell their codes as strings ([`ApiError::new`],
+    /// [`ApiError::bad_request`]) spell only codes of the table.
+    #[test]
+    fn the_handlers_spell_only_known_codes() {
+        let spelled = regex::Regex::new(
+            r#"(?:ApiError::new\(\s*StatusCode::[A-Z_]+,|ApiError::bad_request\()\s*"([A-Z_]+)""#,
+        )
+        .unwrap();
+        let handlers = [
+            include_str!("routes/admin.rs"),
+            include_str!("routes/callbacks.rs"),
+            include_str!("routes/events.rs"),
+            include_str!("routes/gifts.rs"),
+            include_str!("routes/ops.rs"),
+            include_str!("routes/rooms.rs"),
+        ];
+        let mut found = 0;
+        for source in handlers {
+            for spelled in spelled.captures_iter(source) {
+                let code = &spelled[1];
+                assert!(ApiCode::parse(code).is_some(), "{code} is not an ApiCode");
+                found += 1;
+            }
+        }
+        assert!(found > 0);
     }
 }
