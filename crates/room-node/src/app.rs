@@ -595,7 +595,7 @@ impl App {
                     if let Err(error) = run.await {
                         metrics::counter!("room_worker_errors_total", "worker" => "im_group_effects")
                             .increment(1);
-                        tracing::error!(error = ?error, "IM group effects failed; restarting");
+                        tracing::error!(error = %format_args!("{error:#}"), "IM group effects failed; restarting");
                     }
                     tokio::select! {
                         () = cancel.cancelled() => {}

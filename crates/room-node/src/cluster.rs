@@ -32,6 +32,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::chain::ErrorChain;
 use crate::error::{ApiCode, ApiError};
 use crate::extract::parse_id;
 use crate::link::{Failure, ForwardAnswer, LINK_PROTOCOL, LinkAnswer, LinkItem, Links, MAX_LINKS};
@@ -155,7 +156,9 @@ async fn open_link(State(state): State<AppState>, mut request: Request) -> Respo
                 })
                 .await;
             }
-            Err(error) => tracing::debug!(error = %error, "an internal link was not upgraded"),
+            Err(error) => {
+                tracing::debug!(error = %ErrorChain(&error), "an internal link was not upgraded")
+            }
         }
     });
     Response::builder()
@@ -275,7 +278,7 @@ impl NodeForwarder {
             .bearer_auth(self.token.expose_secret())
             .send()
             .await
-            .map_err(|error| unknown(error.without_url().to_string()))?;
+            .map_err(|error| unknown(ErrorChain(&error.without_url()).to_string()))?;
         let status = response.status();
         if status != StatusCode::OK {
             return Err(unknown(format!("the owner answered {status}")));
@@ -283,7 +286,7 @@ impl NodeForwarder {
         response
             .json::<ForwardAnswer<T>>()
             .await
-            .map_err(|error| unknown(error.without_url().to_string()))?
+            .map_err(|error| unknown(ErrorChain(&error.without_url()).to_string()))?
             .into_result(room_id)
     }
 

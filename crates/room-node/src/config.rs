@@ -100,7 +100,7 @@ impl Settings {
         let settings = Self::load_unchecked(file)?;
         settings
             .validate()
-            .map_err(|error| Box::new(figment::Error::from(error.to_string())))?;
+            .map_err(|error| Box::new(figment::Error::from(format!("{error:#}"))))?;
         Ok(settings)
     }
 

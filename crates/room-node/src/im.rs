@@ -22,6 +22,7 @@ use room_app::RoomService;
 use room_domain::{Event, EventEnvelope, RoomId, RoomState, Timestamp, UserId};
 use tokio_util::sync::CancellationToken;
 
+use crate::chain::ErrorChain;
 use crate::config::Settings;
 
 /// How long chat switched off mutes a member in the group, in seconds (30 days): switching it
@@ -154,8 +155,8 @@ struct GroupEffects {
 /// Why a group effect did not happen: the room could not be read, or IM refused.
 #[derive(Debug, thiserror::Error)]
 enum EffectError {
-    #[error("room unreadable: {0}")]
-    Room(room_app::Error),
+    #[error("room unreadable")]
+    Room(#[source] room_app::Error),
     #[error(transparent)]
     Im(#[from] ImError),
 }
@@ -304,7 +305,7 @@ impl GroupEffects {
             .increment(1);
         match result {
             Ok(()) => Ok(()),
-            Err(error) if error.is_retryable() => Err(error.to_string()),
+            Err(error) if error.is_retryable() => Err(ErrorChain(&error).to_string()),
             Err(EffectError::Im(ImError::NotPermitted { info }))
                 if effect.ends_with("ban_group_member") =>
             {
@@ -322,7 +323,7 @@ impl GroupEffects {
                     room_id = %envelope.room_id,
                     event_id = %envelope.event_id,
                     effect,
-                    error = %error,
+                    error = %ErrorChain(&error),
                     "Tencent IM refused a group effect for good"
                 );
                 Ok(())

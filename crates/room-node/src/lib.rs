@@ -14,6 +14,7 @@
 mod app;
 mod auth;
 mod catalog;
+mod chain;
 mod cluster;
 mod config;
 mod dto;

@@ -38,6 +38,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use crate::chain::ErrorChain;
+
 /// Bounds of the connections.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
@@ -167,7 +169,7 @@ async fn connection(
         tokio::select! {
             result = served.as_mut() => {
                 if let Err(error) = result {
-                    tracing::debug!(error = %error, "connection ended with an error");
+                    tracing::debug!(error = %ErrorChain(&error), "connection ended with an error");
                 }
                 return;
             }
