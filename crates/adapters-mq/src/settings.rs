@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{Error, Result};
 
@@ -37,7 +37,7 @@ pub const DEFAULT_TOPIC: &str = "room.events.v1";
 /// them (`acks=1`, `enable.idempotence=false`, `enable.auto.offset.store=true`, ...) or
 /// duplicates a typed setting (`bootstrap.servers`, `linger.ms`, `group.id`, ...) is refused
 /// with an [`Error::Settings`] naming it.
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KafkaSettings {
     /// The bootstrap brokers, `host:port[,host:port...]` (`ROOM__KAFKA__BROKERS`). Unset:

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 
 /// Tencent IM's China endpoint; other regions have their own hosts (Singapore
 /// `https://adminapisgp.im.qcloud.com`, Frankfurt `https://adminapiger.im.qcloud.com`, ...).
@@ -17,12 +17,14 @@ pub const DEFAULT_BASE_URL: &str = "https://console.tim.qq.com";
 /// `ROOM__IM__USER_SIG_TTL_SECS`, ...), with the display messenger's tuning under
 /// `[im.display]` (`ROOM__IM__DISPLAY__ROOM_RATE_PER_SEC`, ...). Unset `sdk_app_id` or
 /// `secret_key`: IM is off. `Debug` redacts the secret key.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ImSettings {
     /// The app's SDKAppID (`ROOM__IM__SDK_APP_ID`).
     pub sdk_app_id: Option<u64>,
-    /// The app's secret key, as the console shows it (`ROOM__IM__SECRET_KEY`).
+    /// The app's secret key, as the console shows it (`ROOM__IM__SECRET_KEY`). Serialized as
+    /// `"[REDACTED]"`.
+    #[serde(serialize_with = "redacted")]
     pub secret_key: Option<SecretString>,
     /// The app admin account every REST call is made as (`ROOM__IM__ADMIN_ID`).
     pub admin_id: String,
@@ -167,8 +169,19 @@ impl ImSettings {
     }
 }
 
+/// Serializes a secret without it: `"[REDACTED]"`, or `null` when unset.
+fn redacted<S: Serializer>(
+    secret: &Option<SecretString>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(_) => serializer.serialize_some("[REDACTED]"),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// `[im.display]`: the display messenger ([`ImMessenger`](crate::ImMessenger)).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DisplaySettings {
     /// Commits' display batches waiting for the dispatcher, for the whole node; a commit that

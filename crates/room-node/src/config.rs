@@ -14,10 +14,14 @@ mod catalog;
 mod cell;
 mod cluster;
 mod http;
+mod im;
+mod kafka;
 mod lease;
 mod limits;
 mod outbox;
 mod presence;
+mod redact;
+mod reference;
 mod robots;
 mod rtc;
 mod sse;
@@ -32,7 +36,7 @@ use std::time::Duration;
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use secrecy::ExposeSecret;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use auth::{AuthSettings, DEV_JWT_SECRET, MIN_JWT_SECRET_BYTES};
 pub use catalog::CatalogSettings;
@@ -54,8 +58,28 @@ use crate::role::Role;
 /// The configuration file read when it exists (relative to the working directory).
 pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 
+/// Every section as the reference describes it, in the order of [`Settings`]' fields.
+const SECTIONS: [&reference::Section; 16] = [
+    &http::SECTION,
+    &storage::SECTION,
+    &auth::SECTION,
+    &rtc::SECTION,
+    &cell::SECTION,
+    &presence::SECTION,
+    &workers::SECTION,
+    &outbox::SECTION,
+    &catalog::SECTION,
+    &sse::SECTION,
+    &limits::SECTION,
+    &lease::SECTION,
+    &cluster::SECTION,
+    &kafka::SECTION,
+    &im::SECTION,
+    &robots::SECTION,
+];
+
 /// Everything the service reads from its configuration.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// The HTTP listener.
@@ -361,6 +385,19 @@ impl Settings {
         // A call may take a tenth of the TTL: a renewal that hangs must end well within it.
         settings.op_timeout = (self.lease.ttl() / 10).max(Duration::from_millis(100));
         Some(settings)
+    }
+
+    /// The reference of every setting, the Markdown of `docs/configuration.md`: each
+    /// `ROOM__SECTION__KEY` variable with its default (read from [`Settings::default`]) and what
+    /// it does (from the table beside each section's struct).
+    pub fn reference() -> String {
+        reference::render(&Self::default_tree(), &SECTIONS)
+    }
+
+    /// The default settings as a tree of sections and keys, secrets left out.
+    fn default_tree() -> serde_json::Value {
+        serde_json::to_value(Settings::default())
+            .unwrap_or_else(|error| panic!("the settings serialize to JSON: {error}"))
     }
 
     /// Loads the settings from [`DEFAULT_CONFIG_FILE`] and the environment.

@@ -1,9 +1,11 @@
 //! `[cell]`: tuning of the Room Cell runtime.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::reference::Section;
 
 /// `[cell]`: tuning of the Room Cell runtime.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CellSettings {
     /// This node's id, recorded as the owner of the rooms it activates.
@@ -36,3 +38,43 @@ impl Default for CellSettings {
         }
     }
 }
+
+/// What `[cell]` and each of its keys are for, in the reference (`docs/configuration.md`).
+pub(super) const SECTION: Section = Section {
+    name: "cell",
+    about: "The Room Cell runtime: one task per loaded room, which commits its commands in groups.",
+    keys: &[
+        (
+            "node_id",
+            "This node's id, recorded as the owner of the rooms it runs; with \
+             `ROOM__LEASE__REDIS_URL`, one of its own among the nodes (not `local`).",
+        ),
+        (
+            "mailbox",
+            "Requests queued per room; a request beyond that is answered 429 `ROOM_OVERLOADED` at \
+             once.",
+        ),
+        (
+            "max_batch",
+            "The most commands one storage transaction commits (group commit); 1 turns batching \
+             off.",
+        ),
+        (
+            "snapshot_every",
+            "A room snapshot is written after this many events (and when the room is unloaded).",
+        ),
+        (
+            "idle_secs",
+            "A room without requests for this many seconds is unloaded from memory.",
+        ),
+        (
+            "recent_commands",
+            "Command ids each loaded room remembers, to answer repeats without reading storage.",
+        ),
+        (
+            "recent_commands_bytes",
+            "The most bytes (estimated) the replies each loaded room remembers may take; the \
+             oldest go first, and a repeat of a forgotten command is answered from storage.",
+        ),
+    ],
+};

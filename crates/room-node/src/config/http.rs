@@ -2,13 +2,15 @@
 
 use std::net::SocketAddr;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::reference::Section;
 
 /// The largest request body: 64 KiB. It bounds a request's frame on an internal link too.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// `[http]`: the listener and request limits.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpSettings {
     /// Address to listen on (`ROOM__HTTP__ADDR`).
@@ -38,3 +40,36 @@ impl Default for HttpSettings {
         }
     }
 }
+
+/// What `[http]` and each of its keys are for, in the reference (`docs/configuration.md`).
+pub(super) const SECTION: Section = Section {
+    name: "http",
+    about: "The HTTP listener, the bounds of its connections, and the request timeout.",
+    keys: &[
+        (
+            "addr",
+            "Where the API listens. Any address but a loopback one needs `ROOM__AUTH__JWT_SECRET`.",
+        ),
+        (
+            "request_timeout_secs",
+            "A request without a response after this many seconds is answered 503 `TIMEOUT` \
+             (retryable; a gift retried with the same `order_id` is still debited once); a body \
+             that has not fully arrived after half of it, 408 `BODY_TIMEOUT`.",
+        ),
+        (
+            "header_timeout_secs",
+            "A connection that has not sent a whole request head this many seconds after it \
+             opened, or after the first byte of a later request, is closed.",
+        ),
+        (
+            "idle_timeout_secs",
+            "A keep-alive connection without a new request this many seconds after its last \
+             response is closed.",
+        ),
+        (
+            "max_connections",
+            "The most connections open at once; further connections wait in the listen queue until \
+             one closes.",
+        ),
+    ],
+};

@@ -1,10 +1,12 @@
 //! `[limits]`: the per-user token buckets of the API.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::reference::Section;
 
 /// `[limits]`: token buckets per user and route class. A request over its class's budget is
 /// answered 429 `RATE_LIMITED` with `Retry-After`. Rates and bursts below 1 count as 1.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitSettings {
     /// Whether the limits apply at all (`ROOM__LIMITS__ENABLED`).
@@ -57,3 +59,66 @@ impl Default for LimitSettings {
         }
     }
 }
+
+/// What `[limits]` and each of its keys are for, in the reference (`docs/configuration.md`).
+pub(super) const SECTION: Section = Section {
+    name: "limits",
+    about: "Token buckets per user and class of request: `*_per_minute` sustained, `*_burst` at \
+        once after a quiet period (values below 1 count as 1). A request over its budget is \
+        answered 429 `RATE_LIMITED` (retryable) with `Retry-After` in seconds. Requests without a \
+        valid token are not counted (they are refused anyway); heartbeats, TRTC callbacks and \
+        reads are not limited.",
+    keys: &[
+        ("enabled", "Whether the limits apply at all."),
+        (
+            "max_users",
+            "Users tracked per class. While a class tracks this many, users it does not track pass \
+             unlimited until the next prune forgets the quiet ones: its memory stays bounded, and \
+             no crowd of users can lock the others out.",
+        ),
+        (
+            "prune_every_secs",
+            "How often users whose bucket is full again are forgotten, in seconds.",
+        ),
+        (
+            "create_room_per_minute",
+            "`POST /v1/rooms`: room creations per minute per user, sustained.",
+        ),
+        (
+            "create_room_burst",
+            "`POST /v1/rooms`: room creations at once.",
+        ),
+        (
+            "join_per_minute",
+            "`POST /v1/rooms/{room_id}/join`: joins per minute per user.",
+        ),
+        (
+            "join_burst",
+            "`POST /v1/rooms/{room_id}/join`: joins at once.",
+        ),
+        (
+            "gift_per_minute",
+            "`POST /v1/rooms/{room_id}/gifts`: gifts per minute per user.",
+        ),
+        (
+            "gift_burst",
+            "`POST /v1/rooms/{room_id}/gifts`: gifts at once.",
+        ),
+        (
+            "stream_per_minute",
+            "`GET /v1/rooms/{room_id}/events`: streams opened per minute per user.",
+        ),
+        (
+            "stream_burst",
+            "`GET /v1/rooms/{room_id}/events`: streams opened at once.",
+        ),
+        (
+            "write_per_minute",
+            "Every other `POST`, `PUT`, `PATCH` and `DELETE`: requests per minute per user.",
+        ),
+        (
+            "write_burst",
+            "Every other `POST`, `PUT`, `PATCH` and `DELETE`: requests at once.",
+        ),
+    ],
+};

@@ -1,9 +1,11 @@
 //! `[outbox]`: publishing the outbox to Kafka, and its retention.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::reference::Section;
 
 /// `[outbox]`: publishing the outbox's durable facts to Kafka, and deleting delivered rows.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutboxSettings {
     /// Rows published per batch (one read, one broker round, one update).
@@ -32,3 +34,35 @@ impl Default for OutboxSettings {
         }
     }
 }
+
+/// What `[outbox]` and each of its keys are for, in the reference (`docs/configuration.md`).
+pub(super) const SECTION: Section = Section {
+    name: "outbox",
+    about: "Publishing the outbox's durable facts to Kafka, and deleting what was delivered.",
+    keys: &[
+        (
+            "publish_batch",
+            "Rows published per round (one read, one broker round, one update).",
+        ),
+        (
+            "publish_every_ms",
+            "How often the publisher looks for new rows once the outbox is drained, in \
+             milliseconds: the commit-to-broker lag of a quiet outbox is at most about this.",
+        ),
+        (
+            "retention_days",
+            "Delivered rows are deleted this many days after delivery (undelivered rows never \
+             are), and each room's events and commands this long after they were applied, once its \
+             newest snapshot covers them (a reconnect past them gets `resync`; a repeat of an \
+             older command id may no longer be recognised).",
+        ),
+        (
+            "retention_every_secs",
+            "How often the retention pass runs, in seconds.",
+        ),
+        (
+            "retention_batch",
+            "The most rows one retention statement deletes.",
+        ),
+    ],
+};

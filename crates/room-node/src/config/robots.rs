@@ -2,10 +2,12 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::reference::Section;
 
 /// `[robots]`: the users that robot rooms run.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RobotSettings {
     /// The user-id prefix that marks robots (`ROOM__ROBOTS__ID_PREFIX`): a robot room's pool
@@ -90,3 +92,69 @@ impl RobotSettings {
         }
     }
 }
+
+/// What `[robots]` and each of its keys are for, in the reference (`docs/configuration.md`).
+pub(super) const SECTION: Section = Section {
+    name: "robots",
+    about: "Robot rooms, the orchestrators that run them, and robot visitors in quiet rooms.",
+    keys: &[
+        (
+            "id_prefix",
+            "The user-id prefix that marks robots: a robot room's pool holds only such ids, and a \
+             token whose `sub` has it is refused 401 `INVALID_TOKEN`.",
+        ),
+        (
+            "im_sample",
+            "The share of robot display events (robot gifts, joins, leaves, mic changes) sent to \
+             Tencent IM, from 0 to 1, the same events on every node; the event stream gets them \
+             all.",
+        ),
+        (
+            "in_process",
+            "Whether `room-api` runs the robot rooms itself in embedded mode; clustered, \
+             `room-orchestrator` nodes run them and `room-api` never does.",
+        ),
+        (
+            "reconcile_every_ms",
+            "How often an orchestrator reads the robot room configurations and starts, stops and \
+             hands over runtimes, in milliseconds: at least 100, and on an orchestrator at most \
+             half of `ROOM__LEASE__TTL_MS`.",
+        ),
+        (
+            "step_every_ms",
+            "How often each robot room plays one step of its script, in milliseconds (at least \
+             100): at most one join or leave, one seat change and the gifts its rate owes.",
+        ),
+        (
+            "stay_secs",
+            "How long a robot stays in a room on average before another of the pool takes its \
+             place, in seconds.",
+        ),
+        (
+            "max_runtimes",
+            "The most robot rooms one node runs; past it, the rest wait for another orchestrator.",
+        ),
+        (
+            "visitors_below",
+            "Human rooms with at least one person and fewer than this many get robot visitors \
+             (listeners only), which leave once enough people came or the last one left; 0: none \
+             do.",
+        ),
+        (
+            "visitors_per_room",
+            "The most robot visitors one room gets.",
+        ),
+        (
+            "visitor_pool",
+            "The visitor robots, `{id_prefix}visitor-0` up to this many.",
+        ),
+        (
+            "visitors_every_secs",
+            "How often the quiet rooms are looked at, in seconds.",
+        ),
+        (
+            "visitors_scan",
+            "The most open rooms one look goes through, hottest first.",
+        ),
+    ],
+};

@@ -1,9 +1,11 @@
 //! `[sse]`: the room event stream.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::reference::Section;
 
 /// `[sse]`: the room event stream.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SseSettings {
     /// Events buffered per watcher; a watcher that falls further behind skips ahead and gets
@@ -29,3 +31,30 @@ impl Default for SseSettings {
         }
     }
 }
+
+/// What `[sse]` and each of its keys are for, in the reference (`docs/configuration.md`).
+pub(super) const SECTION: Section = Section {
+    name: "sse",
+    about: "The room event stream, `GET /v1/rooms/{room_id}/events`.",
+    keys: &[
+        (
+            "buffer",
+            "Events buffered per watcher; a watcher further behind skips ahead and gets a `lagged` \
+             event.",
+        ),
+        (
+            "keep_alive_secs",
+            "Seconds between keep-alive comments on a quiet stream.",
+        ),
+        (
+            "max_streams_per_user",
+            "The streams one user may have open at once; one more is answered 429 \
+             `TOO_MANY_STREAMS`.",
+        ),
+        (
+            "replay_max",
+            "The most missed events a watcher reconnecting with `Last-Event-ID` is sent from the \
+             room's log; one that missed more gets a `resync` event (read the room again).",
+        ),
+    ],
+};

@@ -1,14 +1,18 @@
 //! `[storage]`: the backend (SQLite, MySQL or memory) and its tuning.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::reference::Section;
 
 /// `[storage]`: the backend. `Debug` hides a password in the URL.
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSettings {
     /// `sqlite://path/to/file.db` (created if missing), `mysql://user:password@host:3306/db`
     /// (shared by every node; migrated by `room-api migrate`) or `memory://` (nothing survives
-    /// a restart; for tests) (`ROOM__STORAGE__URL`).
+    /// a restart; for tests) (`ROOM__STORAGE__URL`). Serialized with any password replaced
+    /// by `***`.
+    #[serde(serialize_with = "redacted_url")]
     pub url: String,
     /// MySQL: the most connections of this node.
     pub max_connections: u32,
@@ -52,18 +56,7 @@ impl std::fmt::Debug for StorageSettings {
 impl StorageSettings {
     /// The URL with any password replaced by `***`, for logs and messages.
     pub fn redacted_url(&self) -> String {
-        let url = &self.url;
-        let Some((scheme, rest)) = url.split_once("://") else {
-            return url.clone();
-        };
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        match authority.rsplit_once('@') {
-            Some((user_info, host)) if user_info.contains(':') => {
-                let user = user_info.split(':').next().unwrap_or_default();
-                format!("{scheme}://{user}:***@{host}{path}")
-            }
-            _ => url.clone(),
-        }
+        redact(&self.url)
     }
 
     /// The MySQL adapter's settings.
@@ -85,3 +78,67 @@ impl StorageSettings {
         }
     }
 }
+
+/// `url` with any password replaced by `***`.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) if user_info.contains(':') => {
+            let user = user_info.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}{path}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Serializes a storage URL without its password.
+fn redacted_url<S: Serializer>(url: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&redact(url))
+}
+
+/// What `[storage]` and each of its keys are for, in the reference (`docs/configuration.md`).
+pub(super) const SECTION: Section = Section {
+    name: "storage",
+    about: "Where rooms, orders and balances are stored.",
+    keys: &[
+        (
+            "url",
+            "`sqlite://path` (created and migrated if missing; one process at a time serves it, \
+             holding a lock on `path-lock`), `mysql://user:password@host:3306/database` (MariaDB \
+             10.11 or MySQL 8, shared by the nodes; `room-api migrate` applies the migrations, and \
+             the service refuses to start on a schema that is behind) or `memory://` (nothing \
+             survives a restart; tests, demos).",
+        ),
+        (
+            "max_connections",
+            "MySQL: the most connections of this node.",
+        ),
+        (
+            "max_read_connections",
+            "SQLite: read-only connections beside the single writer (write-ahead log readers never \
+             block it).",
+        ),
+        (
+            "max_jobs_per_transaction",
+            "SQLite: the most write jobs (room commits, wallet operations, ...) committed in one \
+             transaction.",
+        ),
+        (
+            "busy_timeout_ms",
+            "SQLite: how long to wait for a lock held by another process, in milliseconds.",
+        ),
+        (
+            "checkpoint_every_ms",
+            "SQLite: how often the write-ahead log is copied into the database file, in \
+             milliseconds, on a thread of its own (once the log has passed 16 MiB, the writer then \
+             starts it over between two transactions, a pause of about 15 ms). The log peaks at \
+             about one period of writes (up to 200 MB at 5,000 gifts/s in the benchmark); past 256 \
+             MiB it is started over whatever readers hold. A shorter period keeps it smaller but, \
+             measured at 250 ms on a machine with a slower disk (see `docs/benchmarks.md`), \
+             brought 100–500 ms stalls into the open loop.",
+        ),
+    ],
+};

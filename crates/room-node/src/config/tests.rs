@@ -282,3 +282,36 @@ fn short_secrets_and_empty_claims_are_refused() {
         .unwrap();
     assert!(auth.verify(&plain).is_err());
 }
+
+#[test]
+fn config_doc_describes_every_setting_and_only_settings() {
+    let problems = reference::problems(&Settings::default_tree(), &SECTIONS);
+    assert!(
+        problems.is_empty(),
+        "the reference and the settings disagree (describe each key in the SECTION table of \
+         its section's module):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn config_doc_is_the_rendering_of_the_settings() {
+    let path = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/configuration.md"
+    ));
+    let rendered = Settings::reference();
+    // In a jail: the tests that clear the environment do it in theirs, one jail at a time.
+    figment::Jail::expect_with(|_| {
+        if std::env::var_os("ROOM_WRITE_DOCS").is_some_and(|value| value == "1") {
+            std::fs::write(path, &rendered).expect("docs/configuration.md is writable");
+        }
+        Ok(())
+    });
+    let written = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        written == rendered,
+        "docs/configuration.md is not the rendering of the settings: run \
+         `ROOM_WRITE_DOCS=1 cargo test -p room-node config_doc` and commit the file"
+    );
+}

@@ -1,13 +1,15 @@
 //! `[workers]`: the background passes and who runs them.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::reference::Section;
 
 /// The default consumer group of the IM group effects (`workers.im_effects_group`): every node
 /// that runs them shares the topic's partitions in it.
 pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
 
 /// `[workers]`: the background passes of the embedded mode.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WorkerSettings {
     /// How often due timers (rocket launch, mic publish timeout) are fired, in milliseconds.
@@ -50,3 +52,55 @@ impl Default for WorkerSettings {
         }
     }
 }
+
+/// What `[workers]` and each of its keys are for, in the reference (`docs/configuration.md`).
+pub(super) const SECTION: Section = Section {
+    name: "workers",
+    about: "The background passes (due timers, evictions, payouts, gift recovery) and who runs \
+        them.",
+    keys: &[
+        (
+            "timers_every_ms",
+            "How often due timers (rocket launches, mic publish timeouts) fire, in milliseconds.",
+        ),
+        (
+            "presence_every_secs",
+            "How often members without a recent heartbeat are looked for, in seconds.",
+        ),
+        (
+            "payouts_every_secs",
+            "How often owed rocket rewards are paid, in seconds.",
+        ),
+        (
+            "recovery_every_secs",
+            "How often unfinished gift orders are settled, in seconds (every unfinished order is \
+             also settled at start-up, before the service takes requests).",
+        ),
+        (
+            "recovery_older_than_secs",
+            "The periodic recovery settles orders unfinished for longer than this many seconds.",
+        ),
+        (
+            "batch_limit",
+            "The most items one background pass handles (timers, evictions, payouts); gift \
+             recovery reads unfinished orders in pages of this size and walks all of them in one \
+             pass.",
+        ),
+        (
+            "in_process",
+            "Whether `room-api` runs the background passes itself; set `false` on the API nodes \
+             when `room-worker` processes run them (MySQL storage only).",
+        ),
+        (
+            "claim_ttl_secs",
+            "How long a process's claim on a shared pass (the outbox publisher, the retention; on \
+             workers every pass) holds without renewal, in seconds: when a worker dies, another \
+             takes its passes over after this long.",
+        ),
+        (
+            "im_effects_group",
+            "The Kafka consumer group the IM group effects (creating, destroying, muting, banning) \
+             read the topic as; every process running them joins it.",
+        ),
+    ],
+};
