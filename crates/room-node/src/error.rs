@@ -55,26 +55,6 @@ impl ApiError {
         }
     }
 
-    /// An error with the given status, the code spelled as a string, and a message, not
-    /// retryable. Prefer [`ApiError::of`]; this stays for the handlers that still name their
-    /// codes as strings. A string that is no [`ApiCode`] is a bug: it panics in debug builds
-    /// and answers `INTERNAL` in release builds.
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        let known = ApiCode::parse(code);
-        debug_assert!(known.is_some(), "{code} is not an ApiCode");
-        ApiError {
-            status,
-            code: known.unwrap_or(ApiCode::Internal),
-            message: message.into(),
-            retryable: false,
-        }
-    }
-
-    /// 400 with `code` spelled as a string; see [`ApiError::new`].
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, code, message)
-    }
-
     /// 401 `UNAUTHENTICATED`.
     pub fn unauthenticated(message: impl Into<String>) -> Self {
         Self::of(ApiCode::Unauthenticated, message)

@@ -22,7 +22,7 @@ use crate::dto::{
     PatchRobotRoomRequest, PutGiftRequest, RobotProfileRequest, RobotRoomListResponse,
     RobotRoomResponse,
 };
-use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, parse_id};
 use crate::state::AppState;
 
@@ -58,8 +58,8 @@ pub async fn credit_wallet(
     // kind, an admin credit, keeps it apart from gift operations and rewards.)
     let op_id: CommandId = parse_id("op_id", &request.op_id)?;
     if !(1..=room_app::MAX_ADMIN_CREDIT).contains(&request.amount) {
-        return Err(ApiError::bad_request(
-            "INVALID_AMOUNT",
+        return Err(ApiError::of(
+            ApiCode::InvalidAmount,
             format!("amount must be 1 to {} coins", room_app::MAX_ADMIN_CREDIT),
         ));
     }
@@ -68,9 +68,8 @@ pub async fn credit_wallet(
         .admin_credit(op_id.as_str(), &user, Coins(request.amount))
         .await
         .map_err(|error| match error {
-            room_app::Error::Conflict(_) | room_app::Error::AlreadyExists(_) => ApiError::new(
-                StatusCode::CONFLICT,
-                "OP_ID_REUSED",
+            room_app::Error::Conflict(_) | room_app::Error::AlreadyExists(_) => ApiError::of(
+                ApiCode::OpIdReused,
                 "op_id was already used for another credit",
             ),
             other => other.into(),
@@ -113,7 +112,7 @@ pub async fn put_gift(
         enabled: request.enabled,
     };
     if let Some(problem) = gift.problem() {
-        return Err(ApiError::bad_request("INVALID_GIFT", problem));
+        return Err(ApiError::of(ApiCode::InvalidGift, problem));
     }
     state.service.put_gift(gift.clone()).await?;
     Ok(Json(gift.into()))
@@ -141,29 +140,22 @@ fn refusal(error: RobotAdminError) -> ApiError {
     };
     match error {
         RobotAdminError::Invalid(problem) => {
-            ApiError::bad_request("INVALID_ROBOT_ROOM", problem.to_string())
+            ApiError::of(ApiCode::InvalidRobotRoom, problem.to_string())
         }
-        error @ RobotAdminError::NotFound(_) => ApiError::new(
-            StatusCode::NOT_FOUND,
-            "ROBOT_ROOM_NOT_FOUND",
-            error.to_string(),
-        ),
-        error @ RobotAdminError::Exists { .. } => ApiError::new(
-            StatusCode::CONFLICT,
-            "ROBOT_ROOM_EXISTS",
+        error @ RobotAdminError::NotFound(_) => {
+            ApiError::of(ApiCode::RobotRoomNotFound, error.to_string())
+        }
+        error @ RobotAdminError::Exists { .. } => ApiError::of(
+            ApiCode::RobotRoomExists,
             format!("{error}: send another Idempotency-Key for another room"),
         ),
-        error @ RobotAdminError::Changed(_) => ApiError::new(
-            StatusCode::CONFLICT,
-            "ROBOT_ROOM_CHANGED",
-            error.to_string(),
-        ),
+        error @ RobotAdminError::Changed(_) => {
+            ApiError::of(ApiCode::RobotRoomChanged, error.to_string())
+        }
         // The status the room itself gives a change to a closed room.
-        error @ RobotAdminError::RoomClosed(_) => ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "ROOM_CLOSED",
-            error.to_string(),
-        ),
+        error @ RobotAdminError::RoomClosed(_) => {
+            ApiError::of(ApiCode::RoomClosed, error.to_string())
+        }
         RobotAdminError::ConfigNotStored(error) => unfinished(
             error,
             "the room was created but its robot configuration not stored yet; retry the same \
@@ -177,11 +169,7 @@ fn refusal(error: RobotAdminError) -> ApiError {
         RobotAdminError::Service(error) => error.into(),
         other => {
             tracing::error!(error = %other, "unmapped robot room refusal");
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL",
-                "internal error",
-            )
+            ApiError::of(ApiCode::Internal, "internal error")
         }
     }
 }
@@ -300,7 +288,10 @@ pub async fn list_robot_rooms(
     let after = match query.cursor {
         None => None,
         Some(cursor) => Some(RoomId::new(cursor).map_err(|_| {
-            ApiError::bad_request("INVALID_CURSOR", "cursor is not a next_cursor of this list")
+            ApiError::of(
+                ApiCode::InvalidCursor,
+                "cursor is not a next_cursor of this list",
+            )
         })?),
     };
     let page = robot_rooms(&state)
@@ -422,7 +413,7 @@ mod tests {
             let error = refusal(error);
             (
                 error.status.as_u16(),
-                error.code.into_owned(),
+                error.code.as_str().to_owned(),
                 error.message,
             )
         };
@@ -501,7 +492,7 @@ mod tests {
         assert_eq!(
             (
                 failed.status.as_u16(),
-                failed.code.as_ref(),
+                failed.code.as_str(),
                 failed.retryable
             ),
             (500, "INTERNAL", false)

@@ -4,13 +4,13 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use room_app::rtc_events::{RtcEvent, RtcEventKind, RtcEvents, RtcOutcome, RtcRoom};
 use room_domain::{Timestamp, UserId};
 use secrecy::ExposeSecret;
 
 use crate::dto::RtcAck;
-use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::bytes_rejection;
 use crate::rtc::{
     self, Callback, EVENT_AUDIO_PUBLISH_STARTED, EVENT_USER_LEFT, RtcRoomId, TimeRefusal,
@@ -49,22 +49,18 @@ pub async fn rtc_callback(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<RtcAck>> {
     let body = body.map_err(bytes_rejection)?;
-    let key = state.rtc_key.as_ref().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "BAD_SIGNATURE",
-            "RTC callbacks are not configured",
-        )
-    })?;
+    let key = state
+        .rtc_key
+        .as_ref()
+        .ok_or_else(|| ApiError::of(ApiCode::BadSignature, "RTC callbacks are not configured"))?;
     let signature = headers
         .get("sign")
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default();
     if !rtc::verify(key.expose_secret().as_bytes(), &body, signature) {
         metrics::counter!("room_rtc_callbacks_total", "outcome" => "bad_signature").increment(1);
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "BAD_SIGNATURE",
+        return Err(ApiError::of(
+            ApiCode::BadSignature,
             "the Sign header does not match the body",
         ));
     }
@@ -74,15 +70,17 @@ pub async fn rtc_callback(
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<u64>().ok());
         if app_id != Some(expected) {
-            return Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "BAD_SIGNATURE",
+            return Err(ApiError::of(
+                ApiCode::BadSignature,
                 "the SdkAppId header does not name this application",
             ));
         }
     }
     let callback: Callback = serde_json::from_slice(&body).map_err(|error| {
-        ApiError::bad_request("INVALID_BODY", format!("not a TRTC callback: {error}"))
+        ApiError::of(
+            ApiCode::InvalidBody,
+            format!("not a TRTC callback: {error}"),
+        )
     })?;
     check_time(&state, &callback)?;
     let outcome = handle(&state, &callback).await?;
@@ -104,8 +102,8 @@ fn check_time(state: &AppState, callback: &Callback) -> ApiResult<()> {
     let window = state.rtc_callback_window.as_secs();
     let message = match refusal {
         TimeRefusal::Undated => {
-            return Err(ApiError::bad_request(
-                "INVALID_BODY",
+            return Err(ApiError::of(
+                ApiCode::InvalidBody,
                 "not a TRTC callback: no CallbackTs, EventInfo.EventMsTs or EventInfo.EventTs",
             ));
         }
@@ -118,11 +116,7 @@ fn check_time(state: &AppState, callback: &Callback) -> ApiResult<()> {
             ahead_ms / 1000
         ),
     };
-    Err(ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "CALLBACK_OUT_OF_WINDOW",
-        message,
-    ))
+    Err(ApiError::of(ApiCode::CallbackOutOfWindow, message))
 }
 
 async fn handle(state: &AppState, callback: &Callback) -> ApiResult<&'static str> {

@@ -20,7 +20,7 @@
 use std::convert::Infallible;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt, stream};
 use room_app::RoomWatch;
@@ -30,7 +30,7 @@ use room_domain::UserId;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::Auth;
-use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::ApiPath;
 use crate::limits::StreamSlot;
 use crate::state::AppState;
@@ -66,12 +66,10 @@ pub async fn room_events(
     // Outsiders are refused before anything is held for them.
     feed.member_version(&room_id, &actor.user_id).await?;
     let slot = state.streams.try_acquire(&actor.user_id).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "TOO_MANY_STREAMS",
+        ApiError::of(
+            ApiCode::TooManyStreams,
             "this user has as many event streams open as allowed; close one first",
         )
-        .retryable()
     })?;
     let opened = feed.open(&room_id, &actor.user_id, last_seen).await?;
     metrics::counter!("room_sse_streams_total").increment(1);
@@ -121,8 +119,8 @@ fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<u64>> {
         .filter(|seq| i64::try_from(*seq).is_ok())
         .map(Some)
         .ok_or_else(|| {
-            ApiError::bad_request(
-                "INVALID_LAST_EVENT_ID",
+            ApiError::of(
+                ApiCode::InvalidLastEventId,
                 "Last-Event-ID must be the seq (a whole number, 0 to 2^63-1) of the last event \
                  received",
             )

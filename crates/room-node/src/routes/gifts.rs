@@ -32,7 +32,7 @@ use crate::dto::{
     CurrentRoomResponse, GiftCatalogResponse, GiftErrorResponse, GiftResponse,
     ImCredentialsResponse, SendGiftRequest, WalletResponse,
 };
-use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, parse_id};
 use crate::state::AppState;
 
@@ -68,8 +68,8 @@ pub async fn send_gift(
     // after a repeat of an accepted order was recognised; here only the type must fit.
     let rules = state.service.runtime().rules();
     let count = u32::try_from(request.count).map_err(|_| {
-        ApiError::bad_request(
-            "INVALID_GIFT_COUNT",
+        ApiError::of(
+            ApiCode::InvalidGiftCount,
             format!(
                 "gift count {} is outside 1..={}",
                 request.count, rules.max_gift_count
@@ -99,11 +99,7 @@ pub async fn send_gift(
         .await
         .map_err(|error| {
             tracing::error!(error = %error, "the gift task failed");
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL",
-                "internal error",
-            )
+            ApiError::of(ApiCode::Internal, "internal error")
         })?;
     let receipt = result?;
     Ok(gift_answer(&receipt))
@@ -122,12 +118,10 @@ fn gift_answer(receipt: &GiftReceipt) -> Response {
         // The saga returns an unfinished order only with an error; answer like that error
         // would be answered, so the client retries.
         (OrderStatus::Pending | OrderStatus::Debited | OrderStatus::Compensated, _) => {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "GIFT_PENDING",
+            ApiError::of(
+                ApiCode::GiftPending,
                 "the gift is not settled yet; retry with the same order_id",
             )
-            .retryable()
         }
     };
     let body = GiftErrorResponse {
@@ -140,15 +134,13 @@ fn gift_answer(receipt: &GiftReceipt) -> Response {
 /// Why a FAILED order failed.
 fn failure_reason(receipt: &GiftReceipt) -> ApiError {
     match receipt.fail_reason.clone() {
-        Some(FailReason::InsufficientFunds { balance }) => ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "INSUFFICIENT_COINS",
+        Some(FailReason::InsufficientFunds { balance }) => ApiError::of(
+            ApiCode::InsufficientCoins,
             format!("not enough coins (balance {balance})"),
         ),
         Some(FailReason::Rejected { rejection }) => ApiError::from_rejection(&rejection),
-        Some(FailReason::NotDebited) | None => ApiError::new(
-            StatusCode::CONFLICT,
-            "ORDER_FAILED",
+        Some(FailReason::NotDebited) | None => ApiError::of(
+            ApiCode::OrderFailed,
             "the order was never debited and is void; send the gift again with a new order_id",
         ),
     }
@@ -219,9 +211,8 @@ pub async fn my_im_credentials(
     Auth(actor): Auth,
 ) -> ApiResult<Json<ImCredentialsResponse>> {
     let Some(im) = &state.im else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "IM_DISABLED",
+        return Err(ApiError::of(
+            ApiCode::ImDisabled,
             "this service runs without Tencent IM",
         ));
     };

@@ -18,7 +18,7 @@ use crate::dto::{
     LockSeatRequest, MuteSeatRequest, OnlineUsersResponse, PatchRoomRequest, RankResponse,
     RoomListResponse, RoomResponse, UnbanRequest,
 };
-use crate::error::{ApiError, ApiResult, ErrorResponse};
+use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey, OptionalJson, parse_id};
 use crate::state::AppState;
 
@@ -63,8 +63,8 @@ pub(super) fn page_limit(limit: Option<u32>) -> ApiResult<u32> {
     match limit {
         None => Ok(DEFAULT_PAGE),
         Some(limit) if (1..=MAX_PAGE).contains(&limit) => Ok(limit),
-        Some(limit) => Err(ApiError::bad_request(
-            "INVALID_LIMIT",
+        Some(limit) => Err(ApiError::of(
+            ApiCode::InvalidLimit,
             format!("limit {limit} is outside 1..={MAX_PAGE}"),
         )),
     }
@@ -72,8 +72,8 @@ pub(super) fn page_limit(limit: Option<u32>) -> ApiResult<u32> {
 
 fn seat_index(raw: &str) -> ApiResult<SeatIndex> {
     raw.parse::<u8>().map(SeatIndex).map_err(|_| {
-        ApiError::bad_request(
-            "INVALID_SEAT",
+        ApiError::of(
+            ApiCode::InvalidSeat,
             format!("seat {raw:?} is not a seat number (0 to 255)"),
         )
     })
@@ -103,8 +103,8 @@ pub async fn create_room(
     let seat_count = match request.seat_count {
         None => None,
         Some(count) => Some(u8::try_from(count).map_err(|_| {
-            ApiError::bad_request(
-                "INVALID_SEAT_COUNT",
+            ApiError::of(
+                ApiCode::InvalidSeatCount,
                 format!("seat count {count} is outside 1..=20"),
             )
         })?),
@@ -157,7 +157,12 @@ pub async fn list_rooms(
 
 /// `"{heat}.{room_id}"`: heat is an integer, so the first dot ends it.
 fn parse_room_cursor(cursor: &str) -> ApiResult<(i64, RoomId)> {
-    let bad = || ApiError::bad_request("INVALID_CURSOR", "the cursor is not one this API gave");
+    let bad = || {
+        ApiError::of(
+            ApiCode::InvalidCursor,
+            "the cursor is not one this API gave",
+        )
+    };
     let (heat, room) = cursor.split_once('.').ok_or_else(bad)?;
     let heat = heat.parse::<i64>().map_err(|_| bad())?;
     let room = RoomId::new(room).map_err(|_| bad())?;
@@ -203,7 +208,7 @@ pub async fn get_room_by_short_id(
         .parse::<u32>()
         .ok()
         .filter(|id| (100_000..=99_999_999).contains(id))
-        .ok_or_else(|| ApiError::bad_request("INVALID_ID", "a short id has 6 to 8 digits"))?;
+        .ok_or_else(|| ApiError::of(ApiCode::InvalidId, "a short id has 6 to 8 digits"))?;
     let view = state.service.get_room_by_short_id(short_id).await?;
     Ok(Json(view.into()))
 }
@@ -233,8 +238,8 @@ pub async fn patch_room(
     if let Some(Some(password)) = &request.password {
         let chars = password.chars().count();
         if chars == 0 || chars > MAX_PASSWORD_CHARS {
-            return Err(ApiError::bad_request(
-                "INVALID_PASSWORD",
+            return Err(ApiError::of(
+                ApiCode::InvalidPassword,
                 format!("a room password has 1 to {MAX_PASSWORD_CHARS} characters"),
             ));
         }
@@ -309,8 +314,8 @@ pub async fn join_room(
         .as_ref()
         .is_some_and(|p| p.chars().count() > MAX_PASSWORD_CHARS)
     {
-        return Err(ApiError::bad_request(
-            "INVALID_PASSWORD",
+        return Err(ApiError::of(
+            ApiCode::InvalidPassword,
             format!("a room password has 1 to {MAX_PASSWORD_CHARS} characters"),
         ));
     }
@@ -393,7 +398,10 @@ pub async fn online_users(
     let cursor = match query.cursor.as_deref() {
         None | Some("") => None,
         Some(cursor) => Some(UserId::new(cursor).map_err(|_| {
-            ApiError::bad_request("INVALID_CURSOR", "the cursor is not one this API gave")
+            ApiError::of(
+                ApiCode::InvalidCursor,
+                "the cursor is not one this API gave",
+            )
         })?),
     };
     let users = state.service.online_users(&room_id, cursor, limit).await?;
