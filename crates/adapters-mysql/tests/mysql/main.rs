@@ -1,0 +1,16 @@
+//! What the conformance suites cannot see of [`MySqlStore`](adapters_mysql::MySqlStore): the
+//! rows a fenced commit leaves in the tables, transactions retried after a lock wait timeout,
+//! the schema's id rules, migrations as a step of their own (and stores that refuse a schema
+//! behind or ahead of them), the wallet's operations racing on two nodes of one database, the
+//! schema's own guard against a negative balance, and the index the recovery worker's query
+//! reads. Each test runs on a database of its own on the server in `ROOM_TEST_MYSQL_URL`
+//! (skipped or failed as `room_app::testkit::service_url` says).
+//!
+//! By family: [`commits`], [`schema`], [`wallet`], [`gift_orders`]; [`fixtures`] holds what
+//! they share.
+
+mod commits;
+mod fixtures;
+mod gift_orders;
+mod schema;
+mod wallet;
