@@ -72,4 +72,47 @@ impl Outbox for MySqlStore {
         })
         .await
     }
+
+    async fn list_after(&self, after: i64, limit: u32) -> Result<Vec<OutboxMessage>> {
+        let rows = self
+            .retrying("list_outbox_after", || async move {
+                // A locking read: it waits for the transactions that inserted rows in the
+                // range it scans to end, so that a row committed after a higher one (ids are
+                // allotted at insert, transactions commit in any order) is not skipped. Under
+                // READ COMMITTED it takes no gap locks and blocks no insert.
+                Ok(sqlx::query(
+                    "SELECT id, envelope FROM room_outbox WHERE id > ?
+                     ORDER BY id LIMIT ? LOCK IN SHARE MODE",
+                )
+                .bind(after)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?)
+            })
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(OutboxMessage {
+                    id: col(row, "id")?,
+                    envelope: json_col(row, "envelope")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn mark_passed(&self, through: i64, at: Timestamp, limit: u32) -> Result<u64> {
+        self.retrying("mark_outbox_passed", || async move {
+            let marked = sqlx::query(
+                "UPDATE room_outbox SET delivered_at = ?
+                 WHERE delivered_at IS NULL AND id <= ? ORDER BY id LIMIT ?",
+            )
+            .bind(at.as_millis())
+            .bind(through)
+            .bind(i64::from(limit))
+            .execute(&self.pool)
+            .await?;
+            Ok(marked.rows_affected())
+        })
+        .await
+    }
 }

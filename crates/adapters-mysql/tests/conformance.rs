@@ -123,3 +123,11 @@ async fn robot_rooms() {
     };
     testkit::robot_rooms_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn consumer_positions() {
+    let Some(fresh) = Fresh::new("conformance::consumer_positions").await else {
+        return;
+    };
+    testkit::consumer_positions_suite(|| fresh.store()).await;
+}

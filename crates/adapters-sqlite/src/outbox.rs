@@ -55,4 +55,37 @@ impl Outbox for SqliteStore {
             .await?;
         Ok(deleted as u64)
     }
+
+    async fn list_after(&self, after: i64, limit: u32) -> Result<Vec<OutboxMessage>> {
+        // One writer commits in id order: a reader's snapshot never lacks a row below one it
+        // sees.
+        let rows =
+            sqlx::query("SELECT id, envelope FROM room_outbox WHERE id > ?1 ORDER BY id LIMIT ?2")
+                .bind(after)
+                .bind(i64::from(limit))
+                .fetch_all(&self.readers)
+                .await
+                .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                Ok(OutboxMessage {
+                    id: col(row, "id")?,
+                    envelope: json_col(row, "envelope")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn mark_passed(&self, through: i64, at: Timestamp, limit: u32) -> Result<u64> {
+        let marked = self
+            .execute(
+                "UPDATE room_outbox SET delivered_at = ?1 WHERE id IN (
+                     SELECT id FROM room_outbox
+                     WHERE delivered_at IS NULL AND id <= ?2
+                     ORDER BY id LIMIT ?3)",
+                (at.as_millis(), through, i64::from(limit)),
+            )
+            .await?;
+        Ok(marked as u64)
+    }
 }

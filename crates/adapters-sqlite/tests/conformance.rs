@@ -90,3 +90,9 @@ async fn robot_rooms() {
     let fresh = Fresh::default();
     testkit::robot_rooms_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn consumer_positions() {
+    let fresh = Fresh::default();
+    testkit::consumer_positions_suite(|| fresh.store()).await;
+}

@@ -8,6 +8,7 @@
 
 mod attempts;
 mod cell;
+pub mod consumers;
 pub mod digest;
 mod error;
 mod footprint;

@@ -11,6 +11,8 @@ use room_domain::{
 };
 
 use crate::error::{Error, Result};
+mod positions;
+
 use crate::ports::{
     Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
     GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage, Payout,
@@ -64,6 +66,8 @@ struct Tables {
     claims: HashMap<String, (String, Timestamp)>,
     /// Robot room configurations, by room id.
     robots: BTreeMap<RoomId, RobotRoomConfig>,
+    /// Consumers' positions in the outbox, by consumer name.
+    positions: HashMap<String, i64>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
@@ -339,6 +343,30 @@ impl Outbox for InMemoryStore {
             t.outbox.remove(id);
         }
         Ok(doomed.len() as u64)
+    }
+
+    async fn list_after(&self, after: i64, limit: u32) -> Result<Vec<OutboxMessage>> {
+        let t = self.lock();
+        Ok(t.outbox
+            .range(after.saturating_add(1)..)
+            .take(limit as usize)
+            .map(|(_, (m, _))| m.clone())
+            .collect())
+    }
+
+    async fn mark_passed(&self, through: i64, at: Timestamp, limit: u32) -> Result<u64> {
+        let mut t = self.lock();
+        let mut marked = 0;
+        for (_, delivered) in t.outbox.range_mut(..=through).map(|(_, row)| row) {
+            if marked == u64::from(limit) {
+                break;
+            }
+            if delivered.is_none() {
+                *delivered = Some(at);
+                marked += 1;
+            }
+        }
+        Ok(marked)
     }
 }
 

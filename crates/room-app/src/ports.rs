@@ -14,6 +14,7 @@
 //!   to), [`timers`](Timers), [`payouts`](Payouts), [`directory`](RoomDirectory);
 //! - money: [`gift_orders`](GiftOrders), [`wallet`](Wallet), [`catalog`](GiftCatalog);
 //! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims);
+//! - consumers of the durable facts: [`positions`](ConsumerPositions);
 //! - people: [`presence`](Presence), [`password_attempts`](PasswordAttempts),
 //!   [`messenger`](Messenger) (display events);
 //! - robots: [`robot_rooms`](RobotRooms);
@@ -30,6 +31,7 @@ mod messenger;
 mod outbox;
 mod password_attempts;
 mod payouts;
+mod positions;
 mod presence;
 mod robot_rooms;
 mod snapshots;
@@ -52,6 +54,7 @@ pub use messenger::{DisplayMessage, Messenger, MessengerRef};
 pub use outbox::{EventPublisher, EventPublisherRef, Outbox, OutboxMessage, OutboxRef, Published};
 pub use password_attempts::{Counted, PasswordAttempts, PasswordAttemptsRef};
 pub use payouts::{Payout, Payouts, PayoutsRef};
+pub use positions::{ConsumerPositions, ConsumerPositionsRef};
 pub use presence::{Presence, PresenceRef, StaleMember};
 pub use robot_rooms::{
     GiftShare, MAX_GIFT_MIX, MAX_GIFT_WEIGHT, MAX_ROBOT_GIFTS_PER_MINUTE, MAX_ROBOT_ROOM_PAGE,
@@ -75,6 +78,7 @@ pub use self::{
     outbox::{MockEventPublisher, MockOutbox},
     password_attempts::MockPasswordAttempts,
     payouts::MockPayouts,
+    positions::MockConsumerPositions,
     presence::MockPresence,
     robot_rooms::MockRobotRooms,
     snapshots::MockSnapshotStore,

@@ -76,3 +76,8 @@ async fn work_claims() {
 async fn robot_rooms() {
     testkit::robot_rooms_suite(fresh).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn consumer_positions() {
+    testkit::consumer_positions_suite(fresh).await;
+}

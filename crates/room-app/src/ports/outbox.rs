@@ -27,6 +27,20 @@ pub trait Outbox: Send + Sync {
     async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()>;
     /// Deletes at most `limit` messages delivered before `before`; returns how many.
     async fn delete_delivered_before(&self, before: Timestamp, limit: u32) -> Result<u64>;
+
+    /// Messages with `id > after` in id (commit) order, delivered or not, at most `limit`:
+    /// what an in-process consumer reads after its position
+    /// ([`OutboxSource`](crate::consumers::OutboxSource)). A store whose transactions commit
+    /// out of id order (MySQL) waits for the rows still being written in the range it reads,
+    /// so a row below the last one returned can appear later only in the instant between its
+    /// id's allotment and its insertion: a reader that must see every row waits a moment at a
+    /// gap in the ids before it passes it.
+    async fn list_after(&self, after: i64, limit: u32) -> Result<Vec<OutboxMessage>>;
+    /// Marks delivered at `at` at most `limit` undelivered messages with `id <= through`,
+    /// lowest ids first; returns how many. With no broker configured, a message is done once
+    /// every in-process consumer has passed it, and this is how it becomes one that retention
+    /// deletes ([`delete_delivered_before`](Outbox::delete_delivered_before)).
+    async fn mark_passed(&self, through: i64, at: Timestamp, limit: u32) -> Result<u64>;
 }
 
 /// What [`EventPublisher::publish`] got the broker to take.

@@ -10,6 +10,7 @@ use room_domain::{
 
 use super::idempotency::IdempotencyKey;
 use crate::cell::CellRuntime;
+use crate::consumers::FactConsumer;
 use crate::error::{Error, Result};
 use crate::gifts::GiftSaga;
 use crate::ports::{
@@ -45,6 +46,8 @@ pub struct RoomService {
     pub(super) gifts: GiftSaga,
     /// Rooms found created, so that requests for rooms other nodes run read nothing.
     known_rooms: crate::known::KnownRooms,
+    /// Consumers handed each room's creation fact as soon as it is committed.
+    pub(super) early: Vec<Arc<FactConsumer>>,
 }
 
 impl RoomService {
@@ -64,7 +67,17 @@ impl RoomService {
             ports,
             gifts,
             known_rooms: crate::known::KnownRooms::default(),
+            early: Vec::new(),
         }
+    }
+
+    /// Hands each room's creation fact to `consumer` as soon as the room is created, before
+    /// the creation is answered ([`FactConsumer::hand_early`]: at most a second, never
+    /// failing the creation), besides the durable way, which brings it again later and is
+    /// the retry. For an effect a new room needs at once: its IM group.
+    pub fn with_early_consumer(mut self, consumer: Arc<FactConsumer>) -> Self {
+        self.early.push(consumer);
+        self
     }
 
     /// The runtime (for shutdown and metrics).

@@ -2,7 +2,8 @@
 //! id and short id, the list of open rooms, profile updates and closing.
 
 use room_domain::{
-    Actor, Command, CommandId, CommandKind, Ctx, Rejection, RoomId, RoomState, UserActor, decide,
+    Actor, Command, CommandId, CommandKind, Ctx, Event, EventEnvelope, Rejection, RoomId,
+    RoomState, UserActor, decide,
 };
 
 use super::idempotency::IdempotencyKey;
@@ -10,7 +11,7 @@ use super::password::hash_password;
 use super::room_service::RoomService;
 use super::views::{RoomPatch, RoomView, view_of};
 use crate::error::{Error, Result};
-use crate::ports::RoomSummary;
+use crate::ports::{CommandReply, RoomSummary};
 
 impl RoomService {
     /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
@@ -75,9 +76,34 @@ impl RoomService {
         if !reserved {
             return Err(Error::Unavailable("no free short id found".into()));
         }
-        self.run_keyed(&room_id, actor, key, "create", probe.kind)
+        let reply = self
+            .run_keyed(&room_id, actor, key, "create", probe.kind)
             .await?;
+        self.hand_creation_early(&room_id, &reply).await;
         self.get_room(&room_id).await
+    }
+
+    /// Hands the creation fact in `reply` to the early consumers
+    /// ([`RoomService::with_early_consumer`]), one after the other.
+    async fn hand_creation_early(&self, room_id: &RoomId, reply: &CommandReply) {
+        if self.early.is_empty() {
+            return;
+        }
+        let created = reply
+            .events
+            .iter()
+            .filter(|stored| matches!(stored.event, Event::RoomCreated { .. }));
+        for stored in created {
+            let envelope = EventEnvelope::new(
+                room_id.clone(),
+                stored.seq,
+                stored.occurred_at,
+                &stored.event,
+            );
+            for consumer in &self.early {
+                consumer.hand_early(&envelope).await;
+            }
+        }
     }
 
     /// The room as clients see it.

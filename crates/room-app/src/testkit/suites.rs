@@ -8,6 +8,7 @@
 //! needs [`CellStore`](crate::ports::CellStore).
 
 mod cell_store;
+mod consumer_positions;
 mod fixtures;
 mod gift_catalog;
 mod gift_orders;
@@ -24,6 +25,7 @@ mod wallet;
 mod work_claims;
 
 pub use cell_store::cell_store_suite;
+pub use consumer_positions::consumer_positions_suite;
 pub use gift_catalog::gift_catalog_suite;
 pub use gift_orders::gift_orders_suite;
 pub use lease::{LeaseBackend, lease_suite};

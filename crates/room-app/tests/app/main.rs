@@ -5,6 +5,7 @@
 
 mod batch_faults;
 mod claims;
+mod consumers;
 mod creation;
 mod eviction;
 mod forwarding;

@@ -296,9 +296,16 @@ pub struct WorldBuilder {
     presence: Option<room_app::ports::PresenceRef>,
     attempts: Option<room_app::ports::PasswordAttemptsRef>,
     ids: Option<Arc<TestIds>>,
+    early: Vec<Arc<room_app::consumers::FactConsumer>>,
 }
 
 impl WorldBuilder {
+    /// A consumer handed each room's creation fact right after the commit.
+    pub fn early(mut self, consumer: Arc<room_app::consumers::FactConsumer>) -> Self {
+        self.early.push(consumer);
+        self
+    }
+
     /// The id generator (plain `id-1`, `id-2`, ... by default).
     pub fn ids(mut self, ids: Arc<TestIds>) -> Self {
         self.ids = Some(ids);
@@ -396,7 +403,13 @@ impl WorldBuilder {
             probe,
             clock,
             ids,
-            service: Arc::new(RoomService::new(runtime, ports)),
+            service: Arc::new(
+                self.early
+                    .into_iter()
+                    .fold(RoomService::new(runtime, ports), |service, consumer| {
+                        service.with_early_consumer(consumer)
+                    }),
+            ),
         }
     }
 }
@@ -415,6 +428,7 @@ impl World {
             presence: None,
             attempts: None,
             ids: None,
+            early: Vec::new(),
         }
     }
 
