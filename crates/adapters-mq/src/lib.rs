@@ -15,6 +15,9 @@
 //! - [`EventConsumer`] hands a service's handler typed events and stores a message's offset
 //!   only once the handler succeeded with it: at least once, with optional in-memory
 //!   removal of repeats by `event_id`.
+//! - [`KafkaFacts`] feeds the service's own consumers of the durable facts
+//!   ([`FactSource`](room_app::consumers::FactSource)) from the topic, one consumer group per
+//!   consumer.
 //!
 //! Settings ([`KafkaSettings`] for the service's `[kafka]` section,
 //! [`EventConsumerSettings`] for a reader) pass librdkafka properties through (SASL, TLS,
@@ -28,11 +31,13 @@ mod consumer;
 mod context;
 mod dedup;
 mod error;
+mod facts;
 mod publisher;
 mod settings;
 
 pub use consumer::EventConsumer;
 pub use error::Error;
+pub use facts::KafkaFacts;
 pub use publisher::{EVENT_ID_HEADER, EVENT_TYPE_HEADER, KafkaPublisher};
 pub use settings::{DEFAULT_TOPIC, EventConsumerSettings, KafkaSettings, OffsetReset};
 
