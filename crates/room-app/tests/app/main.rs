@@ -13,6 +13,7 @@ mod lease;
 mod log_pruning;
 mod orchestrator;
 mod order_identity;
+mod outbox_lag;
 mod password_attempts;
 mod recent_replies;
 mod robot_admin;
