@@ -5,9 +5,10 @@
 //! `adapters-mq` reads the topic. Every durable fact arrives, in order per room, and the
 //! outbox ends delivered — also when the worker publishing it is killed with `kill -9`
 //! midway and another takes its claim over. With Tencent IM configured (a fake IM server),
-//! the worker creates each room's IM group from its creation fact, mutes a member the room
-//! muted, mutes the members of a room whose chat is switched off (not its owner), destroys the
-//! group of a closed room, and the API node's display reaches the groups: every gift.
+//! the API node creates each room's IM group as it creates the room (the worker again from
+//! its creation fact), the worker mutes a member the room muted, mutes the members of a room
+//! whose chat is switched off (not its owner), destroys the group of a closed room, and the API
+//! node's display reaches the groups: every gift.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -404,8 +405,9 @@ async fn every_durable_fact_reaches_the_consumer_in_room_order_across_a_killed_w
             .await;
         rooms.push(room_id);
     }
-    // The worker makes each room's IM group from the room's creation fact; display sent
-    // before the group exists is lost, so the gifts wait for it.
+    // The API node creates each room's IM group as it creates the room (and the worker again
+    // from the room's creation fact); display sent before the group exists is lost, so the
+    // gifts wait for it.
     let deadline = Instant::now() + DEADLINE;
     while !rooms
         .iter()

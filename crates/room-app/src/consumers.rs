@@ -41,7 +41,7 @@ pub use passed::mark_passed;
 
 /// The longest a consumer's name may be, in bytes: it names the consumer's Kafka group, its
 /// stored position and its work claim (`consumer:{name}`).
-pub const MAX_CONSUMER_NAME: usize = 48;
+pub const MAX_CONSUMER_NAME: usize = 55;
 
 /// The first pause before a fact whose handling failed is tried again.
 const RETRY_FIRST: Duration = Duration::from_millis(100);

@@ -11,10 +11,10 @@ use adapters_redis::{
     DEFAULT_PRESENCE_ENTRY_TTL, RedisDisplay, RedisDisplaySettings, RedisLease,
     RedisPasswordAttempts, RedisPasswordAttemptsSettings, RedisPresence, RedisPresenceSettings,
 };
-use adapters_tencent_im::ImClient;
 use anyhow::Context;
 use axum::Router;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use room_app::consumers::FactConsumer;
 use room_app::ports::{
     ClockRef, EventPublisherRef, IdGenRef, LeaseRef, MessengerRef, PasswordAttemptsRef, PresenceRef,
 };
@@ -34,7 +34,7 @@ use crate::auth::AuthenticatorRef;
 use crate::catalog::CatalogFile;
 use crate::cluster::NodeForwarder;
 use crate::config::Settings;
-use crate::im::{Im, run_group_effects};
+use crate::im::Im;
 use crate::limits::{RateLimits, StreamSlots};
 use crate::link::LinkTasks;
 use crate::role::Role;
@@ -132,8 +132,9 @@ pub struct App {
     role: Role,
     /// Where the outbox is published, when Kafka is configured.
     publisher: Option<EventPublisherRef>,
-    /// Tencent IM, when configured.
-    im: Option<ImClient>,
+    /// The node's consumers of the durable facts (the IM group effects, when IM is
+    /// configured).
+    consumers: Vec<Arc<FactConsumer>>,
     state: AppState,
     router: Router,
     storage: Storage,
@@ -172,6 +173,17 @@ impl App {
         storage: Storage,
         role: Role,
     ) -> anyhow::Result<App> {
+        Self::build_with_clock(settings, storage, role, Arc::new(SystemClock)).await
+    }
+
+    /// Like [`App::build_with_storage_as`], with the service's time from `clock` (a test's
+    /// clock, to run a node past its retention).
+    pub async fn build_with_clock(
+        settings: Settings,
+        storage: Storage,
+        role: Role,
+        clock: ClockRef,
+    ) -> anyhow::Result<App> {
         // Settings built in code (tests, tools) skip `Settings::load`, which validates too.
         settings.validate_for(role)?;
         let catalog = CatalogFile::load(&settings.catalog.path)?;
@@ -195,7 +207,6 @@ impl App {
         );
 
         let messenger = Arc::new(BroadcastMessenger::new(settings.sse.buffer.max(1)));
-        let clock: ClockRef = Arc::new(SystemClock);
         let ids: IdGenRef = Arc::new(RandomIds::new());
         let internal_token = settings.cluster.internal_token.clone().map(Arc::new);
         let root = CancellationToken::new();
@@ -243,7 +254,9 @@ impl App {
                 "clustered: rooms other nodes own are forwarded to them"
             );
         }
-        let service = Arc::new(RoomService::new(
+        let early =
+            crate::facts::early_consumer(&settings, im.as_ref().map(|im| &im.client), &clock)?;
+        let service = RoomService::new(
             runtime,
             ServicePorts {
                 orders: storage.orders.clone(),
@@ -255,7 +268,14 @@ impl App {
                 clock,
                 ids,
             },
-        ));
+        );
+        // A new room's IM group is created before the room's creation is answered.
+        let service = Arc::new(match early {
+            Some(consumer) => service.with_early_consumer(consumer),
+            None => service,
+        });
+        let consumers =
+            crate::facts::consumers(&settings, im.as_ref().map(|im| &im.client), &service)?;
 
         let state = AppState::new(HandlerContext {
             service,
@@ -297,18 +317,18 @@ impl App {
         };
         if runs_passes && publisher.is_none() {
             tracing::warn!(
-                "ROOM__KAFKA__BROKERS is not set: durable facts stay in the outbox, unpublished"
+                "ROOM__KAFKA__BROKERS is not set: durable facts are not published; the node's own \
+                 consumers read them from the outbox, and retention deletes them once passed"
             );
         }
-        let im_client = im.map(|im| {
+        if let Some(im) = im {
             tasks.spawn(im.dispatcher.stopped());
-            im.client
-        });
+        }
         Ok(App {
             settings,
             role,
             publisher,
-            im: im_client,
+            consumers,
             state,
             router,
             storage,
@@ -556,9 +576,11 @@ impl App {
         }
     }
 
-    /// The outbox publisher (when Kafka is configured), the IM group effects (when IM is), and
-    /// the retention of the outbox and of the command log, each run by one process of the
-    /// cluster at a time (under a claim; the effects as one Kafka consumer group).
+    /// The outbox publisher (when Kafka is configured; without it, the pass that marks done
+    /// the rows every consumer has passed), the consumers of the durable facts (the IM group
+    /// effects, when IM is configured), and the retention of the outbox and of the command
+    /// log, each run by one process of the cluster at a time (under a claim; the consumers
+    /// under a claim each, or as one Kafka consumer group each).
     fn spawn_outbox(&self) {
         let outbox = &self.settings.outbox;
         let clock = self.state.service.ports().clock.clone();
@@ -578,32 +600,28 @@ impl App {
                 },
             ));
         }
-        if let Some(client) = self.im.clone() {
-            let (settings, cancel) = (self.settings.clone(), self.root.child_token());
-            let service = self.state.service.clone();
-            // Supervised: a consumer that fails for good is built again after a pause, from
-            // the offsets its group committed, until the node stops.
-            self.tasks.spawn(async move {
-                let mut pause = Duration::from_secs(1);
-                while !cancel.is_cancelled() {
-                    let run = run_group_effects(
-                        client.clone(),
-                        service.clone(),
-                        &settings,
-                        cancel.child_token(),
-                    );
-                    if let Err(error) = run.await {
-                        metrics::counter!("room_worker_errors_total", "worker" => "im_group_effects")
-                            .increment(1);
-                        tracing::error!(error = %format_args!("{error:#}"), "IM group effects failed; restarting");
-                    }
-                    tokio::select! {
-                        () = cancel.cancelled() => {}
-                        () = tokio::time::sleep(pause) => {}
-                    }
-                    pause = (pause * 2).min(Duration::from_secs(60));
+        if !self.consumers.is_empty() {
+            match crate::facts::source(&self.settings, &self.storage, self.claim()) {
+                Ok(source) => {
+                    crate::facts::spawn_consumers(&self.consumers, &source, &self.tasks, &self.root)
                 }
-            });
+                Err(error) => {
+                    metrics::counter!("room_worker_errors_total", "worker" => "facts").increment(1);
+                    tracing::error!(error = %format_args!("{error:#}"), "the consumers of the durable facts cannot start");
+                }
+            }
+        }
+        if self.publisher.is_none() {
+            // Without a broker, a row is done once every consumer has passed it.
+            crate::facts::spawn_passed(
+                &self.consumers,
+                &self.storage,
+                self.claim(),
+                clock.clone(),
+                outbox.retention_batch.max(1),
+                &self.tasks,
+                &self.root,
+            );
         }
         let rows = self.storage.outbox.clone();
         let retention = Duration::from_secs(outbox.retention_days.saturating_mul(86_400));

@@ -235,12 +235,12 @@ impl Settings {
         if self.im.is_configured() {
             self.im.validate().map_err(anyhow::Error::msg)?;
         }
-        let runs_passes = role == Role::Worker || self.workers.in_process;
         anyhow::ensure!(
-            !(self.im.is_configured() && runs_passes) || self.kafka.is_enabled(),
-            "Tencent IM is configured and this node runs the background work, whose IM group \
-             effects (creating, destroying, muting, banning) follow the durable facts on the \
-             Kafka topic: set ROOM__KAFKA__BROKERS"
+            room_app::consumers::valid_consumer_name(&self.workers.im_effects_group),
+            "ROOM__WORKERS__IM_EFFECTS_GROUP is {:?}: it names a consumer of the durable facts \
+             (a Kafka group, an outbox position), 1 to {} ASCII letters, digits, '.', '_' or '-'",
+            self.workers.im_effects_group,
+            room_app::consumers::MAX_CONSUMER_NAME
         );
         if role == Role::Orchestrator {
             anyhow::ensure!(

@@ -1,28 +1,31 @@
 //! Tencent IM, when `[im]` is configured: display events go to each room's IM group through
 //! [`ImMessenger`] (beside the node's own event streams), clients get their IM credentials
 //! from [`ImClient::sign_user`], and the groups follow the rooms — created, destroyed, members
-//! muted and banned — by [`run_group_effects`], driven from the durable facts on the Kafka
-//! topic. A member's group mute is what the room says of them when the fact is handled: their
-//! own chat mute, or, while chat is switched off, a mute for all but the owner and the admins;
-//! it is set again when they join, are muted or unmuted, or become or stop being an admin, and
-//! for every member when chat is switched off or on.
+//! muted and banned — by [`GroupEffects`], a consumer of the durable facts (fed from the Kafka
+//! topic or the store's outbox: see [`crate::facts`]). A member's group mute is what the room
+//! says of them when the fact is handled: their own chat mute, or, while chat is switched off,
+//! a mute for all but the owner and the admins; it is set again when they join, are muted or
+//! unmuted, or become or stop being an admin, and for every member when chat is switched off
+//! or on.
 //!
-//! The group effects are durable by the topic's consumer offsets: an effect's fact is
-//! committed only once Tencent has done it or refused it for good, so a crash or an IM outage
-//! delays effects and loses none; a room's effects keep their order (one partition per room).
+//! The group effects are durable by the consumer's position: a fact is passed only once
+//! Tencent has done its effect or refused it for good, so a crash or an IM outage delays
+//! effects and loses none; a room's effects keep their order. A new room's group is also
+//! created at once, before the creation is answered ([`GroupCreation`], handed the creation
+//! early), so that it does not wait for the consumer, nor for a consumer that died to be
+//! replaced; the durable fact creates it again if that failed (10025: it exists, done).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use adapters_mq::{EventConsumer, EventConsumerSettings};
 use adapters_tencent_im::{DispatcherHandle, ImClient, ImError, ImMessenger, group_id};
 use anyhow::Context;
 use room_app::RoomService;
+use room_app::consumers::{FactError, FactHandler};
 use room_domain::{Event, EventEnvelope, RoomId, RoomState, Timestamp, UserId};
 use tokio_util::sync::CancellationToken;
 
-use crate::chain::ErrorChain;
 use crate::config::Settings;
 
 /// How long chat switched off mutes a member in the group, in seconds (30 days): switching it
@@ -114,42 +117,93 @@ impl room_app::ports::Messenger for RobotSampling {
     }
 }
 
-/// Consumes the topic's durable facts as consumer group `workers.im_effects_group` and makes each
-/// room's IM group follow them, until `cancel` fires.
-pub(crate) async fn run_group_effects(
+/// Creates a new room's IM group from its creation fact (every other fact is none of its
+/// business): handed the creation early, as soon as the room is committed, and again by
+/// [`GroupEffects`] from the durable fact.
+#[derive(Clone)]
+pub(crate) struct GroupCreation {
     client: ImClient,
-    service: Arc<RoomService>,
-    settings: &Settings,
-    cancel: CancellationToken,
-) -> anyhow::Result<()> {
-    let brokers = settings
-        .kafka
-        .brokers
-        .clone()
-        .context("IM group effects read the Kafka topic: set ROOM__KAFKA__BROKERS")?;
-    let mut consumer = EventConsumerSettings::new(brokers, &settings.workers.im_effects_group);
-    consumer.topic = settings.kafka.topic.clone();
-    consumer.properties = settings.kafka.properties.clone();
-    let consumer = EventConsumer::subscribe(&consumer).context("cannot read the Kafka topic")?;
-    let effects = GroupEffects {
-        client,
-        service,
-        bans: Arc::new(AtomicBool::new(true)),
-    };
-    consumer
-        .run(|envelope| effects.apply(envelope), cancel)
-        .await
-        .context("the IM group effects' consumer failed")
+}
+
+impl GroupCreation {
+    /// Creation over `client`.
+    pub(crate) fn new(client: ImClient) -> Self {
+        GroupCreation { client }
+    }
+}
+
+#[async_trait::async_trait]
+impl FactHandler for GroupCreation {
+    async fn handle(&self, envelope: &EventEnvelope) -> Result<(), FactError> {
+        let Event::RoomCreated { name, .. } = &envelope.event else {
+            return Ok(());
+        };
+        let result = self
+            .client
+            .create_group(&group_id(&envelope.room_id), name)
+            .await
+            .map_err(EffectError::from);
+        settle("create_group", result)
+    }
 }
 
 /// Applies durable facts to IM groups.
 #[derive(Clone)]
-struct GroupEffects {
-    client: ImClient,
+pub(crate) struct GroupEffects {
+    creation: GroupCreation,
     /// Reads a room's members and settings when its chat setting matters.
     service: Arc<RoomService>,
     /// Off once Tencent answered that the app's plan has no bans (10007).
     bans: Arc<AtomicBool>,
+}
+
+impl GroupEffects {
+    /// The effects over `client`, reading rooms through `service`.
+    pub(crate) fn new(client: ImClient, service: Arc<RoomService>) -> Self {
+        GroupEffects {
+            creation: GroupCreation::new(client),
+            service,
+            bans: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    fn client(&self) -> &ImClient {
+        &self.creation.client
+    }
+}
+
+/// Counts an effect's outcome in `room_im_group_effects_total{effect, outcome}` and says
+/// whether it is done, to be tried again, or refused for good.
+fn settle(effect: &'static str, result: Result<(), EffectError>) -> Result<(), FactError> {
+    let outcome = match &result {
+        Ok(()) => "done",
+        Err(EffectError::Room(_)) => "room_unreadable",
+        Err(error) if error.is_retryable() => "retried",
+        Err(_) => "refused",
+    };
+    metrics::counter!("room_im_group_effects_total", "effect" => effect, "outcome" => outcome)
+        .increment(1);
+    match result {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            let retryable = error.is_retryable();
+            let error = EffectFailed { effect, error };
+            Err(if retryable {
+                FactError::retryable(error)
+            } else {
+                FactError::permanent(error)
+            })
+        }
+    }
+}
+
+/// An effect that did not happen, named.
+#[derive(Debug, thiserror::Error)]
+#[error("{effect} failed")]
+struct EffectFailed {
+    effect: &'static str,
+    #[source]
+    error: EffectError,
 }
 
 /// Why a group effect did not happen: the room could not be read, or IM refused.
@@ -229,27 +283,25 @@ impl GroupEffects {
             by_secs.entry(*secs).or_default().push(user.as_str());
         }
         for (secs, users) in by_secs {
-            self.client.forbid_send_msg(group, &users, secs).await?;
+            self.client().forbid_send_msg(group, &users, secs).await?;
         }
         Ok(())
     }
+}
 
-    /// Does what `envelope` asks of its room's group. A retryable failure is returned, so
-    /// that the consumer tries the same fact again (and commits nothing past it); a permanent
-    /// one is logged, counted and passed over.
-    async fn apply(&self, envelope: EventEnvelope) -> Result<(), String> {
+#[async_trait::async_trait]
+impl FactHandler for GroupEffects {
+    /// Does what `envelope` asks of its room's group. A retryable failure is returned as
+    /// such, so that the consumer tries the same fact again (and passes nothing after it); a
+    /// permanent one is passed over (logged and counted by the consumer).
+    async fn handle(&self, envelope: &EventEnvelope) -> Result<(), FactError> {
         let group = group_id(&envelope.room_id);
+        let client = self.client();
         let (effect, result) = match &envelope.event {
-            Event::RoomCreated { name, .. } => (
-                "create_group",
-                self.client
-                    .create_group(&group, name)
-                    .await
-                    .map_err(EffectError::from),
-            ),
+            Event::RoomCreated { .. } => return self.creation.handle(envelope).await,
             Event::RoomClosed { .. } => (
                 "destroy_group",
-                self.client
+                client
                     .destroy_group(&group)
                     .await
                     .map_err(EffectError::from),
@@ -273,7 +325,7 @@ impl GroupEffects {
                 match seconds_between(now, *until) {
                     Some(secs) => (
                         "ban_group_member",
-                        self.client
+                        client
                             .ban_group_member(
                                 &group,
                                 &[user.as_str()],
@@ -288,47 +340,28 @@ impl GroupEffects {
             }
             Event::RoomUserUnbanned { user, .. } if self.bans.load(Ordering::Relaxed) => (
                 "unban_group_member",
-                self.client
+                client
                     .unban_group_member(&group, &[user.as_str()])
                     .await
                     .map_err(EffectError::from),
             ),
             _ => return Ok(()),
         };
-        let outcome = match &result {
-            Ok(()) => "done",
-            Err(EffectError::Room(_)) => "room_unreadable",
-            Err(error) if error.is_retryable() => "retried",
-            Err(_) => "refused",
-        };
-        metrics::counter!("room_im_group_effects_total", "effect" => effect, "outcome" => outcome)
-            .increment(1);
-        match result {
-            Ok(()) => Ok(()),
-            Err(error) if error.is_retryable() => Err(ErrorChain(&error).to_string()),
-            Err(EffectError::Im(ImError::NotPermitted { info }))
-                if effect.ends_with("ban_group_member") =>
-            {
-                if self.bans.swap(false, Ordering::Relaxed) {
-                    tracing::warn!(
-                        info = %info,
-                        "Tencent IM refuses bans for this app (10007): IM bans are off until \
-                         restart; kicked users are still kept out of the room"
-                    );
-                }
-                Ok(())
-            }
-            Err(error) => {
-                tracing::error!(
-                    room_id = %envelope.room_id,
-                    event_id = %envelope.event_id,
-                    effect,
-                    error = %ErrorChain(&error),
-                    "Tencent IM refused a group effect for good"
+        if let Err(EffectError::Im(ImError::NotPermitted { info })) = &result
+            && effect.ends_with("ban_group_member")
+        {
+            metrics::counter!("room_im_group_effects_total", "effect" => effect, "outcome" => "refused")
+                .increment(1);
+            if self.bans.swap(false, Ordering::Relaxed) {
+                tracing::warn!(
+                    info = %info,
+                    "Tencent IM refuses bans for this app (10007): IM bans are off until \
+                     restart; kicked users are still kept out of the room"
                 );
-                Ok(())
             }
+            return Ok(());
         }
+        settle(effect, result)
     }
 }
 

@@ -20,6 +20,7 @@ mod config;
 mod dto;
 mod error;
 mod extract;
+mod facts;
 mod im;
 mod kafka;
 mod limits;

@@ -6,10 +6,10 @@ use adapters_mysql::MySqlStore;
 use adapters_sqlite::SqliteStore;
 use anyhow::{Context, bail};
 use room_app::ports::{
-    CellStore, CellStoreRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, Outbox,
-    OutboxRef, Payouts, PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef,
-    SnapshotStore, SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef, WorkClaims,
-    WorkClaimsRef,
+    CellStore, CellStoreRef, ConsumerPositions, ConsumerPositionsRef, GiftCatalog, GiftCatalogRef,
+    GiftOrders, GiftOrdersRef, Outbox, OutboxRef, Payouts, PayoutsRef, RobotRooms, RobotRoomsRef,
+    RoomDirectory, RoomDirectoryRef, SnapshotStore, SnapshotStoreRef, Timers, TimersRef, Wallet,
+    WalletRef, WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -39,6 +39,8 @@ pub struct Storage {
     pub claims: WorkClaimsRef,
     /// Robot room configurations.
     pub robots: RobotRoomsRef,
+    /// Where each in-process consumer of the durable facts stands in the outbox.
+    pub positions: ConsumerPositionsRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -60,6 +62,7 @@ impl Storage {
             + RoomDirectory
             + WorkClaims
             + RobotRooms
+            + ConsumerPositions
             + 'static,
     {
         Storage {
@@ -73,6 +76,7 @@ impl Storage {
             payouts: store.clone(),
             claims: store.clone(),
             robots: store.clone(),
+            positions: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

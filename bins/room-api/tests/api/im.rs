@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::support::{TestApp, error_code, eventually};
 
-/// A node with IM on. Its background work is off: the IM group effects follow the Kafka
-/// topic, which these tests do not need (the fake's groups are made by hand).
+/// A node with IM on. Its background work is off: these tests need no group effects but the
+/// group's creation, which the node does as it creates a room.
 async fn with_im(im: &FakeIm) -> TestApp {
     let settings = im.settings();
     TestApp::with(move |s| {
@@ -64,7 +64,6 @@ async fn display_events_reach_the_rooms_im_group() {
     let app = with_im(&im).await;
     let room_id = app.create_room("alice").await;
     let group = group_id(&room_id.parse().unwrap());
-    im.add_group(&group);
     app.join(&room_id, "alice").await;
     app.join(&room_id, "bob").await;
     eventually("the joins shown in the room's IM group", || {

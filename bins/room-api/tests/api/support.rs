@@ -6,8 +6,9 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use room_app::ports::ClockRef;
 use room_domain::UserId;
-use room_node::{App, Settings};
+use room_node::{App, Role, Settings, Storage};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -43,10 +44,35 @@ impl TestApp {
 
     /// A service whose settings `change` adjusts first.
     pub async fn with(change: impl FnOnce(&mut Settings)) -> TestApp {
+        let t = Self::unstarted(change).await;
+        t.app.start().await.unwrap();
+        t
+    }
+
+    /// Like [`TestApp::with`], but not started yet: the test calls `app.start()` once it has
+    /// prepared what the service should find.
+    pub async fn unstarted(change: impl FnOnce(&mut Settings)) -> TestApp {
         let dir = TempDir::new().unwrap();
         let mut settings = settings(&dir);
         change(&mut settings);
         let app = App::build(settings).await.unwrap();
+        let router = app.router();
+        TestApp {
+            app,
+            router,
+            _dir: dir,
+        }
+    }
+
+    /// Like [`TestApp::with`], with the service's time from `clock`.
+    pub async fn with_clock(change: impl FnOnce(&mut Settings), clock: ClockRef) -> TestApp {
+        let dir = TempDir::new().unwrap();
+        let mut settings = settings(&dir);
+        change(&mut settings);
+        let storage = Storage::open(&settings.storage).await.unwrap();
+        let app = App::build_with_clock(settings, storage, Role::Api, clock)
+            .await
+            .unwrap();
         app.start().await.unwrap();
         let router = app.router();
         TestApp {

@@ -1,4 +1,5 @@
-//! `[outbox]`: publishing the outbox to Kafka, and its retention.
+//! `[outbox]`: publishing the outbox to Kafka, reading it in process without Kafka, and its
+//! retention.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,13 +15,17 @@ pub struct OutboxSettings {
     /// milliseconds: the commit-to-broker lag of a quiet outbox is at most about this.
     pub publish_every_ms: u64,
     /// Delivered rows are deleted this many days after delivery
-    /// (`ROOM__OUTBOX__RETENTION_DAYS`); undelivered rows are never deleted. Each room's
+    /// (`ROOM__OUTBOX__RETENTION_DAYS`); undelivered rows are never deleted. Without Kafka, a
+    /// row counts as delivered once every in-process consumer has passed it. Each room's
     /// command log is pruned behind its newest snapshot after as long.
     pub retention_days: u64,
     /// How often the retention pass runs, in seconds.
     pub retention_every_secs: u64,
     /// Rows one retention statement deletes at most.
     pub retention_batch: u32,
+    /// Without Kafka: how often an in-process consumer of the durable facts (the IM group
+    /// effects) looks for new rows in the outbox once it has read them all, in milliseconds.
+    pub consume_every_ms: u64,
 }
 
 impl Default for OutboxSettings {
@@ -31,6 +36,7 @@ impl Default for OutboxSettings {
             retention_days: 3,
             retention_every_secs: 60,
             retention_batch: 1000,
+            consume_every_ms: 100,
         }
     }
 }
@@ -38,7 +44,8 @@ impl Default for OutboxSettings {
 /// What `[outbox]` and each of its keys are for, in the reference (`docs/configuration.md`).
 pub(super) const SECTION: Section = Section {
     name: "outbox",
-    about: "Publishing the outbox's durable facts to Kafka, and deleting what was delivered.",
+    about: "Publishing the outbox's durable facts to Kafka, reading them in process without \
+        Kafka, and deleting what was delivered.",
     keys: &[
         (
             "publish_batch",
@@ -54,7 +61,9 @@ pub(super) const SECTION: Section = Section {
             "Delivered rows are deleted this many days after delivery (undelivered rows never \
              are), and each room's events and commands this long after they were applied, once its \
              newest snapshot covers them (a reconnect past them gets `resync`; a repeat of an \
-             older command id may no longer be recognised).",
+             older command id may no longer be recognised). Without Kafka, a row counts as \
+             delivered once every in-process consumer of the durable facts (the IM group effects, \
+             when IM is configured) has passed it, and at once when there is none.",
         ),
         (
             "retention_every_secs",
@@ -63,6 +72,12 @@ pub(super) const SECTION: Section = Section {
         (
             "retention_batch",
             "The most rows one retention statement deletes.",
+        ),
+        (
+            "consume_every_ms",
+            "Without Kafka, how often an in-process consumer of the durable facts (the IM group \
+             effects) looks for new rows in the outbox once it has read them all, in \
+             milliseconds; each reads `publish_batch` rows at a time, after its stored position.",
         ),
     ],
 };

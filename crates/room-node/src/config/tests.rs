@@ -205,9 +205,15 @@ fn what_a_role_needs_is_refused_by_name() {
     let mut s = base();
     s.im.sdk_app_id = Some(1_400_000_000);
     refused(s, Role::Api, "ROOM__IM__SECRET_KEY");
+    // IM without Kafka: the group effects read the durable facts from the outbox.
     let mut s = base();
     s.im = adapters_tencent_im::ImSettings::new(1_400_000_000, "key");
-    refused(s, Role::Api, "ROOM__KAFKA__BROKERS");
+    assert!(s.validate_for(Role::Api).is_ok());
+    for bad in ["", "has space", "ü", &"x".repeat(56)] {
+        let mut s = base();
+        s.workers.im_effects_group = bad.to_owned();
+        refused(s, Role::Api, "ROOM__WORKERS__IM_EFFECTS_GROUP");
+    }
     // IM on an API node that leaves the background work to workers needs no Kafka.
     let mut s = base();
     s.storage.url = "memory://".into();

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use super::reference::Section;
 
-/// The default consumer group of the IM group effects (`workers.im_effects_group`): every node
-/// that runs them shares the topic's partitions in it.
+/// The default name of the IM group effects as a consumer of the durable facts
+/// (`workers.im_effects_group`): its Kafka consumer group, or its position in the outbox.
 pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
 
 /// `[workers]`: the background passes of the embedded mode.
@@ -32,8 +32,10 @@ pub struct WorkerSettings {
     /// How long a process's claim on a pass holds without renewal, in seconds: when a worker
     /// dies, another takes its passes over after this long.
     pub claim_ttl_secs: u64,
-    /// The Kafka consumer group the IM group effects read the topic as
-    /// (`ROOM__WORKERS__IM_EFFECTS_GROUP`): every process running them joins it.
+    /// The name of the IM group effects as a consumer of the durable facts
+    /// (`ROOM__WORKERS__IM_EFFECTS_GROUP`): with Kafka, the consumer group every process
+    /// running them joins; without, the name of their stored position in the outbox and of
+    /// their work claim. 1 to 55 ASCII letters, digits, `.`, `_` or `-`.
     pub im_effects_group: String,
 }
 
@@ -93,14 +95,18 @@ pub(super) const SECTION: Section = Section {
         ),
         (
             "claim_ttl_secs",
-            "How long a process's claim on a shared pass (the outbox publisher, the retention; on \
-             workers every pass) holds without renewal, in seconds: when a worker dies, another \
-             takes its passes over after this long.",
+            "How long a process's claim on a shared pass (the outbox publisher, the retention, an \
+             in-process consumer of the durable facts reading the outbox; on workers every pass) \
+             holds without renewal, in seconds: when a worker dies, another takes its passes over \
+             after this long.",
         ),
         (
             "im_effects_group",
-            "The Kafka consumer group the IM group effects (creating, destroying, muting, banning) \
-             read the topic as; every process running them joins it.",
+            "The name of the IM group effects (creating, destroying, muting, banning) as a consumer \
+             of the durable facts, also its metrics label: with Kafka, the consumer group every \
+             process running them joins; without, the name of their position in the outbox (one \
+             process reads at a time, under a work claim). 1 to 55 ASCII letters, digits, `.`, \
+             `_` or `-`.",
         ),
     ],
 };
