@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use room_app::Error;
 use serde::{Deserialize, Serialize};
-use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
-use sqlx::{AssertSqlSafe, Executor};
+use sqlx::mysql::MySqlConnectOptions;
 
 use crate::Result;
 use crate::codec::db;
+use crate::pool::Pool;
 
 /// How to open a [`MySqlStore`](crate::MySqlStore).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +88,7 @@ impl std::fmt::Debug for MySqlSettings {
 /// A pool of at most `max_connections` to the database in `settings`, each connection with
 /// the session settings the store's statements need. Fails with [`Error::Invalid`] for a
 /// malformed url and [`Error::Unavailable`] when the server cannot be reached.
-pub(crate) async fn connect(settings: &MySqlSettings, max_connections: u32) -> Result<MySqlPool> {
+pub(crate) async fn connect(settings: &MySqlSettings, max_connections: u32) -> Result<Pool> {
     if !(settings.url.starts_with("mysql://") || settings.url.starts_with("mariadb://")) {
         return Err(Error::Invalid(format!(
             "the MySQL url must start with mysql:// or mariadb://, got {:?}",
@@ -98,28 +98,24 @@ pub(crate) async fn connect(settings: &MySqlSettings, max_connections: u32) -> R
     let options = MySqlConnectOptions::from_str(&settings.url)
         .map_err(|e| Error::Invalid(format!("bad MySQL url {:?}: {e}", redacted(&settings.url))))?;
     let lock_wait = settings.lock_wait_timeout_secs.max(1);
-    MySqlPoolOptions::new()
-        .max_connections(max_connections.max(1))
-        .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
-        .after_connect(move |conn, _| {
-            Box::pin(async move {
-                // READ COMMITTED: no gap locks, so upserts of neighbouring keys by different
-                // rooms' commits do not deadlock each other; every check that needs a stable
-                // row locks it. Strict mode: a value its column cannot hold is an error, never
-                // silently truncated.
-                conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                    .await?;
-                conn.execute(AssertSqlSafe(format!(
-                    "SET SESSION innodb_lock_wait_timeout = {lock_wait},
-                         SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES')"
-                )))
-                .await?;
-                Ok(())
-            })
-        })
-        .connect_with(options)
-        .await
-        .map_err(db)
+    // READ COMMITTED: no gap locks, so upserts of neighbouring keys by different rooms'
+    // commits do not deadlock each other; every check that needs a stable row locks it.
+    // Strict mode: a value its column cannot hold is an error, never silently truncated.
+    let session = format!(
+        "SET SESSION innodb_lock_wait_timeout = {lock_wait},
+             SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES')"
+    );
+    Pool::open(
+        options,
+        &[
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+            &session,
+        ],
+        max_connections,
+        Duration::from_millis(settings.acquire_timeout_ms),
+    )
+    .await
+    .map_err(db)
 }
 
 #[cfg(test)]

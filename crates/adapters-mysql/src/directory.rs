@@ -87,7 +87,10 @@ async fn reserve_once(store: &MySqlStore, room_id: &str, short_id: u32) -> Resul
         .execute(&mut *conn)
         .await;
     match inserted {
-        Ok(_) => return Ok(true),
+        Ok(_) => {
+            conn.release();
+            return Ok(true);
+        }
         Err(error) if is_duplicate_key(&error) => {}
         Err(error) => return Err(error.into()),
     }

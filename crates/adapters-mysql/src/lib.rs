@@ -32,6 +32,7 @@ mod directory;
 mod orders;
 mod outbox;
 mod payouts;
+mod pool;
 mod positions;
 mod robots;
 mod schema;

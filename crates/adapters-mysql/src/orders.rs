@@ -131,7 +131,10 @@ async fn create_or_get_once(
     .execute(&mut *conn)
     .await;
     match inserted {
-        Ok(_) => return Ok((order.clone(), true)),
+        Ok(_) => {
+            conn.release();
+            return Ok((order.clone(), true));
+        }
         Err(error) if is_duplicate_key(&error) => {}
         Err(error) => return Err(error.into()),
     }
@@ -152,6 +155,7 @@ async fn update_once(
 ) -> Result<(), TxError> {
     let mut conn = store.pool.acquire().await?;
     if row.replace(&mut conn, Some(expected.as_str())).await? {
+        conn.release();
         return Ok(());
     }
     Err(

@@ -9,9 +9,9 @@
 //! [`MySqlStore::migrate`]: crate::MySqlStore::migrate
 //! [`MySqlStore::open`]: crate::MySqlStore::open
 
+use crate::pool::Pool;
 use room_app::Error;
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::mysql::MySqlPool;
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use crate::Result;
@@ -190,7 +190,7 @@ async fn read_status(conn: &mut MySqlConnection) -> Result<SchemaStatus> {
 
 /// Fails with [`Error::Invalid`] unless the database `pool` is on has exactly this build's
 /// schema.
-pub(crate) async fn check(pool: &MySqlPool) -> Result<()> {
+pub(crate) async fn check(pool: &Pool) -> Result<()> {
     let mut conn = pool.acquire().await.map_err(db)?;
     match read_status(&mut conn).await?.problem() {
         Some(problem) => Err(Error::Invalid(problem)),

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use room_app::Error;
-use sqlx::mysql::MySqlPool;
 
 use crate::Result;
 use crate::codec::{TxError, db, is_lock_failure};
 use crate::connect::{MySqlSettings, connect};
+use crate::pool::Pool;
 use crate::schema::{self, SchemaStatus};
 
 /// The storage ports of the room service on one MySQL or MariaDB database.
@@ -22,7 +22,7 @@ use crate::schema::{self, SchemaStatus};
 /// [`close`](MySqlStore::close) on shutdown.
 #[derive(Clone)]
 pub struct MySqlStore {
-    pub(crate) pool: MySqlPool,
+    pub(crate) pool: Pool,
     lock_attempts: u32,
     lock_retries: Arc<AtomicU64>,
 }

@@ -32,7 +32,9 @@ use room_app::Error;
 use room_app::ledger::{DEBIT_KIND as DEBIT, LedgerEntry as Entry, credit_kind};
 use room_app::ports::{CreditKind, DebitStatus, Wallet};
 use room_domain::{Coins, UserId};
-use sqlx::{MySqlConnection, Transaction};
+use sqlx::MySqlConnection;
+
+use crate::pool::Tx;
 
 use crate::codec::{TxError, col, is_duplicate_key};
 use crate::{MySqlStore, Result};
@@ -98,7 +100,7 @@ async fn changed_balance(conn: &mut MySqlConnection, user: &str) -> Result<i64, 
 /// its entry and commits, or, when another attempt of the operation recorded it first (the
 /// key is taken), rolls back what this one moved and answers as that one did.
 async fn finish(
-    mut tx: Transaction<'_, sqlx::MySql>,
+    mut tx: Tx,
     kind: &str,
     op_id: &str,
     user: &str,
