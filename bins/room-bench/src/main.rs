@@ -12,7 +12,8 @@
 //! - memory: the server's resident memory per idle active room and per member;
 //! - with `--storage mysql`, beside the hot room and the spread: the raw capacity of the same
 //!   MySQL server for the rows those gifts wrote, in the same transactions and batch sizes
-//!   (`raw`).
+//!   (`raw`), and the MySQL round trips per gift from the server's own counters
+//!   (`round_trips`).
 //!
 //! Each measured loop (closed or open) also reports the server's CPU time per gift and the
 //! share of the machine's CPU the hypervisor stole meanwhile: on a shared host the rates move
@@ -30,6 +31,7 @@ use anyhow::{Context, Result, bail};
 
 use load::{SENDERS, closed_loop, memory, open_loop};
 use report::{machine, report};
+use round_trips::RoundTrips;
 use server::{Server, Setup};
 
 /// What `--help` prints.
@@ -57,6 +59,7 @@ mod load;
 mod nodes;
 mod raw;
 mod report;
+mod round_trips;
 mod server;
 
 struct Options {
@@ -203,8 +206,14 @@ async fn main() -> Result<()> {
         let server = storage(&[]).await?;
         let setup = server.setup(1, SENDERS).await?;
         let before = server.batch_totals().await?;
+        let trips = RoundTrips::start(&options.storage).await?;
         let rate = closed_loop(&server, &setup, duration, true).await?;
         report("hot room, group commit on (gifts/s)", &format!("{rate:.0}"));
+        if let Some(trips) = trips {
+            trips
+                .report("hot room", rate * duration.as_secs_f64())
+                .await?;
+        }
         let batch = server.batch_totals().await?.mean_since(before);
         compare_raw(
             &options, &server, &setup, "hot room", 1, batch, rate, duration,
@@ -238,8 +247,14 @@ async fn main() -> Result<()> {
         let setup = server.setup(100, 100).await?;
         if options.runs("spread") {
             let before = server.batch_totals().await?;
+            let trips = RoundTrips::start(&options.storage).await?;
             let rate = closed_loop(&server, &setup, duration, true).await?;
             report("spread, 100 rooms (gifts/s)", &format!("{rate:.0}"));
+            if let Some(trips) = trips {
+                trips
+                    .report("spread", rate * duration.as_secs_f64())
+                    .await?;
+            }
             let batch = server.batch_totals().await?.mean_since(before);
             compare_raw(
                 &options, &server, &setup, "spread", 100, batch, rate, duration,
@@ -247,8 +262,13 @@ async fn main() -> Result<()> {
             .await?;
         }
         if options.runs("latency") {
+            let trips = RoundTrips::start(&options.storage).await?;
             let latency = open_loop(&server, &setup, options.rate, duration).await?;
             report(&format!("open loop at {} gifts/s", options.rate), &latency);
+            if let Some(trips) = trips {
+                let offered = options.rate as f64 * duration.as_secs_f64();
+                trips.report("open loop", offered).await?;
+            }
         }
         for line in server.metric_quantiles().await? {
             report("  server", &line);
