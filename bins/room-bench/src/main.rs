@@ -10,6 +10,8 @@
 //! - spread: 100 rooms, 64 concurrent senders, gifts per second;
 //! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
 //! - memory: the server's resident memory per idle active room and per member;
+//! - disk: after the spread and latency phases, the bytes on disk per gift they wrote, per
+//!   table (SQLite's page statistics, or MySQL's data and index lengths);
 //! - with `--storage mysql`, beside the hot room and the spread: the raw capacity of the same
 //!   MySQL server for the rows those gifts wrote, in the same transactions and batch sizes
 //!   (`raw`).
@@ -30,7 +32,7 @@ use anyhow::{Context, Result, bail};
 
 use load::{SENDERS, closed_loop, memory, open_loop};
 use report::{machine, report};
-use server::{Server, Setup};
+use server::{Server, Setup, gifts_completed};
 
 /// What `--help` prints.
 const USAGE: &str = "\
@@ -53,6 +55,7 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
 Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
 
 mod cpu;
+mod disk;
 mod load;
 mod nodes;
 mod raw;
@@ -236,6 +239,8 @@ async fn main() -> Result<()> {
     if options.runs("spread") || options.runs("latency") {
         let server = storage(&[]).await?;
         let setup = server.setup(100, 100).await?;
+        let disk_before = server.database.sample().await?;
+        let gifts_before = gifts_completed();
         if options.runs("spread") {
             let before = server.batch_totals().await?;
             let rate = closed_loop(&server, &setup, duration, true).await?;
@@ -253,6 +258,8 @@ async fn main() -> Result<()> {
         for line in server.metric_quantiles().await? {
             report("  server", &line);
         }
+        let disk_after = server.database.sample().await?;
+        disk::report_per_gift(&disk_before, &disk_after, gifts_completed() - gifts_before);
         server.stop().await?;
     }
     if options.runs("memory") {
