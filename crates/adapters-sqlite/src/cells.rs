@@ -10,7 +10,11 @@ use room_app::ports::{
 use room_domain::{CommandId, RoomId, Snapshot, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::codec::{col, db, id_col, json_col, sql, stored_u64, to_i64, to_json, u64_col};
+use room_app::stored;
+
+use crate::codec::{
+    body_col, col, db, id_col, json_col, sql, stored_u64, to_i64, to_json, u64_col,
+};
 use crate::directory::SummaryRow;
 use crate::orders::OrderRow;
 use crate::payouts::PayoutRow;
@@ -19,8 +23,9 @@ use crate::{Result, SqliteStore};
 
 struct CommandRow {
     command_id: String,
-    command: String,
-    actor: String,
+    /// The command without its id (a column of its own).
+    command: Vec<u8>,
+    actor: Vec<u8>,
     applied_at: i64,
     first_seq: i64,
     last_seq: i64,
@@ -29,16 +34,24 @@ struct CommandRow {
 struct EventRow {
     seq: i64,
     occurred_at: i64,
-    event: String,
+    event: Vec<u8>,
 }
 
 struct OutboxRow {
     room_id: String,
     seq: i64,
-    envelope: String,
+    /// The envelope without what its columns hold ([`ENVELOPE_COLUMNS`]).
+    envelope: Vec<u8>,
 }
 
-/// A [`CommitBatch`] encoded for SQL in the caller's task (the JSON work happens there, in
+/// The fields of a stored command that its row has in columns.
+pub(crate) const COMMAND_COLUMNS: &[&str] = &["command_id"];
+
+/// The fields of an outbox envelope that its row has in columns (the event id is the room id
+/// and the seq).
+pub(crate) const ENVELOPE_COLUMNS: &[&str] = &["event_id", "room_id", "seq"];
+
+/// A [`CommitBatch`] encoded for SQL in the caller's task (the encoding happens there, in
 /// parallel), so that the writer thread only runs statements.
 struct PreparedCommit {
     room_id: String,
@@ -73,8 +86,8 @@ impl PreparedCommit {
                 .map(|c| {
                     Ok(CommandRow {
                         command_id: c.command_id.to_string(),
-                        command: to_json(&c.command)?,
-                        actor: to_json(&c.actor)?,
+                        command: stored::encode_without(&c.command, COMMAND_COLUMNS)?,
+                        actor: stored::encode(&c.actor)?,
                         applied_at: c.applied_at.as_millis(),
                         first_seq: to_i64(c.first_seq, "seq")?,
                         last_seq: to_i64(c.last_seq, "seq")?,
@@ -88,7 +101,7 @@ impl PreparedCommit {
                     Ok(EventRow {
                         seq: to_i64(e.seq, "seq")?,
                         occurred_at: e.occurred_at.as_millis(),
-                        event: to_json(&e.event)?,
+                        event: stored::encode(&e.event)?,
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -99,7 +112,7 @@ impl PreparedCommit {
                     Ok(OutboxRow {
                         room_id: envelope.room_id.to_string(),
                         seq: to_i64(envelope.seq, "seq")?,
-                        envelope: to_json(envelope)?,
+                        envelope: stored::encode_without(envelope, ENVELOPE_COLUMNS)?,
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -280,6 +293,14 @@ const DELETE_COMMANDS: &str = "DELETE FROM room_commands WHERE room_id = ?1 AND 
          WHERE room_id = ?1 AND first_seq <= ?2 AND last_seq <= ?2 AND applied_at < ?3
          ORDER BY first_seq LIMIT ?4)";
 
+/// Room `?1`'s command `?2`, unless its first event was pruned (it is being pruned itself),
+/// through the primary key.
+const GET_COMMAND: &str = "SELECT command_id, command, actor, applied_at, first_seq, last_seq
+     FROM room_commands AS c WHERE room_id = ?1 AND command_id = ?2
+       AND (last_seq < first_seq OR EXISTS (
+           SELECT 1 FROM room_events AS e
+           WHERE e.room_id = c.room_id AND e.seq = c.first_seq))";
+
 /// Commands [`prune_log`] reads per page of [`EXPIRED_COMMANDS`].
 const EXPIRED_PAGE: i64 = 256;
 
@@ -391,7 +412,7 @@ impl CellStore for SqliteStore {
                 Ok(StoredEvent {
                     seq: u64_col(row, "seq")?,
                     occurred_at: Timestamp(col(row, "occurred_at")?),
-                    event: json_col(row, "event")?,
+                    event: body_col(row, "event")?,
                 })
             })
             .collect()
@@ -403,23 +424,22 @@ impl CellStore for SqliteStore {
         command_id: &CommandId,
     ) -> Result<Option<CommandRecord>> {
         // A command whose first event was pruned is being pruned itself: absent.
-        let row = sqlx::query(
-            "SELECT command_id, command, actor, applied_at, first_seq, last_seq
-             FROM room_commands AS c WHERE room_id = ?1 AND command_id = ?2
-               AND (last_seq < first_seq OR EXISTS (
-                   SELECT 1 FROM room_events AS e
-                   WHERE e.room_id = c.room_id AND e.seq = c.first_seq))",
-        )
-        .bind(room_id.as_str())
-        .bind(command_id.as_str())
-        .fetch_optional(&self.readers)
-        .await
-        .map_err(db)?;
+        let row = sqlx::query(GET_COMMAND)
+            .bind(room_id.as_str())
+            .bind(command_id.as_str())
+            .fetch_optional(&self.readers)
+            .await
+            .map_err(db)?;
         row.map(|row| {
+            let command: &[u8] = col(&row, "command")?;
             Ok(CommandRecord {
                 command_id: id_col(&row, "command_id")?,
-                command: json_col(&row, "command")?,
-                actor: json_col(&row, "actor")?,
+                command: stored::decode_with(
+                    command,
+                    "command",
+                    [("command_id", command_id.as_str().into())],
+                )?,
+                actor: body_col(&row, "actor")?,
                 applied_at: Timestamp(col(&row, "applied_at")?),
                 first_seq: u64_col(&row, "first_seq")?,
                 last_seq: u64_col(&row, "last_seq")?,
@@ -488,7 +508,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn pruning_reads_the_log_through_indexes() {
+    async fn pruning_and_lookups_read_the_log_through_indexes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("room.db");
         let url = format!("sqlite://{}", path.display());
@@ -503,10 +523,10 @@ mod tests {
                  SELECT 'room-' || i, 1, 100, 'node' FROM n;
              WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 3999)
              INSERT INTO room_events (room_id, seq, occurred_at, event)
-                 SELECT 'room-' || (i % 40), i / 40 + 1, i, '{}' FROM n;
+                 SELECT 'room-' || (i % 40), i / 40 + 1, i, X'00' FROM n;
              INSERT INTO room_commands
                  (room_id, command_id, command, actor, applied_at, first_seq, last_seq)
-                 SELECT room_id, 'c' || seq, '{}', '{}', occurred_at, seq, seq FROM room_events;
+                 SELECT room_id, 'c' || seq, X'00', X'00', occurred_at, seq, seq FROM room_events;
              INSERT INTO room_snapshots (room_id, version, snapshot)
                  SELECT room_id, 50, '{}' FROM room_cells;
              ANALYZE;",
@@ -514,6 +534,7 @@ mod tests {
         .unwrap();
         for (statement, index) in [
             (EXPIRED_COMMANDS, "room_commands_by_age"),
+            (GET_COMMAND, "PRIMARY KEY"),
             (NTH_EVENT, "PRIMARY KEY"),
             (FIRST_KEPT_COMMAND, "room_commands_by_seq"),
             (DELETE_EVENTS, "PRIMARY KEY"),
