@@ -67,6 +67,39 @@ impl Database {
         }
     }
 
+    /// The files' sizes only (cheap: no page is read), with no tables.
+    pub async fn files(&self) -> Result<u64> {
+        match self {
+            Database::Sqlite(path) => Ok(sqlite_files(path)),
+            Database::MySql(_) => Ok(self.sample().await?.files),
+        }
+    }
+
+    /// The bytes the database's tables and indexes use now, without reading them: SQLite's
+    /// pages in use (`page_count - freelist_count`), or MySQL's data and index lengths.
+    pub async fn used(&self) -> Result<u64> {
+        match self {
+            Database::Sqlite(path) => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(path)
+                    .read_only(true);
+                let mut conn = SqliteConnection::connect_with(&options).await?;
+                let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+                    .fetch_one(&mut conn)
+                    .await?;
+                let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+                    .fetch_one(&mut conn)
+                    .await?;
+                let size: i64 = sqlx::query_scalar("PRAGMA page_size")
+                    .fetch_one(&mut conn)
+                    .await?;
+                let _ = conn.close().await;
+                Ok(((pages - free).max(0) * size) as u64)
+            }
+            Database::MySql(_) => Ok(self.sample().await?.used()),
+        }
+    }
+
     /// The sizes now, per table.
     pub async fn sample(&self) -> Result<DiskSample> {
         match self {
