@@ -217,6 +217,11 @@ fn commit(conn: &Connection, c: &PreparedCommit) -> Result<()> {
     if let Some(problem) = &c.seq_problem {
         return Err(Error::Invalid(problem.clone()));
     }
+    if let Some(first) = c.commands.iter().map(|command| command.applied_at).min() {
+        conn.prepare_cached(FIRST_COMMAND_WRITTEN)
+            .and_then(|mut update| update.execute(params![c.room_id, first]))
+            .map_err(sql)?;
+    }
 
     let mut insert = conn
         .prepare_cached(
@@ -259,16 +264,24 @@ fn commit(conn: &Connection, c: &PreparedCommit) -> Result<()> {
     Ok(())
 }
 
-/// Commands that expired (applied before `?1`, ending at or before their room's snapshot),
-/// in the order of `room_commands_by_age`, after the position `(?2, ?3, ?4)`, at most `?5`:
-/// the rooms [`prune_log`] visits. CROSS JOIN keeps the commands the outer loop, so the rows
-/// come off the index in order and the scan stops at the limit.
-const EXPIRED_COMMANDS: &str = "SELECT c.room_id, c.command_id, c.applied_at, s.version
-     FROM room_commands AS c CROSS JOIN room_snapshots AS s ON s.room_id = c.room_id
-     WHERE c.applied_at < ?1 AND c.last_seq <= s.version
-       AND (c.applied_at, c.room_id, c.command_id) > (?2, ?3, ?4)
-     ORDER BY c.applied_at, c.room_id, c.command_id
-     LIMIT ?5";
+/// Rooms whose log's first command expired (applied before `?1`) and that have a snapshot,
+/// in the order of `room_cells_by_first_command`, after the position `(?2, ?3)`, at most `?4`:
+/// the rooms [`prune_log`] visits. CROSS JOIN keeps the rooms the outer loop, so the rows come
+/// off the index in order and the scan stops at the limit.
+const EXPIRED_ROOMS: &str = "SELECT c.room_id, c.first_command_at, s.version
+     FROM room_cells AS c CROSS JOIN room_snapshots AS s ON s.room_id = c.room_id
+     WHERE c.first_command_at < ?1 AND (c.first_command_at, c.room_id) > (?2, ?3)
+     ORDER BY c.first_command_at, c.room_id
+     LIMIT ?4";
+
+/// Room `?1`'s log has its first command applied at `?2`, if it had none.
+const FIRST_COMMAND_WRITTEN: &str =
+    "UPDATE room_cells SET first_command_at = ?2 WHERE room_id = ?1 AND first_command_at IS NULL";
+
+/// Room `?1`'s first command is the one at the front of its log now (NULL if none is left).
+const FIRST_COMMAND_AGAIN: &str = "UPDATE room_cells SET first_command_at = (
+         SELECT applied_at FROM room_commands WHERE room_id = ?1 ORDER BY first_seq LIMIT 1)
+     WHERE room_id = ?1";
 
 /// The seq of room `?1`'s event number `?3 + 1` (from its first) at or before seq `?2`.
 const NTH_EVENT: &str = "SELECT seq FROM room_events
@@ -301,7 +314,7 @@ const GET_COMMAND: &str = "SELECT command_id, command, actor, applied_at, first_
            SELECT 1 FROM room_events AS e
            WHERE e.room_id = c.room_id AND e.seq = c.first_seq))";
 
-/// Commands [`prune_log`] reads per page of [`EXPIRED_COMMANDS`].
+/// Rooms [`prune_log`] reads per page of [`EXPIRED_ROOMS`].
 const EXPIRED_PAGE: i64 = 256;
 
 /// Deletes at most `budget` (at least 1) rows of room `room_id`'s log, whose newest snapshot
@@ -342,34 +355,36 @@ fn prune_room(
         .prepare_cached(DELETE_COMMANDS)
         .and_then(|mut delete| delete.execute(params![room_id, gone_through, older_than, left]))
         .map_err(sql)? as i64;
+    if commands > 0 {
+        conn.prepare_cached(FIRST_COMMAND_AGAIN)
+            .and_then(|mut update| update.execute([room_id]))
+            .map_err(sql)?;
+    }
     Ok(events + commands)
 }
 
-/// [`CellStore::prune_log`] in one write job: walks the expired commands oldest first and
-/// prunes each of their rooms once, until `limit` rows went or no room is left.
+/// [`CellStore::prune_log`] in one write job: walks the rooms whose first command expired,
+/// oldest first, and prunes each once, until `limit` rows went or no room is left.
 fn prune_log(conn: &Connection, older_than: i64, limit: i64) -> Result<u64> {
     let mut budget = limit;
-    let mut visited = std::collections::HashSet::new();
-    let mut after = (i64::MIN, String::new(), String::new());
+    let mut after = (i64::MIN, String::new());
     while budget > 0 {
-        let page: Vec<(String, String, i64, i64)> = conn
-            .prepare_cached(EXPIRED_COMMANDS)
+        let page: Vec<(String, i64, i64)> = conn
+            .prepare_cached(EXPIRED_ROOMS)
             .and_then(|mut query| {
                 query
-                    .query_map(
-                        params![older_than, after.0, after.1, after.2, EXPIRED_PAGE],
-                        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-                    )?
+                    .query_map(params![older_than, after.0, after.1, EXPIRED_PAGE], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })?
                     .collect()
             })
             .map_err(sql)?;
         let full = page.len() as i64 == EXPIRED_PAGE;
-        for (room_id, command_id, applied_at, version) in page {
-            if budget > 0 && !visited.contains(&room_id) {
+        for (room_id, first_command_at, version) in page {
+            if budget > 0 {
                 budget -= prune_room(conn, &room_id, version, older_than, budget)?;
-                visited.insert(room_id.clone());
             }
-            after = (applied_at, room_id, command_id);
+            after = (first_command_at, room_id);
         }
         if !full {
             break;
@@ -529,11 +544,15 @@ mod tests {
                  SELECT room_id, 'c' || seq, X'00', X'00', occurred_at, seq, seq FROM room_events;
              INSERT INTO room_snapshots (room_id, version, snapshot)
                  SELECT room_id, 50, '{}' FROM room_cells;
+             UPDATE room_cells SET first_command_at = (
+                 SELECT MIN(applied_at) FROM room_commands AS c
+                 WHERE c.room_id = room_cells.room_id);
              ANALYZE;",
         )
         .unwrap();
         for (statement, index) in [
-            (EXPIRED_COMMANDS, "room_commands_by_age"),
+            (EXPIRED_ROOMS, "room_cells_by_first_command"),
+            (FIRST_COMMAND_AGAIN, "room_commands_by_seq"),
             (GET_COMMAND, "PRIMARY KEY"),
             (NTH_EVENT, "PRIMARY KEY"),
             (FIRST_KEPT_COMMAND, "room_commands_by_seq"),
