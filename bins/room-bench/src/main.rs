@@ -10,6 +10,10 @@
 //! - spread: 100 rooms, 64 concurrent senders, gifts per second;
 //! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
 //! - memory: the server's resident memory per idle active room and per member;
+//! - soak (`--soak MINUTES`, alone): a steady open loop with every member kept present, a
+//!   line a minute and a verdict on memory, p99 and bytes per gift (see [`soak`]);
+//! - disk: after the spread and latency phases, the bytes on disk per gift they wrote, per
+//!   table (SQLite's page statistics, or MySQL's data and index lengths);
 //! - with `--storage mysql`, beside the hot room and the spread: the raw capacity of the same
 //!   MySQL server for the rows those gifts wrote, in the same transactions and batch sizes
 //!   (`raw`), and the MySQL round trips per gift from the server's own counters
@@ -32,12 +36,13 @@ use anyhow::{Context, Result, bail};
 use load::{SENDERS, closed_loop, memory, open_loop};
 use report::{machine, report};
 use round_trips::RoundTrips;
-use server::{Server, Setup};
+use server::{Server, Setup, gifts_completed};
 
 /// What `--help` prints.
 const USAGE: &str = "\
 usage: room-bench [--server PATH] [--seconds N] [--rate N] [--only PHASES] [--latency-only]
                   [--storage sqlite|mysql] [--mysql URL] [--nodes 1|2] [--redis URL]
+                  [--soak MINUTES]
 
 Starts a release room-api on a fresh SQLite file and measures it over loopback HTTP.
   --server PATH    the room-api binary (default target/release/room-api)
@@ -52,15 +57,21 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
                    redis://127.0.0.1:6379): forwarding cost, spread, failover, renewals
   --forward-rate N with --nodes 2, the gifts per second offered through each node in the
                    forwarding rounds (default: 25 % of the forwarded closed loop's rate)
+  --soak MINUTES   only a soak: --rate gifts per second over 100 rooms for MINUTES, members
+                   kept present by heartbeats; a line a minute (gifts/s, p50/p99, resident
+                   memory, bytes on disk and per gift), then a verdict (memory and p99 of the
+                   last minute within 15 % of the second's; bytes per gift within target)
 Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
 
 mod cpu;
+mod disk;
 mod load;
 mod nodes;
 mod raw;
 mod report;
 mod round_trips;
 mod server;
+mod soak;
 
 struct Options {
     server: PathBuf,
@@ -77,6 +88,8 @@ struct Options {
     forward_rate: Option<u64>,
     /// The phases to run (all when empty): hot, single, spread, latency, memory.
     only: Vec<String>,
+    /// With `--soak MINUTES`: only the soak, this long.
+    soak: Option<u64>,
 }
 
 impl Options {
@@ -95,6 +108,7 @@ fn options() -> Result<Options> {
         nodes: 1,
         forward_rate: None,
         only: Vec::new(),
+        soak: None,
     };
     let mut mysql = "mysql://root@127.0.0.1:3306".to_owned();
     let mut on_mysql = false;
@@ -119,6 +133,7 @@ fn options() -> Result<Options> {
             "--redis",
             "--nodes",
             "--forward-rate",
+            "--soak",
         ]
         .contains(&arg.as_str())
         {
@@ -132,6 +147,7 @@ fn options() -> Result<Options> {
             "--seconds" => options.seconds = value.parse()?,
             "--rate" => options.rate = value.parse()?,
             "--forward-rate" => options.forward_rate = Some(value.parse()?),
+            "--soak" => options.soak = Some(value.parse()?),
             "--storage" => match value.as_str() {
                 "sqlite" => on_mysql = false,
                 "mysql" => on_mysql = true,
@@ -201,6 +217,14 @@ async fn main() -> Result<()> {
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         Server::start(&options.server, &env).await
     };
+    if let Some(minutes) = options.soak {
+        let server = storage(&[]).await?;
+        let setup = server.setup(100, 100).await?;
+        let passed = soak::soak(&server, &setup, options.rate, minutes).await?;
+        server.stop().await?;
+        // The verdict is printed: a failed one is the exit status, not an error.
+        std::process::exit(if passed { 0 } else { 1 });
+    }
     let mut hot = None;
     if options.runs("hot") {
         let server = storage(&[]).await?;
@@ -245,6 +269,8 @@ async fn main() -> Result<()> {
     if options.runs("spread") || options.runs("latency") {
         let server = storage(&[]).await?;
         let setup = server.setup(100, 100).await?;
+        let disk_before = server.database.sample().await?;
+        let gifts_before = gifts_completed();
         if options.runs("spread") {
             let before = server.batch_totals().await?;
             let trips = RoundTrips::start(&options.storage).await?;
@@ -273,6 +299,8 @@ async fn main() -> Result<()> {
         for line in server.metric_quantiles().await? {
             report("  server", &line);
         }
+        let disk_after = server.database.sample().await?;
+        disk::report_per_gift(&disk_before, &disk_after, gifts_completed() - gifts_before);
         server.stop().await?;
     }
     if options.runs("memory") {

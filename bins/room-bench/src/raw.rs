@@ -31,12 +31,12 @@ const SNAPSHOT_EVERY: u64 = 1_000;
 
 /// The rows one gift of the service wrote, read back from its database.
 pub struct GiftRows {
-    command: String,
-    actor: String,
+    command: Vec<u8>,
+    actor: Vec<u8>,
     /// (occurred_at, event) of each event of the gift's command.
-    events: Vec<(i64, String)>,
-    envelopes: Vec<String>,
-    order_body: String,
+    events: Vec<(i64, Vec<u8>)>,
+    envelopes: Vec<Vec<u8>>,
+    order_body: Vec<u8>,
     order_status: String,
     /// The room's snapshot, if the service wrote one.
     snapshot: Option<String>,
@@ -51,7 +51,7 @@ impl GiftRows {
             .max_connections(1)
             .connect(url)
             .await?;
-        let (command, actor, first, last): (String, String, i64, i64) = sqlx::query_as(
+        let (command, actor, first, last): (Vec<u8>, Vec<u8>, i64, i64) = sqlx::query_as(
             "SELECT command, actor, first_seq, last_seq FROM room_commands
              WHERE room_id = ? ORDER BY last_seq DESC LIMIT 1",
         )
@@ -59,10 +59,11 @@ impl GiftRows {
         .fetch_one(&pool)
         .await
         .context("the room's last command")?;
-        if !command.contains("apply_gift") {
-            bail!("the room's last command is not a gift: {command}");
+        let kind: serde_json::Value = room_app::stored::decode(&command, "command")?;
+        if kind["type"] != "apply_gift" {
+            bail!("the room's last command is not a gift: {kind}");
         }
-        let events: Vec<(i64, String)> = sqlx::query_as(
+        let events: Vec<(i64, Vec<u8>)> = sqlx::query_as(
             "SELECT occurred_at, event FROM room_events
              WHERE room_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
         )
@@ -71,7 +72,7 @@ impl GiftRows {
         .bind(last)
         .fetch_all(&pool)
         .await?;
-        let envelopes: Vec<String> = sqlx::query_scalar(
+        let envelopes: Vec<Vec<u8>> = sqlx::query_scalar(
             "SELECT envelope FROM room_outbox WHERE room_id = ? AND seq BETWEEN ? AND ?
              ORDER BY seq",
         )
@@ -80,7 +81,7 @@ impl GiftRows {
         .bind(last)
         .fetch_all(&pool)
         .await?;
-        let (order_status, order_body): (String, String) = sqlx::query_as(
+        let (order_status, order_body): (String, Vec<u8>) = sqlx::query_as(
             "SELECT status, body FROM gift_orders WHERE room_id = ?
              ORDER BY created_at DESC LIMIT 1",
         )

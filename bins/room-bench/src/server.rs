@@ -5,9 +5,21 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
+
+use crate::disk::Database;
+
+/// Gifts completed so far by every client of this process.
+static GIFTS_COMPLETED: AtomicU64 = AtomicU64::new(0);
+
+/// How many gifts every client of this process completed so far.
+pub fn gifts_completed() -> u64 {
+    GIFTS_COMPLETED.load(Ordering::Relaxed)
+}
 
 /// The servers' token secret.
 const SECRET: &str = "room-bench-secret-with-enough-length-for-hs256";
@@ -20,6 +32,8 @@ pub struct Server {
     /// The environment it was started with (beyond the bench's own), to start another
     /// node like it.
     pub env: Vec<(String, String)>,
+    /// Where it keeps its data.
+    pub database: Database,
     _dir: TempDir,
 }
 
@@ -65,6 +79,10 @@ impl Server {
             command.env(key, value);
         }
         let child = command.spawn().context("starting room-api")?;
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let server = Server {
             child,
             client: ClientView {
@@ -73,10 +91,8 @@ impl Server {
                     .pool_max_idle_per_host(256)
                     .build()?,
             },
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            database: Database::of(&env, &dir),
+            env,
             _dir: TempDir(dir),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -313,6 +329,7 @@ impl ClientView {
         if !status.is_success() || value["status"] != "COMPLETED" {
             bail!("gift failed: {status} {value}");
         }
+        GIFTS_COMPLETED.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 }

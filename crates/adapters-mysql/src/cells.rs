@@ -10,7 +10,11 @@ use room_app::ports::{
 use room_domain::{CommandId, RoomId, Snapshot, Timestamp};
 use sqlx::{MySql, MySqlConnection, QueryBuilder};
 
-use crate::codec::{TxError, col, id_col, json_col, stored_u64, to_i64, to_json, u64_col};
+use room_app::stored;
+
+use crate::codec::{
+    TxError, body_col, col, id_col, json_col, stored_u64, to_i64, to_json, u64_col,
+};
 use crate::directory::SummaryRow;
 use crate::orders::OrderRow;
 use crate::payouts::PayoutRow;
@@ -23,8 +27,9 @@ const ROWS_PER_INSERT: usize = 500;
 
 struct CommandRow {
     command_id: String,
-    command: String,
-    actor: String,
+    /// The command without its id (a column of its own).
+    command: Vec<u8>,
+    actor: Vec<u8>,
     applied_at: i64,
     first_seq: i64,
     last_seq: i64,
@@ -33,14 +38,22 @@ struct CommandRow {
 struct EventRow {
     seq: i64,
     occurred_at: i64,
-    event: String,
+    event: Vec<u8>,
 }
 
 struct OutboxRow {
     room_id: String,
     seq: i64,
-    envelope: String,
+    /// The envelope without what its columns hold ([`ENVELOPE_COLUMNS`]).
+    envelope: Vec<u8>,
 }
+
+/// The fields of a stored command that its row has in columns.
+pub(crate) const COMMAND_COLUMNS: &[&str] = &["command_id"];
+
+/// The fields of an outbox envelope that its row has in columns (the event id is the room id
+/// and the seq).
+pub(crate) const ENVELOPE_COLUMNS: &[&str] = &["event_id", "room_id", "seq"];
 
 /// A [`CommitBatch`] encoded for SQL once, before the first attempt of its transaction.
 struct PreparedCommit {
@@ -76,8 +89,8 @@ impl PreparedCommit {
                 .map(|c| {
                     Ok(CommandRow {
                         command_id: c.command_id.to_string(),
-                        command: to_json(&c.command)?,
-                        actor: to_json(&c.actor)?,
+                        command: stored::encode_without(&c.command, COMMAND_COLUMNS)?,
+                        actor: stored::encode(&c.actor)?,
                         applied_at: c.applied_at.as_millis(),
                         first_seq: to_i64(c.first_seq, "seq")?,
                         last_seq: to_i64(c.last_seq, "seq")?,
@@ -91,7 +104,7 @@ impl PreparedCommit {
                     Ok(EventRow {
                         seq: to_i64(e.seq, "seq")?,
                         occurred_at: e.occurred_at.as_millis(),
-                        event: to_json(&e.event)?,
+                        event: stored::encode(&e.event)?,
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -102,7 +115,7 @@ impl PreparedCommit {
                     Ok(OutboxRow {
                         room_id: envelope.room_id.to_string(),
                         seq: to_i64(envelope.seq, "seq")?,
-                        envelope: to_json(envelope)?,
+                        envelope: stored::encode_without(envelope, ENVELOPE_COLUMNS)?,
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -477,7 +490,7 @@ impl CellStore for MySqlStore {
                 Ok(StoredEvent {
                     seq: u64_col(row, "seq")?,
                     occurred_at: Timestamp(col(row, "occurred_at")?),
-                    event: json_col(row, "event")?,
+                    event: body_col(row, "event")?,
                 })
             })
             .collect()
@@ -505,10 +518,15 @@ impl CellStore for MySqlStore {
             })
             .await?;
         row.map(|row| {
+            let command: &[u8] = col(&row, "command")?;
             Ok(CommandRecord {
                 command_id: id_col(&row, "command_id")?,
-                command: json_col(&row, "command")?,
-                actor: json_col(&row, "actor")?,
+                command: stored::decode_with(
+                    command,
+                    "command",
+                    [("command_id", command_id.as_str().into())],
+                )?,
+                actor: body_col(&row, "actor")?,
                 applied_at: Timestamp(col(&row, "applied_at")?),
                 first_seq: u64_col(&row, "first_seq")?,
                 last_seq: u64_col(&row, "last_seq")?,

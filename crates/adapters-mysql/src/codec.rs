@@ -167,6 +167,13 @@ pub(crate) fn json_col<T: DeserializeOwned>(row: &MySqlRow, name: &str) -> Resul
     from_json(text, name)
 }
 
+/// A body column of `row` ([`room_app::stored`]: compact, or JSON text stored before it),
+/// decoded into a domain value.
+pub(crate) fn body_col<T: DeserializeOwned>(row: &MySqlRow, name: &str) -> Result<T> {
+    let bytes: &[u8] = row.try_get(name).map_err(db)?;
+    room_app::stored::decode(bytes, name)
+}
+
 /// A validated id from a text column; an invalid id is [`Error::Corrupt`].
 pub(crate) fn id_col<T>(row: &MySqlRow, name: &str) -> Result<T>
 where

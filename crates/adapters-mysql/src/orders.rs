@@ -1,15 +1,19 @@
-//! [`GiftOrders`]: the gift saga's orders, as JSON with their status and creation time in
-//! columns, and the creation time of the unfinished ones in an indexed generated column for
-//! the recovery worker's query. Keyed by sender and order id: an order id is its
-//! sender's own.
+//! [`GiftOrders`]: the gift saga's orders. The fields that queries read (room, status,
+//! creation time, the room's refusal) are columns, the rest of the order a compact body
+//! ([`room_app::stored`]) without them, and the creation time of the unfinished ones is in an
+//! indexed generated column for the recovery worker's query. Keyed by sender and order id:
+//! an order id is its sender's own.
 
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{GiftOrders, OrderCursor};
+use room_app::stored;
 use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp, UserId};
+use serde_json::Value;
 use sqlx::MySqlConnection;
+use sqlx::mysql::MySqlRow;
 
-use crate::codec::{TxError, from_json, is_duplicate_key, json_col, to_json};
+use crate::codec::{TxError, col, is_duplicate_key};
 use crate::{MySqlStore, Result};
 
 /// An order encoded for its table.
@@ -19,7 +23,50 @@ pub(crate) struct OrderRow {
     sender: String,
     status: &'static str,
     created_at: i64,
-    body: String,
+    rejection: Option<Vec<u8>>,
+    body: Vec<u8>,
+}
+
+/// The fields of an order that its row has in columns, left out of its body.
+const ORDER_COLUMNS: &[&str] = &[
+    "order_id",
+    "room_id",
+    "sender",
+    "status",
+    "created_at",
+    "rejection",
+];
+
+/// One order, by sender and order id.
+const SELECT_ORDER: &str =
+    "SELECT order_id, room_id, sender, status, created_at, rejection, body FROM gift_orders
+     WHERE sender = ? AND order_id = ?";
+
+/// An order from a row with the columns of [`SELECT_ORDER`].
+fn order_row(row: &MySqlRow) -> Result<GiftOrder> {
+    let order_id: String = col(row, "order_id")?;
+    let room_id: String = col(row, "room_id")?;
+    let sender: String = col(row, "sender")?;
+    let status: String = col(row, "status")?;
+    let created_at: i64 = col(row, "created_at")?;
+    let rejection: Option<&[u8]> = col(row, "rejection")?;
+    let body: &[u8] = col(row, "body")?;
+    let rejection = match rejection {
+        Some(bytes) => stored::decode::<Value>(bytes, "rejection")?,
+        None => Value::Null,
+    };
+    stored::decode_with(
+        body,
+        "order",
+        [
+            ("order_id", order_id.into()),
+            ("room_id", room_id.into()),
+            ("sender", sender.into()),
+            ("status", status.into()),
+            ("created_at", created_at.into()),
+            ("rejection", rejection),
+        ],
+    )
 }
 
 impl OrderRow {
@@ -30,7 +77,8 @@ impl OrderRow {
             sender: order.sender.to_string(),
             status: order.status.as_str(),
             created_at: order.created_at.as_millis(),
-            body: to_json(order)?,
+            rejection: order.rejection.as_ref().map(stored::encode).transpose()?,
+            body: stored::encode_without(order, ORDER_COLUMNS)?,
         })
     }
 
@@ -44,17 +92,16 @@ impl OrderRow {
     pub(crate) async fn replace_applied(&self, conn: &mut MySqlConnection) -> Result<(), TxError> {
         let updated = sqlx::query(
             "UPDATE gift_orders
-             SET room_id = ?, sender = ?, status = ?, created_at = ?, body = ?
+             SET room_id = ?, sender = ?, status = ?, created_at = ?, body = ?, rejection = ?
              WHERE sender = ? AND order_id = ?
-               AND (status = 'PENDING'
-                    OR (status = 'DEBITED'
-                        AND COALESCE(JSON_TYPE(JSON_EXTRACT(body, '$.rejection')), 'NULL') = 'NULL'))",
+               AND (status = 'PENDING' OR (status = 'DEBITED' AND rejection IS NULL))",
         )
         .bind(&self.room_id)
         .bind(&self.sender)
         .bind(self.status)
         .bind(self.created_at)
         .bind(&self.body)
+        .bind(&self.rejection)
         .bind(&self.sender)
         .bind(&self.order_id)
         .execute(&mut *conn)
@@ -78,7 +125,7 @@ impl OrderRow {
     ) -> Result<bool, TxError> {
         let updated = sqlx::query(
             "UPDATE gift_orders
-             SET room_id = ?, sender = ?, status = ?, created_at = ?, body = ?
+             SET room_id = ?, sender = ?, status = ?, created_at = ?, body = ?, rejection = ?
              WHERE sender = ? AND order_id = ? AND (? IS NULL OR status = ?)",
         )
         .bind(&self.room_id)
@@ -86,6 +133,7 @@ impl OrderRow {
         .bind(self.status)
         .bind(self.created_at)
         .bind(&self.body)
+        .bind(&self.rejection)
         .bind(&self.sender)
         .bind(&self.order_id)
         .bind(expected)
@@ -119,8 +167,8 @@ async fn create_or_get_once(
     // A plain insert, and the duplicate key error when the id is taken: with the found-rows
     // flag the driver sets, an upsert's affected rows cannot tell an insert from a no-op.
     let inserted = sqlx::query(
-        "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
-         VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body, rejection)
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&row.order_id)
     .bind(&row.room_id)
@@ -128,6 +176,7 @@ async fn create_or_get_once(
     .bind(row.status)
     .bind(row.created_at)
     .bind(&row.body)
+    .bind(&row.rejection)
     .execute(&mut *conn)
     .await;
     match inserted {
@@ -138,14 +187,14 @@ async fn create_or_get_once(
         Err(error) if is_duplicate_key(&error) => {}
         Err(error) => return Err(error.into()),
     }
-    let body: Option<String> =
-        sqlx::query_scalar("SELECT body FROM gift_orders WHERE sender = ? AND order_id = ?")
-            .bind(&row.sender)
-            .bind(&row.order_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    let body = body.ok_or_else(|| Error::corrupt(format!("order {} vanished", row.order_id)))?;
-    Ok((from_json(&body, "order")?, false))
+    let stored = sqlx::query(SELECT_ORDER)
+        .bind(&row.sender)
+        .bind(&row.order_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let stored =
+        stored.ok_or_else(|| Error::corrupt(format!("order {} vanished", row.order_id)))?;
+    Ok((order_row(&stored)?, false))
 }
 
 async fn update_once(
@@ -182,16 +231,14 @@ impl GiftOrders for MySqlStore {
     async fn get(&self, sender: &UserId, order_id: &OrderId) -> Result<Option<GiftOrder>> {
         let row = self
             .retrying("get_order", || async move {
-                Ok(
-                    sqlx::query("SELECT body FROM gift_orders WHERE sender = ? AND order_id = ?")
-                        .bind(sender.as_str())
-                        .bind(order_id.as_str())
-                        .fetch_optional(&self.pool)
-                        .await?,
-                )
+                Ok(sqlx::query(SELECT_ORDER)
+                    .bind(sender.as_str())
+                    .bind(order_id.as_str())
+                    .fetch_optional(&self.pool)
+                    .await?)
             })
             .await?;
-        row.map(|row| json_col(&row, "body")).transpose()
+        row.as_ref().map(order_row).transpose()
     }
 
     async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()> {
@@ -224,7 +271,8 @@ impl GiftOrders for MySqlStore {
         let rows = self
             .retrying("list_unfinished_orders", || async move {
                 Ok(sqlx::query(
-                    "SELECT body FROM gift_orders
+                    "SELECT order_id, room_id, sender, status, created_at, rejection, body
+                     FROM gift_orders
                      WHERE pending_at >= ? AND pending_at < ?
                        AND (pending_at, order_id, sender) > (?, ?, ?)
                      ORDER BY pending_at, order_id, sender LIMIT ?",
@@ -239,6 +287,6 @@ impl GiftOrders for MySqlStore {
                 .await?)
             })
             .await?;
-        rows.iter().map(|row| json_col(row, "body")).collect()
+        rows.iter().map(order_row).collect()
     }
 }

@@ -6,7 +6,11 @@ use room_app::ports::{Outbox, OutboxMessage};
 use room_domain::Timestamp;
 use sqlx::{MySql, QueryBuilder};
 
-use crate::codec::{col, json_col};
+use room_app::stored;
+use sqlx::mysql::MySqlRow;
+
+use crate::cells::ENVELOPE_COLUMNS;
+use crate::codec::col;
 use crate::{MySqlStore, Result};
 
 /// The most ids one `UPDATE ... IN (...)` carries.
@@ -18,7 +22,7 @@ impl Outbox for MySqlStore {
         let rows = self
             .retrying("list_outbox", || async move {
                 Ok(sqlx::query(
-                    "SELECT id, envelope FROM room_outbox
+                    "SELECT id, room_id, seq, envelope FROM room_outbox
                      WHERE delivered_at IS NULL ORDER BY id LIMIT ?",
                 )
                 .bind(i64::from(limit))
@@ -26,14 +30,7 @@ impl Outbox for MySqlStore {
                 .await?)
             })
             .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(OutboxMessage {
-                    id: col(row, "id")?,
-                    envelope: json_col(row, "envelope")?,
-                })
-            })
-            .collect()
+        rows.iter().map(message).collect()
     }
 
     async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()> {
@@ -81,7 +78,7 @@ impl Outbox for MySqlStore {
                 // allotted at insert, transactions commit in any order) is not skipped. Under
                 // READ COMMITTED it takes no gap locks and blocks no insert.
                 Ok(sqlx::query(
-                    "SELECT id, envelope FROM room_outbox WHERE id > ?
+                    "SELECT id, room_id, seq, envelope FROM room_outbox WHERE id > ?
                      ORDER BY id LIMIT ? LOCK IN SHARE MODE",
                 )
                 .bind(after)
@@ -90,14 +87,7 @@ impl Outbox for MySqlStore {
                 .await?)
             })
             .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(OutboxMessage {
-                    id: col(row, "id")?,
-                    envelope: json_col(row, "envelope")?,
-                })
-            })
-            .collect()
+        rows.iter().map(message).collect()
     }
 
     async fn mark_passed(&self, through: i64, at: Timestamp, limit: u32) -> Result<u64> {
@@ -115,4 +105,24 @@ impl Outbox for MySqlStore {
         })
         .await
     }
+}
+
+/// An outbox row as a message: its envelope with the room, seq and event id of its columns.
+fn message(row: &MySqlRow) -> Result<OutboxMessage> {
+    let room_id: String = col(row, "room_id")?;
+    let seq: i64 = col(row, "seq")?;
+    let envelope: &[u8] = col(row, "envelope")?;
+    debug_assert_eq!(ENVELOPE_COLUMNS, ["event_id", "room_id", "seq"]);
+    Ok(OutboxMessage {
+        id: col(row, "id")?,
+        envelope: stored::decode_with(
+            envelope,
+            "envelope",
+            [
+                ("event_id", format!("{room_id}:{seq}").into()),
+                ("room_id", room_id.into()),
+                ("seq", seq.into()),
+            ],
+        )?,
+    })
 }

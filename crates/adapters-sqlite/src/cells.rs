@@ -10,7 +10,11 @@ use room_app::ports::{
 use room_domain::{CommandId, RoomId, Snapshot, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::codec::{col, db, id_col, json_col, sql, stored_u64, to_i64, to_json, u64_col};
+use room_app::stored;
+
+use crate::codec::{
+    body_col, col, db, id_col, json_col, sql, stored_u64, to_i64, to_json, u64_col,
+};
 use crate::directory::SummaryRow;
 use crate::orders::OrderRow;
 use crate::payouts::PayoutRow;
@@ -19,8 +23,9 @@ use crate::{Result, SqliteStore};
 
 struct CommandRow {
     command_id: String,
-    command: String,
-    actor: String,
+    /// The command without its id (a column of its own).
+    command: Vec<u8>,
+    actor: Vec<u8>,
     applied_at: i64,
     first_seq: i64,
     last_seq: i64,
@@ -29,16 +34,24 @@ struct CommandRow {
 struct EventRow {
     seq: i64,
     occurred_at: i64,
-    event: String,
+    event: Vec<u8>,
 }
 
 struct OutboxRow {
     room_id: String,
     seq: i64,
-    envelope: String,
+    /// The envelope without what its columns hold ([`ENVELOPE_COLUMNS`]).
+    envelope: Vec<u8>,
 }
 
-/// A [`CommitBatch`] encoded for SQL in the caller's task (the JSON work happens there, in
+/// The fields of a stored command that its row has in columns.
+pub(crate) const COMMAND_COLUMNS: &[&str] = &["command_id"];
+
+/// The fields of an outbox envelope that its row has in columns (the event id is the room id
+/// and the seq).
+pub(crate) const ENVELOPE_COLUMNS: &[&str] = &["event_id", "room_id", "seq"];
+
+/// A [`CommitBatch`] encoded for SQL in the caller's task (the encoding happens there, in
 /// parallel), so that the writer thread only runs statements.
 struct PreparedCommit {
     room_id: String,
@@ -73,8 +86,8 @@ impl PreparedCommit {
                 .map(|c| {
                     Ok(CommandRow {
                         command_id: c.command_id.to_string(),
-                        command: to_json(&c.command)?,
-                        actor: to_json(&c.actor)?,
+                        command: stored::encode_without(&c.command, COMMAND_COLUMNS)?,
+                        actor: stored::encode(&c.actor)?,
                         applied_at: c.applied_at.as_millis(),
                         first_seq: to_i64(c.first_seq, "seq")?,
                         last_seq: to_i64(c.last_seq, "seq")?,
@@ -88,7 +101,7 @@ impl PreparedCommit {
                     Ok(EventRow {
                         seq: to_i64(e.seq, "seq")?,
                         occurred_at: e.occurred_at.as_millis(),
-                        event: to_json(&e.event)?,
+                        event: stored::encode(&e.event)?,
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -99,7 +112,7 @@ impl PreparedCommit {
                     Ok(OutboxRow {
                         room_id: envelope.room_id.to_string(),
                         seq: to_i64(envelope.seq, "seq")?,
-                        envelope: to_json(envelope)?,
+                        envelope: stored::encode_without(envelope, ENVELOPE_COLUMNS)?,
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -204,6 +217,11 @@ fn commit(conn: &Connection, c: &PreparedCommit) -> Result<()> {
     if let Some(problem) = &c.seq_problem {
         return Err(Error::Invalid(problem.clone()));
     }
+    if let Some(first) = c.commands.iter().map(|command| command.applied_at).min() {
+        conn.prepare_cached(FIRST_COMMAND_WRITTEN)
+            .and_then(|mut update| update.execute(params![c.room_id, first]))
+            .map_err(sql)?;
+    }
 
     let mut insert = conn
         .prepare_cached(
@@ -246,16 +264,24 @@ fn commit(conn: &Connection, c: &PreparedCommit) -> Result<()> {
     Ok(())
 }
 
-/// Commands that expired (applied before `?1`, ending at or before their room's snapshot),
-/// in the order of `room_commands_by_age`, after the position `(?2, ?3, ?4)`, at most `?5`:
-/// the rooms [`prune_log`] visits. CROSS JOIN keeps the commands the outer loop, so the rows
-/// come off the index in order and the scan stops at the limit.
-const EXPIRED_COMMANDS: &str = "SELECT c.room_id, c.command_id, c.applied_at, s.version
-     FROM room_commands AS c CROSS JOIN room_snapshots AS s ON s.room_id = c.room_id
-     WHERE c.applied_at < ?1 AND c.last_seq <= s.version
-       AND (c.applied_at, c.room_id, c.command_id) > (?2, ?3, ?4)
-     ORDER BY c.applied_at, c.room_id, c.command_id
-     LIMIT ?5";
+/// Rooms whose log's first command expired (applied before `?1`) and that have a snapshot,
+/// in the order of `room_cells_by_first_command`, after the position `(?2, ?3)`, at most `?4`:
+/// the rooms [`prune_log`] visits. CROSS JOIN keeps the rooms the outer loop, so the rows come
+/// off the index in order and the scan stops at the limit.
+const EXPIRED_ROOMS: &str = "SELECT c.room_id, c.first_command_at, s.version
+     FROM room_cells AS c CROSS JOIN room_snapshots AS s ON s.room_id = c.room_id
+     WHERE c.first_command_at < ?1 AND (c.first_command_at, c.room_id) > (?2, ?3)
+     ORDER BY c.first_command_at, c.room_id
+     LIMIT ?4";
+
+/// Room `?1`'s log has its first command applied at `?2`, if it had none.
+const FIRST_COMMAND_WRITTEN: &str =
+    "UPDATE room_cells SET first_command_at = ?2 WHERE room_id = ?1 AND first_command_at IS NULL";
+
+/// Room `?1`'s first command is the one at the front of its log now (NULL if none is left).
+const FIRST_COMMAND_AGAIN: &str = "UPDATE room_cells SET first_command_at = (
+         SELECT applied_at FROM room_commands WHERE room_id = ?1 ORDER BY first_seq LIMIT 1)
+     WHERE room_id = ?1";
 
 /// The seq of room `?1`'s event number `?3 + 1` (from its first) at or before seq `?2`.
 const NTH_EVENT: &str = "SELECT seq FROM room_events
@@ -280,7 +306,15 @@ const DELETE_COMMANDS: &str = "DELETE FROM room_commands WHERE room_id = ?1 AND 
          WHERE room_id = ?1 AND first_seq <= ?2 AND last_seq <= ?2 AND applied_at < ?3
          ORDER BY first_seq LIMIT ?4)";
 
-/// Commands [`prune_log`] reads per page of [`EXPIRED_COMMANDS`].
+/// Room `?1`'s command `?2`, unless its first event was pruned (it is being pruned itself),
+/// through the primary key.
+const GET_COMMAND: &str = "SELECT command_id, command, actor, applied_at, first_seq, last_seq
+     FROM room_commands AS c WHERE room_id = ?1 AND command_id = ?2
+       AND (last_seq < first_seq OR EXISTS (
+           SELECT 1 FROM room_events AS e
+           WHERE e.room_id = c.room_id AND e.seq = c.first_seq))";
+
+/// Rooms [`prune_log`] reads per page of [`EXPIRED_ROOMS`].
 const EXPIRED_PAGE: i64 = 256;
 
 /// Deletes at most `budget` (at least 1) rows of room `room_id`'s log, whose newest snapshot
@@ -321,34 +355,36 @@ fn prune_room(
         .prepare_cached(DELETE_COMMANDS)
         .and_then(|mut delete| delete.execute(params![room_id, gone_through, older_than, left]))
         .map_err(sql)? as i64;
+    if commands > 0 {
+        conn.prepare_cached(FIRST_COMMAND_AGAIN)
+            .and_then(|mut update| update.execute([room_id]))
+            .map_err(sql)?;
+    }
     Ok(events + commands)
 }
 
-/// [`CellStore::prune_log`] in one write job: walks the expired commands oldest first and
-/// prunes each of their rooms once, until `limit` rows went or no room is left.
+/// [`CellStore::prune_log`] in one write job: walks the rooms whose first command expired,
+/// oldest first, and prunes each once, until `limit` rows went or no room is left.
 fn prune_log(conn: &Connection, older_than: i64, limit: i64) -> Result<u64> {
     let mut budget = limit;
-    let mut visited = std::collections::HashSet::new();
-    let mut after = (i64::MIN, String::new(), String::new());
+    let mut after = (i64::MIN, String::new());
     while budget > 0 {
-        let page: Vec<(String, String, i64, i64)> = conn
-            .prepare_cached(EXPIRED_COMMANDS)
+        let page: Vec<(String, i64, i64)> = conn
+            .prepare_cached(EXPIRED_ROOMS)
             .and_then(|mut query| {
                 query
-                    .query_map(
-                        params![older_than, after.0, after.1, after.2, EXPIRED_PAGE],
-                        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-                    )?
+                    .query_map(params![older_than, after.0, after.1, EXPIRED_PAGE], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })?
                     .collect()
             })
             .map_err(sql)?;
         let full = page.len() as i64 == EXPIRED_PAGE;
-        for (room_id, command_id, applied_at, version) in page {
-            if budget > 0 && !visited.contains(&room_id) {
+        for (room_id, first_command_at, version) in page {
+            if budget > 0 {
                 budget -= prune_room(conn, &room_id, version, older_than, budget)?;
-                visited.insert(room_id.clone());
             }
-            after = (applied_at, room_id, command_id);
+            after = (first_command_at, room_id);
         }
         if !full {
             break;
@@ -391,7 +427,7 @@ impl CellStore for SqliteStore {
                 Ok(StoredEvent {
                     seq: u64_col(row, "seq")?,
                     occurred_at: Timestamp(col(row, "occurred_at")?),
-                    event: json_col(row, "event")?,
+                    event: body_col(row, "event")?,
                 })
             })
             .collect()
@@ -403,23 +439,22 @@ impl CellStore for SqliteStore {
         command_id: &CommandId,
     ) -> Result<Option<CommandRecord>> {
         // A command whose first event was pruned is being pruned itself: absent.
-        let row = sqlx::query(
-            "SELECT command_id, command, actor, applied_at, first_seq, last_seq
-             FROM room_commands AS c WHERE room_id = ?1 AND command_id = ?2
-               AND (last_seq < first_seq OR EXISTS (
-                   SELECT 1 FROM room_events AS e
-                   WHERE e.room_id = c.room_id AND e.seq = c.first_seq))",
-        )
-        .bind(room_id.as_str())
-        .bind(command_id.as_str())
-        .fetch_optional(&self.readers)
-        .await
-        .map_err(db)?;
+        let row = sqlx::query(GET_COMMAND)
+            .bind(room_id.as_str())
+            .bind(command_id.as_str())
+            .fetch_optional(&self.readers)
+            .await
+            .map_err(db)?;
         row.map(|row| {
+            let command: &[u8] = col(&row, "command")?;
             Ok(CommandRecord {
                 command_id: id_col(&row, "command_id")?,
-                command: json_col(&row, "command")?,
-                actor: json_col(&row, "actor")?,
+                command: stored::decode_with(
+                    command,
+                    "command",
+                    [("command_id", command_id.as_str().into())],
+                )?,
+                actor: body_col(&row, "actor")?,
                 applied_at: Timestamp(col(&row, "applied_at")?),
                 first_seq: u64_col(&row, "first_seq")?,
                 last_seq: u64_col(&row, "last_seq")?,
@@ -488,7 +523,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn pruning_reads_the_log_through_indexes() {
+    async fn pruning_and_lookups_read_the_log_through_indexes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("room.db");
         let url = format!("sqlite://{}", path.display());
@@ -503,17 +538,22 @@ mod tests {
                  SELECT 'room-' || i, 1, 100, 'node' FROM n;
              WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 3999)
              INSERT INTO room_events (room_id, seq, occurred_at, event)
-                 SELECT 'room-' || (i % 40), i / 40 + 1, i, '{}' FROM n;
+                 SELECT 'room-' || (i % 40), i / 40 + 1, i, X'00' FROM n;
              INSERT INTO room_commands
                  (room_id, command_id, command, actor, applied_at, first_seq, last_seq)
-                 SELECT room_id, 'c' || seq, '{}', '{}', occurred_at, seq, seq FROM room_events;
+                 SELECT room_id, 'c' || seq, X'00', X'00', occurred_at, seq, seq FROM room_events;
              INSERT INTO room_snapshots (room_id, version, snapshot)
                  SELECT room_id, 50, '{}' FROM room_cells;
+             UPDATE room_cells SET first_command_at = (
+                 SELECT MIN(applied_at) FROM room_commands AS c
+                 WHERE c.room_id = room_cells.room_id);
              ANALYZE;",
         )
         .unwrap();
         for (statement, index) in [
-            (EXPIRED_COMMANDS, "room_commands_by_age"),
+            (EXPIRED_ROOMS, "room_cells_by_first_command"),
+            (FIRST_COMMAND_AGAIN, "room_commands_by_seq"),
+            (GET_COMMAND, "PRIMARY KEY"),
             (NTH_EVENT, "PRIMARY KEY"),
             (FIRST_KEPT_COMMAND, "room_commands_by_seq"),
             (DELETE_EVENTS, "PRIMARY KEY"),

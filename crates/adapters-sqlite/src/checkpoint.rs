@@ -18,8 +18,16 @@
 //! The RESTART runs on the writer's own connection because only there it never waits for the
 //! write lock: from another connection it would compete with a writer that takes the lock
 //! again as soon as it lets it go, and wait for seconds.
+//!
+//! Starting the log over reuses the file from its beginning; it does not make it smaller. The
+//! writer's connection has a `journal_size_limit`, so its first commit into a started-over
+//! log cuts the file back to that limit. An idle store commits nothing, so when a PASSIVE pass
+//! finds the whole log copied and the file still larger than the limit, this thread runs a
+//! TRUNCATE checkpoint, which empties the file (waiting at most [`RESTART_READER_WAIT`] for
+//! readers and the writer). Each period sets the gauge `room_sqlite_wal_bytes` to the file's
+//! size.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -38,19 +46,22 @@ pub(crate) struct Checkpointer {
 
 impl Checkpointer {
     /// Starts checkpointing the database at `path` every `period`; sets `restart_wanted` when
-    /// the writer should start the log over.
+    /// the writer should start the log over, and truncates a copied log file larger than
+    /// `wal_limit` bytes.
     pub(crate) fn spawn(
         path: &Path,
         busy_timeout: Duration,
         period: Duration,
+        wal_limit: i64,
         restart_wanted: Arc<AtomicBool>,
     ) -> Result<Self> {
         let conn = open_read_write(path, busy_timeout)?;
+        let wal = WalFile::of(path, wal_limit, busy_timeout);
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let signal = stop.clone();
         let thread = std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || run(conn, &signal, period, &restart_wanted))
+            .spawn(move || run(conn, &signal, period, &wal, &restart_wanted))
             .map_err(|e| crate::Error::unavailable(format!("starting the checkpointer: {e}")))?;
         Ok(Checkpointer {
             stop,
@@ -76,10 +87,43 @@ impl Drop for Checkpointer {
     }
 }
 
+/// The write-ahead log file of a database and the size it is kept to.
+pub(crate) struct WalFile {
+    path: PathBuf,
+    /// The limit in bytes; negative: none.
+    limit: i64,
+    /// The checkpointer connection's usual busy timeout, put back after a TRUNCATE.
+    busy_timeout: Duration,
+}
+
+impl WalFile {
+    /// The log of the database at `database` (`<database>-wal`), kept to `limit` bytes.
+    pub(crate) fn of(database: &Path, limit: i64, busy_timeout: Duration) -> Self {
+        let mut name = database.as_os_str().to_owned();
+        name.push("-wal");
+        WalFile {
+            path: PathBuf::from(name),
+            limit,
+            busy_timeout,
+        }
+    }
+
+    /// The file's size in bytes now (0 when it does not exist).
+    pub(crate) fn size(&self) -> u64 {
+        std::fs::metadata(&self.path).map_or(0, |meta| meta.len())
+    }
+
+    /// Whether the file is larger than the limit.
+    fn too_large(&self, size: u64) -> bool {
+        self.limit >= 0 && size > self.limit as u64
+    }
+}
+
 fn run(
     conn: Connection,
     stop: &(Mutex<bool>, Condvar),
     period: Duration,
+    wal: &WalFile,
     restart_wanted: &AtomicBool,
 ) {
     let (flag, wake) = stop;
@@ -94,7 +138,7 @@ fn run(
         }
         // Checkpoint without holding the lock, so `stop` is never kept waiting on it.
         drop(stopped);
-        checkpoint(&conn, RESTART_FRAMES, restart_wanted);
+        checkpoint(&conn, RESTART_FRAMES, wal, restart_wanted);
         stopped = flag.lock().unwrap_or_else(|e| e.into_inner());
     }
 }
@@ -124,8 +168,9 @@ const MAX_PASSES: usize = 8;
 /// until the next request (readers hold a snapshot for the length of one query).
 const RESTART_READER_WAIT: Duration = Duration::from_millis(100);
 
-/// A PASSIVE checkpoint; asks the writer to start the log over if it is still large.
-fn checkpoint(conn: &Connection, restart_frames: i64, restart_wanted: &AtomicBool) {
+/// A PASSIVE checkpoint; asks the writer to start the log over if it is still large, and
+/// truncates the file if all of it was copied and it is larger than its limit.
+fn checkpoint(conn: &Connection, restart_frames: i64, wal: &WalFile, restart_wanted: &AtomicBool) {
     let started = Instant::now();
     // A pass copies up to the oldest reader's snapshot, so under load it leaves the frames
     // written meanwhile and those readers still see. Passes right after it find readers on
@@ -145,6 +190,12 @@ fn checkpoint(conn: &Connection, restart_frames: i64, restart_wanted: &AtomicBoo
             "WAL checkpoint"
         );
         metrics::gauge!("room_sqlite_wal_frames").set(log.wal_frames as f64);
+        let size = wal.size();
+        if log.wal_frames == log.copied && wal.too_large(size) {
+            truncate_log(conn, wal, size);
+            return;
+        }
+        metrics::gauge!("room_sqlite_wal_bytes").set(size as f64);
         if log.wal_frames <= restart_frames {
             return;
         }
@@ -193,6 +244,30 @@ pub(crate) fn restart_log(conn: &Connection, busy_timeout: Duration) {
     }
 }
 
+/// A TRUNCATE checkpoint on the checkpointer's connection: the log was all copied (nothing
+/// was written since, or only what this copies in a moment), so it waits at most
+/// [`RESTART_READER_WAIT`] for the writer and the readers, and empties the file.
+fn truncate_log(conn: &Connection, wal: &WalFile, size: u64) {
+    let started = Instant::now();
+    if conn.busy_timeout(RESTART_READER_WAIT).is_err() {
+        return;
+    }
+    let truncated = run_checkpoint(conn, "TRUNCATE");
+    let _ = conn.busy_timeout(wal.busy_timeout);
+    metrics::histogram!("room_sqlite_checkpoint_seconds", "mode" => "truncate")
+        .record(started.elapsed().as_secs_f64());
+    let after = wal.size();
+    metrics::gauge!("room_sqlite_wal_bytes").set(after as f64);
+    if truncated.is_some() {
+        tracing::debug!(
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            before = size,
+            after,
+            "WAL truncated"
+        );
+    }
+}
+
 /// What a checkpoint reports: frames in the log, and how many of them are in the database
 /// file now.
 #[derive(Debug, Clone, Copy)]
@@ -233,7 +308,7 @@ mod tests {
     use super::*;
 
     /// A WAL database in `dir` that never checkpoints by itself, with one table of pages.
-    fn database(dir: &tempfile::TempDir) -> (std::path::PathBuf, Connection) {
+    fn database(dir: &tempfile::TempDir) -> (PathBuf, Connection) {
         let path = dir.path().join("c.db");
         let writer = Connection::open(&path).unwrap();
         writer
@@ -265,6 +340,7 @@ mod tests {
             &path,
             Duration::from_secs(1),
             Duration::from_millis(10),
+            -1,
             Arc::new(AtomicBool::new(false)),
         )
         .unwrap();
@@ -300,7 +376,8 @@ mod tests {
         insert(&writer, 100);
         let checkpointer = Connection::open(&path).unwrap();
         let wanted = AtomicBool::new(false);
-        checkpoint(&checkpointer, restart_frames, &wanted);
+        let wal = WalFile::of(&path, -1, Duration::from_secs(1));
+        checkpoint(&checkpointer, restart_frames, &wal, &wanted);
         reader.execute_batch("COMMIT").unwrap();
         let wanted = wanted.load(Ordering::Acquire);
         if wanted {
@@ -324,5 +401,70 @@ mod tests {
         let (wanted, frames) = log_after_a_checkpoint_with_an_old_reader(i64::MAX);
         assert!(!wanted);
         assert!(frames > 100, "the log was started over: {frames} frames");
+    }
+
+    /// The limit of the tests below: 16 pages.
+    const LIMIT: i64 = 16 * 4096;
+
+    #[test]
+    fn an_idle_log_larger_than_its_limit_is_truncated_once_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = database(&dir);
+        writer
+            .pragma_update(None, "journal_size_limit", LIMIT)
+            .unwrap();
+        insert(&writer, 100);
+        let wal = WalFile::of(&path, LIMIT, Duration::from_secs(1));
+        assert!(
+            wal.size() > LIMIT as u64,
+            "the burst grew the log past its limit: {} bytes",
+            wal.size()
+        );
+        // No write follows: only the checkpointer can make the file smaller.
+        let checkpointer = open_read_write(&path, Duration::from_secs(1)).unwrap();
+        let wanted = AtomicBool::new(false);
+        checkpoint(&checkpointer, RESTART_FRAMES, &wal, &wanted);
+        assert!(
+            wal.size() <= LIMIT as u64,
+            "the copied log was cut to its limit: {} bytes",
+            wal.size()
+        );
+        // Nothing was lost: the rows are in the database file.
+        let rows: i64 = writer
+            .query_row("SELECT count(*) FROM t", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(rows, 100);
+    }
+
+    #[test]
+    fn under_load_the_first_commit_after_a_restart_cuts_the_log_to_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = database(&dir);
+        writer
+            .pragma_update(None, "journal_size_limit", LIMIT)
+            .unwrap();
+        insert(&writer, 100);
+        // A reader on an old snapshot: the PASSIVE pass cannot copy everything, so the
+        // checkpointer leaves the file alone and asks the writer to start the log over.
+        let reader = Connection::open(&path).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |row| row.get(0))
+            .unwrap();
+        insert(&writer, 100);
+        let wal = WalFile::of(&path, LIMIT, Duration::from_secs(1));
+        let checkpointer = open_read_write(&path, Duration::from_secs(1)).unwrap();
+        let wanted = AtomicBool::new(false);
+        checkpoint(&checkpointer, 64, &wal, &wanted);
+        assert!(wanted.load(Ordering::Acquire));
+        assert!(wal.size() > LIMIT as u64, "{} bytes", wal.size());
+        reader.execute_batch("COMMIT").unwrap();
+        restart_log(&writer, Duration::from_secs(5));
+        insert(&writer, 1);
+        assert!(
+            wal.size() <= LIMIT as u64,
+            "the commit cut the log to its limit: {} bytes",
+            wal.size()
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The boundary between SQLite and the ports: driver errors (of the reader pool, sqlx, and of
-//! the writer's connection, rusqlite) become port errors, domain values
-//! become JSON text and integers, and stored text and integers become domain values again (or
-//! [`Error::Corrupt`]).
+//! the writer's connection, rusqlite) become port errors, domain values become compact
+//! bodies ([`room_app::stored`]), JSON text and integers, and stored bodies, text and integers
+//! become domain values again (or [`Error::Corrupt`]).
 
 use room_app::Error;
 // Primary result codes, compared with the low byte of the extended code sqlx reports.
@@ -115,6 +115,13 @@ where
 pub(crate) fn json_col<T: DeserializeOwned>(row: &SqliteRow, name: &str) -> Result<T> {
     let text: &str = row.try_get(name).map_err(db)?;
     from_json(text, name)
+}
+
+/// A body column of `row` ([`room_app::stored`]: compact, or JSON text stored before it),
+/// decoded into a domain value.
+pub(crate) fn body_col<T: DeserializeOwned>(row: &SqliteRow, name: &str) -> Result<T> {
+    let bytes: &[u8] = row.try_get(name).map_err(db)?;
+    room_app::stored::decode(bytes, name)
 }
 
 /// A validated id from a text column; an invalid id is [`Error::Corrupt`].

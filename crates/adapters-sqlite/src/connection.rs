@@ -26,8 +26,13 @@ pub(crate) fn open_read_write(path: &Path, busy_timeout: Duration) -> Result<Con
     Ok(conn)
 }
 
-/// The writer's connection: the only one that writes.
-pub(crate) fn open_writer(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+/// The writer's connection: the only one that writes. `wal_limit` is the size in bytes its
+/// first commit after the log started over cuts the log file back to.
+pub(crate) fn open_writer(
+    path: &Path,
+    busy_timeout: Duration,
+    wal_limit: i64,
+) -> Result<Connection> {
     let conn = open_read_write(path, busy_timeout)?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(sql)?;
@@ -40,6 +45,11 @@ pub(crate) fn open_writer(path: &Path, busy_timeout: Duration) -> Result<Connect
         .map_err(sql)?;
     // Checkpoints run on their own thread (see `checkpoint`), never inside a commit.
     conn.pragma_update(None, "wal_autocheckpoint", 0)
+        .map_err(sql)?;
+    // SQLite reuses the log file from its start once a checkpoint copied it, and keeps the
+    // file at the largest size it ever reached; with a limit, the first commit into a
+    // started-over log cuts the file back to it.
+    conn.pragma_update(None, "journal_size_limit", wal_limit)
         .map_err(sql)?;
     // Each job's savepoint journals the pages it changes. Past 64 KiB in one savepoint (a
     // b-tree split can do it) SQLite spills that journal to a temporary file and keeps writing
@@ -63,7 +73,7 @@ mod tests {
             .unwrap()
             .pragma_update(None, "journal_mode", "WAL")
             .unwrap();
-        let conn = open_writer(&path, Duration::from_secs(1)).unwrap();
+        let conn = open_writer(&path, Duration::from_secs(1), 1 << 20).unwrap();
         let pragma = |name: &str| -> String {
             conn.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))
                 .map(|value| match value {
@@ -78,5 +88,6 @@ mod tests {
         assert_eq!(pragma("foreign_keys"), "1");
         assert_eq!(pragma("cache_size"), "-8192");
         assert_eq!(pragma("temp_store"), "2", "MEMORY");
+        assert_eq!(pragma("journal_size_limit"), "1048576");
     }
 }

@@ -1,30 +1,48 @@
-//! [`GiftOrders`]: the gift saga's orders, keyed by sender and order id, as JSON with their
-//! status and creation time in columns for the recovery worker's query.
+//! [`GiftOrders`]: the gift saga's orders, keyed by sender and order id. The fields that
+//! queries read (room, status, creation time, the room's refusal) are columns; the rest of
+//! the order is a compact body ([`room_app::stored`]) without them.
 
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{GiftOrders, OrderCursor};
+use room_app::stored;
 use room_domain::{GiftOrder, OrderId, OrderStatus, Timestamp, UserId};
 use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+use sqlx::sqlite::SqliteRow;
 
-use crate::codec::{db, from_json, json_col, sql, to_json};
+use crate::codec::{col, db, sql};
 use crate::{Result, SqliteStore};
 
 /// Stores a new order, unless its sender stored one with its id.
 pub(crate) const CREATE: &str =
-    "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (sender, order_id) DO NOTHING";
+    "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body, rejection)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (sender, order_id) DO NOTHING";
+
+/// One order, by sender (`?1`) and order id (`?2`), its columns in [`order_from`]'s order.
+const SELECT_ORDER: &str =
+    "SELECT order_id, room_id, sender, status, created_at, rejection, body FROM gift_orders
+     WHERE sender = ?1 AND order_id = ?2";
+
+/// The fields of an order that its row has in columns, left out of its body.
+const ORDER_COLUMNS: &[&str] = &[
+    "order_id",
+    "room_id",
+    "sender",
+    "status",
+    "created_at",
+    "rejection",
+];
 
 /// Replaces an order that awaits its room ([`OrderRow::replace_applied`]).
 pub(crate) const REPLACE_APPLIED: &str = "UPDATE gift_orders
-     SET room_id = ?1, status = ?3, created_at = ?4, body = ?5
+     SET room_id = ?1, status = ?3, created_at = ?4, body = ?5, rejection = ?7
      WHERE sender = ?2 AND order_id = ?6
-       AND (status = 'PENDING'
-            OR (status = 'DEBITED' AND json_extract(body, '$.rejection') IS NULL))";
+       AND (status = 'PENDING' OR (status = 'DEBITED' AND rejection IS NULL))";
 
 /// Replaces an order, in the status `?7` if it is not NULL ([`OrderRow::replace`]).
 pub(crate) const REPLACE: &str = "UPDATE gift_orders
-     SET room_id = ?1, status = ?3, created_at = ?4, body = ?5
+     SET room_id = ?1, status = ?3, created_at = ?4, body = ?5, rejection = ?8
      WHERE sender = ?2 AND order_id = ?6 AND (?7 IS NULL OR status = ?7)";
 
 /// An order encoded for its table.
@@ -34,7 +52,8 @@ pub(crate) struct OrderRow {
     sender: String,
     status: &'static str,
     created_at: i64,
-    body: String,
+    rejection: Option<Vec<u8>>,
+    body: Vec<u8>,
 }
 
 impl OrderRow {
@@ -45,7 +64,8 @@ impl OrderRow {
             sender: order.sender.to_string(),
             status: order.status.as_str(),
             created_at: order.created_at.as_millis(),
-            body: to_json(order)?,
+            rejection: order.rejection.as_ref().map(stored::encode).transpose()?,
+            body: stored::encode_without(order, ORDER_COLUMNS)?,
         })
     }
 
@@ -64,6 +84,7 @@ impl OrderRow {
                     self.created_at,
                     self.body,
                     self.order_id,
+                    self.rejection,
                 ])
             })
             .map_err(sql)?;
@@ -71,7 +92,7 @@ impl OrderRow {
             return Ok(());
         }
         let order_id = || OrderId::new(&self.order_id).map_err(Error::corrupt);
-        match stored_body(conn, &self.sender, &self.order_id)? {
+        match stored_status(conn, &self.sender, &self.order_id)? {
             Some(_) => Err(Error::OrderSettled(order_id()?)),
             None => Err(Error::NotFound(format!("order {}", self.order_id))),
         }
@@ -90,7 +111,8 @@ impl OrderRow {
                     self.created_at,
                     self.body,
                     self.order_id,
-                    expected
+                    expected,
+                    self.rejection
                 ])
             })
             .map_err(sql)?;
@@ -98,18 +120,94 @@ impl OrderRow {
     }
 }
 
-fn stored_body(
-    conn: &Connection,
-    sender: &str,
-    order_id: &str,
-) -> Result<Option<(String, String)>> {
-    conn.prepare_cached("SELECT status, body FROM gift_orders WHERE sender = ?1 AND order_id = ?2")
+/// An order from its columns and body.
+#[allow(clippy::too_many_arguments)]
+fn order_from(
+    order_id: String,
+    room_id: String,
+    sender: String,
+    status: String,
+    created_at: i64,
+    rejection: Option<&[u8]>,
+    body: &[u8],
+) -> Result<GiftOrder> {
+    let rejection = match rejection {
+        Some(bytes) => stored::decode::<Value>(bytes, "rejection")?,
+        None => Value::Null,
+    };
+    stored::decode_with(
+        body,
+        "order",
+        [
+            ("order_id", order_id.into()),
+            ("room_id", room_id.into()),
+            ("sender", sender.into()),
+            ("status", status.into()),
+            ("created_at", created_at.into()),
+            ("rejection", rejection),
+        ],
+    )
+}
+
+/// An order from a row of the readers that selected [`SELECT_ORDER`]'s columns.
+fn order_row(row: &SqliteRow) -> Result<GiftOrder> {
+    order_from(
+        col(row, "order_id")?,
+        col(row, "room_id")?,
+        col(row, "sender")?,
+        col(row, "status")?,
+        col(row, "created_at")?,
+        col(row, "rejection")?,
+        col(row, "body")?,
+    )
+}
+
+/// The stored order's status, if it is stored.
+fn stored_status(conn: &Connection, sender: &str, order_id: &str) -> Result<Option<String>> {
+    conn.prepare_cached("SELECT status FROM gift_orders WHERE sender = ?1 AND order_id = ?2")
         .and_then(|mut select| {
             select
-                .query_row([sender, order_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_row([sender, order_id], |row| row.get(0))
                 .optional()
         })
         .map_err(sql)
+}
+
+/// The stored order, if it is stored, read by the writer.
+fn stored_order(conn: &Connection, sender: &str, order_id: &str) -> Result<Option<GiftOrder>> {
+    let columns = conn
+        .prepare_cached(SELECT_ORDER)
+        .and_then(|mut select| {
+            select
+                .query_row([sender, order_id], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, i64>(4)?,
+                        row.get::<_, Option<Vec<u8>>>(5)?,
+                        row.get::<_, Vec<u8>>(6)?,
+                    ))
+                })
+                .optional()
+        })
+        .map_err(sql)?;
+    columns
+        .map(
+            |(order_id, room_id, sender, status, created_at, rejection, body)| {
+                order_from(
+                    order_id,
+                    room_id,
+                    sender,
+                    status,
+                    created_at,
+                    rejection.as_deref(),
+                    &body,
+                )
+            },
+        )
+        .transpose()
 }
 
 fn create_or_get(conn: &Connection, row: &OrderRow, order: GiftOrder) -> Result<(GiftOrder, bool)> {
@@ -122,25 +220,26 @@ fn create_or_get(conn: &Connection, row: &OrderRow, order: GiftOrder) -> Result<
                 row.sender,
                 row.status,
                 row.created_at,
-                row.body
+                row.body,
+                row.rejection
             ])
         })
         .map_err(sql)?;
     if inserted > 0 {
         return Ok((order, true));
     }
-    let (_, body) = stored_body(conn, &row.sender, &row.order_id)?
+    let stored = stored_order(conn, &row.sender, &row.order_id)?
         .ok_or_else(|| Error::corrupt(format!("order {} vanished", row.order_id)))?;
-    Ok((from_json(&body, "order")?, false))
+    Ok((stored, false))
 }
 
 fn update(conn: &Connection, row: &OrderRow, expected: OrderStatus) -> Result<()> {
     if row.replace(conn, Some(expected.as_str()))? {
         return Ok(());
     }
-    Err(match stored_body(conn, &row.sender, &row.order_id)? {
+    Err(match stored_status(conn, &row.sender, &row.order_id)? {
         None => Error::NotFound(format!("order {}", row.order_id)),
-        Some((status, _)) => Error::Conflict(format!(
+        Some(status) => Error::Conflict(format!(
             "order {} is {status}, not {}",
             row.order_id,
             expected.as_str()
@@ -158,13 +257,13 @@ impl GiftOrders for SqliteStore {
     }
 
     async fn get(&self, sender: &UserId, order_id: &OrderId) -> Result<Option<GiftOrder>> {
-        let row = sqlx::query("SELECT body FROM gift_orders WHERE sender = ?1 AND order_id = ?2")
+        let row = sqlx::query(SELECT_ORDER)
             .bind(sender.as_str())
             .bind(order_id.as_str())
             .fetch_optional(&self.readers)
             .await
             .map_err(db)?;
-        row.map(|row| json_col(&row, "body")).transpose()
+        row.as_ref().map(order_row).transpose()
     }
 
     async fn update(&self, order: &GiftOrder, expected: OrderStatus) -> Result<()> {
@@ -190,7 +289,7 @@ impl GiftOrders for SqliteStore {
                 )
             });
         let rows = sqlx::query(
-            "SELECT body FROM gift_orders
+            "SELECT order_id, room_id, sender, status, created_at, rejection, body FROM gift_orders
              WHERE status <> 'COMPLETED' AND status <> 'FAILED' AND status <> 'COMPENSATED'
                AND created_at < ?1
                AND (created_at, order_id, sender) > (?2, ?3, ?4)
@@ -204,6 +303,6 @@ impl GiftOrders for SqliteStore {
         .fetch_all(&self.readers)
         .await
         .map_err(db)?;
-        rows.iter().map(|row| json_col(row, "body")).collect()
+        rows.iter().map(order_row).collect()
     }
 }

@@ -5,27 +5,25 @@ use async_trait::async_trait;
 use room_app::ports::{Outbox, OutboxMessage};
 use room_domain::Timestamp;
 
-use crate::codec::{col, db, json_col, to_json};
+use room_app::stored;
+use sqlx::sqlite::SqliteRow;
+
+use crate::cells::ENVELOPE_COLUMNS;
+use crate::codec::{col, db, to_json};
 use crate::{Result, SqliteStore};
 
 #[async_trait]
 impl Outbox for SqliteStore {
     async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
         let rows = sqlx::query(
-            "SELECT id, envelope FROM room_outbox WHERE delivered_at IS NULL ORDER BY id LIMIT ?1",
+            "SELECT id, room_id, seq, envelope FROM room_outbox
+             WHERE delivered_at IS NULL ORDER BY id LIMIT ?1",
         )
         .bind(i64::from(limit))
         .fetch_all(&self.readers)
         .await
         .map_err(db)?;
-        rows.iter()
-            .map(|row| {
-                Ok(OutboxMessage {
-                    id: col(row, "id")?,
-                    envelope: json_col(row, "envelope")?,
-                })
-            })
-            .collect()
+        rows.iter().map(message).collect()
     }
 
     async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()> {
@@ -59,21 +57,15 @@ impl Outbox for SqliteStore {
     async fn list_after(&self, after: i64, limit: u32) -> Result<Vec<OutboxMessage>> {
         // One writer commits in id order: a reader's snapshot never lacks a row below one it
         // sees.
-        let rows =
-            sqlx::query("SELECT id, envelope FROM room_outbox WHERE id > ?1 ORDER BY id LIMIT ?2")
-                .bind(after)
-                .bind(i64::from(limit))
-                .fetch_all(&self.readers)
-                .await
-                .map_err(db)?;
-        rows.iter()
-            .map(|row| {
-                Ok(OutboxMessage {
-                    id: col(row, "id")?,
-                    envelope: json_col(row, "envelope")?,
-                })
-            })
-            .collect()
+        let rows = sqlx::query(
+            "SELECT id, room_id, seq, envelope FROM room_outbox WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(db)?;
+        rows.iter().map(message).collect()
     }
 
     async fn mark_passed(&self, through: i64, at: Timestamp, limit: u32) -> Result<u64> {
@@ -88,4 +80,24 @@ impl Outbox for SqliteStore {
             .await?;
         Ok(marked as u64)
     }
+}
+
+/// An outbox row as a message: its envelope with the room, seq and event id of its columns.
+fn message(row: &SqliteRow) -> Result<OutboxMessage> {
+    let room_id: String = col(row, "room_id")?;
+    let seq: i64 = col(row, "seq")?;
+    let envelope: &[u8] = col(row, "envelope")?;
+    debug_assert_eq!(ENVELOPE_COLUMNS, ["event_id", "room_id", "seq"]);
+    Ok(OutboxMessage {
+        id: col(row, "id")?,
+        envelope: stored::decode_with(
+            envelope,
+            "envelope",
+            [
+                ("event_id", format!("{room_id}:{seq}").into()),
+                ("room_id", room_id.into()),
+                ("seq", seq.into()),
+            ],
+        )?,
+    })
 }

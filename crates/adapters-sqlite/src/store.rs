@@ -39,6 +39,11 @@ pub struct SqliteSettings {
     /// How often the WAL is checkpointed into the database file, in milliseconds (on a thread
     /// of its own, never inside a commit).
     pub checkpoint_every_ms: u64,
+    /// The size, in bytes, the write-ahead log file is cut back to once a checkpoint has
+    /// copied it (SQLite's `journal_size_limit`): the file otherwise keeps its largest size
+    /// for good. Under load the writer's next commit after the log starts over cuts it; when
+    /// the log is all copied and the file is larger, the checkpointer truncates it to zero.
+    pub wal_size_limit_bytes: u64,
 }
 
 impl Default for SqliteSettings {
@@ -49,6 +54,7 @@ impl Default for SqliteSettings {
             max_jobs_per_transaction: 256,
             busy_timeout_ms: 5_000,
             checkpoint_every_ms: 1_000,
+            wal_size_limit_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -161,15 +167,18 @@ impl SqliteStore {
         let path = options.get_filename().to_owned();
         let busy_timeout = Duration::from_millis(settings.busy_timeout_ms);
         let restart_wanted = Arc::new(AtomicBool::new(false));
+        let wal_limit = i64::try_from(settings.wal_size_limit_bytes).unwrap_or(i64::MAX);
         let checkpointer = Arc::new(Checkpointer::spawn(
             &path,
             busy_timeout,
             Duration::from_millis(settings.checkpoint_every_ms.max(1)),
+            wal_limit,
             restart_wanted.clone(),
         )?);
-        let writer = tokio::task::spawn_blocking(move || open_writer(&path, busy_timeout))
-            .await
-            .map_err(|e| Error::unavailable(format!("opening the SQLite writer: {e}")))??;
+        let writer =
+            tokio::task::spawn_blocking(move || open_writer(&path, busy_timeout, wal_limit))
+                .await
+                .map_err(|e| Error::unavailable(format!("opening the SQLite writer: {e}")))??;
         let readers = SqlitePoolOptions::new()
             .max_connections(settings.max_read_connections.max(1))
             .connect_with(options.read_only(true))

@@ -284,7 +284,7 @@ async fn bad_stored_json_is_corrupt() {
         .connect()
         .await
         .unwrap();
-    sqlx::query("UPDATE gift_orders SET body = '{\"order_id\": 7'")
+    sqlx::query("UPDATE gift_orders SET body = CAST('{\"order_id\": 7' AS BLOB)")
         .execute(&mut conn)
         .await
         .unwrap();
@@ -615,4 +615,220 @@ async fn orders_stored_under_the_first_schema_move_to_the_sender_key() {
         Wallet::balance(&store, &user("alice")).await.unwrap(),
         Coins(80)
     );
+}
+
+/// A database written before the compact bodies (every migration up to 0007, rows as JSON
+/// text): opening it converts the tables, and every old row reads back as it was written (the
+/// log, the outbox, orders with and without a refusal); new rows go in beside them in the
+/// compact form and read back too, the outbox's ids go on rising past every id used, and the
+/// orders lost the fields their columns hold.
+#[tokio::test]
+async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let previous = dir.path().join("previous-migrations");
+    std::fs::create_dir(&previous).unwrap();
+    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let name = entry.unwrap().file_name();
+        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
+        if version < 30 {
+            std::fs::copy(migrations.join(&name), previous.join(&name)).unwrap();
+        }
+    }
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(previous.as_path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+
+    // Rows as the previous release wrote them.
+    let a = room("room-a");
+    let event = Event::RoomHeatChanged { heat: 7, delta: 7 };
+    let command_id = CommandId::new("c-old").unwrap();
+    let command = Command::new(
+        command_id.clone(),
+        CommandKind::SetChatEnabled { enabled: false },
+    );
+    let actor = Actor::user(user("owner"));
+    let envelope = EventEnvelope::new(a.clone(), 1, T0, &event);
+    let pending = order("o-pending", &a);
+    let mut refused = order("o-refused", &a);
+    refused.status = OrderStatus::Debited;
+    refused.rejection = Some(room_domain::Rejection::RoomClosed);
+    for statement in [
+        "INSERT INTO room_cells (room_id, epoch, version, owner_node) VALUES ('room-a', 1, 1, 'n')"
+            .to_owned(),
+        format!(
+            "INSERT INTO room_events (room_id, seq, occurred_at, event) VALUES ('room-a', 1, {}, '{}')",
+            T0.as_millis(),
+            serde_json::to_string(&event).unwrap()
+        ),
+        format!(
+            "INSERT INTO room_commands
+                 (room_id, command_id, command, actor, applied_at, first_seq, last_seq)
+             VALUES ('room-a', 'c-old', '{}', '{}', {}, 1, 1)",
+            serde_json::to_string(&command).unwrap(),
+            serde_json::to_string(&actor).unwrap(),
+            T0.as_millis()
+        ),
+        // Ids 1 to 3 were used; the newest two were delivered and deleted.
+        format!(
+            "INSERT INTO room_outbox (id, room_id, seq, envelope) VALUES (1, 'room-a', 1, '{}')",
+            serde_json::to_string(&envelope).unwrap()
+        ),
+        "INSERT INTO room_outbox (id, room_id, seq, envelope) VALUES (3, 'room-a', 3, '{}')"
+            .to_owned(),
+        "DELETE FROM room_outbox WHERE id = 3".to_owned(),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    for old in [&pending, &refused] {
+        sqlx::query(
+            "INSERT INTO gift_orders (order_id, room_id, sender, status, created_at, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .bind(old.order_id.as_str())
+        .bind(old.room_id.as_str())
+        .bind(old.sender.as_str())
+        .bind(old.status.as_str())
+        .bind(old.created_at.as_millis())
+        .bind(serde_json::to_string(old).unwrap())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    assert_eq!(
+        store.list_events(&a, 0, 10).await.unwrap(),
+        vec![StoredEvent {
+            seq: 1,
+            occurred_at: T0,
+            event: event.clone()
+        }]
+    );
+    let record = store.get_command(&a, &command_id).await.unwrap().unwrap();
+    assert_eq!((record.command, record.actor), (command, actor));
+    let pending_rows = Outbox::list_pending(&store, 10).await.unwrap();
+    assert_eq!(pending_rows.len(), 1);
+    assert_eq!(
+        (pending_rows[0].id, &pending_rows[0].envelope),
+        (1, &envelope)
+    );
+    for old in [&pending, &refused] {
+        assert_eq!(
+            GiftOrders::get(&store, &old.sender, &old.order_id)
+                .await
+                .unwrap()
+                .as_ref(),
+            Some(old)
+        );
+    }
+    // The refusal moved to its column: the refused order no longer awaits its room.
+    let mut applied = refused.clone();
+    applied.status = OrderStatus::Applied;
+    applied.rejection = None;
+    let mut next = batch(
+        &a,
+        Activation {
+            epoch: 1,
+            version: 1,
+        },
+        1,
+        &["c-new"],
+    );
+    next.orders = vec![applied];
+    assert!(matches!(
+        store.commit(&next).await,
+        Err(Error::OrderSettled(_))
+    ));
+
+    // New rows beside the old ones.
+    let mut next = batch(
+        &a,
+        Activation {
+            epoch: 1,
+            version: 1,
+        },
+        1,
+        &["c-new"],
+    );
+    let mut debited = pending.clone();
+    debited.status = OrderStatus::Applied;
+    next.orders = vec![debited.clone()];
+    store.commit(&next).await.unwrap();
+    let events = store.list_events(&a, 0, 10).await.unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[1], next.events[0]);
+    let listed = Outbox::list_pending(&store, 10).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[1].envelope, next.outbox[0]);
+    assert!(
+        listed[1].id > 3,
+        "ids rise past every id used: {}",
+        listed[1].id
+    );
+    assert_eq!(
+        GiftOrders::get(&store, &debited.sender, &debited.order_id)
+            .await
+            .unwrap(),
+        Some(debited)
+    );
+    store.close().await;
+
+    // Stored once: the orders' bodies hold none of their columns, and the new rows are
+    // compact.
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .connect()
+        .await
+        .unwrap();
+    let bodies: Vec<(String, Vec<u8>)> =
+        sqlx::query_as("SELECT order_id, body FROM gift_orders ORDER BY order_id")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    for (order_id, body) in bodies {
+        if room_app::stored::is_compact(&body) {
+            assert_eq!(order_id, "o-pending", "the order written since");
+            continue;
+        }
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        for column in [
+            "order_id",
+            "room_id",
+            "sender",
+            "status",
+            "created_at",
+            "rejection",
+        ] {
+            assert!(body.get(column).is_none(), "{order_id}: {column} in {body}");
+        }
+    }
+    let compact: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM room_events WHERE substr(event, 1, 1) = X'01'")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(compact, 1, "the new event is compact, the old one JSON");
+    // The pruning pass finds the room through its first command's time (migration 0031).
+    let first: Option<i64> =
+        sqlx::query_scalar("SELECT first_command_at FROM room_cells WHERE room_id = 'room-a'")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(first, Some(T0.as_millis()));
+    conn.close().await.unwrap();
 }

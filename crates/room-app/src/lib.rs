@@ -24,6 +24,7 @@ pub mod robots;
 pub mod room_feed;
 pub mod rtc_events;
 mod service;
+pub mod stored;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod visitors;

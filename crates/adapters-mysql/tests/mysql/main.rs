@@ -6,10 +6,11 @@
 //! reads. Each test runs on a database of its own on the server in `ROOM_TEST_MYSQL_URL`
 //! (skipped or failed as `room_app::testkit::service_url` says).
 //!
-//! By family: [`commits`], [`schema`], [`wallet`], [`gift_orders`]; [`fixtures`] holds what
+//! By family: [`commits`], [`compact`], [`schema`], [`wallet`], [`gift_orders`]; [`fixtures`] holds what
 //! they share.
 
 mod commits;
+mod compact;
 mod fixtures;
 mod gift_orders;
 mod schema;

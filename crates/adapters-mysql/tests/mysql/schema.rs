@@ -116,7 +116,17 @@ async fn after_migrate_the_store_opens_and_migrating_again_changes_nothing() {
 
     let mut conn = database.connect().await;
     let before = migration_rows(&mut conn).await;
-    assert_eq!(before.len() as i64, status.known, "one row per migration");
+    assert_eq!(
+        before.iter().map(|(version, ..)| *version).max(),
+        Some(status.known),
+        "the newest migration is recorded"
+    );
+    let files = std::fs::read_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/mysql"),
+    )
+    .unwrap()
+    .count();
+    assert_eq!(before.len(), files, "one row per migration");
     assert!(before.iter().all(|(_, success, ..)| *success));
     MySqlStore::migrate(&settings)
         .await
@@ -141,8 +151,15 @@ async fn a_schema_behind_at_a_later_version_names_it() {
     };
     let settings = MySqlSettings::new(f.database.url.clone());
     let known = MySqlStore::schema_status(&settings).await.unwrap().known;
-    // As if the newest migration had not run yet.
+    // As if the newest migration had not run yet: the database is at the one before it
+    // (versions may skip numbers).
     let mut conn = f.database.connect().await;
+    let previous: i64 =
+        sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE version < ?")
+            .bind(known)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
     sqlx::query("DELETE FROM _sqlx_migrations WHERE version = ?")
         .bind(known)
         .execute(&mut conn)
@@ -150,7 +167,7 @@ async fn a_schema_behind_at_a_later_version_names_it() {
         .unwrap();
     let message = refused_open(&settings).await;
     assert!(
-        message.contains(&format!("at version {} of {known}", known - 1)),
+        message.contains(&format!("at version {previous} of {known}")),
         "{message}"
     );
     assert!(message.contains("room-api migrate"), "{message}");

@@ -24,6 +24,8 @@ pub struct StorageSettings {
     pub busy_timeout_ms: u64,
     /// SQLite: how often the WAL is checkpointed into the database file, in milliseconds.
     pub checkpoint_every_ms: u64,
+    /// SQLite: the size in bytes the write-ahead log file is cut back to once it is copied.
+    pub wal_size_limit_bytes: u64,
 }
 
 impl Default for StorageSettings {
@@ -36,6 +38,7 @@ impl Default for StorageSettings {
             max_jobs_per_transaction: sqlite.max_jobs_per_transaction,
             busy_timeout_ms: sqlite.busy_timeout_ms,
             checkpoint_every_ms: sqlite.checkpoint_every_ms,
+            wal_size_limit_bytes: sqlite.wal_size_limit_bytes,
         }
     }
 }
@@ -49,6 +52,7 @@ impl std::fmt::Debug for StorageSettings {
             .field("max_jobs_per_transaction", &self.max_jobs_per_transaction)
             .field("busy_timeout_ms", &self.busy_timeout_ms)
             .field("checkpoint_every_ms", &self.checkpoint_every_ms)
+            .field("wal_size_limit_bytes", &self.wal_size_limit_bytes)
             .finish()
     }
 }
@@ -75,6 +79,7 @@ impl StorageSettings {
             max_jobs_per_transaction: self.max_jobs_per_transaction,
             busy_timeout_ms: self.busy_timeout_ms,
             checkpoint_every_ms: self.checkpoint_every_ms,
+            wal_size_limit_bytes: self.wal_size_limit_bytes,
         }
     }
 }
@@ -139,6 +144,15 @@ pub(super) const SECTION: Section = Section {
              MiB it is started over whatever readers hold. A shorter period keeps it smaller but, \
              measured at 250 ms on a machine with a slower disk (see `docs/benchmarks.md`), \
              brought 100–500 ms stalls into the open loop.",
+        ),
+        (
+            "wal_size_limit_bytes",
+            "SQLite: the size in bytes the write-ahead log file is cut back to once a checkpoint \
+             has copied it (SQLite's `journal_size_limit`; without it the file keeps the largest \
+             size it ever reached). Under load the first commit after the log starts over cuts \
+             it; an idle log that is all copied and larger is truncated to zero by the \
+             checkpointer. Between two starts the log may pass it (see `checkpoint_every_ms`). \
+             The gauge `room_sqlite_wal_bytes` shows the file's size.",
         ),
     ],
 };
