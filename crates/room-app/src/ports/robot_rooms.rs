@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use room_domain::{Field, GiftId, Rejection, RoomId, Timestamp, UserId};
+use room_domain::{Field, GiftId, Rejection, RoomId, Timestamp, UserId, check_image_url};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -113,16 +113,42 @@ fn check_text(field: &str, kind: Field, text: &str) -> Result<(), RobotRoomProbl
     })
 }
 
+/// Checks a profile's cover URL by the room's image URL rule ([`check_image_url`]), as
+/// `profile.cover_url`.
+pub fn check_cover_url(profile: &RobotProfile) -> Result<(), RobotRoomProblem> {
+    match &profile.cover_url {
+        Some(url) => check_image_url(Field::CoverUrl, url).map_err(|rejection| {
+            let reason = rejection.to_string();
+            let reason = reason.strip_prefix("cover_url ").unwrap_or(&reason);
+            RobotRoomProblem::new("profile.cover_url", reason)
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether `robot` is a robot id of `id_prefix`: the prefix, then 1 or more ASCII letters,
+/// digits, `-`, `_` or `.` (no letter that looks like another, as a Cyrillic `а` beside a
+/// Latin `a` would in an operator's list).
+pub fn is_robot_id(robot: &str, id_prefix: &str) -> bool {
+    robot.strip_prefix(id_prefix).is_some_and(|name| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    })
+}
+
 impl RobotRoomConfig {
     /// Checks every rule of a robot room configuration, the first broken one answered as a
     /// [`RobotRoomProblem`]:
     ///
     /// - `profile`: the room's own rules for its texts ([`Field::check`], with the limits of
-    ///   [`Field::max_chars`]): a name that is not blank, a notice and a cover URL, each within
-    ///   its length and without the characters the room refuses;
+    ///   [`Field::max_chars`]): a name that is not blank and a notice, each within its length
+    ///   and without the characters the room refuses; a cover URL by the image URL rule
+    ///   ([`check_cover_url`]);
     /// - `seat_count`: 1 to [`room_domain::MAX_SEATS`];
-    /// - `robots`: 1 to [`MAX_ROBOTS`] distinct ids, each starting with `id_prefix` and none
-    ///   with `{id_prefix}visitor-` (the visitors of human rooms);
+    /// - `robots`: 1 to [`MAX_ROBOTS`] distinct robot ids of `id_prefix` ([`is_robot_id`]),
+    ///   none with `{id_prefix}visitor-` (the visitors of human rooms);
     /// - `audience`: 24 numbers, each from 0 to the pool's size;
     /// - `seats`: 0 to `seat_count - 1`, and no more than the pool's size;
     /// - `gift_rate_per_minute`: 0 to [`MAX_ROBOT_GIFTS_PER_MINUTE`];
@@ -135,9 +161,7 @@ impl RobotRoomConfig {
         }
         check_text("profile.name", Field::Name, &profile.name)?;
         check_text("profile.notice", Field::Notice, &profile.notice)?;
-        if let Some(url) = &profile.cover_url {
-            check_text("profile.cover_url", Field::CoverUrl, url)?;
-        }
+        check_cover_url(profile)?;
         if !(1..=room_domain::MAX_SEATS).contains(&self.seat_count) {
             return Err(RobotRoomProblem::new(
                 "seat_count",
@@ -153,10 +177,13 @@ impl RobotRoomConfig {
         }
         let mut seen = std::collections::HashSet::new();
         for (i, robot) in self.robots.iter().enumerate() {
-            if !robot.as_str().starts_with(id_prefix) {
+            if !is_robot_id(robot.as_str(), id_prefix) {
                 return Err(RobotRoomProblem::new(
                     format!("robots[{i}]"),
-                    format!("{robot} is not a robot id (robot ids start with {id_prefix:?})"),
+                    format!(
+                        "{robot} is not a robot id (robot ids are {id_prefix:?} then ASCII \
+                         letters, digits, '-', '_' or '.')"
+                    ),
                 ));
             }
             if robot.as_str().starts_with(&format!("{id_prefix}visitor-")) {

@@ -9,6 +9,7 @@ use room_domain::{RoomId, RoomStatus, UserId};
 use super::refusal::RobotAdminError;
 use crate::ports::{
     MAX_ROBOT_ROOM_PAGE, RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRoomsRef,
+    check_cover_url,
 };
 use crate::service::{RoomService, RoomView};
 
@@ -73,6 +74,8 @@ pub(super) async fn check_config(
     id_prefix: &str,
     config: &RobotRoomConfig,
 ) -> Result<(), RobotAdminError> {
+    // The image URL rule is the room's, answered as for a room's own profile.
+    check_cover_url(&config.profile).map_err(RobotAdminError::InvalidUrl)?;
     config.validate(id_prefix)?;
     let catalog = service.list_gifts().await?;
     for (i, share) in config.gift_mix.iter().enumerate() {

@@ -40,7 +40,7 @@ fn creation(key: Option<&str>, robots: &[&str]) -> CreateRobotRoom {
         profile: ProfileInput {
             name: "  Night owls ".into(),
             notice: None,
-            cover_url: Some("   ".into()),
+            cover_url: Some(String::new()),
         },
         seat_count: None,
         region: "eu".into(),
@@ -81,7 +81,7 @@ async fn a_creation_makes_the_first_robots_room_and_stores_its_configuration() {
         config.profile.name, "Night owls",
         "the name is kept trimmed"
     );
-    assert_eq!(config.profile.cover_url, None, "a blank cover is no cover");
+    assert_eq!(config.profile.cover_url, None, "an empty cover is no cover");
     assert_eq!(config.seat_count, 8, "the rules' default seat count");
     assert_eq!(robot_room.running_on.as_deref(), Some("node-a"));
     assert_eq!(stored(&world).await, vec![config.clone()]);
@@ -112,6 +112,14 @@ async fn an_invalid_pool_audience_gift_mix_or_number_is_refused_with_its_field()
         (with(|r| r.robots[1] = uid("alice")), "robots[1]"),
         (with(|r| r.robots[1] = uid("robot-0")), "robots[1]"),
         (with(|r| r.robots[0] = uid("robot-visitor-3")), "robots[0]"),
+        // Robot ids are the prefix, then ASCII letters, digits, `-`, `_` and `.` only.
+        (
+            with(|r| r.robots[1] = uid("robot-\u{430}lice")),
+            "robots[1]",
+        ),
+        (with(|r| r.robots[1] = uid("robot-")), "robots[1]"),
+        (with(|r| r.robots[1] = uid("robot-a+b")), "robots[1]"),
+        (with(|r| r.robots[1] = uid("robot-ｂ")), "robots[1]"),
         (with(|r| r.audience.truncate(23)), "audience"),
         (with(|r| r.audience[7] = 3), "audience[7]"),
         (with(|r| r.gift_mix.clear()), "gift_mix"),
@@ -146,6 +154,52 @@ async fn an_invalid_pool_audience_gift_mix_or_number_is_refused_with_its_field()
             .is_empty(),
         "no room was created"
     );
+}
+
+#[tokio::test]
+async fn robot_ids_of_ascii_letters_digits_and_dashes_dots_underscores_pass() {
+    let world = World::new().await;
+    let room = admin(&world)
+        .create(creation(None, &["robot-Alice_2.b-c", "robot-0"]))
+        .await
+        .expect("created");
+    assert_eq!(room.config.robots[0], uid("robot-Alice_2.b-c"));
+}
+
+#[tokio::test]
+async fn a_cover_url_that_breaks_the_image_url_rule_is_refused_naming_it() {
+    let world = World::new().await;
+    let admin = admin(&world);
+    for url in [
+        "javascript:alert(1)",
+        "data:image/png;base64,AAAA",
+        "   ",
+        "https://img.example/a b.png",
+    ] {
+        let mut request = creation(None, &["robot-0"]);
+        request.profile.cover_url = Some(url.into());
+        match admin.create(request).await {
+            Err(RobotAdminError::InvalidUrl(problem)) => {
+                assert_eq!(problem.field, "profile.cover_url", "{url}")
+            }
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+    assert!(stored(&world).await.is_empty(), "nothing was stored");
+    let room = admin
+        .create(creation(None, &["robot-0"]))
+        .await
+        .expect("created");
+    let mut patch = PatchRobotRoom::new(room.config.room_id.clone());
+    patch.profile = Some(ProfilePatch {
+        cover_url: Some("javascript:alert(1)".into()),
+        ..ProfilePatch::default()
+    });
+    assert!(matches!(
+        admin.patch(patch).await,
+        Err(RobotAdminError::InvalidUrl(_))
+    ));
+    assert_eq!(stored(&world).await, vec![room.config]);
 }
 
 #[tokio::test]
