@@ -263,24 +263,34 @@ impl RobotRoomConfig {
     }
 }
 
-/// Robot room configurations, one per room, keyed by room id.
+/// Robot room configurations, one per room, keyed by room id, and the pools they hold: a
+/// robot is in at most one robot room's pool, a rule the store keeps with a unique key on the
+/// robot, written in the same transaction as the configuration, so that two writes at once
+/// cannot both claim a robot.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait RobotRooms: Send + Sync {
-    /// Stores a new configuration as given:
-    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) if the room has one.
+    /// Stores a new configuration as given and claims its pool's robots for its room, in one
+    /// transaction: [`Error::AlreadyExists`](crate::Error::AlreadyExists) if the room has one,
+    /// [`Error::RobotTaken`](crate::Error::RobotTaken) if another room's pool holds one of
+    /// its robots (the first of the pool that is). Nothing is written on an error.
     async fn create(&self, config: &RobotRoomConfig) -> Result<()>;
     /// The configuration of a room.
     async fn get(&self, room_id: &RoomId) -> Result<Option<RobotRoomConfig>>;
     /// Configurations by room id (byte order), after `after` when given, at most `limit` and
     /// never more than [`MAX_ROBOT_ROOM_PAGE`].
     async fn list(&self, after: Option<RoomId>, limit: u32) -> Result<Vec<RobotRoomConfig>>;
-    /// Replaces the room's configuration with `config` as given, if the stored one is at
-    /// version `expected_version`: [`Error::NotFound`](crate::Error::NotFound) if the room
-    /// has none, [`Error::Conflict`](crate::Error::Conflict) if its version moved. Nothing is
-    /// written on an error.
+    /// The robots of `robots` that a pool holds, each with the room whose pool it is, in the
+    /// order of `robots` (at most [`MAX_ROBOTS`] are asked for).
+    async fn list_by_robots(&self, robots: &[UserId]) -> Result<Vec<(UserId, RoomId)>>;
+    /// Replaces the room's configuration with `config` as given, and its pool's claims with
+    /// `config`'s robots, if the stored one is at version `expected_version`:
+    /// [`Error::NotFound`](crate::Error::NotFound) if the room has none,
+    /// [`Error::Conflict`](crate::Error::Conflict) if its version moved,
+    /// [`Error::RobotTaken`](crate::Error::RobotTaken) if another room's pool holds one of the
+    /// new robots. Nothing is written on an error.
     async fn update(&self, config: &RobotRoomConfig, expected_version: u64) -> Result<()>;
-    /// Deletes the room's configuration; answers whether it had one.
+    /// Deletes the room's configuration and frees its robots; answers whether it had one.
     async fn delete(&self, room_id: &RoomId) -> Result<bool>;
 }
 

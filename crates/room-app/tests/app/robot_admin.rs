@@ -15,7 +15,7 @@ use room_app::robot_admin::{
 };
 use room_app::testkit::InMemoryStore;
 use room_app::{Error, Result, RobotRoomAdmin};
-use room_domain::{GiftId, RoomId, RoomStatus};
+use room_domain::{GiftId, RoomId, RoomStatus, UserId};
 
 use crate::support::{World, rid, uid, user_actor};
 
@@ -358,10 +358,13 @@ async fn a_key_repeated_with_other_content_is_refused_as_taken_and_writes_nothin
     );
 }
 
-/// Robot room configurations whose next `fail_creates` creations fail as unavailable.
+/// Robot room configurations whose next `fail_creates` creations fail as unavailable, and
+/// whose reads of the pools may miss every claim.
 struct FlakyConfigs {
     inner: Arc<InMemoryStore>,
     fail_creates: AtomicUsize,
+    /// Whether [`RobotRooms::list_by_robots`] answers nothing.
+    blind_reads: bool,
 }
 
 #[async_trait]
@@ -385,6 +388,14 @@ impl RobotRooms for FlakyConfigs {
         RobotRooms::list(&*self.inner, after, limit).await
     }
 
+    async fn list_by_robots(&self, robots: &[UserId]) -> Result<Vec<(UserId, RoomId)>> {
+        if self.blind_reads {
+            // As a read made before a concurrent claim committed sees it.
+            return Ok(Vec::new());
+        }
+        RobotRooms::list_by_robots(&*self.inner, robots).await
+    }
+
     async fn update(&self, config: &RobotRoomConfig, expected_version: u64) -> Result<()> {
         RobotRooms::update(&*self.inner, config, expected_version).await
     }
@@ -395,11 +406,63 @@ impl RobotRooms for FlakyConfigs {
 }
 
 #[tokio::test]
+async fn the_stores_key_refuses_a_robot_a_read_before_its_claim_let_through() {
+    let world = World::new().await;
+    let configs = Arc::new(FlakyConfigs {
+        inner: world.store.clone(),
+        fail_creates: AtomicUsize::new(0),
+        blind_reads: true,
+    });
+    let admin = RobotRoomAdmin::new(world.service.clone(), configs, PREFIX);
+    let first = admin
+        .create(creation(Some("a"), &["robot-0", "robot-1"]))
+        .await
+        .expect("created");
+    let second = admin
+        .create(creation(Some("b"), &["robot-2", "robot-1"]))
+        .await;
+    let Err(RobotAdminError::Invalid(problem)) = second else {
+        panic!("a robot claimed twice: {second:?}");
+    };
+    assert_eq!(problem.field, "robots[1]");
+    assert!(
+        problem.reason.contains(first.config.room_id.as_str()),
+        "{problem}"
+    );
+    assert_eq!(stored(&world).await, vec![first.config.clone()]);
+
+    // A change is refused by the same key, and writes nothing.
+    let other = admin
+        .create(creation(Some("c"), &["robot-3"]))
+        .await
+        .expect("created");
+    let mut patch = PatchRobotRoom::new(other.config.room_id.clone());
+    patch.robots = Some(vec![uid("robot-3"), uid("robot-0")]);
+    assert_eq!(refused_field(admin.patch(patch).await), "robots[1]");
+    assert_eq!(
+        RobotRooms::get(&*world.store, &other.config.room_id)
+            .await
+            .expect("read"),
+        Some(other.config.clone())
+    );
+    assert_eq!(
+        RobotRooms::list_by_robots(&*world.store, &[uid("robot-0"), uid("robot-3")])
+            .await
+            .expect("read"),
+        vec![
+            (uid("robot-0"), first.config.room_id.clone()),
+            (uid("robot-3"), other.config.room_id.clone()),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn a_creation_whose_configuration_was_not_stored_is_finished_by_its_repeat() {
     let world = World::new().await;
     let configs = Arc::new(FlakyConfigs {
         inner: world.store.clone(),
         fail_creates: AtomicUsize::new(1),
+        blind_reads: false,
     });
     let admin = RobotRoomAdmin::new(world.service.clone(), configs, PREFIX);
     let failed = admin.create(creation(Some("k"), &["robot-0"])).await;
