@@ -832,3 +832,106 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
     assert_eq!(first, Some(T0.as_millis()));
     conn.close().await.unwrap();
 }
+
+/// A robot room configuration of `room_id` with `robots`, as the service stores one.
+fn robot_room(room_id: &str, robots: &[&str]) -> room_app::ports::RobotRoomConfig {
+    room_app::ports::RobotRoomConfig {
+        room_id: room(room_id),
+        profile: room_app::ports::RobotProfile {
+            name: format!("Robots of {room_id}"),
+            notice: String::new(),
+            cover_url: None,
+        },
+        seat_count: 8,
+        robots: robots.iter().map(|robot| user(robot)).collect(),
+        audience: vec![0; 24],
+        seats: 0,
+        gift_rate_per_minute: 0,
+        gift_mix: vec![room_app::ports::GiftShare {
+            gift_id: GiftId::new("rose").unwrap(),
+            weight: 1,
+        }],
+        enabled: true,
+        version: 1,
+        created_at: T0,
+        updated_at: T0,
+    }
+}
+
+/// A database whose robot rooms were stored before the pools were the store's: opening it
+/// brings every pool's robots over (a robot two configurations named stays with the first room
+/// by id), after which the key refuses a second claim of any of them.
+#[tokio::test]
+async fn robot_pools_stored_before_the_pool_key_are_brought_over() {
+    use room_app::ports::RobotRooms;
+
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let before = dir.path().join("before-pools");
+    std::fs::create_dir(&before).unwrap();
+    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let name = entry.unwrap().file_name();
+        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
+        if version < 10 {
+            std::fs::copy(migrations.join(&name), before.join(&name)).unwrap();
+        }
+    }
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(before.as_path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    let (a, b) = (
+        robot_room("room-a", &["robot-1", "robot-2"]),
+        robot_room("room-b", &["robot-3", "robot-2"]),
+    );
+    for config in [&b, &a] {
+        sqlx::query(
+            "INSERT INTO robot_rooms (room_id, version, enabled, body) VALUES (?1, 1, 1, ?2)",
+        )
+        .bind(config.room_id.as_str())
+        .bind(serde_json::to_string(config).unwrap())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    let robots = [
+        user("robot-1"),
+        user("robot-2"),
+        user("robot-3"),
+        user("robot-4"),
+    ];
+    assert_eq!(
+        store.list_by_robots(&robots).await.unwrap(),
+        vec![
+            (user("robot-1"), room("room-a")),
+            (user("robot-2"), room("room-a")),
+            (user("robot-3"), room("room-b")),
+        ],
+        "every pool came over; the robot both named is the first room's"
+    );
+    match store
+        .create(&robot_room("room-c", &["robot-4", "robot-3"]))
+        .await
+    {
+        Err(Error::RobotTaken { robot, room_id }) => {
+            assert_eq!((robot, room_id), (user("robot-3"), room("room-b")));
+        }
+        other => panic!("a migrated robot was claimed again: {other:?}"),
+    }
+    assert_eq!(
+        RobotRooms::get(&store, &room("room-c")).await.unwrap(),
+        None
+    );
+}

@@ -20,6 +20,15 @@ pub enum Error {
     /// A conditional write found another state than expected (version, status).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A robot room configuration names a robot that another robot room's pool holds: the
+    /// store's unique key on the robot refused the claim, and nothing was written.
+    #[error("{robot} is in the pool of robot room {room_id}")]
+    RobotTaken {
+        /// The robot.
+        robot: room_domain::UserId,
+        /// The robot room whose pool holds it.
+        room_id: room_domain::RoomId,
+    },
     /// This node does not own the room (lease lost, epoch fenced, cell stopped). Retryable:
     /// the owner, or this node after it reclaims the room, can do it.
     #[error("this node does not own room {0}")]

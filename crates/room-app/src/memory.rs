@@ -66,6 +66,8 @@ struct Tables {
     claims: HashMap<String, (String, Timestamp)>,
     /// Robot room configurations, by room id.
     robots: BTreeMap<RoomId, RobotRoomConfig>,
+    /// The robots the pools hold: robot -> its robot room (the unique key of the stores).
+    robot_pools: HashMap<UserId, RoomId>,
     /// Consumers' positions in the outbox, by consumer name.
     positions: HashMap<String, i64>,
 }
@@ -690,15 +692,37 @@ impl RoomDirectory for InMemoryStore {
     }
 }
 
+/// The first robot of `robots` that a pool other than `room_id`'s holds, as
+/// [`Error::RobotTaken`].
+fn robot_taken(pools: &HashMap<UserId, RoomId>, room_id: &RoomId, robots: &[UserId]) -> Result<()> {
+    match robots.iter().find_map(|robot| {
+        pools
+            .get(robot)
+            .filter(|held| *held != room_id)
+            .map(|held| (robot, held))
+    }) {
+        Some((robot, held)) => Err(Error::RobotTaken {
+            robot: robot.clone(),
+            room_id: held.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 #[async_trait]
 impl RobotRooms for InMemoryStore {
     async fn create(&self, config: &RobotRoomConfig) -> Result<()> {
+        // One lock for the check and the writes: the claim is as atomic as a store's key.
         let mut t = self.lock();
         if t.robots.contains_key(&config.room_id) {
             return Err(Error::AlreadyExists(format!(
                 "robot room {}",
                 config.room_id
             )));
+        }
+        robot_taken(&t.robot_pools, &config.room_id, &config.robots)?;
+        for robot in &config.robots {
+            t.robot_pools.insert(robot.clone(), config.room_id.clone());
         }
         t.robots.insert(config.room_id.clone(), config.clone());
         Ok(())
@@ -719,11 +743,23 @@ impl RobotRooms for InMemoryStore {
             .collect())
     }
 
+    async fn list_by_robots(&self, robots: &[UserId]) -> Result<Vec<(UserId, RoomId)>> {
+        let t = self.lock();
+        Ok(robots
+            .iter()
+            .filter_map(|robot| {
+                t.robot_pools
+                    .get(robot)
+                    .map(|room_id| (robot.clone(), room_id.clone()))
+            })
+            .collect())
+    }
+
     async fn update(&self, config: &RobotRoomConfig, expected_version: u64) -> Result<()> {
         let mut t = self.lock();
         let stored = t
             .robots
-            .get_mut(&config.room_id)
+            .get(&config.room_id)
             .ok_or_else(|| Error::NotFound(format!("robot room {}", config.room_id)))?;
         if stored.version != expected_version {
             return Err(Error::Conflict(format!(
@@ -731,11 +767,18 @@ impl RobotRooms for InMemoryStore {
                 config.room_id, stored.version
             )));
         }
-        *stored = config.clone();
+        robot_taken(&t.robot_pools, &config.room_id, &config.robots)?;
+        t.robot_pools.retain(|_, held| *held != config.room_id);
+        for robot in &config.robots {
+            t.robot_pools.insert(robot.clone(), config.room_id.clone());
+        }
+        t.robots.insert(config.room_id.clone(), config.clone());
         Ok(())
     }
 
     async fn delete(&self, room_id: &RoomId) -> Result<bool> {
-        Ok(self.lock().robots.remove(room_id).is_some())
+        let mut t = self.lock();
+        t.robot_pools.retain(|_, held| held != room_id);
+        Ok(t.robots.remove(room_id).is_some())
     }
 }

@@ -59,6 +59,7 @@ pub use presence::{Presence, PresenceRef, StaleMember};
 pub use robot_rooms::{
     GiftShare, MAX_GIFT_MIX, MAX_GIFT_WEIGHT, MAX_ROBOT_GIFTS_PER_MINUTE, MAX_ROBOT_ROOM_PAGE,
     MAX_ROBOTS, RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRooms, RobotRoomsRef,
+    check_cover_url, is_robot_id,
 };
 pub use snapshots::{SnapshotStore, SnapshotStoreRef};
 pub use timers::{Timer, Timers, TimersRef};

@@ -7,7 +7,8 @@
 //! a [`RobotRoom`] or a typed refusal ([`RobotAdminError`]); a front end parses its request
 //! into the input and maps the answer. The rules are [`RobotRoomConfig::validate`]'s, plus
 //! the numbers a request may ask for (seat count, region, seats), the catalog (every gift of
-//! the mix there and enabled) and the other rooms' pools (a robot is in one room at a time).
+//! the mix there and enabled) and the other rooms' pools (a robot is in one room at a time: the
+//! store's unique key on the robot decides, when the configuration is written).
 
 mod checks;
 mod content;
@@ -30,6 +31,7 @@ use crate::ports::{RobotRoomConfig, RobotRoomsRef};
 use crate::service::{RoomPatch, RoomService};
 use checks::{
     check_config, check_pool, check_region, is_room_of, problem, seat_count_of, seats_of, shows,
+    taken,
 };
 use content::same_content;
 use keys::{creation_key, profile_key};
@@ -210,6 +212,11 @@ impl RobotRoomAdmin {
         }
         let stored = match self.configs.create(&config).await {
             Ok(()) => config,
+            // Another creation or change claimed the robot since the early check: the room
+            // stays, unconfigured, and the same request configures it once the robot is free.
+            Err(Error::RobotTaken { robot, room_id }) => {
+                return Err(taken(&config.robots, &robot, &room_id));
+            }
             Err(Error::AlreadyExists(_)) => {
                 let stored = self
                     .configs
@@ -278,9 +285,6 @@ impl RobotRoomAdmin {
             config.gift_mix = mix;
         }
         check_config(&self.service, &self.id_prefix, &config).await?;
-        if config.robots != stored.robots {
-            check_pool(&self.configs, &room_id, &config.robots).await?;
-        }
         if same_content(&config, &stored) {
             // In effect already, perhaps by a first attempt of this very request that stored
             // the configuration and then failed to reach the room: finish that.
@@ -307,6 +311,7 @@ impl RobotRoomAdmin {
             .map_err(|error| match error {
                 Error::Conflict(_) => RobotAdminError::Changed(room_id.clone()),
                 Error::NotFound(_) => RobotAdminError::NotFound(room_id.clone()),
+                Error::RobotTaken { robot, room_id } => taken(&config.robots, &robot, &room_id),
                 other => other.into(),
             })?;
         if profile_changed {

@@ -127,3 +127,50 @@ pub fn ends_watch(event: &Event, user: &UserId) -> bool {
         _ => false,
     }
 }
+
+/// The last event a reconnecting watcher saw, read from what it says (the `Last-Event-ID` of
+/// an event stream): a seq written in ASCII digits only, 0 to `i64::MAX` (as storage keeps
+/// seqs). Anything else (a sign, a space inside, a fraction, a number out of range, letters)
+/// is no seq at all, and the watch opens afresh, as if it had said nothing; blanks around the
+/// digits are not part of the value.
+pub fn last_seen_of(said: &str) -> Option<u64> {
+    let digits = said.trim_matches([' ', '\t']);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|seq| i64::try_from(*seq).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_seen_of;
+
+    #[test]
+    fn a_last_seen_seq_is_digits_only_else_none() {
+        assert_eq!(last_seen_of("5"), Some(5));
+        assert_eq!(last_seen_of("0"), Some(0));
+        assert_eq!(last_seen_of(" 42\t"), Some(42));
+        assert_eq!(last_seen_of("007"), Some(7));
+        assert_eq!(last_seen_of("9223372036854775807"), Some(i64::MAX as u64));
+        for said in [
+            "",
+            " ",
+            "+5",
+            "-5",
+            "5.0",
+            "5e1",
+            "0x5",
+            "5 5",
+            "five",
+            "٥",
+            "９",
+            "9223372036854775808",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(last_seen_of(said), None, "{said:?}");
+        }
+    }
+}

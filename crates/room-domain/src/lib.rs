@@ -73,6 +73,7 @@ mod decide;
 mod event;
 mod evolve;
 mod ids;
+mod image_url;
 mod money;
 mod rejection;
 mod rules;
@@ -96,6 +97,7 @@ pub use ids::{
     CommandId, GiftId, IdError, MAX_ID_CHARS, OrderId, RocketId, RoomId, SeatIndex, SeatSessionId,
     UserId,
 };
+pub use image_url::{IMAGE_URL_PATTERN, MAX_IMAGE_URL_BYTES, check_image_url};
 pub use money::Coins;
 pub use rejection::{Field, Rejection, RejectionKind};
 pub use rules::{

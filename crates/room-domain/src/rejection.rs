@@ -34,21 +34,24 @@ impl Field {
         }
     }
 
-    /// The most characters the field may hold: 30 for the name, 500 for the notice, 512 for
-    /// an image URL, 32 for the region.
+    /// The most characters the field may hold: 30 for the name, 500 for the notice, 2,048
+    /// for an image URL (ASCII, so as many bytes: [`MAX_IMAGE_URL_BYTES`]), 32 for the region.
+    ///
+    /// [`MAX_IMAGE_URL_BYTES`]: crate::MAX_IMAGE_URL_BYTES
     pub const fn max_chars(self) -> u32 {
         match self {
             Field::Name => 30,
             Field::Notice => 500,
-            Field::CoverUrl | Field::BackgroundUrl => 512,
+            Field::CoverUrl | Field::BackgroundUrl => 2048,
             Field::Region => 32,
         }
     }
 
-    /// Checks `text` against the field's rule: at most [`Field::max_chars`] characters, none
+    /// Checks `text` against the rule of a text field: at most [`Field::max_chars`] characters, none
     /// of them a control character (but a line break or tab in the notice) or a
     /// bidirectional embedding, override or isolate (U+202A to U+202E, U+2066 to U+2069):
-    /// people read these texts, and such characters make them show something else.
+    /// people read these texts, and such characters make them show something else. Image
+    /// URLs have a rule of their own: [`check_image_url`](crate::check_image_url).
     pub fn check(self, text: &str) -> Result<(), Rejection> {
         let max = self.max_chars();
         if text.len() > max as usize && text.chars().count() > max as usize {
@@ -214,6 +217,17 @@ pub enum Rejection {
         /// The first character refused, as its code point.
         character: u32,
     },
+    /// An image URL that is not an absolute `http` or `https` URL of the plain shape the rule
+    /// asks for, or is longer than 2,048 bytes ([`check_image_url`](crate::check_image_url)).
+    #[error(
+        "{} must be an absolute http or https URL of at most 2048 bytes: a host name, an optional \
+         port, then printable ASCII without spaces",
+        field.as_str()
+    )]
+    InvalidUrl {
+        /// The field.
+        field: Field,
+    },
     /// A seat count outside 1..=20.
     #[error("seat count {seat_count} is outside 1..=20")]
     InvalidSeatCount {
@@ -285,6 +299,7 @@ impl Rejection {
             Rejection::FieldEmpty { .. } => "FIELD_EMPTY",
             Rejection::FieldTooLong { .. } => "FIELD_TOO_LONG",
             Rejection::FieldInvalidCharacter { .. } => "FIELD_INVALID_CHARACTER",
+            Rejection::InvalidUrl { .. } => "INVALID_URL",
             Rejection::InvalidSeatCount { .. } => "INVALID_SEAT_COUNT",
             Rejection::InvalidGiftCount { .. } => "INVALID_GIFT_COUNT",
             Rejection::InvalidRecipientCount { .. } => "INVALID_RECIPIENT_COUNT",
@@ -312,6 +327,7 @@ impl Rejection {
             Rejection::FieldEmpty { .. }
             | Rejection::FieldTooLong { .. }
             | Rejection::FieldInvalidCharacter { .. }
+            | Rejection::InvalidUrl { .. }
             | Rejection::InvalidSeatCount { .. }
             | Rejection::InvalidGiftCount { .. }
             | Rejection::InvalidRecipientCount { .. }

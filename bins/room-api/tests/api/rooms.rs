@@ -352,3 +352,59 @@ async fn closed_rooms_refuse_joins_and_leave_the_list() {
     let (_, list) = t.get("/v1/rooms", &t.token("carol")).await;
     assert_eq!(list["rooms"], json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_urls_are_absolute_web_addresses_or_refused_naming_the_field() {
+    let t = TestApp::new().await;
+    let room_id = t.create_room("alice").await;
+    let alice = t.token("alice");
+    let path = format!("/v1/rooms/{room_id}");
+    for (field, url) in [
+        ("cover_url", "javascript:alert(1)"),
+        ("background_url", "data:image/png;base64,AAAA"),
+        ("cover_url", "ftp://img.example/a.png"),
+        ("background_url", "https://img.example/a b.png"),
+    ] {
+        let (status, body) = t
+            .call(
+                Method::PATCH,
+                &path,
+                Some(&alice),
+                Some(json!({ field: url })),
+            )
+            .await;
+        assert_eq!(
+            (status, error_code(&body)),
+            (StatusCode::BAD_REQUEST, "INVALID_URL"),
+            "{field}: {url}"
+        );
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(field),
+            "{body}"
+        );
+    }
+    let longest = format!("https://img.example/{}", "b".repeat(2048 - 20));
+    let (status, room) = t
+        .call(
+            Method::PATCH,
+            &path,
+            Some(&alice),
+            Some(json!({"cover_url": "https://img.example/c.png", "background_url": longest})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["cover_url"], "https://img.example/c.png");
+    assert_eq!(room["background_url"], longest.as_str());
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &path,
+            Some(&alice),
+            Some(json!({"background_url": format!("{longest}b")})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::BAD_REQUEST, "INVALID_URL")
+    );
+}

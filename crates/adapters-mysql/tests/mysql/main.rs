@@ -6,12 +6,13 @@
 //! reads. Each test runs on a database of its own on the server in `ROOM_TEST_MYSQL_URL`
 //! (skipped or failed as `room_app::testkit::service_url` says).
 //!
-//! By family: [`commits`], [`compact`], [`schema`], [`wallet`], [`gift_orders`]; [`fixtures`] holds what
-//! they share.
+//! By family: [`commits`], [`compact`], [`schema`], [`wallet`], [`gift_orders`],
+//! [`robot_pools`]; [`fixtures`] holds what they share.
 
 mod commits;
 mod compact;
 mod fixtures;
 mod gift_orders;
+mod robot_pools;
 mod schema;
 mod wallet;

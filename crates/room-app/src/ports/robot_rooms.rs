@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use room_domain::{Field, GiftId, Rejection, RoomId, Timestamp, UserId};
+use room_domain::{Field, GiftId, Rejection, RoomId, Timestamp, UserId, check_image_url};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -113,16 +113,42 @@ fn check_text(field: &str, kind: Field, text: &str) -> Result<(), RobotRoomProbl
     })
 }
 
+/// Checks a profile's cover URL by the room's image URL rule ([`check_image_url`]), as
+/// `profile.cover_url`.
+pub fn check_cover_url(profile: &RobotProfile) -> Result<(), RobotRoomProblem> {
+    match &profile.cover_url {
+        Some(url) => check_image_url(Field::CoverUrl, url).map_err(|rejection| {
+            let reason = rejection.to_string();
+            let reason = reason.strip_prefix("cover_url ").unwrap_or(&reason);
+            RobotRoomProblem::new("profile.cover_url", reason)
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether `robot` is a robot id of `id_prefix`: the prefix, then 1 or more ASCII letters,
+/// digits, `-`, `_` or `.` (no letter that looks like another, as a Cyrillic `а` beside a
+/// Latin `a` would in an operator's list).
+pub fn is_robot_id(robot: &str, id_prefix: &str) -> bool {
+    robot.strip_prefix(id_prefix).is_some_and(|name| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    })
+}
+
 impl RobotRoomConfig {
     /// Checks every rule of a robot room configuration, the first broken one answered as a
     /// [`RobotRoomProblem`]:
     ///
     /// - `profile`: the room's own rules for its texts ([`Field::check`], with the limits of
-    ///   [`Field::max_chars`]): a name that is not blank, a notice and a cover URL, each within
-    ///   its length and without the characters the room refuses;
+    ///   [`Field::max_chars`]): a name that is not blank and a notice, each within its length
+    ///   and without the characters the room refuses; a cover URL by the image URL rule
+    ///   ([`check_cover_url`]);
     /// - `seat_count`: 1 to [`room_domain::MAX_SEATS`];
-    /// - `robots`: 1 to [`MAX_ROBOTS`] distinct ids, each starting with `id_prefix` and none
-    ///   with `{id_prefix}visitor-` (the visitors of human rooms);
+    /// - `robots`: 1 to [`MAX_ROBOTS`] distinct robot ids of `id_prefix` ([`is_robot_id`]),
+    ///   none with `{id_prefix}visitor-` (the visitors of human rooms);
     /// - `audience`: 24 numbers, each from 0 to the pool's size;
     /// - `seats`: 0 to `seat_count - 1`, and no more than the pool's size;
     /// - `gift_rate_per_minute`: 0 to [`MAX_ROBOT_GIFTS_PER_MINUTE`];
@@ -135,9 +161,7 @@ impl RobotRoomConfig {
         }
         check_text("profile.name", Field::Name, &profile.name)?;
         check_text("profile.notice", Field::Notice, &profile.notice)?;
-        if let Some(url) = &profile.cover_url {
-            check_text("profile.cover_url", Field::CoverUrl, url)?;
-        }
+        check_cover_url(profile)?;
         if !(1..=room_domain::MAX_SEATS).contains(&self.seat_count) {
             return Err(RobotRoomProblem::new(
                 "seat_count",
@@ -153,10 +177,13 @@ impl RobotRoomConfig {
         }
         let mut seen = std::collections::HashSet::new();
         for (i, robot) in self.robots.iter().enumerate() {
-            if !robot.as_str().starts_with(id_prefix) {
+            if !is_robot_id(robot.as_str(), id_prefix) {
                 return Err(RobotRoomProblem::new(
                     format!("robots[{i}]"),
-                    format!("{robot} is not a robot id (robot ids start with {id_prefix:?})"),
+                    format!(
+                        "{robot} is not a robot id (robot ids are {id_prefix:?} then ASCII \
+                         letters, digits, '-', '_' or '.')"
+                    ),
                 ));
             }
             if robot.as_str().starts_with(&format!("{id_prefix}visitor-")) {
@@ -236,24 +263,34 @@ impl RobotRoomConfig {
     }
 }
 
-/// Robot room configurations, one per room, keyed by room id.
+/// Robot room configurations, one per room, keyed by room id, and the pools they hold: a
+/// robot is in at most one robot room's pool, a rule the store keeps with a unique key on the
+/// robot, written in the same transaction as the configuration, so that two writes at once
+/// cannot both claim a robot.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait RobotRooms: Send + Sync {
-    /// Stores a new configuration as given:
-    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) if the room has one.
+    /// Stores a new configuration as given and claims its pool's robots for its room, in one
+    /// transaction: [`Error::AlreadyExists`](crate::Error::AlreadyExists) if the room has one,
+    /// [`Error::RobotTaken`](crate::Error::RobotTaken) if another room's pool holds one of
+    /// its robots (the first of the pool that is). Nothing is written on an error.
     async fn create(&self, config: &RobotRoomConfig) -> Result<()>;
     /// The configuration of a room.
     async fn get(&self, room_id: &RoomId) -> Result<Option<RobotRoomConfig>>;
     /// Configurations by room id (byte order), after `after` when given, at most `limit` and
     /// never more than [`MAX_ROBOT_ROOM_PAGE`].
     async fn list(&self, after: Option<RoomId>, limit: u32) -> Result<Vec<RobotRoomConfig>>;
-    /// Replaces the room's configuration with `config` as given, if the stored one is at
-    /// version `expected_version`: [`Error::NotFound`](crate::Error::NotFound) if the room
-    /// has none, [`Error::Conflict`](crate::Error::Conflict) if its version moved. Nothing is
-    /// written on an error.
+    /// The robots of `robots` that a pool holds, each with the room whose pool it is, in the
+    /// order of `robots` (at most [`MAX_ROBOTS`] are asked for).
+    async fn list_by_robots(&self, robots: &[UserId]) -> Result<Vec<(UserId, RoomId)>>;
+    /// Replaces the room's configuration with `config` as given, and its pool's claims with
+    /// `config`'s robots, if the stored one is at version `expected_version`:
+    /// [`Error::NotFound`](crate::Error::NotFound) if the room has none,
+    /// [`Error::Conflict`](crate::Error::Conflict) if its version moved,
+    /// [`Error::RobotTaken`](crate::Error::RobotTaken) if another room's pool holds one of the
+    /// new robots. Nothing is written on an error.
     async fn update(&self, config: &RobotRoomConfig, expected_version: u64) -> Result<()>;
-    /// Deletes the room's configuration; answers whether it had one.
+    /// Deletes the room's configuration and frees its robots; answers whether it had one.
     async fn delete(&self, room_id: &RoomId) -> Result<bool>;
 }
 

@@ -2,13 +2,11 @@
 //! ([`RobotRoomConfig::validate`]): the numbers a request may ask for, the gift catalog, the
 //! pools of the other robot rooms, and whether a room is the one a creation makes.
 
-use std::collections::HashMap;
-
 use room_domain::{RoomId, RoomStatus, UserId};
 
 use super::refusal::RobotAdminError;
 use crate::ports::{
-    MAX_ROBOT_ROOM_PAGE, RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRoomsRef,
+    RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRoomsRef, check_cover_url,
 };
 use crate::service::{RoomService, RoomView};
 
@@ -73,6 +71,8 @@ pub(super) async fn check_config(
     id_prefix: &str,
     config: &RobotRoomConfig,
 ) -> Result<(), RobotAdminError> {
+    // The image URL rule is the room's, answered as for a room's own profile.
+    check_cover_url(&config.profile).map_err(RobotAdminError::InvalidUrl)?;
     config.validate(id_prefix)?;
     let catalog = service.list_gifts().await?;
     for (i, share) in config.gift_mix.iter().enumerate() {
@@ -96,46 +96,30 @@ pub(super) async fn check_config(
     Ok(())
 }
 
-/// Refuses a pool that shares a robot with another robot room's (a robot is in one room at a
-/// time): every other configuration is read, page by page. Two writes at the same moment may
-/// both pass.
+/// Refuses early a pool that shares a robot with another robot room's (a robot is in one
+/// room at a time), before a creation makes a room for it. Only a courtesy: the rule itself
+/// is the store's unique key on the robot, which refuses the configuration's write
+/// ([`taken`]) when two writes at once pass this read.
 pub(super) async fn check_pool(
     configs: &RobotRoomsRef,
     room_id: &RoomId,
     robots: &[UserId],
 ) -> Result<(), RobotAdminError> {
-    let pool: HashMap<&UserId, usize> = robots
-        .iter()
-        .enumerate()
-        .map(|(i, robot)| (robot, i))
-        .collect();
-    let mut after = None;
-    loop {
-        let page = configs.list(after.clone(), MAX_ROBOT_ROOM_PAGE).await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.room_id.clone());
-        for other in page.iter().filter(|other| other.room_id != *room_id) {
-            if let Some(i) = other
-                .robots
-                .iter()
-                .filter_map(|robot| pool.get(robot))
-                .min()
-            {
-                let i = *i;
-                return Err(problem(
-                    format!("robots[{i}]"),
-                    format!(
-                        "{} is in the pool of robot room {} (a robot is in one room at a time)",
-                        robots[i], other.room_id
-                    ),
-                ));
-            }
-        }
-        if page.len() < MAX_ROBOT_ROOM_PAGE as usize {
-            break;
-        }
+    let held = configs.list_by_robots(robots).await?;
+    match held.into_iter().find(|(_, held)| held != room_id) {
+        Some((robot, held)) => Err(taken(robots, &robot, &held)),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The refusal of a pool whose `robot` the pool of robot room `held` holds, naming the robot's
+/// place in `robots`.
+pub(super) fn taken(robots: &[UserId], robot: &UserId, held: &RoomId) -> RobotAdminError {
+    let i = robots.iter().position(|r| r == robot).unwrap_or_default();
+    problem(
+        format!("robots[{i}]"),
+        format!("{robot} is in the pool of robot room {held} (a robot is in one room at a time)"),
+    )
 }
 
 /// Whether `room` shows `profile`.

@@ -12,7 +12,7 @@ pub struct ProfileInput {
     pub name: String,
     /// The notice board; `None`: empty.
     pub notice: Option<String>,
-    /// The cover image URL; `None` or blank: no cover.
+    /// The cover image URL; `None` or empty: no cover.
     pub cover_url: Option<String>,
 }
 
@@ -51,7 +51,7 @@ pub struct ProfilePatch {
     pub name: Option<String>,
     /// A new notice board text.
     pub notice: Option<String>,
-    /// A new cover image URL; blank removes the cover.
+    /// A new cover image URL; empty removes the cover.
     pub cover_url: Option<String>,
 }
 
@@ -98,8 +98,8 @@ impl PatchRobotRoom {
     }
 }
 
-/// A profile as stored: the name as the room keeps it (trimmed), a blank cover URL is no
-/// cover.
+/// A profile as stored: the name as the room keeps it (trimmed), an empty cover URL is no
+/// cover (a URL is kept as sent, as the room keeps it).
 pub(super) fn profile_of(
     name: String,
     notice: Option<String>,
@@ -108,9 +108,7 @@ pub(super) fn profile_of(
     RobotProfile {
         name: name.trim().to_owned(),
         notice: notice.unwrap_or_default(),
-        cover_url: cover_url
-            .map(|url| url.trim().to_owned())
-            .filter(|url| !url.is_empty()),
+        cover_url: cover_url.filter(|url| !url.is_empty()),
     }
 }
 

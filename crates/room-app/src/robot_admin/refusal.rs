@@ -37,7 +37,7 @@ impl std::fmt::Display for ExistsReason {
 }
 
 /// Why a robot-room administration did not do what it was asked. The refusals
-/// ([`Invalid`](Self::Invalid), [`NotFound`](Self::NotFound), [`Exists`](Self::Exists),
+/// ([`Invalid`](Self::Invalid), [`InvalidUrl`](Self::InvalidUrl), [`NotFound`](Self::NotFound), [`Exists`](Self::Exists),
 /// [`Changed`](Self::Changed), [`RoomClosed`](Self::RoomClosed)) are definite; the failures
 /// carry the port's or the room's [`Error`] as their source, and say how far the request got.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -46,6 +46,11 @@ pub enum RobotAdminError {
     /// A rule of the configuration is broken: the field and the rule. Nothing was written.
     #[error("invalid robot room: {0}")]
     Invalid(#[from] RobotRoomProblem),
+    /// The profile's cover URL breaks the image URL rule
+    /// ([`check_image_url`](room_domain::check_image_url)): the field and the rule. Nothing was
+    /// written.
+    #[error("{0}")]
+    InvalidUrl(RobotRoomProblem),
     /// The room has no robot room configuration.
     #[error("room {0} has no robot room configuration")]
     NotFound(RoomId),

@@ -162,7 +162,7 @@ impl RoomService {
             .await?;
         }
         if let Some(background) = patch.background_url {
-            let background_url = Some(background).filter(|url| !url.trim().is_empty());
+            let background_url = Some(background).filter(|url| !url.is_empty());
             self.run_keyed(
                 room_id,
                 actor.clone(),

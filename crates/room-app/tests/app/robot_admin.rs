@@ -15,7 +15,7 @@ use room_app::robot_admin::{
 };
 use room_app::testkit::InMemoryStore;
 use room_app::{Error, Result, RobotRoomAdmin};
-use room_domain::{GiftId, RoomId, RoomStatus};
+use room_domain::{GiftId, RoomId, RoomStatus, UserId};
 
 use crate::support::{World, rid, uid, user_actor};
 
@@ -40,7 +40,7 @@ fn creation(key: Option<&str>, robots: &[&str]) -> CreateRobotRoom {
         profile: ProfileInput {
             name: "  Night owls ".into(),
             notice: None,
-            cover_url: Some("   ".into()),
+            cover_url: Some(String::new()),
         },
         seat_count: None,
         region: "eu".into(),
@@ -81,7 +81,7 @@ async fn a_creation_makes_the_first_robots_room_and_stores_its_configuration() {
         config.profile.name, "Night owls",
         "the name is kept trimmed"
     );
-    assert_eq!(config.profile.cover_url, None, "a blank cover is no cover");
+    assert_eq!(config.profile.cover_url, None, "an empty cover is no cover");
     assert_eq!(config.seat_count, 8, "the rules' default seat count");
     assert_eq!(robot_room.running_on.as_deref(), Some("node-a"));
     assert_eq!(stored(&world).await, vec![config.clone()]);
@@ -112,6 +112,14 @@ async fn an_invalid_pool_audience_gift_mix_or_number_is_refused_with_its_field()
         (with(|r| r.robots[1] = uid("alice")), "robots[1]"),
         (with(|r| r.robots[1] = uid("robot-0")), "robots[1]"),
         (with(|r| r.robots[0] = uid("robot-visitor-3")), "robots[0]"),
+        // Robot ids are the prefix, then ASCII letters, digits, `-`, `_` and `.` only.
+        (
+            with(|r| r.robots[1] = uid("robot-\u{430}lice")),
+            "robots[1]",
+        ),
+        (with(|r| r.robots[1] = uid("robot-")), "robots[1]"),
+        (with(|r| r.robots[1] = uid("robot-a+b")), "robots[1]"),
+        (with(|r| r.robots[1] = uid("robot-ｂ")), "robots[1]"),
         (with(|r| r.audience.truncate(23)), "audience"),
         (with(|r| r.audience[7] = 3), "audience[7]"),
         (with(|r| r.gift_mix.clear()), "gift_mix"),
@@ -146,6 +154,52 @@ async fn an_invalid_pool_audience_gift_mix_or_number_is_refused_with_its_field()
             .is_empty(),
         "no room was created"
     );
+}
+
+#[tokio::test]
+async fn robot_ids_of_ascii_letters_digits_and_dashes_dots_underscores_pass() {
+    let world = World::new().await;
+    let room = admin(&world)
+        .create(creation(None, &["robot-Alice_2.b-c", "robot-0"]))
+        .await
+        .expect("created");
+    assert_eq!(room.config.robots[0], uid("robot-Alice_2.b-c"));
+}
+
+#[tokio::test]
+async fn a_cover_url_that_breaks_the_image_url_rule_is_refused_naming_it() {
+    let world = World::new().await;
+    let admin = admin(&world);
+    for url in [
+        "javascript:alert(1)",
+        "data:image/png;base64,AAAA",
+        "   ",
+        "https://img.example/a b.png",
+    ] {
+        let mut request = creation(None, &["robot-0"]);
+        request.profile.cover_url = Some(url.into());
+        match admin.create(request).await {
+            Err(RobotAdminError::InvalidUrl(problem)) => {
+                assert_eq!(problem.field, "profile.cover_url", "{url}")
+            }
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+    assert!(stored(&world).await.is_empty(), "nothing was stored");
+    let room = admin
+        .create(creation(None, &["robot-0"]))
+        .await
+        .expect("created");
+    let mut patch = PatchRobotRoom::new(room.config.room_id.clone());
+    patch.profile = Some(ProfilePatch {
+        cover_url: Some("javascript:alert(1)".into()),
+        ..ProfilePatch::default()
+    });
+    assert!(matches!(
+        admin.patch(patch).await,
+        Err(RobotAdminError::InvalidUrl(_))
+    ));
+    assert_eq!(stored(&world).await, vec![room.config]);
 }
 
 #[tokio::test]
@@ -304,10 +358,13 @@ async fn a_key_repeated_with_other_content_is_refused_as_taken_and_writes_nothin
     );
 }
 
-/// Robot room configurations whose next `fail_creates` creations fail as unavailable.
+/// Robot room configurations whose next `fail_creates` creations fail as unavailable, and
+/// whose reads of the pools may miss every claim.
 struct FlakyConfigs {
     inner: Arc<InMemoryStore>,
     fail_creates: AtomicUsize,
+    /// Whether [`RobotRooms::list_by_robots`] answers nothing.
+    blind_reads: bool,
 }
 
 #[async_trait]
@@ -331,6 +388,14 @@ impl RobotRooms for FlakyConfigs {
         RobotRooms::list(&*self.inner, after, limit).await
     }
 
+    async fn list_by_robots(&self, robots: &[UserId]) -> Result<Vec<(UserId, RoomId)>> {
+        if self.blind_reads {
+            // As a read made before a concurrent claim committed sees it.
+            return Ok(Vec::new());
+        }
+        RobotRooms::list_by_robots(&*self.inner, robots).await
+    }
+
     async fn update(&self, config: &RobotRoomConfig, expected_version: u64) -> Result<()> {
         RobotRooms::update(&*self.inner, config, expected_version).await
     }
@@ -341,11 +406,63 @@ impl RobotRooms for FlakyConfigs {
 }
 
 #[tokio::test]
+async fn the_stores_key_refuses_a_robot_a_read_before_its_claim_let_through() {
+    let world = World::new().await;
+    let configs = Arc::new(FlakyConfigs {
+        inner: world.store.clone(),
+        fail_creates: AtomicUsize::new(0),
+        blind_reads: true,
+    });
+    let admin = RobotRoomAdmin::new(world.service.clone(), configs, PREFIX);
+    let first = admin
+        .create(creation(Some("a"), &["robot-0", "robot-1"]))
+        .await
+        .expect("created");
+    let second = admin
+        .create(creation(Some("b"), &["robot-2", "robot-1"]))
+        .await;
+    let Err(RobotAdminError::Invalid(problem)) = second else {
+        panic!("a robot claimed twice: {second:?}");
+    };
+    assert_eq!(problem.field, "robots[1]");
+    assert!(
+        problem.reason.contains(first.config.room_id.as_str()),
+        "{problem}"
+    );
+    assert_eq!(stored(&world).await, vec![first.config.clone()]);
+
+    // A change is refused by the same key, and writes nothing.
+    let other = admin
+        .create(creation(Some("c"), &["robot-3"]))
+        .await
+        .expect("created");
+    let mut patch = PatchRobotRoom::new(other.config.room_id.clone());
+    patch.robots = Some(vec![uid("robot-3"), uid("robot-0")]);
+    assert_eq!(refused_field(admin.patch(patch).await), "robots[1]");
+    assert_eq!(
+        RobotRooms::get(&*world.store, &other.config.room_id)
+            .await
+            .expect("read"),
+        Some(other.config.clone())
+    );
+    assert_eq!(
+        RobotRooms::list_by_robots(&*world.store, &[uid("robot-0"), uid("robot-3")])
+            .await
+            .expect("read"),
+        vec![
+            (uid("robot-0"), first.config.room_id.clone()),
+            (uid("robot-3"), other.config.room_id.clone()),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn a_creation_whose_configuration_was_not_stored_is_finished_by_its_repeat() {
     let world = World::new().await;
     let configs = Arc::new(FlakyConfigs {
         inner: world.store.clone(),
         fail_creates: AtomicUsize::new(1),
+        blind_reads: false,
     });
     let admin = RobotRoomAdmin::new(world.service.clone(), configs, PREFIX);
     let failed = admin.create(creation(Some("k"), &["robot-0"])).await;

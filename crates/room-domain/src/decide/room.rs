@@ -154,12 +154,12 @@ fn checked_name(name: &str) -> Result<String, Rejection> {
     Ok(name.to_owned())
 }
 
-/// An empty URL removes the image.
+/// An empty URL removes the image; any other must keep the image URL rule
+/// ([`check_image_url`](crate::check_image_url)), as sent: a URL is never trimmed or rewritten.
 fn checked_url(field: Field, url: &str) -> Result<Option<String>, Rejection> {
-    let url = url.trim();
     if url.is_empty() {
         return Ok(None);
     }
-    field.check(url)?;
+    crate::image_url::check_image_url(field, url)?;
     Ok(Some(url.to_owned()))
 }

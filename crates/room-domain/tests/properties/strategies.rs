@@ -162,6 +162,8 @@ fn url() -> impl Strategy<Value = String> {
         1 => Just(String::new()),
         1 => Just("  https://cdn.example/padded.png ".to_owned()),
         1 => Just(format!("https://cdn.example/{}", "u".repeat(500))),
+        1 => Just(format!("https://cdn.example/{}", "u".repeat(2048))),
+        1 => Just("javascript:alert(1)".to_owned()),
     ]
 }
 

@@ -45,6 +45,9 @@ fn one_of_each_rejection() -> Vec<Rejection> {
             field: Field::Notice,
             max: 500,
         },
+        Rejection::InvalidUrl {
+            field: Field::CoverUrl,
+        },
         Rejection::InvalidSeatCount { seat_count: 0 },
         Rejection::InvalidGiftCount { count: 0, max: 1 },
         Rejection::InvalidRecipientCount { count: 0, max: 1 },

@@ -218,9 +218,61 @@ fn texts_refuse_control_and_bidirectional_override_characters() {
                 background_url: Some("https://img.example/\u{202E}gnp.exe".into()),
             }
         ),
-        Rejection::FieldInvalidCharacter {
-            field: Field::BackgroundUrl,
-            character: 0x202E
+        Rejection::InvalidUrl {
+            field: Field::BackgroundUrl
+        }
+    );
+}
+
+#[test]
+fn image_urls_are_plain_absolute_web_addresses() {
+    let mut room = Room::open();
+    let admin = user("admin");
+    let cover = |url: &str| CommandKind::UpdateProfile {
+        name: None,
+        notice: None,
+        cover_url: Some(url.into()),
+    };
+    let background = |url: &str| CommandKind::ChangeBackground {
+        background_url: Some(url.into()),
+    };
+    for url in [
+        "javascript:alert(1)",
+        "data:image/png;base64,AAAA",
+        "ftp://img.example/a.png",
+        "img.example/a.png",
+        "https://user@img.example/a.png",
+        " https://img.example/a.png",
+    ] {
+        assert_eq!(
+            room.err(&admin, cover(url)),
+            Rejection::InvalidUrl {
+                field: Field::CoverUrl
+            },
+            "{url}"
+        );
+        assert_eq!(
+            room.err(&admin, background(url)),
+            Rejection::InvalidUrl {
+                field: Field::BackgroundUrl
+            },
+            "{url}"
+        );
+    }
+    // Kept as sent, up to 2,048 bytes.
+    let longest = format!("https://img.example/{}", "c".repeat(2048 - 20));
+    let events = room.ok(&admin, background(&longest));
+    assert_eq!(
+        events,
+        [Event::RoomBackgroundChanged {
+            background_url: Some(longest.clone()),
+            by: Some(id("admin")),
+        }]
+    );
+    assert_eq!(
+        room.err(&admin, background(&format!("{longest}c"))),
+        Rejection::InvalidUrl {
+            field: Field::BackgroundUrl
         }
     );
 }
@@ -254,12 +306,11 @@ fn profile_updates_validate_their_fields() {
             max: 500
         }
     );
-    let long_url = format!("https://img.example/{}", "c".repeat(500));
+    let long_url = format!("https://img.example/{}", "c".repeat(2048));
     assert_eq!(
         room.err(&admin, update(None, None, Some(&long_url))),
-        Rejection::FieldTooLong {
-            field: Field::CoverUrl,
-            max: 512
+        Rejection::InvalidUrl {
+            field: Field::CoverUrl
         }
     );
     assert_eq!(
@@ -269,9 +320,8 @@ fn profile_updates_validate_their_fields() {
                 background_url: Some(long_url.clone()),
             }
         ),
-        Rejection::FieldTooLong {
-            field: Field::BackgroundUrl,
-            max: 512
+        Rejection::InvalidUrl {
+            field: Field::BackgroundUrl
         }
     );
 

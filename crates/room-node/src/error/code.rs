@@ -95,8 +95,6 @@ api_codes! {
     InvalidCursor = "INVALID_CURSOR", BAD_REQUEST, false;
     /// A room password of the wrong length.
     InvalidPassword = "INVALID_PASSWORD", BAD_REQUEST, false;
-    /// A `Last-Event-ID` header that is not an event's `seq`.
-    InvalidLastEventId = "INVALID_LAST_EVENT_ID", BAD_REQUEST, false;
     /// A credit amount out of its range.
     InvalidAmount = "INVALID_AMOUNT", BAD_REQUEST, false;
     /// A robot room configuration that breaks a rule (the message names the field).
@@ -121,6 +119,9 @@ api_codes! {
     FieldTooLong = "FIELD_TOO_LONG", BAD_REQUEST, false;
     /// A text field holds a character it may not.
     FieldInvalidCharacter = "FIELD_INVALID_CHARACTER", BAD_REQUEST, false;
+    /// An image URL that is not an absolute `http` or `https` URL of the plain shape the rule
+    /// asks for, or is over 2,048 bytes (the message names the field).
+    InvalidUrl = "INVALID_URL", BAD_REQUEST, false;
     /// A seat count out of its range.
     InvalidSeatCount = "INVALID_SEAT_COUNT", BAD_REQUEST, false;
     /// A gift count out of its range.

@@ -139,6 +139,9 @@ fn refusal(error: RobotAdminError) -> ApiError {
         }
     };
     match error {
+        RobotAdminError::InvalidUrl(problem) => {
+            ApiError::of(ApiCode::InvalidUrl, problem.to_string())
+        }
         RobotAdminError::Invalid(problem) => {
             ApiError::of(ApiCode::InvalidRobotRoom, problem.to_string())
         }
@@ -218,7 +221,7 @@ fn gift_mix_of(mix: &[GiftShareRequest]) -> ApiResult<Vec<GiftShare>> {
     request_body = CreateRobotRoomRequest,
     responses(
         (status = 201, description = "The new robot room's configuration (or, for a repeat, the configuration the first request stored)", body = RobotRoomResponse),
-        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_IDEMPOTENCY_KEY`, or `INVALID_ROBOT_ROOM`: a rule of the configuration is broken, the message names the field (`profile.name`, `seat_count`, `region`, `robots[3]`, `audience[7]`, `seats`, `gift_rate_per_minute`, `gift_mix[0].gift_id` for a gift that is not in the catalog or is disabled, ...)", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_IDEMPOTENCY_KEY`, `INVALID_URL` (`profile.cover_url`), or `INVALID_ROBOT_ROOM`: a rule of the configuration is broken, the message names the field (`profile.name`, `seat_count`, `region`, `robots[3]`, `audience[7]`, `seats`, `gift_rate_per_minute`, `gift_mix[0].gift_id` for a gift that is not in the catalog or is disabled, ...)", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
         (status = 409, description = "`ROBOT_ROOM_EXISTS`: the key (from this admin) or the content names a room that is closed, differs from the request (name, seat count, region, owner), or has a configuration that differs; nothing was written", body = ErrorResponse),
     ),
@@ -338,7 +341,7 @@ pub async fn get_robot_room(
     request_body = PatchRobotRoomRequest,
     responses(
         (status = 200, description = "The new configuration (or, for a change already in effect, the configuration as it is)", body = RobotRoomResponse),
-        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_IDEMPOTENCY_KEY`, or `INVALID_ROBOT_ROOM` (the message names the field: `version` for 0, `gift_mix[0].gift_id` for a gift that is not in the catalog or is disabled, ...)", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_IDEMPOTENCY_KEY`, `INVALID_URL` (`profile.cover_url`), or `INVALID_ROBOT_ROOM` (the message names the field: `version` for 0, `gift_mix[0].gift_id` for a gift that is not in the catalog or is disabled, ...)", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
         (status = 404, description = "`ROBOT_ROOM_NOT_FOUND`: the room has no robot configuration", body = ErrorResponse),
         (status = 409, description = "`ROBOT_ROOM_CHANGED`: the configuration is not at the `version` given, or changed meanwhile; nothing was written", body = ErrorResponse),

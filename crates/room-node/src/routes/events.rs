@@ -25,7 +25,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt, stream};
 use room_app::RoomWatch;
 use room_app::ports::DisplayMessage;
-use room_app::room_feed::{CatchUp, RoomFeed, ends_watch};
+use room_app::room_feed::{CatchUp, RoomFeed, ends_watch, last_seen_of};
 use room_domain::UserId;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -43,7 +43,7 @@ use crate::state::AppState;
     params(("room_id" = crate::dto::Id, Path, description = "The room id")),
     responses(
         (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"room_id\",\"version\"}`), then, after a `Last-Event-ID`, the missed events or `resync` (`{\"version\"}`: read the room again), then each room event named by its type (`RoomGiftSent`, ...) with the event's `seq` as id and its JSON envelope as data; `lagged` (`{\"missed\"}`) ends a stream that fell behind", content_type = "text/event-stream", body = crate::dto::StreamEvent),
-        (status = 400, description = "`INVALID_ID`, or `INVALID_LAST_EVENT_ID` (not a whole number)", body = ErrorResponse),
+        (status = 400, description = "`INVALID_ID`", body = ErrorResponse),
         (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
         (status = 422, description = "`NOT_A_MEMBER`: join the room first", body = ErrorResponse),
         (status = 429, description = "`TOO_MANY_STREAMS` (too many streams open for this user) or `RATE_LIMITED` (opened too fast)", body = ErrorResponse),
@@ -56,7 +56,7 @@ pub async fn room_events(
     ApiPath(room_id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
-    let last_seen = last_event_id(&headers)?;
+    let last_seen = last_event_id(&headers);
     let room_id = state.existing_room(&room_id).await?;
     let feed = RoomFeed::new(
         state.service.clone(),
@@ -105,26 +105,11 @@ pub async fn room_events(
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.sse_keep_alive)))
 }
 
-/// The `Last-Event-ID` header: `None` when absent, 400 `INVALID_LAST_EVENT_ID` when it is
-/// not a whole number from 0 to `i64::MAX`.
-fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<u64>> {
-    let Some(value) = headers.get("last-event-id") else {
-        return Ok(None);
-    };
-    value
-        .to_str()
-        .ok()
-        .and_then(|text| text.trim().parse::<u64>().ok())
-        // A seq is at most `i64::MAX`, as the OpenAPI document says (and storage keeps it).
-        .filter(|seq| i64::try_from(*seq).is_ok())
-        .map(Some)
-        .ok_or_else(|| {
-            ApiError::of(
-                ApiCode::InvalidLastEventId,
-                "Last-Event-ID must be the seq (a whole number, 0 to 2^63-1) of the last event \
-                 received",
-            )
-        })
+/// The `Last-Event-ID` header: the seq it names ([`last_seen_of`]), or `None` when it is
+/// absent or names no seq (a fresh stream, as if absent).
+fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+    let value = headers.get("last-event-id")?;
+    value.to_str().ok().and_then(last_seen_of)
 }
 
 /// A room event as the stream sends it.

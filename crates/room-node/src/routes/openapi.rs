@@ -177,26 +177,20 @@ pub(super) fn complete(document: &mut OpenApi) {
     }
 }
 
-/// The event stream's `Last-Event-ID` header: optional, a seq from 0 to `i64::MAX`.
+/// The event stream's `Last-Event-ID` header: optional, any text; a seq from 0 to `i64::MAX`
+/// in digits names the last event seen, anything else opens a fresh stream.
 fn add_last_event_id(operation: &mut Operation) {
     let parameter = ParameterBuilder::new()
         .name("Last-Event-ID")
         .parameter_in(ParameterIn::Header)
         .required(utoipa::openapi::Required::False)
         .description(Some(
-            "The `seq` of the last event a reconnecting watcher got: the events after it are \
-             sent first, or `resync` when more than the configured bound were missed (else 400 \
-             `INVALID_LAST_EVENT_ID`)",
+            "The `seq` of the last event a reconnecting watcher got, in ASCII digits (0 to \
+             2^63-1): the events after it are sent first, or `resync` when more than the \
+             configured bound were missed. Any other value (a sign, a fraction, letters) names \
+             no event: the stream opens afresh, as without the header",
         ))
-        .schema(Some(
-            ObjectBuilder::new()
-                .schema_type(Type::Integer)
-                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
-                    utoipa::openapi::KnownFormat::Int64,
-                )))
-                .minimum(Some(0))
-                .maximum(Some(i64::MAX)),
-        ))
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
         .build();
     operation
         .parameters

@@ -220,7 +220,7 @@ pub async fn get_room_by_short_id(
     request_body = PatchRoomRequest,
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
-        (status = 400, description = "Bad input: `MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_PASSWORD`, `FIELD_EMPTY`, `FIELD_TOO_LONG`, `FIELD_INVALID_CHARACTER`", body = ErrorResponse),
+        (status = 400, description = "Bad input: `MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_PASSWORD`, `FIELD_EMPTY`, `FIELD_TOO_LONG`, `FIELD_INVALID_CHARACTER`, `INVALID_URL`", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not the owner or an admin", body = ErrorResponse),
         (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
         (status = 422, description = "A room rule refused it, e.g. `ROOM_CLOSED`", body = ErrorResponse),

@@ -57,6 +57,18 @@ impl RobotRooms for Racing {
         self.inner.list(after, limit)
     }
 
+    fn list_by_robots<'s, 'r, 'a>(
+        &'s self,
+        robots: &'r [UserId],
+    ) -> Answer<'a, Vec<(UserId, RoomId)>>
+    where
+        's: 'a,
+        'r: 'a,
+        Self: 'a,
+    {
+        self.inner.list_by_robots(robots)
+    }
+
     fn update<'s, 'c, 'a>(&'s self, config: &'c RobotRoomConfig, expected: u64) -> Answer<'a, ()>
     where
         's: 'a,

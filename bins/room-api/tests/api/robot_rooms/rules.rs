@@ -55,9 +55,22 @@ async fn every_rule_is_refused_with_its_code_and_nothing_is_stored() {
             "profile.notice",
         ),
         (
-            with("/profile/cover_url", json!("u".repeat(513))),
-            "INVALID_ROBOT_ROOM",
+            with(
+                "/profile/cover_url",
+                json!(format!("https://img.example/{}", "u".repeat(2048))),
+            ),
+            "INVALID_URL",
             "profile.cover_url",
+        ),
+        (
+            with("/profile/cover_url", json!("javascript:alert(1)")),
+            "INVALID_URL",
+            "profile.cover_url",
+        ),
+        (
+            with("/robots/2", json!("robot-\u{430}lice")),
+            "INVALID_ROBOT_ROOM",
+            "robots[2]",
         ),
         (
             with("/seat_count", json!(0)),

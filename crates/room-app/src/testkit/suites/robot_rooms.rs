@@ -1,6 +1,8 @@
 //! The conformance suite of [`RobotRooms`]: create refuses a second configuration for a room,
 //! update is conditional on the version, list pages by room id and is bounded, delete says
-//! whether there was something to delete.
+//! whether there was something to delete; a robot is in one pool, claimed with the
+//! configuration's write and freed by its change or delete, and of two claims at once
+//! exactly one wins.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -51,6 +53,141 @@ where
     create_get_and_delete(fresh().await).await;
     update_is_conditional(fresh().await).await;
     list_pages_by_room_id(fresh().await).await;
+    a_robot_is_in_one_pool(fresh().await).await;
+    of_two_claims_at_once_one_wins(fresh().await).await;
+}
+
+#[track_caller]
+fn taken(answer: crate::Result<()>, robot: &str, held_by: &str, what: &str) {
+    match answer {
+        Err(Error::RobotTaken { robot: r, room_id }) => {
+            assert_eq!(
+                (r.as_str(), room_id.as_str()),
+                (robot, held_by),
+                "{what}: the robot and the pool holding it"
+            );
+        }
+        other => panic!("{what}: expected RobotTaken, got {other:?}"),
+    }
+}
+
+async fn a_robot_is_in_one_pool<S: RobotRooms>(store: Arc<S>) {
+    let a = config("room-a");
+    ok(store.create(&a).await, "create");
+    same(
+        ok(
+            store
+                .list_by_robots(&[
+                    user("robot-x"),
+                    user("robot-room-a-2"),
+                    user("robot-room-a-0"),
+                ])
+                .await,
+            "list_by_robots",
+        ),
+        vec![
+            (user("robot-room-a-2"), room("room-a")),
+            (user("robot-room-a-0"), room("room-a")),
+        ],
+        "the claimed robots of those asked for, in the order asked",
+    );
+    let mut b = config("room-b");
+    b.robots = vec![user("robot-b"), user("robot-room-a-1")];
+    taken(
+        store.create(&b).await,
+        "robot-room-a-1",
+        "room-a",
+        "a creation claiming a robot of another pool",
+    );
+    same(
+        ok(store.get(&b.room_id).await, "get"),
+        None,
+        "a refused creation stores no configuration",
+    );
+    same(
+        ok(
+            store.list_by_robots(&[user("robot-b")]).await,
+            "list_by_robots",
+        ),
+        Vec::new(),
+        "and claims none of its robots",
+    );
+
+    // A change frees the robots it drops, keeps those it keeps, and claims the new ones.
+    let mut a2 = a.clone();
+    a2.version = 2;
+    a2.robots = vec![user("robot-room-a-0"), user("robot-a-new")];
+    ok(store.update(&a2, 1).await, "update");
+    ok(store.create(&b).await, "create once the robot is free");
+    let c = config("room-c");
+    ok(store.create(&c).await, "create");
+    let mut c2 = c.clone();
+    c2.version = 2;
+    c2.robots.push(user("robot-a-new"));
+    taken(
+        store.update(&c2, 1).await,
+        "robot-a-new",
+        "room-a",
+        "a change claiming a robot of another pool",
+    );
+    same(
+        ok(store.get(&c.room_id).await, "get"),
+        Some(c.clone()),
+        "a refused change writes nothing",
+    );
+    same(
+        ok(store.list_by_robots(&c.robots).await, "list_by_robots"),
+        c.robots
+            .iter()
+            .map(|r| (r.clone(), room("room-c")))
+            .collect(),
+        "and keeps the room's claims",
+    );
+
+    // A delete frees every robot of the pool.
+    assert!(ok(store.delete(&a.room_id).await, "delete"));
+    same(
+        ok(store.list_by_robots(&a2.robots).await, "list_by_robots"),
+        Vec::new(),
+        "a deleted configuration holds no robot",
+    );
+    ok(store.update(&c2, 1).await, "update once the robot is free");
+    same(
+        ok(
+            store.list_by_robots(&[user("robot-a-new")]).await,
+            "list_by_robots",
+        ),
+        vec![(user("robot-a-new"), room("room-c"))],
+        "the change claimed it",
+    );
+}
+
+async fn of_two_claims_at_once_one_wins<S: RobotRooms>(store: Arc<S>) {
+    for round in 0..10 {
+        let mut first = config(&format!("room-{round}-x"));
+        let mut second = config(&format!("room-{round}-y"));
+        let shared = user(&format!("robot-shared-{round}"));
+        first.robots.push(shared.clone());
+        second.robots.insert(0, shared.clone());
+        let (one, two) = tokio::join!(store.create(&first), store.create(&second));
+        let won = match (one, two) {
+            (Ok(()), Err(Error::RobotTaken { robot, .. }))
+            | (Err(Error::RobotTaken { robot, .. }), Ok(())) => {
+                assert_eq!(robot, shared, "the shared robot is the one refused");
+                usize::from(ok(store.get(&first.room_id).await, "get").is_some())
+            }
+            other => panic!("two claims of one robot at once: {other:?}"),
+        };
+        let winner = if won == 1 { &first } else { &second };
+        same(
+            ok(
+                store.list_by_robots(std::slice::from_ref(&shared)).await,
+                "list_by_robots",
+            ),
+            vec![(shared.clone(), winner.room_id.clone())],
+            "the robot is in the winner's pool",
+        );
+    }
 }
 
 async fn create_get_and_delete<S: RobotRooms>(store: Arc<S>) {

@@ -38,8 +38,9 @@ pub(super) fn share(name: &str, weight: u32) -> GiftShare {
     }
 }
 
-/// A valid robot room of 8 seats: five robots, three of them in the room at every hour, two
-/// on seats, 30 gifts a minute (one a step), roses and (three times as often) boosters.
+/// A valid robot room of 8 seats: five robots of its own (a robot is in one pool), three of
+/// them in the room at every hour, two on seats, 30 gifts a minute (one a step), roses and
+/// (three times as often) boosters.
 pub(super) fn robot_config(room: &RoomId) -> RobotRoomConfig {
     let config = RobotRoomConfig {
         room_id: room.clone(),
@@ -49,7 +50,7 @@ pub(super) fn robot_config(room: &RoomId) -> RobotRoomConfig {
             cover_url: None,
         },
         seat_count: 8,
-        robots: pool(5),
+        robots: (1..=5).map(|i| uid(&format!("robot-{room}-{i}"))).collect(),
         audience: vec![3; 24],
         seats: 2,
         gift_rate_per_minute: 30,
