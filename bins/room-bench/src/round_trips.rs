@@ -1,9 +1,10 @@
 //! With `--storage mysql`: what a gift costs the database server in commands, from the server's
 //! own counters (`SHOW GLOBAL STATUS`), read before and after a measured loop. Every command a
-//! client sends is one round trip (the driver does not pipeline), so `Questions` per gift is
-//! the round trips per gift; `Com_admin_commands` counts the connection pings among them, and
-//! `Com_commit` the transactions. The counters are the whole server's: the figures hold when
-//! nothing else uses it meanwhile.
+//! client sends and waits for is one round trip (the driver does not pipeline): the statements
+//! (`Questions`, which leaves out pings and prepares), the pings (`Com_admin_commands`) and the
+//! prepares (`Com_stmt_prepare`, once per statement text and connection). `Com_commit` counts
+//! the transactions. The counters are the whole server's: the figures hold when nothing else
+//! uses it meanwhile.
 
 use anyhow::{Context, Result};
 use sqlx::{Connection, MySqlConnection};
@@ -21,7 +22,7 @@ const COUNTERS: [&str; 4] = [
     "Questions",
     "Com_admin_commands",
     "Com_commit",
-    "Com_stmt_execute",
+    "Com_stmt_prepare",
 ];
 
 async fn read(server: &str) -> Result<[u64; 4]> {
@@ -30,7 +31,7 @@ async fn read(server: &str) -> Result<[u64; 4]> {
         .with_context(|| format!("cannot reach MySQL at {server}"))?;
     let rows: Vec<(String, String)> = sqlx::query_as(
         "SHOW GLOBAL STATUS WHERE Variable_name IN
-         ('Questions', 'Com_admin_commands', 'Com_commit', 'Com_stmt_execute')",
+         ('Questions', 'Com_admin_commands', 'Com_commit', 'Com_stmt_prepare')",
     )
     .fetch_all(&mut conn)
     .await?;
@@ -63,7 +64,8 @@ impl RoundTrips {
         report(
             &format!("{phase}: MySQL round trips per gift"),
             &format!(
-                "{:.1} (pings {:.2}, statements executed {:.1}, commits {:.2})",
+                "{:.1} (statements {:.1}, pings {:.2}, prepares {:.2}; commits {:.2})",
+                per_gift(0) + per_gift(1) + per_gift(3),
                 per_gift(0),
                 per_gift(1),
                 per_gift(3),

@@ -15,7 +15,7 @@ use crate::{MySqlStore, Result};
 /// robot another room's pool holds, answered as [`Error::RobotTaken`] for the first such
 /// robot of `robots` (the caller then rolls back).
 async fn claim(
-    tx: &mut sqlx::Transaction<'_, sqlx::MySql>,
+    tx: &mut sqlx::MySqlConnection,
     room_id: &str,
     robots: &[UserId],
 ) -> Result<(), TxError> {
@@ -28,7 +28,7 @@ async fn claim(
     insert.push_values(&sorted, |mut row, robot| {
         row.push_bind(*robot).push_bind(room_id);
     });
-    match insert.build().execute(&mut **tx).await {
+    match insert.build().execute(&mut *tx).await {
         Ok(_) => Ok(()),
         Err(error) if is_duplicate_key(&error) => {
             // The duplicate's row is locked by the failed insert: it is there to be read.
@@ -41,7 +41,7 @@ async fn claim(
                 list.push_bind(*robot);
             }
             select.push(") FOR UPDATE");
-            let held: Vec<(String, String)> = select.build_query_as().fetch_all(&mut **tx).await?;
+            let held: Vec<(String, String)> = select.build_query_as().fetch_all(&mut *tx).await?;
             let taken = robots.iter().find_map(|robot| {
                 held.iter()
                     .find(|(r, _)| r == robot.as_str())
