@@ -64,7 +64,7 @@ async fn a_row_committed_after_a_higher_one_is_not_skipped() {
     loop {
         let running: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST
-             WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INFO LIKE 'SELECT id, envelope%'",
+             WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INFO LIKE 'SELECT id, room_id, seq, envelope%'",
         )
         .fetch_one(&mut watcher)
         .await
