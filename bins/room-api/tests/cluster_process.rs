@@ -348,7 +348,7 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
     .await
     .unwrap();
     assert_eq!(unfinished, 0, "every order settled");
-    let events: Vec<String> =
+    let events: Vec<Vec<u8>> =
         sqlx::query_scalar("SELECT event FROM room_events WHERE room_id = ? ORDER BY seq")
             .bind(&room_id)
             .fetch_all(&mut conn)
@@ -357,7 +357,7 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
     let mut applied = std::collections::HashSet::new();
     let mut gift_value = 0;
     for event in events {
-        let event: Value = serde_json::from_str(&event).unwrap();
+        let event: Value = room_app::stored::decode(&event, "event").unwrap();
         if event["type"] == "RoomGiftSent" {
             let payload = &event["payload"];
             gift_value += payload["total_value"].as_i64().unwrap();

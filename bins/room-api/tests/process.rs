@@ -339,12 +339,12 @@ impl Books {
             .unwrap();
         let events = events
             .query_map([room_id], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                Ok((row.get::<_, i64>(0)?, row.get::<_, Vec<u8>>(1)?))
             })
             .unwrap();
         for row in events {
             let (occurred_at, event) = row.unwrap();
-            let event: Value = serde_json::from_str(&event).expect("event JSON");
+            let event: Value = room_app::stored::decode(&event, "event").expect("stored event");
             let payload = &event["payload"];
             match event["type"].as_str().expect("event type") {
                 "RoomGiftSent" => {
@@ -383,7 +383,7 @@ impl Books {
             }
         }
         let mut orders = conn
-            .prepare("SELECT order_id, status, body FROM gift_orders")
+            .prepare("SELECT order_id, status, sender, body FROM gift_orders")
             .unwrap();
         let orders = orders
             .query_map([], |row| {
@@ -391,13 +391,14 @@ impl Books {
                     row.get::<_, String>(0)?,
                     row.get::<_, String>(1)?,
                     row.get::<_, String>(2)?,
+                    row.get::<_, Vec<u8>>(3)?,
                 ))
             })
             .unwrap();
         for order in orders {
-            let (order_id, status, body) = order.unwrap();
-            let body: Value = serde_json::from_str(&body).expect("order JSON");
-            let sender = body["sender"].as_str().unwrap().to_owned();
+            // The body holds what the columns do not.
+            let (order_id, status, sender, body) = order.unwrap();
+            let body: Value = room_app::stored::decode(&body, "order").expect("stored order");
             let total = body["total"].as_i64().unwrap();
             let reward = body["lucky_reward"].as_i64().unwrap();
             let op_id = format!("{order_id} {sender}");

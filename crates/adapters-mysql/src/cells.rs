@@ -232,6 +232,13 @@ async fn commit_in(conn: &mut MySqlConnection, c: &PreparedCommit) -> Result<(),
     if let Some(problem) = &c.seq_problem {
         return Err(Error::Invalid(problem.clone()).into());
     }
+    if let Some(first) = c.commands.iter().map(|command| command.applied_at).min() {
+        sqlx::query(FIRST_COMMAND_WRITTEN)
+            .bind(first)
+            .bind(&c.room_id)
+            .execute(&mut *conn)
+            .await?;
+    }
     insert_rows(
         conn,
         "INSERT INTO room_events (room_id, seq, occurred_at, event) ",
@@ -281,18 +288,28 @@ async fn commit_once(store: &MySqlStore, c: &PreparedCommit) -> Result<(), TxErr
     Ok(())
 }
 
-/// Commands that expired (applied before the cut-off, ending at or before their room's
-/// snapshot), in the order of `room_commands_by_age`, after a position (applied_at, room_id,
-/// command_id), at most a page: the rooms [`MySqlStore::prune`] visits. STRAIGHT_JOIN keeps
-/// the commands the outer table, so the rows come off the index in order and the scan stops
-/// at the limit.
-const EXPIRED_COMMANDS: &str = "SELECT c.room_id, c.command_id, c.applied_at, s.version
-     FROM room_commands AS c STRAIGHT_JOIN room_snapshots AS s ON s.room_id = c.room_id
-     WHERE c.applied_at < ? AND c.last_seq <= s.version
-       AND (c.applied_at > ? OR (c.applied_at = ?
-            AND (c.room_id > ? OR (c.room_id = ? AND c.command_id > ?))))
-     ORDER BY c.applied_at, c.room_id, c.command_id
+/// Rooms whose log's first command expired (applied before the cut-off) and that have a
+/// snapshot, in the order of `room_cells_by_first_command`, after a position
+/// (first_command_at, room_id), at most a page: the rooms [`MySqlStore::prune`] visits.
+/// STRAIGHT_JOIN keeps the rooms the outer table and the index hint its key, so the rows come
+/// off the index in order and the scan stops at the limit.
+const EXPIRED_ROOMS: &str = "SELECT c.room_id, c.first_command_at, s.version
+     FROM room_cells AS c FORCE INDEX (room_cells_by_first_command)
+     STRAIGHT_JOIN room_snapshots AS s ON s.room_id = c.room_id
+     WHERE c.first_command_at < ?
+       AND (c.first_command_at > ? OR (c.first_command_at = ? AND c.room_id > ?))
+     ORDER BY c.first_command_at, c.room_id
      LIMIT ?";
+
+/// A room's log has its first command applied at a time, if it had none (the commit holds
+/// the cell row).
+const FIRST_COMMAND_WRITTEN: &str =
+    "UPDATE room_cells SET first_command_at = ? WHERE room_id = ? AND first_command_at IS NULL";
+
+/// A room's first command is the one at the front of its log now (NULL if none is left).
+const FIRST_COMMAND_AGAIN: &str = "UPDATE room_cells SET first_command_at = (
+         SELECT applied_at FROM room_commands WHERE room_id = ? ORDER BY first_seq LIMIT 1)
+     WHERE room_id = ?";
 
 /// The seq of a room's event number `n + 1` (from its first) at or before a seq.
 const NTH_EVENT: &str = "SELECT seq FROM room_events
@@ -317,7 +334,7 @@ const DELETE_COMMANDS: &str = "DELETE FROM room_commands
      WHERE room_id = ? AND first_seq <= ? AND last_seq <= ? AND applied_at < ?
      ORDER BY first_seq, command_id LIMIT ?";
 
-/// Commands [`MySqlStore::prune`] reads per page of [`EXPIRED_COMMANDS`].
+/// Rooms [`MySqlStore::prune`] reads per page of [`EXPIRED_ROOMS`].
 const EXPIRED_PAGE: i64 = 256;
 
 impl MySqlStore {
@@ -404,40 +421,64 @@ impl MySqlStore {
                 &[gone_through, gone_through, older_than, left],
             )
             .await?;
+        if commands > 0 {
+            self.first_command_again(room_id).await?;
+        }
         Ok(events + commands)
     }
 
-    /// [`CellStore::prune_log`]: walks the expired commands oldest first and prunes each of
-    /// their rooms once, until `limit` rows went or no room is left.
+    /// Reads room `room_id`'s first command time again from the front of its log, holding
+    /// the cell row as a commit does: a commit writing into the log meanwhile either ended
+    /// before (and its commands are read, at READ COMMITTED) or waits and sees the new value.
+    async fn first_command_again(&self, room_id: &str) -> Result<()> {
+        self.retrying("prune_log", || async move {
+            let mut conn = self.pool.acquire().await?;
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                .execute(&mut *conn)
+                .await?;
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            sqlx::query("SELECT 1 FROM room_cells WHERE room_id = ? FOR UPDATE")
+                .bind(room_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            sqlx::query(FIRST_COMMAND_AGAIN)
+                .bind(room_id)
+                .bind(room_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// [`CellStore::prune_log`]: walks the rooms whose first command expired, oldest first,
+    /// and prunes each once, until `limit` rows went or no room is left.
     async fn prune(&self, older_than: i64, limit: i64) -> Result<u64> {
         let mut budget = limit;
-        let mut visited = std::collections::HashSet::new();
-        let mut after = (i64::MIN, String::new(), String::new());
+        let mut after = (i64::MIN, String::new());
         while budget > 0 {
             let position = &after;
-            let page: Vec<(String, String, i64, i64)> = self
+            let page: Vec<(String, i64, i64)> = self
                 .retrying("prune_log", || async move {
-                    Ok(sqlx::query_as(EXPIRED_COMMANDS)
+                    Ok(sqlx::query_as(EXPIRED_ROOMS)
                         .bind(older_than)
                         .bind(position.0)
                         .bind(position.0)
                         .bind(&position.1)
-                        .bind(&position.1)
-                        .bind(&position.2)
                         .bind(EXPIRED_PAGE)
                         .fetch_all(&self.pool)
                         .await?)
                 })
                 .await?;
             let full = page.len() as i64 == EXPIRED_PAGE;
-            for (room_id, command_id, applied_at, version) in page {
-                if budget > 0 && !visited.contains(&room_id) {
+            for (room_id, first_command_at, version) in page {
+                if budget > 0 {
                     budget -= self
                         .prune_room(&room_id, version, older_than, budget)
                         .await?;
-                    visited.insert(room_id.clone());
                 }
-                after = (applied_at, room_id, command_id);
+                after = (first_command_at, room_id);
             }
             if !full {
                 break;
@@ -643,16 +684,24 @@ mod tests {
                 "INSERT INTO room_snapshots (room_id, version, snapshot) VALUES {}",
                 snapshots.join(", ")
             ),
-            "ANALYZE TABLE room_events, room_commands, room_snapshots".to_owned(),
+            format!(
+                "INSERT INTO room_cells (room_id, epoch, version, owner_node, first_command_at)
+                 VALUES {}",
+                (0..40)
+                    .map(|room| format!("('room-{room}', 1, 100, 'node', 1)"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "ANALYZE TABLE room_events, room_commands, room_snapshots, room_cells".to_owned(),
         ] {
             conn.execute(AssertSqlSafe(insert)).await.unwrap();
         }
         let room = "'room-7'";
         for (statement, values, index) in [
             (
-                EXPIRED_COMMANDS,
-                &["60", "0", "0", "''", "''", "''", "256"][..],
-                "room_commands_by_age",
+                EXPIRED_ROOMS,
+                &["60", "0", "0", "''", "256"][..],
+                "room_cells_by_first_command",
             ),
             (NTH_EVENT, &[room, "50", "10"][..], "PRIMARY"),
             (
@@ -685,11 +734,11 @@ mod tests {
                 !plan.contains(r#""access_type": "ALL""#),
                 "no table is scanned whole: {statement}\n{plan}"
             );
-            // The walk over expired commands must stop at its page, so must not sort its
-            // range (every expired command); the other statements read a range of at most
-            // the call's limit, bounded by seq.
+            // The walk over the rooms must stop at its page, so must not sort its range
+            // (every room whose first command expired); the other statements read a range of
+            // at most the call's limit, bounded by seq.
             assert!(
-                statement != EXPIRED_COMMANDS || !plan.contains("filesort"),
+                statement != EXPIRED_ROOMS || !plan.contains("filesort"),
                 "the rows come in index order, unsorted: {statement}\n{plan}"
             );
         }

@@ -1,7 +1,7 @@
 //! A database written by the previous release (every migration before the compact bodies,
 //! rows as JSON text) upgraded by `migrate`: old rows read back as written, the orders lose
-//! the fields their columns hold and keep their refusal in its column, and new rows go in
-//! compact beside them.
+//! the fields their columns hold and keep their refusal in its column, new rows go in
+//! compact beside them, and each room knows its log's first command time.
 
 use std::path::Path;
 
@@ -205,5 +205,12 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
             .await
             .unwrap();
     assert_eq!(compact, 1, "the new event is compact, the old one JSON");
+    // The pruning pass finds the room through its first command's time (migration 0031).
+    let first: Option<i64> =
+        sqlx::query_scalar("SELECT first_command_at FROM room_cells WHERE room_id = 'room-a'")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(first, Some(T0.as_millis()));
     let _ = conn.close().await;
 }
