@@ -186,7 +186,7 @@ async fn data_survives_closing_and_reopening() {
         Some(applied)
     );
     assert_eq!(
-        store.list_due(T0.plus_secs(60), 10).await.unwrap(),
+        store.list_due(T0.plus_secs(60), None, 10).await.unwrap(),
         vec![timer]
     );
     assert_eq!(

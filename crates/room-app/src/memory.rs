@@ -17,7 +17,7 @@ use crate::ports::{
     Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
     GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage, Payout,
     Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore, StoredEvent,
-    Timer, Timers, Wallet, WorkClaims,
+    Timer, TimerCursor, Timers, Wallet, WorkClaims,
 };
 
 #[derive(Default)]
@@ -589,12 +589,22 @@ impl GiftCatalog for InMemoryStore {
 
 #[async_trait]
 impl Timers for InMemoryStore {
-    async fn list_due(&self, now: Timestamp, limit: u32) -> Result<Vec<Timer>> {
+    async fn list_due(
+        &self,
+        now: Timestamp,
+        after: Option<TimerCursor>,
+        limit: u32,
+    ) -> Result<Vec<Timer>> {
         let t = self.lock();
         let mut due: Vec<Timer> = t
             .timers
             .values()
             .filter(|timer| timer.due_at <= now)
+            .filter(|timer| {
+                after.as_ref().is_none_or(|(due_at, timer_id)| {
+                    (timer.due_at, &timer.timer_id) > (*due_at, timer_id)
+                })
+            })
             .cloned()
             .collect();
         due.sort_by(|a, b| (a.due_at, &a.timer_id).cmp(&(b.due_at, &b.timer_id)));

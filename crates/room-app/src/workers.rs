@@ -24,55 +24,109 @@ fn left_to_owner(worker: &'static str) {
     metrics::counter!("room_background_left_to_owner_total", "worker" => worker).increment(1);
 }
 
-/// Fires every timer due now into its room's cell, at most `limit` per pass; a timer of a room
-/// another live node runs is left to that node's pass. A timer whose command the room refuses (stale: another seat session, a re-armed rocket) is dropped; one
-/// that hit a retryable error, or that the room finds not due yet (its clock behind this
-/// one's), stays for the next pass. Returns how many fired.
+/// Counts an item a pass could not settle now (its room unreachable, a retryable error): it
+/// stays for a later pass, and this pass goes on past it.
+fn skipped(worker: &'static str) {
+    metrics::counter!("room_background_skipped_total", "worker" => worker).increment(1);
+}
+
+/// What became of one item of a pass.
+enum Outcome {
+    /// Done with (fired, evicted, dropped as stale).
+    Done,
+    /// Left for a later pass without a fault: another live node runs its room, or the room
+    /// finds it not due yet.
+    Left,
+}
+
+/// Fires every timer due now into its room's cell, until `limit` fired; a timer of a room
+/// another live node runs is left to that node's pass. A timer whose command the room refuses
+/// (stale: another seat session, a re-armed rocket) is dropped; one that hit an error (its
+/// room unreachable: a dead node's lease not yet expired; a retryable error; a fault of the
+/// service), or that the room finds not due yet (its clock behind this one's), stays for the
+/// next pass, and this pass pages on past it (`room_background_skipped_total{worker="timers"}`),
+/// so timers that keep failing never hold back the others, however many they are. Returns
+/// how many fired.
 pub async fn fire_due_timers(service: &RoomService, timers: &TimersRef, limit: u32) -> Result<u64> {
     let now = service.ports().clock.now();
+    let limit = limit.max(1);
     let mut fired = 0;
-    for timer in timers.list_due(now, limit).await? {
-        if service.runtime().leaves_to_owner(&timer.room_id).await? {
-            left_to_owner("timers");
-            continue;
+    let mut after = None;
+    'pages: loop {
+        let page = timers.list_due(now, after.take(), limit).await?;
+        let more = page.len() == limit as usize;
+        for timer in page {
+            after = Some(timer.cursor());
+            match fire_timer(service, timers, &timer).await {
+                Ok(Outcome::Done) => {
+                    fired += 1;
+                    if fired == u64::from(limit) {
+                        break 'pages;
+                    }
+                }
+                Ok(Outcome::Left) => {}
+                Err(error) => {
+                    skipped("timers");
+                    tracing::debug!(timer = %timer.timer_id, error = %error, "timer deferred");
+                }
+            }
         }
-        match service
-            .system_command(&timer.room_id, timer.command.clone())
-            .await
-        {
-            Err(Error::Rejected(
-                Rejection::RocketNotReady { .. } | Rejection::PublishDeadlineAhead { .. },
-            )) => {
-                // Dropping it would strand an ignited rocket (its rewards unpaid) or leave a
-                // silent user on the seat for good.
-                metrics::counter!("room_timers_early_total").increment(1);
-                tracing::debug!(timer = %timer.timer_id, "the room's clock is behind: timer kept");
-            }
-            Ok(_) | Err(Error::Rejected(_)) => {
-                timers.delete(&timer.timer_id, timer.due_at).await?;
-                fired += 1;
-            }
-            Err(error) if error.is_retryable() => {
-                tracing::debug!(timer = %timer.timer_id, error = %error, "timer deferred");
-            }
-            Err(error @ (Error::Internal(_) | Error::Corrupt(_))) => {
-                // A fault of the service: keep the timer (a rocket's launch owes payouts) for a
-                // person, and for the pass after the fix.
-                metrics::counter!("room_timer_faults_total").increment(1);
-                tracing::error!(timer = %timer.timer_id, error = %error, "timer failed; kept");
-            }
-            Err(error) => {
-                tracing::error!(timer = %timer.timer_id, error = %error, "timer failed; dropping it");
-                timers.delete(&timer.timer_id, timer.due_at).await?;
-            }
+        if !more {
+            break;
         }
     }
     metrics::counter!("room_timers_fired_total").increment(fired);
     Ok(fired)
 }
 
-/// Evicts members whose last heartbeat is older than `timeout`, but those of rooms another
-/// live node runs (that node's pass evicts them). Returns how many left.
+/// Fires one timer; an error leaves it armed.
+async fn fire_timer(
+    service: &RoomService,
+    timers: &TimersRef,
+    timer: &crate::ports::Timer,
+) -> Result<Outcome> {
+    if service.runtime().leaves_to_owner(&timer.room_id).await? {
+        left_to_owner("timers");
+        return Ok(Outcome::Left);
+    }
+    match service
+        .system_command(&timer.room_id, timer.command.clone())
+        .await
+    {
+        Err(Error::Rejected(
+            Rejection::RocketNotReady { .. } | Rejection::PublishDeadlineAhead { .. },
+        )) => {
+            // Dropping it would strand an ignited rocket (its rewards unpaid) or leave a
+            // silent user on the seat for good.
+            metrics::counter!("room_timers_early_total").increment(1);
+            tracing::debug!(timer = %timer.timer_id, "the room's clock is behind: timer kept");
+            Ok(Outcome::Left)
+        }
+        Ok(_) | Err(Error::Rejected(_)) => {
+            timers.delete(&timer.timer_id, timer.due_at).await?;
+            Ok(Outcome::Done)
+        }
+        Err(error) if error.is_retryable() => Err(error),
+        Err(error @ (Error::Internal(_) | Error::Corrupt(_))) => {
+            // A fault of the service: keep the timer (a rocket's launch owes payouts) for a
+            // person, and for the pass after the fix.
+            metrics::counter!("room_timer_faults_total").increment(1);
+            tracing::error!(timer = %timer.timer_id, error = %error, "timer failed; kept");
+            Err(error)
+        }
+        Err(error) => {
+            tracing::error!(timer = %timer.timer_id, error = %error, "timer failed; dropping it");
+            timers.delete(&timer.timer_id, timer.due_at).await?;
+            Ok(Outcome::Left)
+        }
+    }
+}
+
+/// Evicts members whose last heartbeat is older than `timeout`, until `limit` left, but those
+/// of rooms another live node runs (that node's pass evicts them). A member whose eviction
+/// failed (their room unreachable, a retryable error) stays for the next pass, and this pass
+/// pages on past them (`room_background_skipped_total{worker="presence"}`). Returns how many
+/// left.
 ///
 /// Each eviction is conditional on the heartbeat the listing saw: presence forgets the member
 /// only if that is still their last heartbeat (one that came since keeps them), and the room
@@ -85,41 +139,73 @@ pub async fn evict_stale_members(
     let ports = service.ports();
     let now = ports.clock.now();
     let cutoff = Timestamp(now.0 - i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
+    let limit = limit.max(1);
     let mut evicted = 0;
-    for stale in ports.presence.list_stale(cutoff, limit).await? {
-        let StaleMember {
-            room_id,
-            user,
-            seen,
-        } = stale;
-        if service.runtime().leaves_to_owner(&room_id).await? {
-            left_to_owner("presence");
-            continue;
-        }
-        // From here on the member counts as gone: a heartbeat that comes later finds them
-        // evicted, as one that comes after the eviction would.
-        if !ports.presence.remove_if_seen(&room_id, &user, seen).await? {
-            metrics::counter!("room_presence_eviction_skipped_total").increment(1);
-            continue;
-        }
-        let evict = CommandKind::Evict {
-            user: user.clone(),
-            seen: Some(seen),
-        };
-        match service.system_command(&room_id, evict).await {
-            Ok(_) | Err(Error::Rejected(Rejection::RoomNotFound | Rejection::RoomClosed)) => {
-                evicted += 1;
+    let mut after = None;
+    'pages: loop {
+        let page = ports
+            .presence
+            .list_stale(cutoff, after.take(), limit)
+            .await?;
+        let more = page.len() == limit as usize;
+        for stale in page {
+            after = Some(stale.cursor());
+            match evict(service, stale).await {
+                Ok(Outcome::Done) => {
+                    evicted += 1;
+                    if evicted == u64::from(limit) {
+                        break 'pages;
+                    }
+                }
+                Ok(Outcome::Left) => {}
+                Err(error) => {
+                    skipped("presence");
+                    tracing::debug!(error = %error, "eviction deferred");
+                }
             }
-            Err(error) => {
-                // Put the member back as last seen, for the next pass (unless they have
-                // come back meanwhile).
-                ports.presence.restore(&room_id, &user, seen).await?;
-                tracing::debug!(room_id = %room_id, error = %error, "eviction deferred");
-            }
+        }
+        if !more {
+            break;
         }
     }
     metrics::counter!("room_presence_evicted_total").increment(evicted);
     Ok(evicted)
+}
+
+/// Evicts one stale member; an error leaves them in presence as last seen.
+async fn evict(service: &RoomService, stale: StaleMember) -> Result<Outcome> {
+    let ports = service.ports();
+    let StaleMember {
+        room_id,
+        user,
+        seen,
+    } = stale;
+    if service.runtime().leaves_to_owner(&room_id).await? {
+        left_to_owner("presence");
+        return Ok(Outcome::Left);
+    }
+    // From here on the member counts as gone: a heartbeat that comes later finds them
+    // evicted, as one that comes after the eviction would.
+    if !ports.presence.remove_if_seen(&room_id, &user, seen).await? {
+        metrics::counter!("room_presence_eviction_skipped_total").increment(1);
+        return Ok(Outcome::Left);
+    }
+    let evict = CommandKind::Evict {
+        user: user.clone(),
+        seen: Some(seen),
+    };
+    match service.system_command(&room_id, evict).await {
+        Ok(_) | Err(Error::Rejected(Rejection::RoomNotFound | Rejection::RoomClosed)) => {
+            Ok(Outcome::Done)
+        }
+        Err(error) => {
+            // Put the member back as last seen, for the next pass (unless they have come
+            // back meanwhile).
+            ports.presence.restore(&room_id, &user, seen).await?;
+            tracing::debug!(room_id = %room_id, "eviction deferred");
+            Err(error)
+        }
+    }
 }
 
 /// Credits owed rewards (idempotent by their operation ids), oldest first, and forgets them
