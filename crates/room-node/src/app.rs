@@ -393,17 +393,30 @@ impl App {
         Ok(())
     }
 
-    /// Recovery at start-up: nothing else runs yet, so every unfinished order, however young,
-    /// is left over from before and is settled now. One pass walks every unfinished order,
-    /// page by page; what it cannot settle (a retryable error, a record that needs a person)
-    /// waits for the periodic pass.
+    /// Recovery at start-up. In embedded mode nothing else runs yet, so every unfinished
+    /// order, however young, is left over from before and is settled now. With several nodes
+    /// the others may be driving their young orders right now (settling one would void its
+    /// debit and fail a valid gift): only orders older than
+    /// `workers.recovery_older_than_secs` are settled, as the periodic pass does. One pass
+    /// walks the orders page by page; what it cannot settle (a retryable error, a record
+    /// that needs a person) waits for the periodic pass.
     async fn recover_gifts_at_start(&self) -> anyhow::Result<()> {
         let page = self.settings.workers.batch_limit.max(1);
+        let before = if self.settings.is_clustered() {
+            let now = self.state.service.ports().clock.now();
+            let age = self.settings.workers.recovery_older_than_secs;
+            Timestamp(
+                now.0
+                    .saturating_sub(i64::try_from(age.saturating_mul(1000)).unwrap_or(i64::MAX)),
+            )
+        } else {
+            Timestamp(i64::MAX)
+        };
         let report = self
             .state
             .service
             .gifts()
-            .recover(Timestamp(i64::MAX), page)
+            .recover(before, page)
             .await
             .context("gift recovery at start-up failed")?;
         if report.examined > 0 {
@@ -690,7 +703,14 @@ impl App {
         listener: TcpListener,
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        self.start().await?;
+        // Embedded, recovery settles every unfinished order, so it must end before the first
+        // request. With several nodes, the internal endpoint is served first: recovery
+        // activates rooms that the other nodes must reach meanwhile (`/readyz` answers 503
+        // until it ends, so clients are not sent here yet).
+        let clustered = self.settings.is_clustered();
+        if !clustered {
+            self.start().await?;
+        }
         let address = listener.local_addr().ok();
         tracing::info!(address = ?address, binary = self.role.binary(), "listening");
         let root = self.root.clone();
@@ -708,9 +728,25 @@ impl App {
             idle_timeout: Duration::from_secs(http.idle_timeout_secs.max(1)),
             max_connections: http.max_connections.max(1),
         };
-        serve::serve(listener, self.router.clone(), limits, stop).await;
+        let serving = serve::serve(listener, self.router.clone(), limits, stop);
+        let started = if clustered {
+            let (started, ()) = tokio::join!(
+                async {
+                    let started = self.start().await;
+                    if started.is_err() {
+                        self.root.cancel();
+                    }
+                    started
+                },
+                serving
+            );
+            started
+        } else {
+            serving.await;
+            Ok(())
+        };
         self.stop().await;
-        Ok(())
+        started
     }
 
     /// Stops background passes and drains every cell. Idempotent.

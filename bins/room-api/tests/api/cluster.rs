@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use room_app::RoomService;
-use room_app::ports::CellStore;
+use room_app::ports::{CellStore, GiftOrders};
 use room_app::testkit::InMemoryStore;
 use room_domain::{Event, RoomId, UserId};
 use room_node::{App, AuthenticatorRef, Settings, Storage};
@@ -49,9 +49,18 @@ impl Cluster {
         count: usize,
         change: impl Fn(&mut Settings),
     ) -> Option<Cluster> {
+        Self::start_on(test, count, Arc::new(InMemoryStore::new()), change).await
+    }
+
+    /// Like [`Cluster::start_with`], over `store` as it stands.
+    async fn start_on(
+        test: &str,
+        count: usize,
+        store: Arc<InMemoryStore>,
+        change: impl Fn(&mut Settings),
+    ) -> Option<Cluster> {
         let redis = room_testkit::redis::url()?;
         let dir = TempDir::new().unwrap();
-        let store = Arc::new(InMemoryStore::new());
         let storage = Storage::from_store(store.clone());
         let prefix = format!("{}{test}:", room_testkit::redis::prefix());
         let mut nodes = Vec::new();
@@ -530,4 +539,48 @@ async fn internal_routes_need_the_internal_token() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["ok"]["room_id"], room_id.as_str(), "{body}");
+}
+
+/// A node that starts while another drives a young gift order (stored PENDING, its debit
+/// not made yet) leaves the order to it: settling it at start-up would void the debit, and
+/// the driving node's valid gift would fail.
+#[tokio::test]
+async fn a_starting_node_leaves_young_orders_to_the_node_driving_them() {
+    let store = Arc::new(InMemoryStore::new());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let user = |name: &str| UserId::new(name).unwrap();
+    let apply = room_domain::ApplyGift {
+        order_id: room_domain::OrderId::new("young-1").unwrap(),
+        sender: user("alice"),
+        recipients: vec![user("bob")],
+        gift: room_domain::GiftSnapshot {
+            gift_id: room_domain::GiftId::new("rose").unwrap(),
+            price: room_domain::Coins(10),
+            heat: 10,
+            fuel: 0,
+            lucky: false,
+        },
+        count: 1,
+        lucky_draw: 1,
+    };
+    let created = room_domain::Timestamp(i64::try_from(now.as_millis()).unwrap());
+    let order =
+        room_domain::GiftOrder::new(RoomId::new("r-young").unwrap(), &apply, created).unwrap();
+    GiftOrders::create_or_get(&*store, &order).await.unwrap();
+
+    let Some(cluster) = Cluster::start_on("young_orders_at_start", 1, store.clone(), |_| {}).await
+    else {
+        return;
+    };
+    let stored = GiftOrders::get(&*cluster.store, &user("alice"), &apply.order_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.status,
+        room_domain::OrderStatus::Pending,
+        "{stored:?}"
+    );
 }
