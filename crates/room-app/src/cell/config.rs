@@ -50,6 +50,13 @@ pub struct CellConfig {
     pub release_robot_rooms: Option<String>,
 }
 
+impl CellConfig {
+    /// The lease's TTL: three times [`CellConfig::lease_renew_every`].
+    pub fn lease_ttl(&self) -> Duration {
+        self.lease_renew_every * 3
+    }
+}
+
 impl Default for CellConfig {
     fn default() -> Self {
         CellConfig {

@@ -29,6 +29,8 @@ pub(super) async fn run_cell(
         held_queries: Vec::new(),
         cap: inner.config.mailbox,
     };
+    // The lease, once acquired, holds at least one TTL from here.
+    let asked = tokio::time::Instant::now();
     let mut cell = match Cell::activate(&inner, &room_id, id).await {
         Ok(cell) => cell,
         Err(error) => {
@@ -54,6 +56,7 @@ pub(super) async fn run_cell(
     };
     let config = &inner.config;
     // From here on the keeper renews this room's lease with the node's others.
+    control.hold_until(asked + inner.config.lease_ttl());
     control.active.store(true, Ordering::Release);
     let mut stop = Stop::Orderly;
     // The idle deadline moves only when a request arrives: lease renewals do not count.

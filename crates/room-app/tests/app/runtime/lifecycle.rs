@@ -350,3 +350,57 @@ async fn unknown_room_ids_never_activate_a_cell() {
         .expect("activate");
     assert_eq!(activation.epoch, 1, "no earlier activation touched storage");
 }
+
+/// A renewal that fails once (a Redis stall of a second) stops no cell: every lease still
+/// holds for two thirds of its TTL, and the next renewal goes through. Renewals that keep
+/// failing stop the cells once their leases may have expired.
+#[tokio::test(start_paused = true)]
+async fn a_failed_renewal_stops_only_the_cells_whose_lease_may_have_expired() {
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fails = failing.clone();
+    let mut lease = MockLease::new();
+    lease.expect_acquire().returning(|_| Ok(true));
+    lease.expect_renew_all().returning(move |rooms| {
+        if fails.load(Ordering::SeqCst) {
+            Err(Error::unavailable("the lease backend stalled"))
+        } else {
+            Ok(vec![true; rooms.len()])
+        }
+    });
+    lease.expect_release().returning(|_| Ok(()));
+    let world = World::builder()
+        .config(CellConfig {
+            lease_renew_every: Duration::from_secs(1),
+            ..config()
+        })
+        .lease(Arc::new(lease))
+        .build()
+        .await;
+    for room in ["r1", "r2", "r3"] {
+        world.open_room(room, "alice", &[]).await;
+    }
+
+    failing.store(true, Ordering::SeqCst);
+    let tick = world.runtime().renew_leases().await;
+    assert!(tick.failed);
+    assert_eq!(tick.lost, 0, "the leases still hold: {tick:?}");
+    assert_eq!(world.runtime().active_rooms(), 3);
+    failing.store(false, Ordering::SeqCst);
+    let tick = world.runtime().renew_leases().await;
+    assert_eq!((tick.renewed, tick.lost, tick.failed), (3, 0, false));
+    // A command still runs on the cells kept.
+    world.join(&rid("r1"), "bob").await;
+
+    // The backend stays away: past the TTL (3 s) the leases may have expired.
+    failing.store(true, Ordering::SeqCst);
+    tokio::time::advance(Duration::from_secs(3)).await;
+    let runtime = world.runtime().clone();
+    eventually("every cell stopped", || {
+        let runtime = runtime.clone();
+        async move {
+            runtime.renew_leases().await;
+            runtime.active_rooms() == 0
+        }
+    })
+    .await;
+}
