@@ -174,7 +174,7 @@ async fn data_survives_closing_and_reopening() {
             .unwrap(),
         Some(b.commands[1].clone())
     );
-    let outbox = Outbox::list_pending(&store, 100).await.unwrap();
+    let outbox = Outbox::list_pending(&store, 0, &[], 100).await.unwrap();
     assert_eq!(
         outbox.into_iter().map(|m| m.envelope).collect::<Vec<_>>(),
         b.outbox
@@ -472,7 +472,7 @@ async fn failing_jobs_roll_back_alone() {
             .unwrap(),
         None
     );
-    let outbox = Outbox::list_pending(&store, 10).await.unwrap();
+    let outbox = Outbox::list_pending(&store, 0, &[], 10).await.unwrap();
     assert_eq!(
         outbox.into_iter().map(|m| m.envelope).collect::<Vec<_>>(),
         good.outbox

@@ -14,10 +14,10 @@ use crate::error::{Error, Result};
 mod positions;
 
 use crate::ports::{
-    Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
-    GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage, Payout,
-    Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore, StoredEvent,
-    Timer, TimerCursor, Timers, Wallet, WorkClaims,
+    Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DeadLetter,
+    DebitStatus, GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage,
+    Payout, Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore,
+    StoredEvent, Timer, TimerCursor, Timers, Wallet, WorkClaims,
 };
 
 #[derive(Default)]
@@ -50,6 +50,8 @@ struct Tables {
     snapshots: HashMap<RoomId, Snapshot>,
     outbox: BTreeMap<i64, (OutboxMessage, Option<Timestamp>)>,
     next_outbox_id: i64,
+    /// Outbox messages the broker refused for good, by id.
+    dead_letters: BTreeMap<i64, DeadLetter>,
     // By (sender, order id).
     orders: HashMap<(UserId, OrderId), GiftOrder>,
     balances: HashMap<UserId, Coins>,
@@ -310,10 +312,17 @@ impl SnapshotStore for InMemoryStore {
 
 #[async_trait]
 impl Outbox for InMemoryStore {
-    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
+    async fn list_pending(
+        &self,
+        after: i64,
+        skip: &[RoomId],
+        limit: u32,
+    ) -> Result<Vec<OutboxMessage>> {
         let t = self.lock();
         Ok(t.outbox
-            .values()
+            .range(after.saturating_add(1)..)
+            .map(|(_, row)| row)
+            .filter(|(m, _)| !skip.contains(&m.envelope.room_id))
             .filter(|(_, delivered)| delivered.is_none())
             .take(limit as usize)
             .map(|(m, _)| m.clone())
@@ -367,6 +376,53 @@ impl Outbox for InMemoryStore {
             }
         }
         Ok(marked)
+    }
+
+    async fn dead_letter(&self, id: i64, reason: &str, at: Timestamp) -> Result<bool> {
+        let mut t = self.lock();
+        if !t
+            .outbox
+            .get(&id)
+            .is_some_and(|(_, delivered)| delivered.is_none())
+        {
+            return Ok(false);
+        }
+        let Some((message, _)) = t.outbox.remove(&id) else {
+            return Ok(false);
+        };
+        t.dead_letters.insert(
+            id,
+            DeadLetter {
+                id,
+                envelope: message.envelope,
+                reason: reason.to_owned(),
+                dead_at: at,
+            },
+        );
+        Ok(true)
+    }
+
+    async fn list_dead_letters(&self, after: i64, limit: u32) -> Result<Vec<DeadLetter>> {
+        Ok(self
+            .lock()
+            .dead_letters
+            .range(after.saturating_add(1)..)
+            .take(limit as usize)
+            .map(|(_, dead)| dead.clone())
+            .collect())
+    }
+
+    async fn replay_dead_letter(&self, id: i64) -> Result<bool> {
+        let mut t = self.lock();
+        let Some(dead) = t.dead_letters.remove(&id) else {
+            return Ok(false);
+        };
+        let message = OutboxMessage {
+            id,
+            envelope: dead.envelope,
+        };
+        t.outbox.insert(id, (message, None));
+        Ok(true)
     }
 }
 

@@ -51,7 +51,9 @@ pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, ReadK
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
 pub use lease::{Lease, LeaseHolder, LeaseRef};
 pub use messenger::{DisplayMessage, Messenger, MessengerRef};
-pub use outbox::{EventPublisher, EventPublisherRef, Outbox, OutboxMessage, OutboxRef, Published};
+pub use outbox::{
+    DeadLetter, EventPublisher, EventPublisherRef, Outbox, OutboxMessage, OutboxRef, Published,
+};
 pub use password_attempts::{Counted, PasswordAttempts, PasswordAttemptsRef};
 pub use payouts::{Payout, Payouts, PayoutsRef};
 pub use positions::{ConsumerPositions, ConsumerPositionsRef};

@@ -301,6 +301,7 @@ impl App {
             internal_token,
             im: im.as_ref().map(|im| im.client.clone()),
             robots: storage.robots.clone(),
+            outbox: storage.outbox.clone(),
             robot_id_prefix: settings.robots.id_prefix.clone(),
             links: LinkTasks::new(tasks.clone()),
         });
@@ -605,10 +606,22 @@ impl App {
                 Duration::from_millis(outbox.publish_every_ms.max(1)),
                 self.claim(),
                 self.root.child_token(),
-                move || {
-                    let (rows, publisher, clock) = (rows.clone(), publisher.clone(), clock.clone());
-                    async move {
-                        workers::publish_outbox(&rows, &publisher, &clock, batch, 10).await
+                {
+                    // The rooms held back after a failure, from one pass to the next.
+                    let state = Arc::new(tokio::sync::Mutex::new(
+                        workers::OutboxPublisherState::default(),
+                    ));
+                    move || {
+                        let (rows, publisher, clock) =
+                            (rows.clone(), publisher.clone(), clock.clone());
+                        let state = state.clone();
+                        async move {
+                            let mut state = state.lock().await;
+                            workers::publish_outbox_with(
+                                &mut state, &rows, &publisher, &clock, batch, 10,
+                            )
+                            .await
+                        }
                     }
                 },
             ));

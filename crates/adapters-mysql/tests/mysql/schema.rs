@@ -116,7 +116,20 @@ async fn after_migrate_the_store_opens_and_migrating_again_changes_nothing() {
 
     let mut conn = database.connect().await;
     let before = migration_rows(&mut conn).await;
-    assert_eq!(before.len() as i64, status.known, "one row per migration");
+    // Versions need not be consecutive (branches take numbers of their own): count the files.
+    let files = std::fs::read_dir(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../migrations/mysql"
+    ))
+    .unwrap()
+    .filter(|entry| {
+        entry
+            .as_ref()
+            .is_ok_and(|entry| entry.path().extension().is_some_and(|ext| ext == "sql"))
+    })
+    .count();
+    assert_eq!(before.len(), files, "one row per migration");
+    assert_eq!(before.last().map(|row| row.0), Some(status.known));
     assert!(before.iter().all(|(_, success, ..)| *success));
     MySqlStore::migrate(&settings)
         .await
@@ -141,8 +154,14 @@ async fn a_schema_behind_at_a_later_version_names_it() {
     };
     let settings = MySqlSettings::new(f.database.url.clone());
     let known = MySqlStore::schema_status(&settings).await.unwrap().known;
-    // As if the newest migration had not run yet.
+    // As if the newest migration had not run yet: the database is at the one before it.
     let mut conn = f.database.connect().await;
+    let previous: i64 =
+        sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE version < ?")
+            .bind(known)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
     sqlx::query("DELETE FROM _sqlx_migrations WHERE version = ?")
         .bind(known)
         .execute(&mut conn)
@@ -150,7 +169,7 @@ async fn a_schema_behind_at_a_later_version_names_it() {
         .unwrap();
     let message = refused_open(&settings).await;
     assert!(
-        message.contains(&format!("at version {} of {known}", known - 1)),
+        message.contains(&format!("at version {previous} of {known}")),
         "{message}"
     );
     assert!(message.contains("room-api migrate"), "{message}");

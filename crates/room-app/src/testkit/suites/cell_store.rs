@@ -54,7 +54,7 @@ where
         events: ok(store.list_events(room_id, 0, 10_000).await, "list_events"),
         commands,
         outbox: ok(
-            Outbox::list_pending(store, 10_000).await,
+            Outbox::list_pending(store, 0, &[], 10_000).await,
             "Outbox::list_pending",
         ),
         orders,
@@ -225,7 +225,7 @@ where
     let expected: Vec<_> = first.events.iter().chain(&second.events).cloned().collect();
     same(all, expected, "events of both commits, in seq order");
     let outbox = ok(
-        Outbox::list_pending(&*store, 100).await,
+        Outbox::list_pending(&*store, 0, &[], 100).await,
         "Outbox::list_pending",
     );
     let envelopes: Vec<_> = outbox.iter().map(|m| m.envelope.clone()).collect();
