@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use room_domain::{
@@ -14,10 +15,10 @@ use crate::error::{Error, Result};
 mod positions;
 
 use crate::ports::{
-    Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DeadLetter,
-    DebitStatus, GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage,
-    Payout, Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore,
-    StoredEvent, Timer, TimerCursor, Timers, Wallet, WorkClaims,
+    Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,
+    DeadLetter, DebitStatus, GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox,
+    OutboxMessage, Payout, Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary,
+    SnapshotStore, StoredEvent, Timer, TimerCursor, Timers, Wallet, WorkClaims,
 };
 
 #[derive(Default)]
@@ -73,15 +74,35 @@ struct Tables {
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct InMemoryStore {
     tables: Arc<Mutex<Tables>>,
+    /// The store's own clock (the wall clock unless given): what work claims expire by.
+    clock: ClockRef,
+}
+
+impl Default for InMemoryStore {
+    fn default() -> Self {
+        InMemoryStore {
+            tables: Arc::default(),
+            clock: Arc::new(crate::SystemClock),
+        }
+    }
 }
 
 impl InMemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose own clock (what work claims expire by, as a database's) is
+    /// `clock`.
+    pub fn with_clock(clock: ClockRef) -> Self {
+        InMemoryStore {
+            tables: Arc::default(),
+            clock,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Tables> {
@@ -428,13 +449,12 @@ impl Outbox for InMemoryStore {
 
 #[async_trait]
 impl WorkClaims for InMemoryStore {
-    async fn claim(
-        &self,
-        name: &str,
-        owner: &str,
-        now: Timestamp,
-        until: Timestamp,
-    ) -> Result<bool> {
+    async fn claim(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
+        let now = self.clock.now();
+        let until = Timestamp(
+            now.0
+                .saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)),
+        );
         let mut t = self.lock();
         match t.claims.get_mut(name) {
             Some((holder, expiry)) if holder != owner && *expiry >= now => Ok(false),
@@ -447,6 +467,10 @@ impl WorkClaims for InMemoryStore {
                 Ok(true)
             }
         }
+    }
+
+    async fn now(&self) -> Result<Timestamp> {
+        Ok(self.clock.now())
     }
 
     async fn release(&self, name: &str, owner: &str) -> Result<()> {

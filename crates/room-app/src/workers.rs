@@ -264,10 +264,17 @@ pub async fn pay_out(service: &RoomService, payouts: &PayoutsRef, limit: u32) ->
     outcome.map(|()| paid)
 }
 
-/// Settles gift orders unfinished for longer than `older_than`, reading them `limit` at a
-/// time; one pass reaches every such order. Returns how many reached a final state.
-pub async fn recover_gifts(service: &RoomService, older_than: Duration, limit: u32) -> Result<u64> {
-    let now = service.ports().clock.now();
+/// Settles gift orders unfinished for longer than `older_than` by the store's clock
+/// (`store_clock`, the same for every process: a node whose own clock runs ahead must not
+/// take young orders for old ones), reading them `limit` at a time; one pass reaches every
+/// such order. Returns how many reached a final state.
+pub async fn recover_gifts(
+    service: &RoomService,
+    store_clock: &WorkClaimsRef,
+    older_than: Duration,
+    limit: u32,
+) -> Result<u64> {
+    let now = store_clock.now().await?;
     let before = Timestamp(now.0 - i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
     let report = service.gifts().recover(before, limit).await?;
     Ok(report.settled)
@@ -575,18 +582,14 @@ pub struct Claim {
     pub claims: WorkClaimsRef,
     /// This process (the node id).
     pub owner: String,
-    /// The clock claims expire by.
-    pub clock: ClockRef,
-    /// How long a claim holds without renewal: a crashed holder's work waits this long.
+    /// How long a claim holds without renewal, by the store's clock: a crashed holder's work
+    /// waits this long.
     pub ttl: Duration,
 }
 
 impl Claim {
     async fn take(&self, name: &str) -> Result<bool> {
-        let now = self.clock.now();
-        let ttl = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
-        let until = Timestamp(now.0.saturating_add(ttl));
-        self.claims.claim(name, &self.owner, now, until).await
+        self.claims.claim(name, &self.owner, self.ttl).await
     }
 
     /// Claims or renews `name`; answers whether this process holds it now, and records when it

@@ -404,7 +404,13 @@ impl App {
     async fn recover_gifts_at_start(&self) -> anyhow::Result<()> {
         let page = self.settings.workers.batch_limit.max(1);
         let before = if self.settings.is_clustered() {
-            let now = self.state.service.ports().clock.now();
+            // The store's clock, which every node reads alike.
+            let now = self
+                .storage
+                .claims
+                .now()
+                .await
+                .context("reading the store's clock")?;
             let age = self.settings.workers.recovery_older_than_secs;
             Timestamp(
                 now.0
@@ -546,14 +552,14 @@ impl App {
             async move { workers::pay_out(&s, &payouts, limit).await }
         });
 
-        let s = service.clone();
+        let (s, store_clock) = (service.clone(), self.storage.claims.clone());
         let older_than = Duration::from_secs(workers.recovery_older_than_secs);
         self.spawn_pass(
             "gift_recovery",
             every(workers.recovery_every_secs),
             move || {
-                let s = s.clone();
-                async move { workers::recover_gifts(&s, older_than, limit).await }
+                let (s, store_clock) = (s.clone(), store_clock.clone());
+                async move { workers::recover_gifts(&s, &store_clock, older_than, limit).await }
             },
         );
     }
@@ -585,7 +591,6 @@ impl App {
         workers::Claim {
             claims: self.storage.claims.clone(),
             owner: self.settings.cell.node_id.clone(),
-            clock: self.state.service.ports().clock.clone(),
             ttl: Duration::from_secs(self.settings.workers.claim_ttl_secs.max(1)),
         }
     }

@@ -70,7 +70,6 @@ fn claim(world: &World, owner: &str) -> workers::Claim {
     workers::Claim {
         claims: world.store.clone(),
         owner: owner.to_owned(),
-        clock: world.clock.clone(),
         ttl: Duration::from_secs(30),
     }
 }
