@@ -404,3 +404,47 @@ async fn a_failed_renewal_stops_only_the_cells_whose_lease_may_have_expired() {
     })
     .await;
 }
+
+/// A commit that hangs (a half-open database connection) does not wedge the room while the
+/// keeper renews its lease: past its deadline (half the lease TTL) it is answered as of
+/// unknown outcome, the cell stops and gives the lease up, and another node takes the room
+/// at once, with an epoch of its own that fences the hung commit should it land.
+#[tokio::test(start_paused = true)]
+async fn a_commit_past_its_deadline_lets_the_room_go() {
+    let leases = InMemoryLeases::new(Duration::from_secs(3));
+    let (a, b) = two_nodes(&leases).await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    let deadline = CellConfig {
+        lease_renew_every: Duration::from_secs(1),
+        ..config()
+    }
+    .commit_deadline();
+    assert!(deadline < Duration::from_secs(3), "below the lease TTL");
+
+    a.probe.close_gate();
+    let started = tokio::time::Instant::now();
+    let answer = a.exec(&room, user("bob"), take_seat(0)).await;
+    assert!(
+        matches!(&answer, Err(Error::Unavailable(_))),
+        "unknown outcome: {answer:?}"
+    );
+    assert!(started.elapsed() >= deadline);
+    let runtime = a.runtime().clone();
+    let watched = room.clone();
+    eventually("node a's cell stopped", || {
+        let (runtime, watched) = (runtime.clone(), watched.clone());
+        async move { !runtime.is_active(&watched) }
+    })
+    .await;
+    let holder = leases
+        .node("node-b", "http://b")
+        .get_holder(&room)
+        .await
+        .unwrap();
+    assert!(holder.is_none(), "the lease was given up: {holder:?}");
+
+    // Node b takes the room now, not a lease TTL later.
+    b.exec(&room, user("bob"), take_seat(0)).await.unwrap();
+    assert!(b.runtime().is_active(&room));
+    a.probe.open_gate();
+}
