@@ -396,13 +396,18 @@ impl Tally {
 }
 
 /// The [`Published`] answer for `messages` given each one's outcome (same order): the
-/// acknowledged ids in order, except every message after a failed one of the same room.
+/// acknowledged ids in order, except every message after a failed one of the same room; a
+/// message refused for good (the first of its room not taken) in `refused`, with its cause;
+/// the first failure a retry can help as the error.
 fn settle(messages: &[OutboxMessage], outcomes: Vec<Outcome>) -> (Published, Tally) {
     let mut delivered = Vec::with_capacity(messages.len());
+    let mut refused = Vec::new();
     let mut tally = Tally::default();
     let mut stopped: HashSet<&RoomId> = HashSet::new();
+    let mut refused_rooms: HashSet<&RoomId> = HashSet::new();
     let mut first: Option<Failure> = None;
-    let mut first_permanent: Option<Failure> = None;
+    // Messages left out for a reason a retry can help (not after a refusal of their room).
+    let mut retry = 0usize;
     for (message, outcome) in messages.iter().zip(outcomes) {
         let room = &message.envelope.room_id;
         match outcome {
@@ -410,41 +415,52 @@ fn settle(messages: &[OutboxMessage], outcomes: Vec<Outcome>) -> (Published, Tal
             Outcome::Acked | Outcome::HeldBack => {
                 stopped.insert(room);
                 tally.add(Reason::HeldBack);
+                if !refused_rooms.contains(room) {
+                    retry += 1;
+                }
             }
             Outcome::Failed(failure) => {
-                stopped.insert(room);
                 tally.add(failure.reason);
-                if !failure.reason.is_retryable() && first_permanent.is_none() {
-                    first_permanent = Some(failure.clone());
+                if !failure.reason.is_retryable() && stopped.insert(room) {
+                    refused_rooms.insert(room);
+                    refused.push((message.id, failure.cause));
+                    continue;
                 }
-                first.get_or_insert(failure);
+                stopped.insert(room);
+                if !refused_rooms.contains(room) {
+                    retry += 1;
+                }
+                if failure.reason.is_retryable() {
+                    first.get_or_insert(failure);
+                }
             }
         }
     }
-    let missing = messages.len() - delivered.len();
-    let error = first_permanent.or(first).map(|failure| {
-        let text = format!(
-            "Kafka did not take {missing} of {} messages; {}",
+    let error = first.map(|failure| {
+        room_app::Error::Unavailable(format!(
+            "Kafka did not take {retry} of {} messages; {}",
             messages.len(),
             failure.cause
-        );
-        if failure.reason.is_retryable() {
-            room_app::Error::Unavailable(text)
-        } else {
-            room_app::Error::Internal(text)
-        }
+        ))
     });
     // Held back only: a purge that another batch's failure caused.
     let error = error.or_else(|| {
-        (missing > 0).then(|| {
+        (retry > 0).then(|| {
             room_app::Error::Unavailable(format!(
-                "Kafka did not take {missing} of {} messages: they were held back after \
+                "Kafka did not take {retry} of {} messages: they were held back after \
                  another message failed",
                 messages.len()
             ))
         })
     });
-    (Published { delivered, error }, tally)
+    (
+        Published {
+            delivered,
+            refused,
+            error,
+        },
+        tally,
+    )
 }
 
 #[cfg(test)]
@@ -502,16 +518,40 @@ mod tests {
     }
 
     #[test]
-    fn a_permanent_failure_is_the_reported_one() {
-        let messages = [message(1, "a", 1), message(2, "b", 1)];
+    fn a_refusal_for_good_is_reported_with_its_message_not_as_the_error() {
+        let messages = [
+            message(1, "a", 1),
+            message(2, "b", 1),
+            message(3, "a", 2),
+            message(4, "c", 1),
+        ];
         let (published, _) = settle(
             &messages,
-            vec![failed(Reason::Timeout), failed(Reason::Rejected)],
+            vec![
+                failed(Reason::Timeout),
+                failed(Reason::Rejected),
+                Outcome::HeldBack,
+                Outcome::Acked,
+            ],
         );
-        assert!(published.delivered.is_empty());
+        assert_eq!(published.delivered, vec![4]);
+        assert_eq!(published.refused, vec![(2, "Rejected".to_owned())]);
         let error = published.error.unwrap();
-        assert!(!error.is_retryable(), "{error}");
-        assert!(error.to_string().contains("Rejected"), "{error}");
+        assert!(error.is_retryable(), "{error}");
+        assert!(error.to_string().contains("Timeout"), "{error}");
+        assert!(error.to_string().contains("2 of 4"), "{error}");
+    }
+
+    #[test]
+    fn a_refusal_alone_is_no_error() {
+        let messages = [message(1, "a", 1), message(2, "a", 2), message(3, "b", 1)];
+        let (published, _) = settle(
+            &messages,
+            vec![failed(Reason::Encode), Outcome::HeldBack, Outcome::Acked],
+        );
+        assert_eq!(published.delivered, vec![3]);
+        assert_eq!(published.refused, vec![(1, "Encode".to_owned())]);
+        assert!(published.error.is_none(), "{:?}", published.error);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! delivered, and deleted by the retention job in bounded batches.
 
 use async_trait::async_trait;
-use room_app::ports::{Outbox, OutboxMessage};
-use room_domain::Timestamp;
+use room_app::ports::{DeadLetter, Outbox, OutboxMessage};
+use room_domain::{RoomId, Timestamp};
 use sqlx::{MySql, QueryBuilder};
 
 use room_app::stored;
@@ -18,16 +18,30 @@ const IDS_PER_UPDATE: usize = 1_000;
 
 #[async_trait]
 impl Outbox for MySqlStore {
-    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
+    async fn list_pending(
+        &self,
+        after: i64,
+        skip: &[RoomId],
+        limit: u32,
+    ) -> Result<Vec<OutboxMessage>> {
         let rows = self
             .retrying("list_outbox", || async move {
-                Ok(sqlx::query(
-                    "SELECT id, room_id, seq, envelope FROM room_outbox
-                     WHERE delivered_at IS NULL ORDER BY id LIMIT ?",
-                )
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?)
+                let mut select = QueryBuilder::<MySql>::new(
+                    "SELECT id, room_id, seq, envelope FROM room_outbox WHERE delivered_at IS NULL AND id > ",
+                );
+                select.push_bind(after);
+                if !skip.is_empty() {
+                    select.push(" AND room_id NOT IN (");
+                    let mut list = select.separated(", ");
+                    for room in skip {
+                        list.push_bind(room.as_str());
+                    }
+                    list.push_unseparated(")");
+                }
+                select
+                    .push(" ORDER BY id LIMIT ")
+                    .push_bind(i64::from(limit));
+                Ok(select.build().fetch_all(&self.pool).await?)
             })
             .await?;
         rows.iter().map(message).collect()
@@ -102,6 +116,83 @@ impl Outbox for MySqlStore {
             .execute(&self.pool)
             .await?;
             Ok(marked.rows_affected())
+        })
+        .await
+    }
+
+    async fn dead_letter(&self, id: i64, reason: &str, at: Timestamp) -> Result<bool> {
+        self.retrying("dead_letter_outbox", || async move {
+            let mut tx = self.pool.begin().await?;
+            let moved = sqlx::query(
+                "INSERT INTO room_outbox_dead (id, room_id, seq, envelope, reason, dead_at)
+                 SELECT id, room_id, seq, envelope, ?, ? FROM room_outbox
+                 WHERE id = ? AND delivered_at IS NULL",
+            )
+            .bind(reason)
+            .bind(at.as_millis())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if moved == 0 {
+                return Ok(false);
+            }
+            sqlx::query("DELETE FROM room_outbox WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn list_dead_letters(&self, after: i64, limit: u32) -> Result<Vec<DeadLetter>> {
+        let rows = self
+            .retrying("list_outbox_dead", || async move {
+                Ok(sqlx::query(
+                    "SELECT id, room_id, seq, envelope, reason, dead_at FROM room_outbox_dead WHERE id > ?
+                     ORDER BY id LIMIT ?",
+                )
+                .bind(after)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?)
+            })
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let OutboxMessage { id, envelope } = message(row)?;
+                Ok(DeadLetter {
+                    id,
+                    envelope,
+                    reason: col(row, "reason")?,
+                    dead_at: Timestamp(col(row, "dead_at")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn replay_dead_letter(&self, id: i64) -> Result<bool> {
+        self.retrying("replay_outbox_dead", || async move {
+            let mut tx = self.pool.begin().await?;
+            let moved = sqlx::query(
+                "INSERT INTO room_outbox (id, room_id, seq, envelope, delivered_at)
+                 SELECT id, room_id, seq, envelope, NULL FROM room_outbox_dead WHERE id = ?",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if moved == 0 {
+                return Ok(false);
+            }
+            sqlx::query("DELETE FROM room_outbox_dead WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(true)
         })
         .await
     }

@@ -2,7 +2,7 @@
 //! time and deleted only while their due time is still the one that fired.
 
 use async_trait::async_trait;
-use room_app::ports::{Timer, Timers};
+use room_app::ports::{Timer, TimerCursor, Timers};
 use room_domain::Timestamp;
 use sqlx::MySqlConnection;
 
@@ -48,14 +48,26 @@ impl TimerRow {
 
 #[async_trait]
 impl Timers for MySqlStore {
-    async fn list_due(&self, now: Timestamp, limit: u32) -> Result<Vec<Timer>> {
+    async fn list_due(
+        &self,
+        now: Timestamp,
+        after: Option<TimerCursor>,
+        limit: u32,
+    ) -> Result<Vec<Timer>> {
+        // Without a cursor, one before every timer: no timer id is smaller than "".
+        let (after_due, after_id) = after.unwrap_or((Timestamp(i64::MIN), String::new()));
+        let (after_due, after_id) = (after_due.as_millis(), &after_id);
         let rows = self
             .retrying("list_timers", || async move {
                 Ok(sqlx::query(
                     "SELECT timer_id, room_id, due_at, command FROM room_timers
-                     WHERE due_at <= ? ORDER BY due_at, timer_id LIMIT ?",
+                     WHERE due_at <= ? AND (due_at > ? OR (due_at = ? AND timer_id > ?))
+                     ORDER BY due_at, timer_id LIMIT ?",
                 )
                 .bind(now.as_millis())
+                .bind(after_due)
+                .bind(after_due)
+                .bind(after_id)
                 .bind(i64::from(limit))
                 .fetch_all(&self.pool)
                 .await?)

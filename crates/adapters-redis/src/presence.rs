@@ -21,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::Script;
 use room_app::Error;
-use room_app::ports::{Presence, StaleMember};
+use room_app::ports::{Presence, StaleCursor, StaleMember};
 use room_domain::{RoomId, Timestamp, UserId};
 
 use crate::Result;
@@ -93,19 +93,41 @@ end
 return 0
 ";
 
-/// Users seen before ARGV[1], oldest first, at most ARGV[2], as user, room, seen triples;
-/// drops members whose hash expired. KEYS: stale set. ARGV: before, limit, user hash prefix.
+/// Users seen before ARGV[1], oldest first (ties by user id, as the sorted set orders them),
+/// at most ARGV[2], as user, room, seen triples; with a cursor (ARGV[4] seen, ARGV[5] user,
+/// both empty for none), only those after it. Drops members whose hash expired. KEYS: stale
+/// set. ARGV: before, limit, user hash prefix, cursor seen, cursor user.
 const LIST_STALE: &str = r"
 local found = {}
-local users = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[2])
-for _, user in ipairs(users) do
-  local entry = redis.call('HMGET', ARGV[3] .. user, 'room', 'seen')
-  if entry[1] and entry[2] then
-    table.insert(found, user)
-    table.insert(found, entry[1])
-    table.insert(found, entry[2])
-  else
-    redis.call('ZREM', KEYS[1], user)
+local limit = tonumber(ARGV[2])
+local from = '-inf'
+if ARGV[4] ~= '' then
+  from = ARGV[4]
+end
+local offset = 0
+local listed = 0
+while listed < limit do
+  local users = redis.call('ZRANGEBYSCORE', KEYS[1], from, '(' .. ARGV[1], 'WITHSCORES', 'LIMIT', offset, limit)
+  if #users == 0 then
+    break
+  end
+  offset = offset + #users / 2
+  for i = 1, #users, 2 do
+    local user = users[i]
+    -- Members at the cursor's own score come after it only if their id does.
+    local past = ARGV[4] == '' or tonumber(users[i + 1]) > tonumber(ARGV[4]) or user > ARGV[5]
+    if past and listed < limit then
+      local entry = redis.call('HMGET', ARGV[3] .. user, 'room', 'seen')
+      if entry[1] and entry[2] then
+        table.insert(found, user)
+        table.insert(found, entry[1])
+        table.insert(found, entry[2])
+        listed = listed + 1
+      else
+        redis.call('ZREM', KEYS[1], user)
+        offset = offset - 1
+      end
+    end
   end
 end
 return found
@@ -280,12 +302,25 @@ impl Presence for RedisPresence {
         room.map(room_id).transpose()
     }
 
-    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<StaleMember>> {
+    async fn list_stale(
+        &self,
+        before: Timestamp,
+        after: Option<StaleCursor>,
+        limit: u32,
+    ) -> Result<Vec<StaleMember>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        let (after_seen, after_user) = match &after {
+            Some((seen, user)) => (seen.0.to_string(), user.as_str()),
+            None => (String::new(), ""),
+        };
         let mut call = self.list_stale.key(&self.seen_key);
-        call.arg(before.0).arg(limit).arg(&self.user_prefix);
+        call.arg(before.0)
+            .arg(limit)
+            .arg(&self.user_prefix)
+            .arg(after_seen)
+            .arg(after_user);
         let found: Vec<String> = self.client.invoke(&call).await?;
         let mut found = found.into_iter();
         let mut stale = Vec::new();

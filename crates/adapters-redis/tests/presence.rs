@@ -79,7 +79,7 @@ async fn two_nodes_on_one_prefix_see_each_others_heartbeats() {
     assert_eq!(a.get_current_room(&bob).await.unwrap(), Some(r2.clone()));
     // Node a's eviction pass sees node b's heartbeat, and cannot evict bob with the one it saw
     // before it.
-    let stale = a.list_stale(Timestamp(T0.0 + 100), 10).await.unwrap();
+    let stale = a.list_stale(Timestamp(T0.0 + 100), None, 10).await.unwrap();
     assert_eq!(
         stale,
         vec![StaleMember {
@@ -130,7 +130,7 @@ async fn entries_are_deleted_with_their_users() {
 
     // A user who left, one evicted, one who moved away and was removed from the room left.
     p.remove(&r1, &user("ann")).await.unwrap();
-    let stale = p.list_stale(Timestamp(T0.0 + 2), 10).await.unwrap();
+    let stale = p.list_stale(Timestamp(T0.0 + 2), None, 10).await.unwrap();
     assert_eq!(stale.len(), 1, "{stale:?}");
     assert!(
         p.remove_if_seen(&stale[0].room_id, &stale[0].user, stale[0].seen)
@@ -181,7 +181,10 @@ async fn entries_past_their_ttl_expire_and_leave_the_stale_listing() {
     })
     .await;
     assert_eq!(long.get_current_room(&user("bob")).await.unwrap(), None);
-    let stale = long.list_stale(Timestamp(T0.0 + 1), 10).await.unwrap();
+    let stale = long
+        .list_stale(Timestamp(T0.0 + 1), None, 10)
+        .await
+        .unwrap();
     assert_eq!(
         stale.iter().map(|s| s.user.as_str()).collect::<Vec<_>>(),
         vec!["cid"],

@@ -2,23 +2,35 @@
 //! marked delivered, and deleted by the retention job in bounded batches.
 
 use async_trait::async_trait;
-use room_app::ports::{Outbox, OutboxMessage};
-use room_domain::Timestamp;
+use room_app::ports::{DeadLetter, Outbox, OutboxMessage};
+use room_domain::{RoomId, Timestamp};
+use rusqlite::params;
 
 use room_app::stored;
 use sqlx::sqlite::SqliteRow;
 
 use crate::cells::ENVELOPE_COLUMNS;
-use crate::codec::{col, db, to_json};
+use crate::codec::{col, db, sql, to_json};
 use crate::{Result, SqliteStore};
 
 #[async_trait]
 impl Outbox for SqliteStore {
-    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
+    async fn list_pending(
+        &self,
+        after: i64,
+        skip: &[RoomId],
+        limit: u32,
+    ) -> Result<Vec<OutboxMessage>> {
+        // Any number of rooms to skip in one statement: they travel as one JSON array.
+        let skip = to_json(&skip.iter().map(RoomId::as_str).collect::<Vec<_>>())?;
         let rows = sqlx::query(
             "SELECT id, room_id, seq, envelope FROM room_outbox
-             WHERE delivered_at IS NULL ORDER BY id LIMIT ?1",
+             WHERE delivered_at IS NULL AND id > ?1
+               AND room_id NOT IN (SELECT value FROM json_each(?2))
+             ORDER BY id LIMIT ?3",
         )
+        .bind(after)
+        .bind(skip)
         .bind(i64::from(limit))
         .fetch_all(&self.readers)
         .await
@@ -79,6 +91,71 @@ impl Outbox for SqliteStore {
             )
             .await?;
         Ok(marked as u64)
+    }
+
+    async fn dead_letter(&self, id: i64, reason: &str, at: Timestamp) -> Result<bool> {
+        let reason = reason.to_owned();
+        self.write(move |conn| {
+            let moved = conn
+                .prepare_cached(
+                    "INSERT INTO room_outbox_dead (id, room_id, seq, envelope, reason, dead_at)
+                     SELECT id, room_id, seq, envelope, ?2, ?3 FROM room_outbox
+                     WHERE id = ?1 AND delivered_at IS NULL",
+                )
+                .and_then(|mut insert| insert.execute(params![id, reason, at.as_millis()]))
+                .map_err(sql)?;
+            if moved == 0 {
+                return Ok(false);
+            }
+            conn.prepare_cached("DELETE FROM room_outbox WHERE id = ?1")
+                .and_then(|mut delete| delete.execute(params![id]))
+                .map_err(sql)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn list_dead_letters(&self, after: i64, limit: u32) -> Result<Vec<DeadLetter>> {
+        let rows = sqlx::query(
+            "SELECT id, room_id, seq, envelope, reason, dead_at FROM room_outbox_dead WHERE id > ?1
+             ORDER BY id LIMIT ?2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                let OutboxMessage { id, envelope } = message(row)?;
+                Ok(DeadLetter {
+                    id,
+                    envelope,
+                    reason: col(row, "reason")?,
+                    dead_at: Timestamp(col(row, "dead_at")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn replay_dead_letter(&self, id: i64) -> Result<bool> {
+        self.write(move |conn| {
+            let moved = conn
+                .prepare_cached(
+                    "INSERT INTO room_outbox (id, room_id, seq, envelope, delivered_at)
+                     SELECT id, room_id, seq, envelope, NULL FROM room_outbox_dead WHERE id = ?1",
+                )
+                .and_then(|mut insert| insert.execute(params![id]))
+                .map_err(sql)?;
+            if moved == 0 {
+                return Ok(false);
+            }
+            conn.prepare_cached("DELETE FROM room_outbox_dead WHERE id = ?1")
+                .and_then(|mut delete| delete.execute(params![id]))
+                .map_err(sql)?;
+            Ok(true)
+        })
+        .await
     }
 }
 

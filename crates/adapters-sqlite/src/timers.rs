@@ -2,7 +2,7 @@
 //! time and deleted only while their due time is still the one that fired.
 
 use async_trait::async_trait;
-use room_app::ports::{Timer, Timers};
+use room_app::ports::{Timer, TimerCursor, Timers};
 use room_domain::Timestamp;
 use rusqlite::{Connection, params};
 
@@ -51,12 +51,22 @@ impl TimerRow {
 
 #[async_trait]
 impl Timers for SqliteStore {
-    async fn list_due(&self, now: Timestamp, limit: u32) -> Result<Vec<Timer>> {
+    async fn list_due(
+        &self,
+        now: Timestamp,
+        after: Option<TimerCursor>,
+        limit: u32,
+    ) -> Result<Vec<Timer>> {
+        // Without a cursor, one before every timer: no timer id is smaller than "".
+        let (after_due, after_id) = after.unwrap_or((Timestamp(i64::MIN), String::new()));
         let rows = sqlx::query(
             "SELECT timer_id, room_id, due_at, command FROM room_timers
-             WHERE due_at <= ?1 ORDER BY due_at, timer_id LIMIT ?2",
+             WHERE due_at <= ?1 AND (due_at > ?2 OR (due_at = ?2 AND timer_id > ?3))
+             ORDER BY due_at, timer_id LIMIT ?4",
         )
         .bind(now.as_millis())
+        .bind(after_due.as_millis())
+        .bind(after_id)
         .bind(i64::from(limit))
         .fetch_all(&self.readers)
         .await

@@ -174,7 +174,7 @@ async fn data_survives_closing_and_reopening() {
             .unwrap(),
         Some(b.commands[1].clone())
     );
-    let outbox = Outbox::list_pending(&store, 100).await.unwrap();
+    let outbox = Outbox::list_pending(&store, 0, &[], 100).await.unwrap();
     assert_eq!(
         outbox.into_iter().map(|m| m.envelope).collect::<Vec<_>>(),
         b.outbox
@@ -186,7 +186,7 @@ async fn data_survives_closing_and_reopening() {
         Some(applied)
     );
     assert_eq!(
-        store.list_due(T0.plus_secs(60), 10).await.unwrap(),
+        store.list_due(T0.plus_secs(60), None, 10).await.unwrap(),
         vec![timer]
     );
     assert_eq!(
@@ -472,7 +472,7 @@ async fn failing_jobs_roll_back_alone() {
             .unwrap(),
         None
     );
-    let outbox = Outbox::list_pending(&store, 10).await.unwrap();
+    let outbox = Outbox::list_pending(&store, 0, &[], 10).await.unwrap();
     assert_eq!(
         outbox.into_iter().map(|m| m.envelope).collect::<Vec<_>>(),
         good.outbox
@@ -721,7 +721,7 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
     );
     let record = store.get_command(&a, &command_id).await.unwrap().unwrap();
     assert_eq!((record.command, record.actor), (command, actor));
-    let pending_rows = Outbox::list_pending(&store, 10).await.unwrap();
+    let pending_rows = Outbox::list_pending(&store, 0, &[], 10).await.unwrap();
     assert_eq!(pending_rows.len(), 1);
     assert_eq!(
         (pending_rows[0].id, &pending_rows[0].envelope),
@@ -772,7 +772,7 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
     let events = store.list_events(&a, 0, 10).await.unwrap();
     assert_eq!(events.len(), 2);
     assert_eq!(events[1], next.events[0]);
-    let listed = Outbox::list_pending(&store, 10).await.unwrap();
+    let listed = Outbox::list_pending(&store, 0, &[], 10).await.unwrap();
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[1].envelope, next.outbox[0]);
     assert!(

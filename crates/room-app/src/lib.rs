@@ -9,6 +9,7 @@
 mod attempts;
 mod cell;
 pub mod consumers;
+pub mod dead_letters;
 pub mod digest;
 mod error;
 mod footprint;

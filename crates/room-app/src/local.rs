@@ -15,7 +15,7 @@ use tokio::sync::broadcast;
 use crate::error::Result;
 use crate::ports::{
     Clock, DisplayMessage, IdGen, Lease, LeaseHolder, Messenger, MessengerRef, Presence,
-    StaleMember,
+    StaleCursor, StaleMember,
 };
 
 /// The lease of a single node: it owns every room. The epoch check in storage still fences a
@@ -123,18 +123,30 @@ impl Presence for LocalPresence {
         Ok(self.lock().get(user).map(|(room, _)| room.clone()))
     }
 
-    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<StaleMember>> {
-        Ok(self
+    async fn list_stale(
+        &self,
+        before: Timestamp,
+        after: Option<StaleCursor>,
+        limit: u32,
+    ) -> Result<Vec<StaleMember>> {
+        let mut stale: Vec<StaleMember> = self
             .lock()
             .iter()
             .filter(|(_, (_, seen))| *seen < before)
-            .take(limit as usize)
+            .filter(|(user, (_, seen))| {
+                after.as_ref().is_none_or(|(after_seen, after_user)| {
+                    (*seen, *user) > (*after_seen, after_user)
+                })
+            })
             .map(|(user, (room, seen))| StaleMember {
                 room_id: room.clone(),
                 user: user.clone(),
                 seen: *seen,
             })
-            .collect())
+            .collect();
+        stale.sort_by(|a, b| (a.seen, &a.user).cmp(&(b.seen, &b.user)));
+        stale.truncate(limit as usize);
+        Ok(stale)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use room_domain::{
@@ -14,10 +15,10 @@ use crate::error::{Error, Result};
 mod positions;
 
 use crate::ports::{
-    Activation, CatalogGift, CellStore, CommandRecord, CommitBatch, CreditKind, DebitStatus,
-    GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage, Payout,
-    Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore, StoredEvent,
-    Timer, Timers, Wallet, WorkClaims,
+    Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,
+    DeadLetter, DebitStatus, GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox,
+    OutboxMessage, Payout, Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary,
+    SnapshotStore, StoredEvent, Timer, TimerCursor, Timers, Wallet, WorkClaims,
 };
 
 #[derive(Default)]
@@ -50,6 +51,8 @@ struct Tables {
     snapshots: HashMap<RoomId, Snapshot>,
     outbox: BTreeMap<i64, (OutboxMessage, Option<Timestamp>)>,
     next_outbox_id: i64,
+    /// Outbox messages the broker refused for good, by id.
+    dead_letters: BTreeMap<i64, DeadLetter>,
     // By (sender, order id).
     orders: HashMap<(UserId, OrderId), GiftOrder>,
     balances: HashMap<UserId, Coins>,
@@ -73,15 +76,35 @@ struct Tables {
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct InMemoryStore {
     tables: Arc<Mutex<Tables>>,
+    /// The store's own clock (the wall clock unless given): what work claims expire by.
+    clock: ClockRef,
+}
+
+impl Default for InMemoryStore {
+    fn default() -> Self {
+        InMemoryStore {
+            tables: Arc::default(),
+            clock: Arc::new(crate::SystemClock),
+        }
+    }
 }
 
 impl InMemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose own clock (what work claims expire by, as a database's) is
+    /// `clock`.
+    pub fn with_clock(clock: ClockRef) -> Self {
+        InMemoryStore {
+            tables: Arc::default(),
+            clock,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Tables> {
@@ -312,10 +335,17 @@ impl SnapshotStore for InMemoryStore {
 
 #[async_trait]
 impl Outbox for InMemoryStore {
-    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
+    async fn list_pending(
+        &self,
+        after: i64,
+        skip: &[RoomId],
+        limit: u32,
+    ) -> Result<Vec<OutboxMessage>> {
         let t = self.lock();
         Ok(t.outbox
-            .values()
+            .range(after.saturating_add(1)..)
+            .map(|(_, row)| row)
+            .filter(|(m, _)| !skip.contains(&m.envelope.room_id))
             .filter(|(_, delivered)| delivered.is_none())
             .take(limit as usize)
             .map(|(m, _)| m.clone())
@@ -370,17 +400,63 @@ impl Outbox for InMemoryStore {
         }
         Ok(marked)
     }
+
+    async fn dead_letter(&self, id: i64, reason: &str, at: Timestamp) -> Result<bool> {
+        let mut t = self.lock();
+        if !t
+            .outbox
+            .get(&id)
+            .is_some_and(|(_, delivered)| delivered.is_none())
+        {
+            return Ok(false);
+        }
+        let Some((message, _)) = t.outbox.remove(&id) else {
+            return Ok(false);
+        };
+        t.dead_letters.insert(
+            id,
+            DeadLetter {
+                id,
+                envelope: message.envelope,
+                reason: reason.to_owned(),
+                dead_at: at,
+            },
+        );
+        Ok(true)
+    }
+
+    async fn list_dead_letters(&self, after: i64, limit: u32) -> Result<Vec<DeadLetter>> {
+        Ok(self
+            .lock()
+            .dead_letters
+            .range(after.saturating_add(1)..)
+            .take(limit as usize)
+            .map(|(_, dead)| dead.clone())
+            .collect())
+    }
+
+    async fn replay_dead_letter(&self, id: i64) -> Result<bool> {
+        let mut t = self.lock();
+        let Some(dead) = t.dead_letters.remove(&id) else {
+            return Ok(false);
+        };
+        let message = OutboxMessage {
+            id,
+            envelope: dead.envelope,
+        };
+        t.outbox.insert(id, (message, None));
+        Ok(true)
+    }
 }
 
 #[async_trait]
 impl WorkClaims for InMemoryStore {
-    async fn claim(
-        &self,
-        name: &str,
-        owner: &str,
-        now: Timestamp,
-        until: Timestamp,
-    ) -> Result<bool> {
+    async fn claim(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
+        let now = self.clock.now();
+        let until = Timestamp(
+            now.0
+                .saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)),
+        );
         let mut t = self.lock();
         match t.claims.get_mut(name) {
             Some((holder, expiry)) if holder != owner && *expiry >= now => Ok(false),
@@ -393,6 +469,10 @@ impl WorkClaims for InMemoryStore {
                 Ok(true)
             }
         }
+    }
+
+    async fn now(&self) -> Result<Timestamp> {
+        Ok(self.clock.now())
     }
 
     async fn release(&self, name: &str, owner: &str) -> Result<()> {
@@ -591,12 +671,22 @@ impl GiftCatalog for InMemoryStore {
 
 #[async_trait]
 impl Timers for InMemoryStore {
-    async fn list_due(&self, now: Timestamp, limit: u32) -> Result<Vec<Timer>> {
+    async fn list_due(
+        &self,
+        now: Timestamp,
+        after: Option<TimerCursor>,
+        limit: u32,
+    ) -> Result<Vec<Timer>> {
         let t = self.lock();
         let mut due: Vec<Timer> = t
             .timers
             .values()
             .filter(|timer| timer.due_at <= now)
+            .filter(|timer| {
+                after.as_ref().is_none_or(|(due_at, timer_id)| {
+                    (timer.due_at, &timer.timer_id) > (*due_at, timer_id)
+                })
+            })
             .cloned()
             .collect();
         due.sort_by(|a, b| (a.due_at, &a.timer_id).cmp(&(b.due_at, &b.timer_id)));

@@ -51,18 +51,20 @@ pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, ReadK
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
 pub use lease::{Lease, LeaseHolder, LeaseRef};
 pub use messenger::{DisplayMessage, Messenger, MessengerRef};
-pub use outbox::{EventPublisher, EventPublisherRef, Outbox, OutboxMessage, OutboxRef, Published};
+pub use outbox::{
+    DeadLetter, EventPublisher, EventPublisherRef, Outbox, OutboxMessage, OutboxRef, Published,
+};
 pub use password_attempts::{Counted, PasswordAttempts, PasswordAttemptsRef};
 pub use payouts::{Payout, Payouts, PayoutsRef};
 pub use positions::{ConsumerPositions, ConsumerPositionsRef};
-pub use presence::{Presence, PresenceRef, StaleMember};
+pub use presence::{Presence, PresenceRef, StaleCursor, StaleMember};
 pub use robot_rooms::{
     GiftShare, MAX_GIFT_MIX, MAX_GIFT_WEIGHT, MAX_ROBOT_GIFTS_PER_MINUTE, MAX_ROBOT_ROOM_PAGE,
     MAX_ROBOTS, RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRooms, RobotRoomsRef,
     check_cover_url, is_robot_id,
 };
 pub use snapshots::{SnapshotStore, SnapshotStoreRef};
-pub use timers::{Timer, Timers, TimersRef};
+pub use timers::{Timer, TimerCursor, Timers, TimersRef};
 pub use wallet::{CreditKind, DebitStatus, Wallet, WalletRef};
 pub use work_claims::{WorkClaims, WorkClaimsRef};
 

@@ -301,6 +301,7 @@ impl App {
             internal_token,
             im: im.as_ref().map(|im| im.client.clone()),
             robots: storage.robots.clone(),
+            outbox: storage.outbox.clone(),
             robot_id_prefix: settings.robots.id_prefix.clone(),
             links: LinkTasks::new(tasks.clone()),
         });
@@ -393,17 +394,36 @@ impl App {
         Ok(())
     }
 
-    /// Recovery at start-up: nothing else runs yet, so every unfinished order, however young,
-    /// is left over from before and is settled now. One pass walks every unfinished order,
-    /// page by page; what it cannot settle (a retryable error, a record that needs a person)
-    /// waits for the periodic pass.
+    /// Recovery at start-up. In embedded mode nothing else runs yet, so every unfinished
+    /// order, however young, is left over from before and is settled now. With several nodes
+    /// the others may be driving their young orders right now (settling one would void its
+    /// debit and fail a valid gift): only orders older than
+    /// `workers.recovery_older_than_secs` are settled, as the periodic pass does. One pass
+    /// walks the orders page by page; what it cannot settle (a retryable error, a record
+    /// that needs a person) waits for the periodic pass.
     async fn recover_gifts_at_start(&self) -> anyhow::Result<()> {
         let page = self.settings.workers.batch_limit.max(1);
+        let before = if self.settings.is_clustered() {
+            // The store's clock, which every node reads alike.
+            let now = self
+                .storage
+                .claims
+                .now()
+                .await
+                .context("reading the store's clock")?;
+            let age = self.settings.workers.recovery_older_than_secs;
+            Timestamp(
+                now.0
+                    .saturating_sub(i64::try_from(age.saturating_mul(1000)).unwrap_or(i64::MAX)),
+            )
+        } else {
+            Timestamp(i64::MAX)
+        };
         let report = self
             .state
             .service
             .gifts()
-            .recover(Timestamp(i64::MAX), page)
+            .recover(before, page)
             .await
             .context("gift recovery at start-up failed")?;
         if report.examined > 0 {
@@ -532,14 +552,14 @@ impl App {
             async move { workers::pay_out(&s, &payouts, limit).await }
         });
 
-        let s = service.clone();
+        let (s, store_clock) = (service.clone(), self.storage.claims.clone());
         let older_than = Duration::from_secs(workers.recovery_older_than_secs);
         self.spawn_pass(
             "gift_recovery",
             every(workers.recovery_every_secs),
             move || {
-                let s = s.clone();
-                async move { workers::recover_gifts(&s, older_than, limit).await }
+                let (s, store_clock) = (s.clone(), store_clock.clone());
+                async move { workers::recover_gifts(&s, &store_clock, older_than, limit).await }
             },
         );
     }
@@ -571,7 +591,6 @@ impl App {
         workers::Claim {
             claims: self.storage.claims.clone(),
             owner: self.settings.cell.node_id.clone(),
-            clock: self.state.service.ports().clock.clone(),
             ttl: Duration::from_secs(self.settings.workers.claim_ttl_secs.max(1)),
         }
     }
@@ -592,10 +611,22 @@ impl App {
                 Duration::from_millis(outbox.publish_every_ms.max(1)),
                 self.claim(),
                 self.root.child_token(),
-                move || {
-                    let (rows, publisher, clock) = (rows.clone(), publisher.clone(), clock.clone());
-                    async move {
-                        workers::publish_outbox(&rows, &publisher, &clock, batch, 10).await
+                {
+                    // The rooms held back after a failure, from one pass to the next.
+                    let state = Arc::new(tokio::sync::Mutex::new(
+                        workers::OutboxPublisherState::default(),
+                    ));
+                    move || {
+                        let (rows, publisher, clock) =
+                            (rows.clone(), publisher.clone(), clock.clone());
+                        let state = state.clone();
+                        async move {
+                            let mut state = state.lock().await;
+                            workers::publish_outbox_with(
+                                &mut state, &rows, &publisher, &clock, batch, 10,
+                            )
+                            .await
+                        }
                     }
                 },
             ));
@@ -690,7 +721,14 @@ impl App {
         listener: TcpListener,
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        self.start().await?;
+        // Embedded, recovery settles every unfinished order, so it must end before the first
+        // request. With several nodes, the internal endpoint is served first: recovery
+        // activates rooms that the other nodes must reach meanwhile (`/readyz` answers 503
+        // until it ends, so clients are not sent here yet).
+        let clustered = self.settings.is_clustered();
+        if !clustered {
+            self.start().await?;
+        }
         let address = listener.local_addr().ok();
         tracing::info!(address = ?address, binary = self.role.binary(), "listening");
         let root = self.root.clone();
@@ -708,9 +746,25 @@ impl App {
             idle_timeout: Duration::from_secs(http.idle_timeout_secs.max(1)),
             max_connections: http.max_connections.max(1),
         };
-        serve::serve(listener, self.router.clone(), limits, stop).await;
+        let serving = serve::serve(listener, self.router.clone(), limits, stop);
+        let started = if clustered {
+            let (started, ()) = tokio::join!(
+                async {
+                    let started = self.start().await;
+                    if started.is_err() {
+                        self.root.cancel();
+                    }
+                    started
+                },
+                serving
+            );
+            started
+        } else {
+            serving.await;
+            Ok(())
+        };
         self.stop().await;
-        Ok(())
+        started
     }
 
     /// Stops background passes and drains every cell. Idempotent.

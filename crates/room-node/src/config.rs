@@ -339,6 +339,17 @@ impl Settings {
              renews every third of it)",
             self.lease.ttl_ms
         );
+        // Start-up and periodic recovery settle only orders older than this: younger ones may
+        // be driven by another node right now, and settling one would void its debit (a valid
+        // gift answered ORDER_FAILED). A drive lasts one request at most.
+        let age = self.workers.recovery_older_than_secs;
+        anyhow::ensure!(
+            age > self.http.request_timeout_secs,
+            "ROOM__WORKERS__RECOVERY_OLDER_THAN_SECS is {age}: with several nodes it must be \
+             longer than http.request_timeout_secs ({} s), or recovery settles gift orders that \
+             another node is still driving and fails valid gifts",
+            self.http.request_timeout_secs
+        );
         let forward = self.forward_timeout().as_millis();
         anyhow::ensure!(
             forward >= 100 && forward < u128::from(self.http.request_timeout_secs) * 1000,

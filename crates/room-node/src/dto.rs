@@ -9,6 +9,7 @@ mod fields;
 mod gifts;
 mod me;
 mod ops;
+mod outbox;
 mod robot_rooms;
 mod rooms;
 mod schema;
@@ -21,6 +22,7 @@ pub use gifts::{
 };
 pub use me::{CurrentRoomResponse, ImCredentialsResponse};
 pub use ops::{HealthResponse, RtcAck};
+pub use outbox::{DeadLetterListResponse, DeadLetterResponse};
 pub use robot_rooms::{
     CreateRobotRoomRequest, GiftShareRequest, PatchRobotRoomRequest, RobotProfileRequest,
     RobotRoomListResponse, RobotRoomResponse,

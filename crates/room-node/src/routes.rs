@@ -126,6 +126,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
             admin::patch_robot_room,
             admin::delete_robot_room
         ))
+        .routes(routes!(admin::list_dead_letters))
+        .routes(routes!(admin::replay_dead_letter))
         .routes(routes!(callbacks::rtc_callback))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))

@@ -72,6 +72,8 @@ pub struct HandlerContext {
     pub im: Option<adapters_tencent_im::ImClient>,
     /// Robot room configurations (the admin routes).
     pub robots: room_app::ports::RobotRoomsRef,
+    /// The outbox, for its dead letters (the admin routes).
+    pub outbox: room_app::ports::OutboxRef,
     /// The user-id prefix that marks robots (`[robots] id_prefix`).
     pub robot_id_prefix: String,
     /// The internal links this node serves (other nodes' forwarded requests).

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use room_app::RoomService;
-use room_app::ports::CellStore;
+use room_app::ports::{CellStore, GiftOrders};
 use room_app::testkit::InMemoryStore;
 use room_domain::{Event, RoomId, UserId};
 use room_node::{App, AuthenticatorRef, Settings, Storage};
@@ -49,9 +49,18 @@ impl Cluster {
         count: usize,
         change: impl Fn(&mut Settings),
     ) -> Option<Cluster> {
+        Self::start_on(test, count, Arc::new(InMemoryStore::new()), change).await
+    }
+
+    /// Like [`Cluster::start_with`], over `store` as it stands.
+    async fn start_on(
+        test: &str,
+        count: usize,
+        store: Arc<InMemoryStore>,
+        change: impl Fn(&mut Settings),
+    ) -> Option<Cluster> {
         let redis = room_testkit::redis::url()?;
         let dir = TempDir::new().unwrap();
-        let store = Arc::new(InMemoryStore::new());
         let storage = Storage::from_store(store.clone());
         let prefix = format!("{}{test}:", room_testkit::redis::prefix());
         let mut nodes = Vec::new();
@@ -556,4 +565,185 @@ async fn internal_routes_need_the_internal_token() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["ok"]["room_id"], room_id.as_str(), "{body}");
+}
+
+/// A node that starts while another drives a young gift order (stored PENDING, its debit
+/// not made yet) leaves the order to it: settling it at start-up would void the debit, and
+/// the driving node's valid gift would fail.
+#[tokio::test]
+async fn a_starting_node_leaves_young_orders_to_the_node_driving_them() {
+    let store = Arc::new(InMemoryStore::new());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let user = |name: &str| UserId::new(name).unwrap();
+    let apply = room_domain::ApplyGift {
+        order_id: room_domain::OrderId::new("young-1").unwrap(),
+        sender: user("alice"),
+        recipients: vec![user("bob")],
+        gift: room_domain::GiftSnapshot {
+            gift_id: room_domain::GiftId::new("rose").unwrap(),
+            price: room_domain::Coins(10),
+            heat: 10,
+            fuel: 0,
+            lucky: false,
+        },
+        count: 1,
+        lucky_draw: 1,
+    };
+    let created = room_domain::Timestamp(i64::try_from(now.as_millis()).unwrap());
+    let order =
+        room_domain::GiftOrder::new(RoomId::new("r-young").unwrap(), &apply, created).unwrap();
+    GiftOrders::create_or_get(&*store, &order).await.unwrap();
+
+    let Some(cluster) = Cluster::start_on("young_orders_at_start", 1, store.clone(), |_| {}).await
+    else {
+        return;
+    };
+    let stored = GiftOrders::get(&*cluster.store, &user("alice"), &apply.order_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.status,
+        room_domain::OrderStatus::Pending,
+        "{stored:?}"
+    );
+}
+
+/// A wallet whose `settle_debit` (what start-up recovery asks first) waits until `open`.
+struct HeldSettlement {
+    inner: Arc<InMemoryStore>,
+    open: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl room_app::ports::Wallet for HeldSettlement {
+    async fn debit(
+        &self,
+        op_id: &str,
+        user: &UserId,
+        amount: room_domain::Coins,
+    ) -> room_app::Result<room_domain::Coins> {
+        self.inner.debit(op_id, user, amount).await
+    }
+    async fn credit(
+        &self,
+        op_id: &str,
+        kind: room_app::ports::CreditKind,
+        user: &UserId,
+        amount: room_domain::Coins,
+    ) -> room_app::Result<room_domain::Coins> {
+        self.inner.credit(op_id, kind, user, amount).await
+    }
+    async fn settle_debit(&self, op_id: &str) -> room_app::Result<room_app::ports::DebitStatus> {
+        let _open = self.open.acquire().await;
+        self.inner.settle_debit(op_id).await
+    }
+    async fn balance(&self, user: &UserId) -> room_app::Result<room_domain::Coins> {
+        room_app::ports::Wallet::balance(&*self.inner, user).await
+    }
+}
+
+/// A clustered node serves while its start-up recovery runs: the internal endpoint answers
+/// the other nodes (the rooms recovery activates are reachable meanwhile), and `/readyz`
+/// answers 503 until recovery ends.
+#[tokio::test]
+async fn a_clustered_node_serves_its_internal_endpoint_while_recovery_runs() {
+    let Some(redis) = room_testkit::redis::url() else {
+        return;
+    };
+    let store = Arc::new(InMemoryStore::new());
+    // An order left by a crash two hours ago: start-up recovery settles it.
+    let user = |name: &str| UserId::new(name).unwrap();
+    let apply = room_domain::ApplyGift {
+        order_id: room_domain::OrderId::new("old-1").unwrap(),
+        sender: user("alice"),
+        recipients: vec![user("bob")],
+        gift: room_domain::GiftSnapshot {
+            gift_id: room_domain::GiftId::new("rose").unwrap(),
+            price: room_domain::Coins(10),
+            heat: 10,
+            fuel: 0,
+            lucky: false,
+        },
+        count: 1,
+        lucky_draw: 1,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let created = room_domain::Timestamp(i64::try_from(now.as_millis()).unwrap() - 7_200_000);
+    let order =
+        room_domain::GiftOrder::new(RoomId::new("r-old").unwrap(), &apply, created).unwrap();
+    GiftOrders::create_or_get(&*store, &order).await.unwrap();
+    let wallet = Arc::new(HeldSettlement {
+        inner: store.clone(),
+        open: tokio::sync::Semaphore::new(0),
+    });
+    let mut storage = Storage::from_store(store.clone());
+    storage.wallet = wallet.clone();
+
+    let dir = TempDir::new().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let mut settings: Settings = settings(&dir);
+    settings.cell.node_id = "node-0".into();
+    settings.storage.url = "memory://".into();
+    settings.lease.redis_url = Some(SecretString::from(redis));
+    settings.lease.key_prefix = format!("{}recovery_serves:", room_testkit::redis::prefix());
+    settings.cluster.advertise_url = Some(base.clone());
+    settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
+    let app = App::build_with_storage(settings, storage).await.unwrap();
+    let stop = CancellationToken::new();
+    let signal = stop.clone();
+    let serving = tokio::spawn(async move {
+        app.serve(listener, async move { signal.cancelled().await })
+            .await
+            .unwrap();
+    });
+
+    // Each request bounded: a node that accepts connections but serves nothing yet must fail
+    // the check, not hang it.
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let internal = format!("{base}/internal/v1/rooms/no-such-room/state");
+    eventually("the internal endpoint answers during recovery", || {
+        let (http, internal) = (http.clone(), internal.clone());
+        async move {
+            http.get(&internal)
+                .bearer_auth(INTERNAL_TOKEN)
+                .send()
+                .await
+                // Answered, with the token accepted: a made-up room is refused as such.
+                .is_ok_and(|r| {
+                    r.status().is_client_error() && r.status() != StatusCode::UNAUTHORIZED
+                })
+        }
+    })
+    .await;
+    let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+
+    // Recovery goes on and ends: the node reports ready, the old order is settled.
+    wallet.open.add_permits(1_000);
+    eventually("the node is ready once recovery ended", || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            http.get(format!("{base}/readyz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == StatusCode::OK)
+        }
+    })
+    .await;
+    let settled = GiftOrders::get(&*store, &user("alice"), &apply.order_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(settled.status.is_terminal(), "{settled:?}");
+    stop.cancel();
+    serving.await.unwrap();
 }

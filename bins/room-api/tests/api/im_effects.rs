@@ -144,8 +144,7 @@ async fn a_new_rooms_group_exists_when_answered_though_the_effects_consumer_is_d
         .claim(
             &format!("consumer:{GROUP_EFFECTS_CONSUMER_GROUP}"),
             "dead-worker",
-            now(),
-            Timestamp(now().0 + 3_600_000),
+            Duration::from_secs(3_600),
         )
         .await
         .unwrap();

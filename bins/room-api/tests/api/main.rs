@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod cluster;
+mod dead_letters;
 mod flow;
 mod gifts;
 mod idempotency;

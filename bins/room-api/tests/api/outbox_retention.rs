@@ -59,7 +59,7 @@ async fn runs_past_its_retention(change: impl FnOnce(&mut Settings)) {
         app.app
             .storage()
             .outbox
-            .list_pending(1)
+            .list_pending(0, &[], 1)
             .await
             .unwrap()
             .is_empty()

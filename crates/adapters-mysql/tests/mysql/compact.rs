@@ -130,7 +130,7 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
     );
     let record = store.get_command(&a, &command_id).await.unwrap().unwrap();
     assert_eq!((record.command, record.actor), (command, actor));
-    let listed = Outbox::list_pending(&store, 10).await.unwrap();
+    let listed = Outbox::list_pending(&store, 0, &[], 10).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!((listed[0].id, &listed[0].envelope), (1, &envelope));
     for old in [&pending, &refused] {
@@ -166,7 +166,7 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
     let events = store.list_events(&a, 0, 10).await.unwrap();
     assert_eq!(events.len(), 2);
     assert_eq!(events[1], next.events[0]);
-    let listed = Outbox::list_pending(&store, 10).await.unwrap();
+    let listed = Outbox::list_pending(&store, 0, &[], 10).await.unwrap();
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[1].envelope, next.outbox[0]);
     assert_eq!(

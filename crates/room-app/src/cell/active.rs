@@ -16,6 +16,10 @@ pub(super) enum Stop {
     Orderly,
     /// The room is no longer ours: answer NotOwner, write nothing.
     Fenced,
+    /// A commit outlasted its deadline and its outcome is unknown: answer NotOwner, write
+    /// nothing more, and give the lease up so that another activation (which bumps the epoch,
+    /// fencing the late commit) takes the room at once.
+    Abandoned,
 }
 
 /// One room's cell, owned by its task ([`run_cell`](super::run::run_cell)): the room's

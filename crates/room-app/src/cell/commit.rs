@@ -67,9 +67,29 @@ impl Cell {
             return None;
         }
         let store = self.inner.deps.store.clone();
+        // A commit that hangs (a half-open connection) must not wedge the room while the
+        // keeper renews its lease: past half the TTL its outcome is unknown, the cell stops
+        // and lets the room go, and the next activation's epoch fences the commit if it
+        // lands late.
+        let deadline = self.inner.config.commit_deadline();
         let committed = mailbox
-            .hold_while(&self.state, store.commit(&plan.batch))
+            .hold_while(
+                &self.state,
+                tokio::time::timeout(deadline, store.commit(&plan.batch)),
+            )
             .await;
+        let Ok(committed) = committed else {
+            tracing::error!(room_id = %self.room_id, epoch = self.epoch, deadline = ?deadline, "commit outlasted its deadline; letting the room go");
+            metrics::counter!("room_cell_commit_deadlines_total").increment(1);
+            self.inner.forget(&self.room_id, self.id);
+            for command in commands {
+                let _ = command.reply.send(Err(Error::Unavailable(format!(
+                    "room {}: the commit took longer than {deadline:?}; its outcome is unknown",
+                    self.room_id
+                ))));
+            }
+            return Some(Stop::Abandoned);
+        };
         metrics::histogram!("room_cell_commit_seconds").record(started.elapsed().as_secs_f64());
         metrics::histogram!("room_cell_batch_commands").record(commands.len() as f64);
         match committed {

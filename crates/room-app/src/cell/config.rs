@@ -50,6 +50,20 @@ pub struct CellConfig {
     pub release_robot_rooms: Option<String>,
 }
 
+impl CellConfig {
+    /// The lease's TTL: three times [`CellConfig::lease_renew_every`].
+    pub fn lease_ttl(&self) -> Duration {
+        self.lease_renew_every * 3
+    }
+
+    /// How long one commit may take before its outcome counts as unknown and the cell lets
+    /// the room go: half the lease's TTL, so that a wedged commit never keeps a room from
+    /// the other nodes for longer than a lost lease would.
+    pub fn commit_deadline(&self) -> Duration {
+        self.lease_ttl() / 2
+    }
+}
+
 impl Default for CellConfig {
     fn default() -> Self {
         CellConfig {

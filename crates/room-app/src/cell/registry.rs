@@ -33,6 +33,25 @@ pub(super) struct CellControl {
     /// Cancelled to have the cell stop in order, as when idle
     /// ([`CellRuntime::release`](crate::CellRuntime::release)).
     pub(super) release: CancellationToken,
+    /// Until when the lease surely holds, by this node's clock: one TTL after the last
+    /// acquire or renewal that succeeded was asked for (the backend set it later, so it holds
+    /// at least that long). The keeper fences the cell when a renewal fails this late.
+    pub(super) held_until: Mutex<Option<tokio::time::Instant>>,
+}
+
+impl CellControl {
+    /// Records that the lease holds until `until` (never earlier than recorded already).
+    pub(super) fn hold_until(&self, until: tokio::time::Instant) {
+        let mut held = self.held_until.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_none_or(|before| before < until) {
+            *held = Some(until);
+        }
+    }
+
+    /// Until when the lease surely holds; `None` before the cell holds it.
+    pub(super) fn held_until(&self) -> Option<tokio::time::Instant> {
+        *self.held_until.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// What the runtime's handles and every cell task share.

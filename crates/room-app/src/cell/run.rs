@@ -29,6 +29,8 @@ pub(super) async fn run_cell(
         held_queries: Vec::new(),
         cap: inner.config.mailbox,
     };
+    // The lease, once acquired, holds at least one TTL from here.
+    let asked = tokio::time::Instant::now();
     let mut cell = match Cell::activate(&inner, &room_id, id).await {
         Ok(cell) => cell,
         Err(error) => {
@@ -54,6 +56,7 @@ pub(super) async fn run_cell(
     };
     let config = &inner.config;
     // From here on the keeper renews this room's lease with the node's others.
+    control.hold_until(asked + inner.config.lease_ttl());
     control.active.store(true, Ordering::Release);
     let mut stop = Stop::Orderly;
     // The idle deadline moves only when a request arrives: lease renewals do not count.
@@ -71,8 +74,8 @@ pub(super) async fn run_cell(
             received = mailbox.recv() => {
                 let Some(first) = received else { break };
                 let batch = mailbox.take_batch(first, config.max_batch);
-                if cell.process(batch, &mut mailbox).await == Some(Stop::Fenced) {
-                    stop = Stop::Fenced;
+                if let Some(stopped) = cell.process(batch, &mut mailbox).await {
+                    stop = stopped;
                     break;
                 }
                 let robot_room = config.release_robot_rooms.as_ref().is_some_and(|prefix| {
@@ -106,8 +109,8 @@ pub(super) async fn run_cell(
             break;
         };
         let batch = mailbox.take_batch(first, config.max_batch);
-        if cell.process(batch, &mut mailbox).await == Some(Stop::Fenced) {
-            stop = Stop::Fenced;
+        if let Some(stopped) = cell.process(batch, &mut mailbox).await {
+            stop = stopped;
         }
     }
     while let Some(request) = mailbox.recv().await {
@@ -115,9 +118,11 @@ pub(super) async fn run_cell(
     }
     if stop == Stop::Orderly {
         cell.write_snapshot().await;
-        if let Err(error) = inner.deps.lease.release(&room_id).await {
-            tracing::warn!(room_id = %room_id, error = %error, "lease release failed");
-        }
+    }
+    if stop != Stop::Fenced
+        && let Err(error) = inner.deps.lease.release(&room_id).await
+    {
+        tracing::warn!(room_id = %room_id, error = %error, "lease release failed");
     }
     let mut stopping = inner.stopping.lock().unwrap_or_else(|e| e.into_inner());
     if stopping.get(&room_id).is_some_and(|(cell, _)| *cell == id) {

@@ -63,6 +63,12 @@ impl CellRuntime {
         &self.inner.deps.lease
     }
 
+    /// How long a lease (and a [`Lease::try_lock`](crate::ports::Lease::try_lock) lock) holds
+    /// without renewal: [`CellConfig::lease_ttl`](crate::CellConfig::lease_ttl).
+    pub fn lease_ttl(&self) -> std::time::Duration {
+        self.inner.config.lease_ttl()
+    }
+
     /// Sends requests for rooms that another live node owns to that node through `forwarder`
     /// (several nodes); without one, every room is this node's to run (embedded mode). Set
     /// once.

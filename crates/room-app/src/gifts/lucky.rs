@@ -53,6 +53,34 @@ impl GiftSaga {
         }
     }
 
+    /// Drives `order`, within a lucky turn when `turn` is one: then the drive is cut at half
+    /// the lock's TTL (the lease TTL), well before the lock can expire and let another drive
+    /// of the sender take its turn beside this one. A drive cut short ends nothing: like a
+    /// timeout, its outcome is unknown, the order stays where storage has it, and the client
+    /// (same `order_id`) or recovery drives it again (`room_gift_lucky_turn_overruns_total`).
+    pub(super) async fn drive_in_turn(
+        &self,
+        order: GiftOrder,
+        turn: Option<&LuckyTurn>,
+    ) -> Result<GiftOrder> {
+        if turn.is_none() {
+            return self.drive(order).await;
+        }
+        let sender = order.sender.clone();
+        let bound = self.runtime.lease_ttl() / 2;
+        match tokio::time::timeout(bound, self.drive(order)).await {
+            Ok(driven) => driven,
+            Err(_) => {
+                metrics::counter!("room_gift_lucky_turn_overruns_total").increment(1);
+                tracing::warn!(sender = %sender, bound = ?bound, "a lucky gift's drive outlasted its turn; cut short");
+                Err(Error::Unavailable(format!(
+                    "the lucky gift of {sender} took longer than its turn; retry with the same \
+                     order_id"
+                )))
+            }
+        }
+    }
+
     /// Ends a turn [`GiftSaga::lucky_turn`] gave. A release that fails leaves the lock to
     /// expire with the lease TTL: the sender's next lucky gift waits until then at most.
     pub(super) async fn end_turn(&self, turn: Option<LuckyTurn>) {

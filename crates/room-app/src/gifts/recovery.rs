@@ -105,7 +105,7 @@ impl GiftSaga {
             }
         }
         let turn = self.lucky_turn(&order).await?;
-        let driven = self.drive(order).await;
+        let driven = self.drive_in_turn(order, turn.as_ref()).await;
         self.end_turn(turn).await;
         Ok(driven?.status.is_terminal())
     }

@@ -152,7 +152,7 @@ impl GiftSaga {
             self.place(&request).await?
         };
         let turn = self.lucky_turn(&order).await?;
-        let driven = self.drive(order).await;
+        let driven = self.drive_in_turn(order, turn.as_ref()).await;
         self.end_turn(turn).await;
         let order = driven?;
         if order.status.is_terminal() {

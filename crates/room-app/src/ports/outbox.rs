@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use room_domain::{EventEnvelope, Timestamp};
+use room_domain::{EventEnvelope, RoomId, Timestamp};
 
 use crate::error::Result;
 
@@ -21,8 +21,15 @@ pub struct OutboxMessage {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Outbox: Send + Sync {
-    /// Undelivered messages in commit order (per room, seq order), at most `limit`.
-    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>>;
+    /// Undelivered messages with `id > after` in commit order (per room, seq order), at most
+    /// `limit` (`after` 0 for the oldest), but those of the rooms in `skip`: the publisher
+    /// pages on past the rows of the rooms it holds back. Dead letters are not pending.
+    async fn list_pending(
+        &self,
+        after: i64,
+        skip: &[RoomId],
+        limit: u32,
+    ) -> Result<Vec<OutboxMessage>>;
     /// Marks messages delivered. Unknown ids are ignored.
     async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()>;
     /// Deletes at most `limit` messages delivered before `before`; returns how many.
@@ -41,6 +48,32 @@ pub trait Outbox: Send + Sync {
     /// every in-process consumer has passed it, and this is how it becomes one that retention
     /// deletes ([`delete_delivered_before`](Outbox::delete_delivered_before)).
     async fn mark_passed(&self, through: i64, at: Timestamp, limit: u32) -> Result<u64>;
+
+    /// Sets the undelivered message `id` aside as a dead letter with `reason` (the broker
+    /// refused it for good), in one step: it is no longer pending, and the later messages of
+    /// its room go on without it. `Ok(false)`, changing nothing, when no undelivered message
+    /// has that id.
+    async fn dead_letter(&self, id: i64, reason: &str, at: Timestamp) -> Result<bool>;
+    /// Dead letters with `id > after`, in id order, at most `limit`.
+    async fn list_dead_letters(&self, after: i64, limit: u32) -> Result<Vec<DeadLetter>>;
+    /// Puts dead letter `id` back in the outbox, pending under its own id, for the publisher
+    /// to publish again (after a fix of the broker or of the message's cause). `Ok(false)`
+    /// when there is no such dead letter.
+    async fn replay_dead_letter(&self, id: i64) -> Result<bool>;
+}
+
+/// A durable fact the broker refused for good, set aside by the publisher
+/// ([`Outbox::dead_letter`]) until an admin replays it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// Its outbox id (it keeps it when replayed).
+    pub id: i64,
+    /// What was refused.
+    pub envelope: EventEnvelope,
+    /// Why the broker refused it.
+    pub reason: String,
+    /// When it was set aside.
+    pub dead_at: Timestamp,
 }
 
 /// What [`EventPublisher::publish`] got the broker to take.
@@ -50,7 +83,12 @@ pub struct Published {
     /// not take leaves out every later message of the same room too, so that marking these
     /// delivered never puts a room's facts out of order.
     pub delivered: Vec<i64>,
-    /// Why some message was not taken, if one was not.
+    /// The messages the broker refused for good (too large, invalid), each the first message
+    /// of its room not taken, with the reason: the publisher sets them aside as dead letters
+    /// instead of trying them again. Their room's later messages are not delivered.
+    pub refused: Vec<(i64, String)>,
+    /// Why some message was not taken, if one was, other than a refusal for good (in
+    /// `refused`): a retry can help.
     pub error: Option<crate::error::Error>,
 }
 

@@ -37,8 +37,16 @@ pub trait Presence: Send + Sync {
     ) -> Result<bool>;
     /// The room `user` is in.
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>>;
-    /// Users whose last heartbeat is before `before`, at most `limit`.
-    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<StaleMember>>;
+    /// Users whose last heartbeat is before `before`, oldest first (ties by user id), at most
+    /// `limit`; with `after` (the heartbeat and user of the last member of the page before),
+    /// only those that come after it in that order, so that a pass pages past members it
+    /// could not evict.
+    async fn list_stale(
+        &self,
+        before: Timestamp,
+        after: Option<StaleCursor>,
+        limit: u32,
+    ) -> Result<Vec<StaleMember>>;
 }
 
 /// A user whose heartbeat stopped, as [`Presence::list_stale`] finds them.
@@ -50,6 +58,17 @@ pub struct StaleMember {
     pub user: UserId,
     /// Their last heartbeat (or join).
     pub seen: Timestamp,
+}
+
+/// Where a page of [`Presence::list_stale`] ended: the last heartbeat and user of its last
+/// member.
+pub type StaleCursor = (Timestamp, UserId);
+
+impl StaleMember {
+    /// The cursor of a page that ends with this member.
+    pub fn cursor(&self) -> StaleCursor {
+        (self.seen, self.user.clone())
+    }
 }
 
 /// Shared handle to [`Presence`].

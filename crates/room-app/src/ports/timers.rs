@@ -22,12 +22,29 @@ pub struct Timer {
     pub command: CommandKind,
 }
 
+/// Where a page of [`Timers::list_due`] ended: the due time and id of its last timer.
+pub type TimerCursor = (Timestamp, String);
+
+impl Timer {
+    /// The cursor of a page that ends with this timer.
+    pub fn cursor(&self) -> TimerCursor {
+        (self.due_at, self.timer_id.clone())
+    }
+}
+
 /// Durable timers, armed in commits.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Timers: Send + Sync {
-    /// Timers due at or before `now`, earliest first, at most `limit`.
-    async fn list_due(&self, now: Timestamp, limit: u32) -> Result<Vec<Timer>>;
+    /// Timers due at or before `now`, earliest first (ties by timer id), at most `limit`;
+    /// with `after` (the due time and id of the last timer of the page before), only those
+    /// that come after it in that order, so that a pass pages past timers it could not fire.
+    async fn list_due(
+        &self,
+        now: Timestamp,
+        after: Option<TimerCursor>,
+        limit: u32,
+    ) -> Result<Vec<Timer>>;
     /// Removes a fired timer, if its `due_at` is still the one given (a re-armed timer stays).
     async fn delete(&self, timer_id: &str, due_at: Timestamp) -> Result<()>;
 }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use room_app::ports::{ClockRef, WorkClaimsRef};
+use room_app::ports::{Clock, ClockRef, WorkClaimsRef};
 use room_app::testkit::eventually;
-use room_app::{InMemoryStore, SystemClock, workers};
+use room_app::{InMemoryStore, workers};
 use room_domain::Timestamp;
 use room_testkit::ManualClock;
 use tokio_util::sync::CancellationToken;
@@ -21,7 +21,6 @@ fn runner(
     let claim = workers::Claim {
         claims: claims.clone(),
         owner: owner.to_owned(),
-        clock: Arc::new(SystemClock) as ClockRef,
         ttl: Duration::from_secs(10),
     };
     tokio::spawn(workers::run_claimed(
@@ -73,14 +72,13 @@ async fn one_process_runs_a_claimed_pass_and_the_other_takes_over_when_it_stops(
 
 #[tokio::test(start_paused = true)]
 async fn a_pass_longer_than_the_claim_keeps_it_and_a_stop_drops_the_pass() {
-    let claims: WorkClaimsRef = Arc::new(InMemoryStore::new());
-    // The service's clock as tokio's (paused) time moves it.
+    // The store's clock as tokio's (paused) time moves it.
     let clock: ClockRef = ManualClock::following_tokio(Timestamp(1_700_000_000_000));
+    let claims: WorkClaimsRef = Arc::new(InMemoryStore::with_clock(clock.clone()));
     let ttl = Duration::from_secs(3);
     let claim = |owner: &str| workers::Claim {
         claims: claims.clone(),
         owner: owner.to_owned(),
-        clock: clock.clone(),
         ttl,
     };
     // Worker a's passes last four TTLs each; b would run the pass as soon as a's claim
@@ -148,6 +146,68 @@ async fn a_pass_longer_than_the_claim_keeps_it_and_a_stop_drops_the_pass() {
         "the pass was dropped"
     );
     eventually("b took the claim over", || async {
+        b_passes.load(Ordering::SeqCst) > 0
+    })
+    .await;
+    b_stop.cancel();
+    b.await.unwrap();
+}
+
+/// Claims expire by the store's clock, which every process reads alike: a worker whose own
+/// clock runs 30 s ahead of the others' does not take a live claim (it did, when each
+/// claimer compared its own clock with the expiry another claimer had written), and takes
+/// the claim only once it has expired by the store's clock.
+#[tokio::test(start_paused = true)]
+async fn a_worker_whose_clock_runs_ahead_does_not_take_a_live_claim() {
+    let store_clock = ManualClock::following_tokio(Timestamp(1_700_000_000_000));
+    let claims: WorkClaimsRef = Arc::new(InMemoryStore::with_clock(store_clock.clone()));
+    let ttl = Duration::from_secs(10);
+    let claim = |owner: &str| workers::Claim {
+        claims: claims.clone(),
+        owner: owner.to_owned(),
+        ttl,
+    };
+    // Worker b's own clock: 30 s ahead of the store's (and of worker a's), three TTLs.
+    let b_clock = ManualClock::following_tokio(Timestamp(1_700_000_030_000));
+    assert!(b_clock.now().0 - store_clock.now().0 >= 3 * ttl.as_millis() as i64);
+
+    let (a_passes, b_passes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (a_stop, b_stop) = (CancellationToken::new(), CancellationToken::new());
+    let counting = |passes: Arc<AtomicU64>| {
+        move || {
+            passes.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(Ok(0))
+        }
+    };
+    let a = tokio::spawn(workers::run_claimed(
+        "timers",
+        Duration::from_millis(100),
+        claim("worker-a"),
+        a_stop.clone(),
+        counting(a_passes.clone()),
+    ));
+    eventually("worker a holds the claim", || async {
+        a_passes.load(Ordering::SeqCst) > 0
+    })
+    .await;
+    let b = tokio::spawn(workers::run_claimed(
+        "timers",
+        Duration::from_millis(100),
+        claim("worker-b"),
+        b_stop.clone(),
+        counting(b_passes.clone()),
+    ));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(
+        b_passes.load(Ordering::SeqCst),
+        0,
+        "b never took a's live claim"
+    );
+
+    // Worker a dies without releasing its claim: b takes it once it expired.
+    a.abort();
+    let _ = a.await;
+    eventually("b takes the expired claim", || async {
         b_passes.load(Ordering::SeqCst) > 0
     })
     .await;

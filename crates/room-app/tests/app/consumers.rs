@@ -14,11 +14,11 @@ use room_app::consumers::{
     FactConsumer, FactError, FactHandler, FactSource, GAP_WAIT, OutboxSource, mark_passed,
 };
 use room_app::ports::{
-    ClockRef, ConsumerPositions, ConsumerPositionsRef, Outbox, OutboxMessage, OutboxRef,
+    ClockRef, ConsumerPositions, ConsumerPositionsRef, DeadLetter, Outbox, OutboxMessage, OutboxRef,
 };
 use room_app::testkit::eventually;
 use room_app::{InMemoryStore, Result, workers};
-use room_domain::{Event, EventEnvelope, Timestamp};
+use room_domain::{Event, EventEnvelope, RoomId, Timestamp};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{World, user_actor};
@@ -70,7 +70,6 @@ fn claim(world: &World, owner: &str) -> workers::Claim {
     workers::Claim {
         claims: world.store.clone(),
         owner: owner.to_owned(),
-        clock: world.clock.clone(),
         ttl: Duration::from_secs(30),
     }
 }
@@ -295,8 +294,13 @@ struct Hiding {
 
 #[async_trait]
 impl Outbox for Hiding {
-    async fn list_pending(&self, limit: u32) -> Result<Vec<OutboxMessage>> {
-        self.inner.list_pending(limit).await
+    async fn list_pending(
+        &self,
+        after: i64,
+        skip: &[RoomId],
+        limit: u32,
+    ) -> Result<Vec<OutboxMessage>> {
+        self.inner.list_pending(after, skip, limit).await
     }
     async fn mark_delivered(&self, ids: &[i64], at: Timestamp) -> Result<()> {
         self.inner.mark_delivered(ids, at).await
@@ -313,6 +317,15 @@ impl Outbox for Hiding {
     }
     async fn mark_passed(&self, through: i64, at: Timestamp, limit: u32) -> Result<u64> {
         self.inner.mark_passed(through, at, limit).await
+    }
+    async fn dead_letter(&self, id: i64, reason: &str, at: Timestamp) -> Result<bool> {
+        self.inner.dead_letter(id, reason, at).await
+    }
+    async fn list_dead_letters(&self, after: i64, limit: u32) -> Result<Vec<DeadLetter>> {
+        self.inner.list_dead_letters(after, limit).await
+    }
+    async fn replay_dead_letter(&self, id: i64) -> Result<bool> {
+        self.inner.replay_dead_letter(id).await
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use room_app::ports::{Clock, Presence, StaleMember};
+use room_app::ports::{Clock, Presence, StaleCursor, StaleMember};
 use room_app::{LocalPresence, Result, workers};
 use room_domain::{RoomId, Timestamp, UserId};
 
@@ -43,11 +43,18 @@ impl Presence for EarlierListing {
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>> {
         self.inner.get_current_room(user).await
     }
-    async fn list_stale(&self, before: Timestamp, limit: u32) -> Result<Vec<StaleMember>> {
-        if let Some(listing) = self.next_listing.lock().unwrap().take() {
+    async fn list_stale(
+        &self,
+        before: Timestamp,
+        after: Option<StaleCursor>,
+        limit: u32,
+    ) -> Result<Vec<StaleMember>> {
+        if after.is_none()
+            && let Some(listing) = self.next_listing.lock().unwrap().take()
+        {
             return Ok(listing);
         }
-        self.inner.list_stale(before, limit).await
+        self.inner.list_stale(before, after, limit).await
     }
 }
 
@@ -76,7 +83,7 @@ async fn bob_gone_quiet() -> (World, Arc<EarlierListing>, RoomId, Vec<StaleMembe
         .await
         .expect("alice is still there");
     let cutoff = Timestamp(Clock::now(&*world.clock).0 - TIMEOUT.as_millis() as i64);
-    let listing = presence.inner.list_stale(cutoff, 100).await.unwrap();
+    let listing = presence.inner.list_stale(cutoff, None, 100).await.unwrap();
     assert_eq!(listing.len(), 1, "{listing:?}");
     assert_eq!(listing[0].user, uid("bob"));
     (world, presence, room, listing)

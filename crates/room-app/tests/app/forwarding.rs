@@ -463,3 +463,71 @@ async fn gifts_through_another_node_look_the_room_up_once() {
         "node b must not run the room"
     );
 }
+
+/// A wallet whose debits never answer (a stalled wallet service).
+struct StalledWallet(Arc<room_app::InMemoryStore>);
+
+#[async_trait]
+impl room_app::ports::Wallet for StalledWallet {
+    async fn debit(
+        &self,
+        _: &str,
+        _: &UserId,
+        _: room_domain::Coins,
+    ) -> Result<room_domain::Coins> {
+        std::future::pending().await
+    }
+    async fn credit(
+        &self,
+        op_id: &str,
+        kind: room_app::ports::CreditKind,
+        user: &UserId,
+        amount: room_domain::Coins,
+    ) -> Result<room_domain::Coins> {
+        self.0.credit(op_id, kind, user, amount).await
+    }
+    async fn settle_debit(&self, op_id: &str) -> Result<room_app::ports::DebitStatus> {
+        self.0.settle_debit(op_id).await
+    }
+    async fn balance(&self, user: &UserId) -> Result<room_domain::Coins> {
+        room_app::ports::Wallet::balance(&*self.0, user).await
+    }
+}
+
+/// A lucky gift's drive that outlasts its turn is cut short below the lock's TTL: the lock
+/// is never left to expire under a drive still going on, where another drive of the same
+/// sender would take its turn beside it. The cut drive is answered as retryable.
+#[tokio::test(start_paused = true)]
+async fn a_lucky_drive_never_outlasts_its_turn() {
+    let Cluster { a, b, .. } = cluster_built(
+        |lease| lease,
+        |builder| builder.wallet(Arc::new(StalledWallet(Arc::default()))),
+    )
+    .await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    let b = Arc::new(b);
+    let slow = {
+        let b = b.clone();
+        let request = gift(&room, "alice", "o-slow", "clover", 1, &["bob"]);
+        tokio::spawn(async move { b.saga().send(request).await })
+    };
+    // Longer than the lock's TTL (the lease table's, 10 s).
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert!(
+        slow.is_finished(),
+        "the drive was cut short within its turn"
+    );
+    let answer = slow.await.unwrap();
+    assert!(
+        matches!(&answer, Err(error) if error.is_retryable()),
+        "{answer:?}"
+    );
+    // Its turn was given back: the sender's next lucky gift goes through at once.
+    a.fund("alice", 100).await;
+    let next = a
+        .saga()
+        .send(gift(&room, "alice", "o-next", "clover", 1, &["bob"]))
+        .await
+        .unwrap();
+    assert_eq!(next.status, room_domain::OrderStatus::Completed);
+}

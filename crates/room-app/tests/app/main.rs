@@ -14,6 +14,7 @@ mod log_pruning;
 mod orchestrator;
 mod order_identity;
 mod outbox_lag;
+mod outbox_publisher;
 mod password_attempts;
 mod recent_replies;
 mod robot_admin;

@@ -80,6 +80,7 @@ async fn an_unreachable_broker_keeps_the_rows_and_the_lag_says_so() {
     let mut broker = MockEventPublisher::new();
     broker.expect_publish().returning(|_| Published {
         delivered: Vec::new(),
+        refused: Vec::new(),
         error: Some(Error::Unavailable("the broker cannot be reached".into())),
     });
     let broker: EventPublisherRef = Arc::new(broker);

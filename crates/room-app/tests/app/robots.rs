@@ -24,7 +24,7 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
     let room = world.open_room("robots", "owner", &["alice"]).await;
     world.fund("alice", 1_000).await;
     let bot = uid("bot-1");
-    let outbox_at_start = Outbox::list_pending(&*world.store, 10_000)
+    let outbox_at_start = Outbox::list_pending(&*world.store, 0, &[], 10_000)
         .await
         .unwrap()
         .len();
@@ -82,7 +82,9 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
     // No wallet moved and no outbox row was written for the robot's join or gift.
     assert_eq!(world.balance("bot-1").await, Coins(0));
     assert_eq!(world.balance("alice").await, Coins(1_000));
-    let pending = Outbox::list_pending(&*world.store, 10_000).await.unwrap();
+    let pending = Outbox::list_pending(&*world.store, 0, &[], 10_000)
+        .await
+        .unwrap();
     assert_eq!(
         pending.len(),
         outbox_at_start,
@@ -134,7 +136,9 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
         state.rocket
     );
     assert_eq!(state.contribution.day.get(&uid("alice")), Some(&Coins(50)));
-    let pending = Outbox::list_pending(&*world.store, 10_000).await.unwrap();
+    let pending = Outbox::list_pending(&*world.store, 0, &[], 10_000)
+        .await
+        .unwrap();
     let gifts: Vec<_> = pending[outbox_at_start..]
         .iter()
         .filter_map(|row| match &row.envelope.event {
@@ -153,7 +157,7 @@ async fn a_robots_leave_is_marked_and_not_durable() {
     let room = world.open_room("robots-leave", "owner", &[]).await;
     let bot = uid("bot-1");
     world.robot_join(&room, "bot-1").await;
-    let outbox_before = Outbox::list_pending(&*world.store, 10_000)
+    let outbox_before = Outbox::list_pending(&*world.store, 0, &[], 10_000)
         .await
         .unwrap()
         .len();
@@ -171,7 +175,7 @@ async fn a_robots_leave_is_marked_and_not_durable() {
     );
     let event = &left.events[0].event;
     assert!(event.is_robot() && !event.delivery().durable);
-    let outbox_after = Outbox::list_pending(&*world.store, 10_000)
+    let outbox_after = Outbox::list_pending(&*world.store, 0, &[], 10_000)
         .await
         .unwrap()
         .len();

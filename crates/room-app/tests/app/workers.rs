@@ -4,12 +4,13 @@
 use std::sync::{Arc, Mutex};
 
 use room_app::ports::{
-    Clock, CreditKind, MockPayouts, MockTimers, Payout, Payouts, PayoutsRef, Timers, TimersRef,
+    Clock, CreditKind, Lease, LeaseHolder, MockPayouts, MockTimers, Payout, Payouts, PayoutsRef,
+    Timers, TimersRef,
 };
-use room_app::{Error, workers};
-use room_domain::{Coins, CommandKind, Event, SeatIndex, Timestamp};
+use room_app::{Error, Result, workers};
+use room_domain::{Coins, CommandKind, Event, RoomId, SeatIndex, Timestamp};
 
-use crate::support::{T0, World, gift, rid, uid, user};
+use crate::support::{T0, World, eventually, gift, rid, uid, user};
 
 fn timers(world: &World) -> TimersRef {
     world.store.clone()
@@ -52,7 +53,9 @@ async fn a_mic_take_arms_a_publish_timeout_that_frees_the_seat() {
         .expect("a mic-up event");
 
     let deadline = Timestamp(T0.0 + 30_000);
-    let armed = Timers::list_due(&*world.store, deadline, 10).await.unwrap();
+    let armed = Timers::list_due(&*world.store, deadline, None, 10)
+        .await
+        .unwrap();
     assert_eq!(armed.len(), 1, "{armed:?}");
     assert_eq!(armed[0].due_at, deadline);
     assert_eq!(
@@ -73,7 +76,7 @@ async fn a_mic_take_arms_a_publish_timeout_that_frees_the_seat() {
     let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
     assert_eq!(fired.unwrap(), 1);
     assert_eq!(seat_holder(&world, 2).await, None);
-    let left = Timers::list_due(&*world.store, world.clock.now(), 10).await;
+    let left = Timers::list_due(&*world.store, world.clock.now(), None, 10).await;
     assert!(left.unwrap().is_empty(), "a fired timer is removed");
 }
 
@@ -99,7 +102,7 @@ async fn a_publish_timeout_after_the_audio_started_is_stale_and_dropped() {
     let fired = workers::fire_due_timers(&world.service, &timers(&world), 10).await;
     assert_eq!(fired.unwrap(), 1);
     assert_eq!(seat_holder(&world, 2).await.as_deref(), Some("bob"));
-    let left = Timers::list_due(&*world.store, world.clock.now(), 10).await;
+    let left = Timers::list_due(&*world.store, world.clock.now(), None, 10).await;
     assert!(left.unwrap().is_empty(), "a stale timer is dropped");
 }
 
@@ -150,7 +153,7 @@ async fn a_rocket_launch_owes_rewards_that_are_paid_once() {
 #[tokio::test]
 async fn a_timer_the_room_finds_early_is_kept() {
     let world = ignited_world().await;
-    let armed = Timers::list_due(&*world.store, Timestamp(i64::MAX), 10)
+    let armed = Timers::list_due(&*world.store, Timestamp(i64::MAX), None, 10)
         .await
         .unwrap();
     let launch = armed
@@ -158,9 +161,13 @@ async fn a_timer_the_room_finds_early_is_kept() {
         .find(|t| matches!(t.command, CommandKind::LaunchRocket { .. }))
         .expect("the ignition armed a launch");
     let mut ahead = MockTimers::new();
-    ahead
-        .expect_list_due()
-        .returning(move |_, _| Ok(vec![launch.clone()]));
+    ahead.expect_list_due().returning(move |_, after, _| {
+        Ok(if after.is_none() {
+            vec![launch.clone()]
+        } else {
+            vec![]
+        })
+    });
     ahead.expect_delete().never();
     let ahead: TimersRef = Arc::new(ahead);
     let fired = workers::fire_due_timers(&world.service, &ahead, 10).await;
@@ -325,4 +332,165 @@ async fn members_of_a_reloaded_room_are_evicted_without_heartbeats() {
         .expect("eviction pass");
     assert_eq!(evicted, 2);
     assert_eq!(service.get_room(&room).await.unwrap().online_count, 0);
+}
+
+/// A lease table where the rooms in `dead` are held by a node whose registration has expired
+/// (it died; its leases have not expired yet), and every other room is free for this node.
+#[derive(Default)]
+struct DeadNode {
+    dead: Mutex<std::collections::HashSet<RoomId>>,
+}
+
+#[async_trait::async_trait]
+impl Lease for DeadNode {
+    async fn acquire(&self, room_id: &RoomId) -> Result<bool> {
+        Ok(!self.dead.lock().unwrap().contains(room_id))
+    }
+    async fn renew_all(&self, rooms: &[RoomId]) -> Result<Vec<bool>> {
+        let dead = self.dead.lock().unwrap();
+        Ok(rooms.iter().map(|room| !dead.contains(room)).collect())
+    }
+    async fn release(&self, _: &RoomId) -> Result<()> {
+        Ok(())
+    }
+    async fn get_holder(&self, room_id: &RoomId) -> Result<Option<LeaseHolder>> {
+        Ok(self
+            .dead
+            .lock()
+            .unwrap()
+            .contains(room_id)
+            .then(|| LeaseHolder {
+                node_id: "node-dead".into(),
+                url: None,
+            }))
+    }
+    async fn join_group(&self, _: &str) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    async fn leave_group(&self, _: &str) -> Result<()> {
+        Ok(())
+    }
+    async fn try_lock(&self, name: &str) -> Result<Option<String>> {
+        Ok(Some(name.to_owned()))
+    }
+    async fn unlock(&self, _: &str, _: &str) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A node of a cluster (a forwarder set) whose lease table is `lease`.
+async fn clustered(lease: Arc<DeadNode>) -> World {
+    let world = World::builder().lease(lease).build().await;
+    crate::support::Nodes::connect(&[("http://a", &world)]);
+    world
+}
+
+/// A room `owner` creates and joins.
+async fn open(world: &World, owner: &str) -> RoomId {
+    let owner = crate::support::user_actor(owner);
+    let room = world
+        .service
+        .create_room(&owner, "room".into(), None, "sg".into(), None)
+        .await
+        .unwrap()
+        .room_id;
+    world.service.join(&owner, &room, None, None).await.unwrap();
+    room
+}
+
+/// Lets this node's cells of `rooms` go (their rooms then die with another node).
+async fn let_go(world: &World, rooms: &[RoomId]) {
+    for room in rooms {
+        world.runtime().release_room(room);
+    }
+    let runtime = world.runtime().clone();
+    let rooms = rooms.to_vec();
+    eventually("the cells stopped", || {
+        let (runtime, rooms) = (runtime.clone(), rooms.clone());
+        async move { rooms.iter().all(|room| !runtime.is_active(room)) }
+    })
+    .await;
+}
+
+/// More timers that keep failing than a pass takes at once (rooms of a dead node whose leases
+/// have not expired: `NotOwner`) hold back no other room's timer; they stay, and fire once
+/// their rooms are reachable again.
+#[tokio::test]
+async fn timers_that_keep_failing_do_not_stall_the_others() {
+    const LIMIT: u32 = 4;
+    let lease = Arc::new(DeadNode::default());
+    let world = clustered(lease.clone()).await;
+    let mut rooms = Vec::new();
+    for i in 0..7 {
+        if i == 6 {
+            // The live room's timer is due last, after every failing one.
+            world.clock.advance_secs(1);
+        }
+        // One user on the seat of each room (a user is in one room at a time).
+        let speaker = format!("speaker-{i}");
+        let room = open(&world, &speaker).await;
+        let take = CommandKind::TakeSeat { seat: SeatIndex(2) };
+        world.exec(&room, user(&speaker), take).await.unwrap();
+        rooms.push(room);
+    }
+    let live = rooms.pop().unwrap();
+    let dead = rooms;
+    let_go(&world, &dead).await;
+    lease.dead.lock().unwrap().extend(dead.iter().cloned());
+
+    world.clock.advance_secs(30);
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), LIMIT).await;
+    assert_eq!(
+        fired.unwrap(),
+        1,
+        "the live room's publish timeout fires past the failing ones"
+    );
+    assert!(world.state(&live).await.seats[2].occupant.is_none());
+    let left = Timers::list_due(&*world.store, world.clock.now(), None, 100)
+        .await
+        .unwrap();
+    assert_eq!(left.len(), dead.len(), "the failing timers stay: {left:?}");
+
+    // Their node's leases expire: the next passes fire them, `LIMIT` at a time.
+    lease.dead.lock().unwrap().clear();
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), LIMIT).await;
+    assert_eq!(fired.unwrap(), u64::from(LIMIT));
+    let fired = workers::fire_due_timers(&world.service, &timers(&world), LIMIT).await;
+    assert_eq!(fired.unwrap(), 2);
+    for room in &dead {
+        assert!(world.state(room).await.seats[2].occupant.is_none());
+    }
+}
+
+/// The same for the eviction pass: members of a dead node's rooms, more than a pass takes,
+/// hold back no other room's eviction, and are evicted once their rooms are reachable.
+#[tokio::test]
+async fn evictions_that_keep_failing_do_not_stall_the_others() {
+    const LIMIT: u32 = 2;
+    let lease = Arc::new(DeadNode::default());
+    let world = clustered(lease.clone()).await;
+    let mut dead = Vec::new();
+    for name in ["u0", "u1", "u2"] {
+        dead.push(open(&world, name).await);
+    }
+    world.clock.advance_secs(1);
+    // Bob's heartbeat is the newest: listed after every member of the dead rooms.
+    let room = open(&world, "bob").await;
+    let_go(&world, &dead).await;
+    lease.dead.lock().unwrap().extend(dead.iter().cloned());
+
+    world.clock.advance_secs(100);
+    let timeout = std::time::Duration::from_secs(90);
+    let evicted = workers::evict_stale_members(&world.service, timeout, LIMIT).await;
+    assert_eq!(evicted.unwrap(), 1, "bob is evicted past the failing ones");
+    assert!(!world.state(&room).await.members.contains_key(&uid("bob")));
+
+    lease.dead.lock().unwrap().clear();
+    let evicted = workers::evict_stale_members(&world.service, timeout, LIMIT).await;
+    assert_eq!(evicted.unwrap(), u64::from(LIMIT));
+    let evicted = workers::evict_stale_members(&world.service, timeout, LIMIT).await;
+    assert_eq!(evicted.unwrap(), 1);
+    for room in &dead {
+        assert!(world.state(room).await.members.is_empty());
+    }
 }

@@ -169,6 +169,15 @@ fn every_wrong_combination_of_storage_lease_and_cluster_is_refused_by_name() {
     );
     refused(&|s| s.cell.node_id = "local".into(), "ROOM__CELL__NODE_ID");
     refused(&|s| s.lease.ttl_ms = 2_999, "ROOM__LEASE__TTL_MS");
+    // Recovery must leave the orders other nodes drive to them.
+    refused(
+        &|s| s.workers.recovery_older_than_secs = 0,
+        "ROOM__WORKERS__RECOVERY_OLDER_THAN_SECS",
+    );
+    refused(
+        &|s| s.workers.recovery_older_than_secs = s.http.request_timeout_secs,
+        "ROOM__WORKERS__RECOVERY_OLDER_THAN_SECS",
+    );
     refused(
         &|s| s.cluster.forward_timeout_ms = Some(10_000),
         "ROOM__CLUSTER__FORWARD_TIMEOUT_MS",

@@ -20,8 +20,10 @@ pub struct WorkerSettings {
     pub payouts_every_secs: u64,
     /// How often unfinished gift orders are recovered, in seconds.
     pub recovery_every_secs: u64,
-    /// The periodic recovery settles orders unfinished for longer than this many seconds
-    /// (recovery at start-up settles every unfinished order).
+    /// The periodic recovery settles orders unfinished for longer than this many seconds;
+    /// so does recovery at start-up with several nodes (embedded, it settles every unfinished
+    /// order). Clustered, it must be longer than `http.request_timeout_secs`: younger orders
+    /// may be driven by another node right now.
     pub recovery_older_than_secs: u64,
     /// Most items one pass handles (timers, evictions, payouts); gift recovery reads
     /// unfinished orders in pages of this size and walks all of them in one pass.
@@ -75,12 +77,15 @@ pub(super) const SECTION: Section = Section {
         ),
         (
             "recovery_every_secs",
-            "How often unfinished gift orders are settled, in seconds (every unfinished order is \
-             also settled at start-up, before the service takes requests).",
+            "How often unfinished gift orders are settled, in seconds (they are also settled at \
+             start-up, before the service reports ready: every one in embedded mode, those older \
+             than `recovery_older_than_secs` with several nodes).",
         ),
         (
             "recovery_older_than_secs",
-            "The periodic recovery settles orders unfinished for longer than this many seconds.",
+            "The periodic recovery, and with several nodes the one at start-up, settles orders \
+             unfinished for longer than this many seconds; clustered, it must be longer than \
+             `http.request_timeout_secs` (younger orders may be driven by another node right now).",
         ),
         (
             "batch_limit",

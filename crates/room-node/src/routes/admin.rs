@@ -1,4 +1,5 @@
-//! Platform admin routes: wallet credits, the gift catalog and robot rooms.
+//! Platform admin routes: wallet credits, the gift catalog, robot rooms and the outbox's dead
+//! letters.
 
 // utoipa's `params(RobotPageQuery)` expands to fully qualified paths.
 #![allow(unused_qualifications)]
@@ -18,9 +19,9 @@ use utoipa::IntoParams;
 
 use crate::auth::PlatformAdmin;
 use crate::dto::{
-    CreateRobotRoomRequest, CreditRequest, CreditResponse, GiftCatalogEntry, GiftShareRequest,
-    PatchRobotRoomRequest, PutGiftRequest, RobotProfileRequest, RobotRoomListResponse,
-    RobotRoomResponse,
+    CreateRobotRoomRequest, CreditRequest, CreditResponse, DeadLetterListResponse,
+    DeadLetterResponse, GiftCatalogEntry, GiftShareRequest, PatchRobotRoomRequest, PutGiftRequest,
+    RobotProfileRequest, RobotRoomListResponse, RobotRoomResponse,
 };
 use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, parse_id};
@@ -500,5 +501,99 @@ mod tests {
             ),
             (500, "INTERNAL", false)
         );
+    }
+}
+
+/// `limit` and `cursor` of the dead letter list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeadLetterPageQuery {
+    /// Items per page, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// An outbox id from a cursor or a path: digits of a positive 64-bit integer.
+fn outbox_id(raw: &str) -> Option<i64> {
+    raw.parse::<i64>().ok().filter(|id| *id > 0)
+}
+
+/// The durable facts the broker refused for good (too large, invalid), which the outbox
+/// publisher set aside so that their rooms' later facts go on, oldest first.
+#[utoipa::path(
+    get, path = "/v1/admin/outbox/dead-letters", tag = "admin",
+    params(DeadLetterPageQuery),
+    responses(
+        (status = 200, description = "A page of dead letters", body = DeadLetterListResponse),
+        (status = 400, description = "`INVALID_QUERY`, `INVALID_LIMIT` or `INVALID_CURSOR`", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_dead_letters(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    ApiQuery(query): ApiQuery<DeadLetterPageQuery>,
+) -> ApiResult<Json<DeadLetterListResponse>> {
+    let limit = super::rooms::page_limit(query.limit)?;
+    let after = match query.cursor.as_deref() {
+        None => 0,
+        Some(cursor) => outbox_id(cursor).ok_or_else(|| {
+            ApiError::of(
+                ApiCode::InvalidCursor,
+                "cursor is not a next_cursor of this list",
+            )
+        })?,
+    };
+    let page = room_app::dead_letters::list_dead_letters(&state.outbox, after, limit).await?;
+    Ok(Json(DeadLetterListResponse {
+        dead_letters: page
+            .dead_letters
+            .into_iter()
+            .map(|dead| DeadLetterResponse {
+                id: dead.id.to_string(),
+                room_id: dead.envelope.room_id.to_string(),
+                seq: dead.envelope.seq,
+                event_id: dead.envelope.event_id.clone(),
+                event_type: dead.envelope.event.type_name().to_owned(),
+                reason: dead.reason,
+                dead_at: dead.dead_at.0,
+                envelope: serde_json::to_value(&dead.envelope).unwrap_or_default(),
+            })
+            .collect(),
+        next_cursor: page.next_after.map(|id| id.to_string()),
+    }))
+}
+
+/// Puts a dead letter back in the outbox under its own id: the publisher publishes it again
+/// (after the broker's limit or the fact's cause was fixed). A fact refused again becomes a
+/// dead letter again.
+#[utoipa::path(
+    post, path = "/v1/admin/outbox/dead-letters/{id}/replay", tag = "admin",
+    params(("id" = String, Path, description = "The dead letter's id")),
+    responses(
+        (status = 204, description = "Back in the outbox"),
+        (status = 400, description = "`INVALID_ID`: not an outbox id", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+        (status = 404, description = "`NOT_FOUND`: no dead letter has that id (never, or replayed already)", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn replay_dead_letter(
+    State(state): State<AppState>,
+    PlatformAdmin(_): PlatformAdmin,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    let id = outbox_id(&id)
+        .ok_or_else(|| ApiError::of(ApiCode::InvalidId, format!("{id:?} is not an outbox id")))?;
+    if room_app::dead_letters::replay_dead_letter(&state.outbox, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::of(
+            ApiCode::NotFound,
+            format!("no dead letter has id {id}"),
+        ))
     }
 }

@@ -54,11 +54,11 @@ where
         events: ok(store.list_events(room_id, 0, 10_000).await, "list_events"),
         commands,
         outbox: ok(
-            Outbox::list_pending(store, 10_000).await,
+            Outbox::list_pending(store, 0, &[], 10_000).await,
             "Outbox::list_pending",
         ),
         orders,
-        timers: ok(store.list_due(far_future(), 10_000).await, "list_due"),
+        timers: ok(store.list_due(far_future(), None, 10_000).await, "list_due"),
         payouts: ok(
             Payouts::list_pending(store, None, 10_000).await,
             "Payouts::list_pending",
@@ -225,7 +225,7 @@ where
     let expected: Vec<_> = first.events.iter().chain(&second.events).cloned().collect();
     same(all, expected, "events of both commits, in seq order");
     let outbox = ok(
-        Outbox::list_pending(&*store, 100).await,
+        Outbox::list_pending(&*store, 0, &[], 100).await,
         "Outbox::list_pending",
     );
     let envelopes: Vec<_> = outbox.iter().map(|m| m.envelope.clone()).collect();
@@ -235,7 +235,7 @@ where
         expected,
         "outbox rows of both commits, in commit order",
     );
-    let timers = ok(store.list_due(far_future(), 100).await, "list_due");
+    let timers = ok(store.list_due(far_future(), None, 100).await, "list_due");
     same(timers.len(), 2, "both commits' timers are armed");
     same(
         ok(store.get_summary(&a).await, "get_summary"),
@@ -563,7 +563,7 @@ where
     second.timers = vec![rearmed.clone()];
     ok(store.commit(&second).await, "commit re-arming the timer");
     same(
-        ok(store.list_due(far_future(), 100).await, "list_due"),
+        ok(store.list_due(far_future(), None, 100).await, "list_due"),
         vec![rearmed],
         "re-arming a timer id replaces the timer",
     );

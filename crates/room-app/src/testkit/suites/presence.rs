@@ -36,7 +36,7 @@ fn stale(room_id: &str, who: &str, seen: Timestamp) -> StaleMember {
 
 /// Everyone listed as stale before `before`, sorted by user (the port promises no order).
 async fn all_stale(presence: &dyn Presence, before: Timestamp) -> Vec<StaleMember> {
-    let mut listed = ok(presence.list_stale(before, 1_000).await, "list_stale");
+    let mut listed = ok(presence.list_stale(before, None, 1_000).await, "list_stale");
     listed.sort_by(|a, b| a.user.cmp(&b.user));
     listed
 }
@@ -237,17 +237,56 @@ async fn list_stale_respects_before_and_limit<P: Presence>(presence: Arc<P>) {
         "no one was seen before the first heartbeat",
     );
     same(
-        ok(p.list_stale(far_future(), 0).await, "list_stale"),
+        ok(p.list_stale(far_future(), None, 0).await, "list_stale"),
         Vec::new(),
         "a limit of 0 lists no one",
     );
     let every = all_stale(p, far_future()).await;
     same(every.len(), 5, "everyone is stale long after");
 
+    // Pages of 2 by cursor, nobody evicted, as the eviction pass goes past members it could
+    // not evict: each listed once, oldest first.
+    let mut paged: Vec<StaleMember> = Vec::new();
+    let mut after = None;
+    loop {
+        let page = ok(p.list_stale(far_future(), after, 2).await, "list_stale");
+        assert!(page.len() <= 2, "a page holds at most `limit`: {page:?}");
+        let Some(last) = page.last() else { break };
+        after = Some(last.cursor());
+        paged.extend(page);
+    }
+    same(
+        paged.iter().map(|m| m.seen).collect::<Vec<_>>(),
+        (0..5).map(|i| at(i * 10)).collect::<Vec<_>>(),
+        "paging by cursor lists everyone once, oldest first",
+    );
+    paged.sort_by(|a, b| a.user.cmp(&b.user));
+    same(paged, every.clone(), "the same members as one listing");
+    // Ties on the heartbeat go by user id.
+    for name in ["tie-b", "tie-a", "tie-c"] {
+        ok(
+            p.heartbeat(&room("p-tie"), &user(name), at(15)).await,
+            "heartbeat",
+        );
+    }
+    let page = ok(
+        p.list_stale(at(16), Some((at(15), user("tie-a"))), 10)
+            .await,
+        "list_stale",
+    );
+    same(
+        page.iter().map(|m| m.user.to_string()).collect::<Vec<_>>(),
+        vec!["tie-b".to_owned(), "tie-c".to_owned()],
+        "after a cursor within a tie: the later ids of the tie only",
+    );
+    for name in ["tie-a", "tie-b", "tie-c"] {
+        ok(p.remove(&room("p-tie"), &user(name)).await, "remove");
+    }
+
     // Pages of 2, each evicted before the next is listed, as the eviction pass goes.
     let mut evicted: Vec<StaleMember> = Vec::new();
     for _ in 0..3 {
-        let page = ok(p.list_stale(far_future(), 2).await, "list_stale");
+        let page = ok(p.list_stale(far_future(), None, 2).await, "list_stale");
         assert!(
             !page.is_empty() && page.len() <= 2,
             "a page holds 1 to `limit` users while some are stale: {page:?}"

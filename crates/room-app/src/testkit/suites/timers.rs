@@ -37,7 +37,7 @@ async fn arm<S: CellStore>(store: &S, room_id: &RoomId, version: u64, timers: Ve
 
 async fn list_due_orders_filters_and_limits<S: Timers + CellStore>(store: Arc<S>) {
     same(
-        ok(store.list_due(far_future(), 10).await, "list_due"),
+        ok(store.list_due(far_future(), None, 10).await, "list_due"),
         Vec::new(),
         "no timers at first",
     );
@@ -54,24 +54,53 @@ async fn list_due_orders_filters_and_limits<S: Timers + CellStore>(store: Arc<S>
     arm(&*store, &a, 1, vec![t_e.clone()]).await;
 
     same(
-        ok(store.list_due(at(300), 10).await, "list_due"),
+        ok(store.list_due(at(300), None, 10).await, "list_due"),
         vec![t_b.clone(), t_e.clone(), t_c.clone(), t_a.clone()],
         "due timers of every room, earliest first (ties by id), `now` included",
     );
     same(
-        ok(store.list_due(at(300), 2).await, "list_due"),
+        ok(store.list_due(at(300), None, 2).await, "list_due"),
         vec![t_b.clone(), t_e.clone()],
         "limit keeps the earliest",
     );
     same(
-        ok(store.list_due(at(99), 10).await, "list_due"),
+        ok(store.list_due(at(99), None, 10).await, "list_due"),
         Vec::new(),
         "nothing is due before the earliest timer",
     );
     same(
-        ok(store.list_due(far_future(), 10).await, "list_due"),
-        vec![t_b, t_e, t_c, t_a, t_d],
+        ok(store.list_due(far_future(), None, 10).await, "list_due"),
+        vec![
+            t_b.clone(),
+            t_e.clone(),
+            t_c.clone(),
+            t_a.clone(),
+            t_d.clone(),
+        ],
         "every timer is due eventually",
+    );
+    same(
+        ok(
+            store.list_due(at(300), Some(t_e.cursor()), 10).await,
+            "list_due",
+        ),
+        vec![t_c.clone(), t_a.clone()],
+        "after a cursor: the timers past it (a tie on due time goes by id)",
+    );
+    // Paging by cursor, as the timer pass goes past timers it could not fire.
+    let mut paged = Vec::new();
+    let mut after = None;
+    loop {
+        let page = ok(store.list_due(far_future(), after, 2).await, "list_due");
+        assert!(page.len() <= 2, "a page holds at most `limit`: {page:?}");
+        let Some(last) = page.last() else { break };
+        after = Some(last.cursor());
+        paged.extend(page);
+    }
+    same(
+        paged,
+        vec![t_b, t_e, t_c, t_a, t_d],
+        "pages of 2 reach every timer once, in order, none of them fired",
     );
 }
 
@@ -89,7 +118,7 @@ async fn delete_only_when_due_at_matches<S: Timers + CellStore>(store: Arc<S>) {
         "delete with the old due time",
     );
     same(
-        ok(store.list_due(far_future(), 10).await, "list_due"),
+        ok(store.list_due(far_future(), None, 10).await, "list_due"),
         vec![other.clone(), rearmed.clone()],
         "a re-armed timer survives a delete for its old due time",
     );
@@ -102,7 +131,7 @@ async fn delete_only_when_due_at_matches<S: Timers + CellStore>(store: Arc<S>) {
         "deleting an unknown timer is not an error",
     );
     same(
-        ok(store.list_due(far_future(), 10).await, "list_due"),
+        ok(store.list_due(far_future(), None, 10).await, "list_due"),
         vec![other],
         "a timer deleted at its due time is gone, others stay",
     );

@@ -350,3 +350,101 @@ async fn unknown_room_ids_never_activate_a_cell() {
         .expect("activate");
     assert_eq!(activation.epoch, 1, "no earlier activation touched storage");
 }
+
+/// A renewal that fails once (a Redis stall of a second) stops no cell: every lease still
+/// holds for two thirds of its TTL, and the next renewal goes through. Renewals that keep
+/// failing stop the cells once their leases may have expired.
+#[tokio::test(start_paused = true)]
+async fn a_failed_renewal_stops_only_the_cells_whose_lease_may_have_expired() {
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fails = failing.clone();
+    let mut lease = MockLease::new();
+    lease.expect_acquire().returning(|_| Ok(true));
+    lease.expect_renew_all().returning(move |rooms| {
+        if fails.load(Ordering::SeqCst) {
+            Err(Error::unavailable("the lease backend stalled"))
+        } else {
+            Ok(vec![true; rooms.len()])
+        }
+    });
+    lease.expect_release().returning(|_| Ok(()));
+    let world = World::builder()
+        .config(CellConfig {
+            lease_renew_every: Duration::from_secs(1),
+            ..config()
+        })
+        .lease(Arc::new(lease))
+        .build()
+        .await;
+    for room in ["r1", "r2", "r3"] {
+        world.open_room(room, "alice", &[]).await;
+    }
+
+    failing.store(true, Ordering::SeqCst);
+    let tick = world.runtime().renew_leases().await;
+    assert!(tick.failed);
+    assert_eq!(tick.lost, 0, "the leases still hold: {tick:?}");
+    assert_eq!(world.runtime().active_rooms(), 3);
+    failing.store(false, Ordering::SeqCst);
+    let tick = world.runtime().renew_leases().await;
+    assert_eq!((tick.renewed, tick.lost, tick.failed), (3, 0, false));
+    // A command still runs on the cells kept.
+    world.join(&rid("r1"), "bob").await;
+
+    // The backend stays away: past the TTL (3 s) the leases may have expired.
+    failing.store(true, Ordering::SeqCst);
+    tokio::time::advance(Duration::from_secs(3)).await;
+    let runtime = world.runtime().clone();
+    eventually("every cell stopped", || {
+        let runtime = runtime.clone();
+        async move {
+            runtime.renew_leases().await;
+            runtime.active_rooms() == 0
+        }
+    })
+    .await;
+}
+
+/// A commit that hangs (a half-open database connection) does not wedge the room while the
+/// keeper renews its lease: past its deadline (half the lease TTL) it is answered as of
+/// unknown outcome, the cell stops and gives the lease up, and another node takes the room
+/// at once, with an epoch of its own that fences the hung commit should it land.
+#[tokio::test(start_paused = true)]
+async fn a_commit_past_its_deadline_lets_the_room_go() {
+    let leases = InMemoryLeases::new(Duration::from_secs(3));
+    let (a, b) = two_nodes(&leases).await;
+    let room = a.open_room("r1", "alice", &["bob"]).await;
+    let deadline = CellConfig {
+        lease_renew_every: Duration::from_secs(1),
+        ..config()
+    }
+    .commit_deadline();
+    assert!(deadline < Duration::from_secs(3), "below the lease TTL");
+
+    a.probe.close_gate();
+    let started = tokio::time::Instant::now();
+    let answer = a.exec(&room, user("bob"), take_seat(0)).await;
+    assert!(
+        matches!(&answer, Err(Error::Unavailable(_))),
+        "unknown outcome: {answer:?}"
+    );
+    assert!(started.elapsed() >= deadline);
+    let runtime = a.runtime().clone();
+    let watched = room.clone();
+    eventually("node a's cell stopped", || {
+        let (runtime, watched) = (runtime.clone(), watched.clone());
+        async move { !runtime.is_active(&watched) }
+    })
+    .await;
+    let holder = leases
+        .node("node-b", "http://b")
+        .get_holder(&room)
+        .await
+        .unwrap();
+    assert!(holder.is_none(), "the lease was given up: {holder:?}");
+
+    // Node b takes the room now, not a lease TTL later.
+    b.exec(&room, user("bob"), take_seat(0)).await.unwrap();
+    assert!(b.runtime().is_active(&room));
+    a.probe.open_gate();
+}
