@@ -14,6 +14,7 @@ mod error;
 mod footprint;
 mod gifts;
 mod ids;
+pub mod keyed;
 mod known;
 pub mod ledger;
 mod local;

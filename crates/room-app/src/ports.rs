@@ -13,7 +13,8 @@
 //!   [`snapshots`](SnapshotStore), [`outbox`](Outbox) (with the [`EventPublisher`] it drains
 //!   to), [`timers`](Timers), [`payouts`](Payouts), [`directory`](RoomDirectory);
 //! - money: [`gift_orders`](GiftOrders), [`wallet`](Wallet), [`catalog`](GiftCatalog);
-//! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims);
+//! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims),
+//!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
 //! - people: [`presence`](Presence), [`password_attempts`](PasswordAttempts),
 //!   [`messenger`](Messenger) (display events);
@@ -26,6 +27,7 @@ mod clock;
 mod directory;
 mod forwarder;
 mod gift_orders;
+mod keyed_requests;
 mod lease;
 mod messenger;
 mod outbox;
@@ -49,6 +51,9 @@ pub use clock::{Clock, ClockRef, IdGen, IdGenRef};
 pub use directory::{RoomDirectory, RoomDirectoryRef, RoomSummary};
 pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, ReadKind};
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
+pub use keyed_requests::{
+    KeyClaim, KeyedAnswer, KeyedRecord, KeyedRequests, KeyedRequestsRef, MAX_KEYED_ANSWER_BYTES,
+};
 pub use lease::{Lease, LeaseHolder, LeaseRef};
 pub use messenger::{DisplayMessage, Messenger, MessengerRef};
 pub use outbox::{EventPublisher, EventPublisherRef, Outbox, OutboxMessage, OutboxRef, Published};
@@ -74,6 +79,7 @@ pub use self::{
     directory::MockRoomDirectory,
     forwarder::MockForwarder,
     gift_orders::MockGiftOrders,
+    keyed_requests::MockKeyedRequests,
     lease::MockLease,
     messenger::MockMessenger,
     outbox::{MockEventPublisher, MockOutbox},

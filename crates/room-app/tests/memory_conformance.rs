@@ -81,3 +81,8 @@ async fn robot_rooms() {
 async fn consumer_positions() {
     testkit::consumer_positions_suite(fresh).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keyed_requests() {
+    testkit::keyed_requests_suite(fresh).await;
+}
