@@ -277,6 +277,7 @@ impl App {
         let consumers =
             crate::facts::consumers(&settings, im.as_ref().map(|im| &im.client), &service)?;
 
+        let keys_clock = service.ports().clock.clone();
         let state = AppState::new(HandlerContext {
             service,
             auth,
@@ -303,6 +304,14 @@ impl App {
             robots: storage.robots.clone(),
             robot_id_prefix: settings.robots.id_prefix.clone(),
             links: LinkTasks::new(tasks.clone()),
+            // A claim unanswered for twice the request timeout was a node that died running
+            // it: a repeat takes it over.
+            keyed: room_app::keyed::KeyedGate::new(
+                storage.keyed.clone(),
+                keys_clock,
+                settings.cell.node_id.clone(),
+                Duration::from_secs(settings.http.request_timeout_secs.max(1) * 2),
+            ),
         });
         let router = routes::router(
             state.clone(),
@@ -634,6 +643,24 @@ impl App {
             move || {
                 let (rows, clock) = (rows.clone(), clock.clone());
                 async move { workers::prune_outbox(&rows, &clock, retention, batch, 10).await }
+            },
+        ));
+        // The records of keyed requests, after their own retention.
+        let records = self.storage.keyed.clone();
+        let keyed_retention =
+            Duration::from_secs(self.settings.http.idempotency_retention_secs.max(1));
+        let keyed_clock = self.state.service.ports().clock.clone();
+        self.tasks.spawn(workers::run_claimed(
+            "keyed_request_retention",
+            Duration::from_secs(outbox.retention_every_secs.max(1)),
+            self.claim(),
+            self.root.child_token(),
+            move || {
+                let (records, clock) = (records.clone(), keyed_clock.clone());
+                async move {
+                    workers::prune_keyed_requests(&records, &clock, keyed_retention, batch, 10)
+                        .await
+                }
             },
         ));
         // The command log behind each room's newest snapshot, after the same retention.

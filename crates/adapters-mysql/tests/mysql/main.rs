@@ -6,12 +6,13 @@
 //! reads. Each test runs on a database of its own on the server in `ROOM_TEST_MYSQL_URL`
 //! (skipped or failed as `room_app::testkit::service_url` says).
 //!
-//! By family: [`commits`], [`schema`], [`wallet`], [`gift_orders`], [`robot_pools`];
+//! By family: [`commits`], [`schema`], [`wallet`], [`gift_orders`], [`robot_pools`], [`keyed`];
 //! [`fixtures`] holds what they share.
 
 mod commits;
 mod fixtures;
 mod gift_orders;
+mod keyed;
 mod robot_pools;
 mod schema;
 mod wallet;
