@@ -7,6 +7,7 @@
 //! of every port and the conformance suites every adapter must pass.
 
 mod attempts;
+mod budgets;
 mod cell;
 pub mod consumers;
 pub mod digest;
@@ -31,6 +32,7 @@ pub mod visitors;
 pub mod workers;
 
 pub use attempts::{LocalPasswordAttempts, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
+pub use budgets::LocalRateBudgets;
 pub use cell::{
     CellConfig, CellDeps, CellRuntime, HeldCell, KeeperTick, MEMBER_HINT_FOR, RecentReplies,
 };

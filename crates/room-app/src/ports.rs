@@ -17,6 +17,7 @@
 //!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
 //! - people: [`presence`](Presence), [`password_attempts`](PasswordAttempts),
+//!   [`rate_budgets`](RateBudgets) (per-user request budgets),
 //!   [`messenger`](Messenger) (display events);
 //! - robots: [`robot_rooms`](RobotRooms);
 //! - time and ids: [`clock`](Clock).
@@ -35,6 +36,7 @@ mod password_attempts;
 mod payouts;
 mod positions;
 mod presence;
+mod rate_budgets;
 mod robot_rooms;
 mod snapshots;
 mod timers;
@@ -61,6 +63,7 @@ pub use password_attempts::{Counted, PasswordAttempts, PasswordAttemptsRef};
 pub use payouts::{Payout, Payouts, PayoutsRef};
 pub use positions::{ConsumerPositions, ConsumerPositionsRef};
 pub use presence::{Presence, PresenceRef, StaleMember};
+pub use rate_budgets::{RateBudgets, RateBudgetsRef, gcra};
 pub use robot_rooms::{
     GiftShare, MAX_GIFT_MIX, MAX_GIFT_WEIGHT, MAX_ROBOT_GIFTS_PER_MINUTE, MAX_ROBOT_ROOM_PAGE,
     MAX_ROBOTS, RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRooms, RobotRoomsRef,
@@ -87,6 +90,7 @@ pub use self::{
     payouts::MockPayouts,
     positions::MockConsumerPositions,
     presence::MockPresence,
+    rate_budgets::MockRateBudgets,
     robot_rooms::MockRobotRooms,
     snapshots::MockSnapshotStore,
     timers::MockTimers,

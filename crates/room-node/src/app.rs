@@ -70,6 +70,9 @@ struct SharedState {
     attempts: PasswordAttemptsRef,
     /// Display events: this node's watchers, and, clustered, every other node's too.
     messenger: MessengerRef,
+    /// The per-user request budgets of the cluster, in Redis; `None` embedded (each node's
+    /// own limits then).
+    budgets: Option<room_app::ports::RateBudgetsRef>,
 }
 
 impl SharedState {
@@ -86,6 +89,7 @@ impl SharedState {
                 presence: Arc::new(LocalPresence::new()),
                 attempts: Arc::new(LocalPasswordAttempts::default()),
                 messenger: local,
+                budgets: None,
             });
         };
         let unreachable = "cannot reach Redis (ROOM__LEASE__REDIS_URL)";
@@ -102,6 +106,11 @@ impl SharedState {
         attempts.key_prefix = lease.key_prefix.clone();
         attempts.pool_size = lease.pool_size;
         attempts.op_timeout = lease.op_timeout;
+        let mut budgets = adapters_redis::RedisRateBudgetsSettings::new(lease.url.clone());
+        budgets.key_prefix = lease.key_prefix.clone();
+        budgets.pool_size = lease.pool_size;
+        // A limiter waits on Redis no longer than this; past it, the node's own limits answer.
+        budgets.op_timeout = lease.op_timeout.min(Duration::from_millis(100));
         let mut display = RedisDisplaySettings::new(lease.url.clone(), &settings.cell.node_id);
         display.key_prefix = lease.key_prefix.clone();
         display.op_timeout = lease.op_timeout;
@@ -122,6 +131,11 @@ impl SharedState {
                     .await
                     .context(unreachable)?,
             ),
+            budgets: Some(Arc::new(
+                adapters_redis::RedisRateBudgets::connect(&budgets)
+                    .await
+                    .context(unreachable)?,
+            )),
         })
     }
 }
@@ -224,6 +238,7 @@ impl App {
             None => shared.messenger,
         };
         let lease = shared.lease;
+        let shared_budgets = shared.budgets;
         let runtime = CellRuntime::new(
             CellDeps {
                 store: storage.cells.clone(),
@@ -297,7 +312,8 @@ impl App {
             shutdown: root.clone(),
             sse_keep_alive: Duration::from_secs(settings.sse.keep_alive_secs.max(1)),
             sse_replay_max: settings.sse.replay_max,
-            limits: RateLimits::new(&settings.limits).map(Arc::new),
+            limits: RateLimits::new(&settings.limits)
+                .map(|limits| Arc::new(limits.shared(shared_budgets))),
             streams: StreamSlots::new(settings.sse.max_streams_per_user),
             internal_token,
             im: im.as_ref().map(|im| im.client.clone()),

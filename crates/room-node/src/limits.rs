@@ -23,6 +23,8 @@ use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 use room_domain::UserId;
 
+use room_app::ports::RateBudgetsRef;
+
 use crate::auth::{Auth, AuthenticatorRef};
 use crate::config::LimitSettings;
 use crate::error::{ApiCode, ApiError};
@@ -87,9 +89,13 @@ impl RouteClass {
 
 type UserLimiter = RateLimiter<UserId, DefaultKeyedStateStore<UserId>, DefaultClock>;
 
-/// Token buckets per user and [`RouteClass`].
+/// Token buckets per user and [`RouteClass`]: the cluster's, in Redis, when configured
+/// ([`RateLimits::shared`]), else (and whenever Redis does not answer) the node's own.
 pub struct RateLimits {
     classes: Vec<UserLimiter>,
+    /// Each class's interval between requests and burst, as the shared buckets take them.
+    quotas: Vec<(Duration, u32)>,
+    shared: Option<RateBudgetsRef>,
     max_users: usize,
     prune_every: Duration,
 }
@@ -119,29 +125,66 @@ impl RateLimits {
                 .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
                 .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN))
         };
-        let classes = RouteClass::ALL
+        let budgets = RouteClass::ALL.map(|class| match class {
+            RouteClass::CreateRoom => (settings.create_room_per_minute, settings.create_room_burst),
+            RouteClass::Join => (settings.join_per_minute, settings.join_burst),
+            RouteClass::Gift => (settings.gift_per_minute, settings.gift_burst),
+            RouteClass::Stream => (settings.stream_per_minute, settings.stream_burst),
+            RouteClass::Write => (settings.write_per_minute, settings.write_burst),
+        });
+        let classes = budgets
             .iter()
-            .map(|class| {
-                let (per_minute, burst) = match class {
-                    RouteClass::CreateRoom => {
-                        (settings.create_room_per_minute, settings.create_room_burst)
-                    }
-                    RouteClass::Join => (settings.join_per_minute, settings.join_burst),
-                    RouteClass::Gift => (settings.gift_per_minute, settings.gift_burst),
-                    RouteClass::Stream => (settings.stream_per_minute, settings.stream_burst),
-                    RouteClass::Write => (settings.write_per_minute, settings.write_burst),
-                };
-                RateLimiter::keyed(quota(per_minute, burst))
+            .map(|(per_minute, burst)| RateLimiter::keyed(quota(*per_minute, *burst)))
+            .collect();
+        let quotas = budgets
+            .iter()
+            .map(|(per_minute, burst)| {
+                (
+                    (Duration::from_secs(60) / (*per_minute).max(1)).max(Duration::from_millis(1)),
+                    (*burst).max(1),
+                )
             })
             .collect();
         Some(RateLimits {
             classes,
+            quotas,
+            shared: None,
             max_users: settings.max_users.max(1),
             prune_every: Duration::from_secs(settings.prune_every_secs.max(1)),
         })
     }
 
-    /// Takes one token from `user`'s bucket of `class`, or says how long to wait.
+    /// The same limits, counted over the cluster in `budgets` when given (the same defaults
+    /// hold for the cluster as for one node).
+    pub fn shared(mut self, budgets: Option<RateBudgetsRef>) -> Self {
+        self.shared = budgets;
+        self
+    }
+
+    /// Takes one request from `user`'s budget of `class`, or says how long to wait: from the
+    /// cluster's bucket when there is one; when it does not answer, from the node's own, and
+    /// counted (`http_rate_limit_fallback_total`): a limiter outage never fails a request.
+    pub async fn take(&self, class: RouteClass, user: &UserId) -> Result<(), RetryAfter> {
+        let Some(shared) = &self.shared else {
+            return self.check(class, user);
+        };
+        let (interval, burst) = self.quotas[class.index()];
+        match shared
+            .take(&format!("{}:{user}", class.label()), interval, burst)
+            .await
+        {
+            Ok(None) => Ok(()),
+            Ok(Some(wait)) => Err(RetryAfter(wait)),
+            Err(error) => {
+                metrics::counter!("http_rate_limit_fallback_total", "class" => class.label())
+                    .increment(1);
+                tracing::debug!(%error, "the shared rate limits did not answer; the node's own apply");
+                self.check(class, user)
+            }
+        }
+    }
+
+    /// Takes one token from `user`'s bucket of `class` on this node, or says how long to wait.
     pub fn check(&self, class: RouteClass, user: &UserId) -> Result<(), RetryAfter> {
         let limiter = &self.classes[class.index()];
         // A full table takes no one new until the next prune forgets the quiet users, so its
@@ -217,7 +260,7 @@ pub async fn rate_limit(
     let Some(user) = user else {
         return next.run(request).await;
     };
-    match state.limits.check(class, &user) {
+    match state.limits.take(class, &user).await {
         Ok(()) => next.run(request).await,
         Err(RetryAfter(wait)) => {
             metrics::counter!("http_rate_limited_total", "class" => class.label()).increment(1);
@@ -355,6 +398,76 @@ mod tests {
         // Another class has a table of its own.
         assert!(limits.check(RouteClass::Gift, &user("c")).is_ok());
         assert_eq!(limits.tracked_users(), 3);
+    }
+
+    /// Shared budgets that never answer, as a Redis that is down.
+    struct Down;
+
+    #[async_trait::async_trait]
+    impl room_app::ports::RateBudgets for Down {
+        async fn take(
+            &self,
+            _key: &str,
+            _interval: Duration,
+            _burst: u32,
+        ) -> room_app::Result<Option<Duration>> {
+            Err(room_app::Error::unavailable("Redis is down"))
+        }
+    }
+
+    fn create_room_settings() -> LimitSettings {
+        LimitSettings {
+            create_room_per_minute: 6,
+            create_room_burst: 3,
+            ..LimitSettings::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn two_nodes_on_shared_budgets_allow_what_one_node_allows() {
+        let clock: room_app::ports::ClockRef = Arc::new(room_app::SystemClock);
+        let shared: RateBudgetsRef = Arc::new(room_app::LocalRateBudgets::new(clock));
+        let node = || {
+            RateLimits::new(&create_room_settings())
+                .unwrap()
+                .shared(Some(shared.clone()))
+        };
+        let nodes = [node(), node()];
+        let alice = UserId::new("alice").unwrap();
+        let mut through = 0;
+        for i in 0..10 {
+            through += usize::from(
+                nodes[i % 2]
+                    .take(RouteClass::CreateRoom, &alice)
+                    .await
+                    .is_ok(),
+            );
+        }
+        assert_eq!(through, 3, "the burst of one node, over both");
+        let Err(RetryAfter(wait)) = nodes[0].take(RouteClass::CreateRoom, &alice).await else {
+            panic!("over budget");
+        };
+        assert!(wait <= Duration::from_secs(10), "{wait:?}");
+        assert!(
+            nodes[1].take(RouteClass::Join, &alice).await.is_ok(),
+            "another class is another budget"
+        );
+    }
+
+    #[tokio::test]
+    async fn when_the_shared_budgets_fail_the_nodes_own_limits_apply() {
+        let limits = RateLimits::new(&create_room_settings())
+            .unwrap()
+            .shared(Some(Arc::new(Down)));
+        let alice = UserId::new("alice").unwrap();
+        let mut through = 0;
+        for _ in 0..10 {
+            through += usize::from(limits.take(RouteClass::CreateRoom, &alice).await.is_ok());
+        }
+        assert_eq!(
+            through, 3,
+            "no request failed, and the node's own burst held"
+        );
     }
 
     #[test]
