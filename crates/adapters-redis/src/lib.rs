@@ -31,7 +31,7 @@ mod lease;
 mod presence;
 
 pub use attempts::{RedisPasswordAttempts, RedisPasswordAttemptsSettings};
-pub use budgets::{RedisRateBudgets, RedisRateBudgetsSettings};
+pub use budgets::{RedisOpenStreams, RedisRateBudgets, RedisRateBudgetsSettings};
 pub use display::{RedisDisplay, RedisDisplaySettings};
 pub use lease::{DEFAULT_LEASE_TTL, RedisLease, RedisLeaseSettings};
 pub use presence::{DEFAULT_PRESENCE_ENTRY_TTL, RedisPresence, RedisPresenceSettings};

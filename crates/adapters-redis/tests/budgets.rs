@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use adapters_redis::{RedisRateBudgets, RedisRateBudgetsSettings};
+use adapters_redis::{RedisOpenStreams, RedisRateBudgets, RedisRateBudgetsSettings};
 use room_app::ports::RateBudgets;
 use room_app::testkit;
 use room_testkit::redis::{keys, prefix, pttl, raw};
@@ -64,4 +64,21 @@ async fn a_bucket_is_one_key_that_expires_when_full_again() {
         ttl > 110_000 && ttl <= 120_000,
         "expires when full again: {ttl} ms"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_open_streams_on_two_nodes_pass_the_open_streams_suite() {
+    if budgets(&prefix()).await.is_none() {
+        return;
+    }
+    testkit::open_streams_suite(|| async {
+        let prefix = prefix();
+        let url = room_testkit::redis::url().expect("Redis answered");
+        let mut settings = RedisRateBudgetsSettings::new(&url);
+        settings.key_prefix = prefix;
+        settings.op_timeout = Duration::from_secs(5);
+        let node = || async { Arc::new(RedisOpenStreams::connect(&settings).await.unwrap()) };
+        vec![node().await, node().await]
+    })
+    .await;
 }

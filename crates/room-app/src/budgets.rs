@@ -1,5 +1,5 @@
-//! [`LocalRateBudgets`]: GCRA buckets in memory, the [`RateBudgets`] of one process (the
-//! reference the shared ones are checked against).
+//! [`LocalRateBudgets`] and [`LocalOpenStreams`]: per-user budgets in memory, those of one
+//! process (the reference the shared ones are checked against).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -8,7 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::ports::{ClockRef, RateBudgets, gcra};
+use room_domain::{Timestamp, UserId};
+
+use crate::ports::{ClockRef, OpenStreams, RateBudgets, gcra};
 
 /// GCRA buckets in memory, by key. Buckets that are full again are dropped whenever the table
 /// has grown by half since the last sweep, so it holds only the busy ones.
@@ -46,5 +48,74 @@ impl RateBudgets for LocalRateBudgets {
             *sweep_at = (buckets.len() * 3 / 2).max(1024);
         }
         Ok(answer)
+    }
+}
+
+/// Open streams in memory, by user: the [`OpenStreams`] of one process (the reference the
+/// shared ones are checked against). Users without an unexpired entry are dropped.
+#[derive(Default)]
+pub struct LocalOpenStreams {
+    users: Mutex<HashMap<UserId, HashMap<String, i64>>>,
+}
+
+impl LocalOpenStreams {
+    /// No stream open.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn until(now: Timestamp, ttl: Duration) -> i64 {
+    now.0
+        .saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[async_trait]
+impl OpenStreams for LocalOpenStreams {
+    async fn open(
+        &self,
+        user: &UserId,
+        stream: &str,
+        max: u32,
+        now: Timestamp,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        let streams = users.entry(user.clone()).or_default();
+        streams.retain(|_, expiry| *expiry > now.0);
+        if streams.len() >= max as usize && !streams.contains_key(stream) {
+            if streams.is_empty() {
+                users.remove(user);
+            }
+            return Ok(false);
+        }
+        streams.insert(stream.to_owned(), until(now, ttl));
+        Ok(true)
+    }
+
+    async fn renew(
+        &self,
+        user: &UserId,
+        stream: &str,
+        now: Timestamp,
+        ttl: Duration,
+    ) -> Result<()> {
+        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        users
+            .entry(user.clone())
+            .or_default()
+            .insert(stream.to_owned(), until(now, ttl));
+        Ok(())
+    }
+
+    async fn close(&self, user: &UserId, stream: &str) -> Result<()> {
+        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(streams) = users.get_mut(user) {
+            streams.remove(stream);
+            if streams.is_empty() {
+                users.remove(user);
+            }
+        }
+        Ok(())
     }
 }

@@ -32,7 +32,7 @@ pub mod visitors;
 pub mod workers;
 
 pub use attempts::{LocalPasswordAttempts, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
-pub use budgets::LocalRateBudgets;
+pub use budgets::{LocalOpenStreams, LocalRateBudgets};
 pub use cell::{
     CellConfig, CellDeps, CellRuntime, HeldCell, KeeperTick, MEMBER_HINT_FOR, RecentReplies,
 };

@@ -17,7 +17,8 @@
 //!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
 //! - people: [`presence`](Presence), [`password_attempts`](PasswordAttempts),
-//!   [`rate_budgets`](RateBudgets) (per-user request budgets),
+//!   [`rate_budgets`](RateBudgets) (per-user request budgets), [`open_streams`](OpenStreams)
+//!   (the event streams users hold over the cluster),
 //!   [`messenger`](Messenger) (display events);
 //! - robots: [`robot_rooms`](RobotRooms);
 //! - time and ids: [`clock`](Clock).
@@ -31,6 +32,7 @@ mod gift_orders;
 mod keyed_requests;
 mod lease;
 mod messenger;
+mod open_streams;
 mod outbox;
 mod password_attempts;
 mod payouts;
@@ -58,6 +60,7 @@ pub use keyed_requests::{
 };
 pub use lease::{Lease, LeaseHolder, LeaseRef};
 pub use messenger::{DisplayMessage, Messenger, MessengerRef};
+pub use open_streams::{OpenStreams, OpenStreamsRef};
 pub use outbox::{EventPublisher, EventPublisherRef, Outbox, OutboxMessage, OutboxRef, Published};
 pub use password_attempts::{Counted, PasswordAttempts, PasswordAttemptsRef};
 pub use payouts::{Payout, Payouts, PayoutsRef};
@@ -85,6 +88,7 @@ pub use self::{
     keyed_requests::MockKeyedRequests,
     lease::MockLease,
     messenger::MockMessenger,
+    open_streams::MockOpenStreams,
     outbox::{MockEventPublisher, MockOutbox},
     password_attempts::MockPasswordAttempts,
     payouts::MockPayouts,

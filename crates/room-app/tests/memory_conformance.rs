@@ -97,3 +97,13 @@ async fn rate_budgets() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn open_streams() {
+    let store = Arc::new(room_app::LocalOpenStreams::new());
+    testkit::open_streams_suite(|| {
+        let store = store.clone();
+        async move { vec![store] }
+    })
+    .await;
+}

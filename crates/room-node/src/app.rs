@@ -73,6 +73,8 @@ struct SharedState {
     /// The per-user request budgets of the cluster, in Redis; `None` embedded (each node's
     /// own limits then).
     budgets: Option<room_app::ports::RateBudgetsRef>,
+    /// The event streams users hold over the cluster, in Redis; `None` embedded.
+    streams: Option<room_app::ports::OpenStreamsRef>,
 }
 
 impl SharedState {
@@ -90,6 +92,7 @@ impl SharedState {
                 attempts: Arc::new(LocalPasswordAttempts::default()),
                 messenger: local,
                 budgets: None,
+                streams: None,
             });
         };
         let unreachable = "cannot reach Redis (ROOM__LEASE__REDIS_URL)";
@@ -133,6 +136,11 @@ impl SharedState {
             ),
             budgets: Some(Arc::new(
                 adapters_redis::RedisRateBudgets::connect(&budgets)
+                    .await
+                    .context(unreachable)?,
+            )),
+            streams: Some(Arc::new(
+                adapters_redis::RedisOpenStreams::connect(&budgets)
                     .await
                     .context(unreachable)?,
             )),
@@ -239,6 +247,7 @@ impl App {
         };
         let lease = shared.lease;
         let shared_budgets = shared.budgets;
+        let shared_streams = shared.streams;
         let runtime = CellRuntime::new(
             CellDeps {
                 store: storage.cells.clone(),
@@ -314,7 +323,15 @@ impl App {
             sse_replay_max: settings.sse.replay_max,
             limits: RateLimits::new(&settings.limits)
                 .map(|limits| Arc::new(limits.shared(shared_budgets))),
-            streams: StreamSlots::new(settings.sse.max_streams_per_user),
+            streams: match shared_streams {
+                Some(streams) => StreamSlots::shared(
+                    settings.sse.max_streams_per_user,
+                    streams,
+                    keys_clock.clone(),
+                    settings.cell.node_id.clone(),
+                ),
+                None => StreamSlots::new(settings.sse.max_streams_per_user),
+            },
             internal_token,
             im: im.as_ref().map(|im| im.client.clone()),
             robots: storage.robots.clone(),

@@ -23,7 +23,7 @@ use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 use room_domain::UserId;
 
-use room_app::ports::RateBudgetsRef;
+use room_app::ports::{ClockRef, OpenStreamsRef, RateBudgetsRef};
 
 use crate::auth::{Auth, AuthenticatorRef};
 use crate::config::LimitSettings;
@@ -291,6 +291,27 @@ fn rate_limited(class: RouteClass, wait: Duration) -> Response {
 pub struct StreamSlots {
     max_per_user: usize,
     users: Mutex<HashMap<UserId, usize>>,
+    shared: Option<SharedStreams>,
+}
+
+/// How long a stream's entry in the cluster's count lives unless renewed: the entries of a
+/// node that died stop counting this long after.
+pub const STREAM_ENTRY_TTL: Duration = Duration::from_secs(30);
+
+/// The cluster's count of open streams, and what this node names its streams by.
+struct SharedStreams {
+    streams: OpenStreamsRef,
+    clock: ClockRef,
+    node: String,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for SharedStreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedStreams")
+            .field("node", &self.node)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StreamSlots {
@@ -299,23 +320,113 @@ impl StreamSlots {
         Arc::new(StreamSlots {
             max_per_user: max_per_user.max(1),
             users: Mutex::new(HashMap::new()),
+            shared: None,
+        })
+    }
+
+    /// At most `max_per_user` streams per user over the cluster, counted in `streams` (as
+    /// node `node`, on `clock`'s time); when that count does not answer, this node's own.
+    pub fn shared(
+        max_per_user: usize,
+        streams: OpenStreamsRef,
+        clock: ClockRef,
+        node: impl Into<String>,
+    ) -> Arc<StreamSlots> {
+        Arc::new(StreamSlots {
+            max_per_user: max_per_user.max(1),
+            users: Mutex::new(HashMap::new()),
+            shared: Some(SharedStreams {
+                streams,
+                clock,
+                node: node.into(),
+                next: std::sync::atomic::AtomicU64::new(0),
+            }),
         })
     }
 
     /// A slot for one more stream of `user`, held until the [`StreamSlot`] is dropped; `None`
-    /// when the user has all theirs open.
+    /// when the user has all theirs open, over the cluster when it counts them (the entry is
+    /// renewed while the slot lives). When the cluster's count does not answer, this node's
+    /// own decides, counted in `http_stream_cap_fallback_total`.
+    pub async fn acquire(self: &Arc<Self>, user: &UserId) -> Option<StreamSlot> {
+        let Some(shared) = &self.shared else {
+            return self.try_acquire(user);
+        };
+        let stream = format!(
+            "{}:{}",
+            shared.node,
+            shared
+                .next
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let max = u32::try_from(self.max_per_user).unwrap_or(u32::MAX);
+        let now = shared.clock.now();
+        match shared
+            .streams
+            .open(user, &stream, max, now, STREAM_ENTRY_TTL)
+            .await
+        {
+            Ok(false) => None,
+            Ok(true) => {
+                let renewing = tokio_util::sync::CancellationToken::new();
+                let (streams, clock, who, id, stop) = (
+                    shared.streams.clone(),
+                    shared.clock.clone(),
+                    user.clone(),
+                    stream.clone(),
+                    renewing.clone(),
+                );
+                tokio::spawn(async move {
+                    let mut every = tokio::time::interval(STREAM_ENTRY_TTL / 3);
+                    every.tick().await;
+                    loop {
+                        tokio::select! {
+                            () = stop.cancelled() => break,
+                            _ = every.tick() => {
+                                if let Err(error) =
+                                    streams.renew(&who, &id, clock.now(), STREAM_ENTRY_TTL).await
+                                {
+                                    tracing::debug!(%error, "a stream's entry was not renewed");
+                                }
+                            }
+                        }
+                    }
+                    let _ = streams.close(&who, &id).await;
+                });
+                let mut slot = self.take_slot(user);
+                slot.renewing = Some(renewing);
+                Some(slot)
+            }
+            Err(error) => {
+                metrics::counter!("http_stream_cap_fallback_total").increment(1);
+                tracing::debug!(%error, "the cluster's stream count did not answer; the node's own applies");
+                self.try_acquire(user)
+            }
+        }
+    }
+
+    /// A slot for one more stream of `user`, counted on this node only; `None` when the user
+    /// has all theirs open here.
     pub fn try_acquire(self: &Arc<Self>, user: &UserId) -> Option<StreamSlot> {
-        let mut users = self.lock();
-        let open = users.entry(user.clone()).or_insert(0);
-        if *open >= self.max_per_user {
+        if self
+            .lock()
+            .get(user)
+            .is_some_and(|open| *open >= self.max_per_user)
+        {
             return None;
         }
-        *open += 1;
+        Some(self.take_slot(user))
+    }
+
+    /// Counts one more stream of `user` on this node.
+    fn take_slot(self: &Arc<Self>, user: &UserId) -> StreamSlot {
+        *self.lock().entry(user.clone()).or_insert(0) += 1;
         metrics::gauge!("room_sse_streams_open").increment(1.0);
-        Some(StreamSlot {
+        StreamSlot {
             slots: self.clone(),
             user: user.clone(),
-        })
+            renewing: None,
+        }
     }
 
     /// Users with at least one open stream.
@@ -328,15 +439,20 @@ impl StreamSlots {
     }
 }
 
-/// One open stream of a user ([`StreamSlots::try_acquire`]).
+/// One open stream of a user ([`StreamSlots::acquire`]).
 #[derive(Debug)]
 pub struct StreamSlot {
     slots: Arc<StreamSlots>,
     user: UserId,
+    /// Stops the renewal of the stream's entry in the cluster's count, which then closes it.
+    renewing: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
+        if let Some(renewing) = &self.renewing {
+            renewing.cancel();
+        }
         let mut users = self.slots.lock();
         if let Some(open) = users.get_mut(&self.user) {
             *open -= 1;
@@ -425,7 +541,7 @@ mod tests {
 
     #[tokio::test]
     async fn two_nodes_on_shared_budgets_allow_what_one_node_allows() {
-        let clock: room_app::ports::ClockRef = Arc::new(room_app::SystemClock);
+        let clock: ClockRef = Arc::new(room_app::SystemClock);
         let shared: RateBudgetsRef = Arc::new(room_app::LocalRateBudgets::new(clock));
         let node = || {
             RateLimits::new(&create_room_settings())
@@ -467,6 +583,83 @@ mod tests {
         assert_eq!(
             through, 3,
             "no request failed, and the node's own burst held"
+        );
+    }
+
+    #[tokio::test]
+    async fn two_nodes_on_a_shared_stream_count_hold_one_nodes_cap() {
+        let clock: ClockRef = Arc::new(room_app::SystemClock);
+        let shared: OpenStreamsRef = Arc::new(room_app::LocalOpenStreams::new());
+        let nodes = [
+            StreamSlots::shared(2, shared.clone(), clock.clone(), "node-0"),
+            StreamSlots::shared(2, shared.clone(), clock.clone(), "node-1"),
+        ];
+        let alice = UserId::new("alice").unwrap();
+        let first = nodes[0].acquire(&alice).await.expect("one");
+        let _second = nodes[1].acquire(&alice).await.expect("two");
+        assert!(
+            nodes[0].acquire(&alice).await.is_none(),
+            "a third, on either node"
+        );
+        assert!(nodes[1].acquire(&alice).await.is_none());
+        drop(first);
+        // The entry is closed by the slot's renewal task as it stops: poll for it.
+        let mut again = None;
+        for _ in 0..1_000 {
+            tokio::task::yield_now().await;
+            again = nodes[1].acquire(&alice).await;
+            if again.is_some() {
+                break;
+            }
+        }
+        assert!(
+            again.is_some(),
+            "a closed stream frees its place over the cluster"
+        );
+    }
+
+    /// A stream count that never answers, as a Redis that is down.
+    struct StreamsDown;
+
+    #[async_trait::async_trait]
+    impl room_app::ports::OpenStreams for StreamsDown {
+        async fn open(
+            &self,
+            _: &UserId,
+            _: &str,
+            _: u32,
+            _: room_domain::Timestamp,
+            _: Duration,
+        ) -> room_app::Result<bool> {
+            Err(room_app::Error::unavailable("down"))
+        }
+        async fn renew(
+            &self,
+            _: &UserId,
+            _: &str,
+            _: room_domain::Timestamp,
+            _: Duration,
+        ) -> room_app::Result<()> {
+            Err(room_app::Error::unavailable("down"))
+        }
+        async fn close(&self, _: &UserId, _: &str) -> room_app::Result<()> {
+            Err(room_app::Error::unavailable("down"))
+        }
+    }
+
+    #[tokio::test]
+    async fn when_the_stream_count_fails_the_nodes_own_cap_applies() {
+        let clock: ClockRef = Arc::new(room_app::SystemClock);
+        let slots = StreamSlots::shared(2, Arc::new(StreamsDown), clock, "node-0");
+        let alice = UserId::new("alice").unwrap();
+        let _one = slots
+            .acquire(&alice)
+            .await
+            .expect("no stream fails for the outage");
+        let _two = slots.acquire(&alice).await.expect("two");
+        assert!(
+            slots.acquire(&alice).await.is_none(),
+            "the node's own cap holds"
         );
     }
 

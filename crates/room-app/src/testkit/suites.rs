@@ -36,7 +36,7 @@ pub use outbox::outbox_suite;
 pub use password_attempts::password_attempts_suite;
 pub use payouts::payouts_suite;
 pub use presence::presence_suite;
-pub use rate_budgets::rate_budgets_suite;
+pub use rate_budgets::{open_streams_suite, rate_budgets_suite};
 pub use robot_rooms::robot_rooms_suite;
 pub use room_directory::room_directory_suite;
 pub use snapshot_store::snapshot_store_suite;

@@ -1,6 +1,8 @@
-//! The conformance suite of [`RateBudgets`]: a bucket lets its burst through and then refuses
-//! with a wait of at most one interval; keys are apart; and of takes at once (from several
-//! nodes), exactly the burst gets through.
+//! The conformance suites of the per-user budgets shared by the nodes. [`RateBudgets`]: a
+//! bucket lets its burst through and then refuses with a wait of at most one interval; keys
+//! are apart; of takes at once (from several nodes), exactly the burst gets through.
+//! [`OpenStreams`](crate::ports::OpenStreams): streams count over the nodes until closed or
+//! expired, renewed ones keep counting, and opens at once count no more than the cap.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -74,4 +76,86 @@ async fn takes_at_once_let_exactly_the_burst_through<S: RateBudgets + 'static>(n
         .filter(|answer| answer.is_none())
         .count();
     assert_eq!(through, 4, "8 takes at once of a burst of 4");
+}
+
+/// Runs every [`OpenStreams`] check against stores from `fresh` (several clients of one store:
+/// several nodes, taken in turn).
+///
+/// [`OpenStreams`]: crate::ports::OpenStreams
+pub async fn open_streams_suite<S, F, Fut>(fresh: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Vec<Arc<S>>>,
+    S: crate::ports::OpenStreams + 'static,
+{
+    streams_count_over_nodes_until_closed_or_expired(fresh().await).await;
+    opens_at_once_count_no_more_than_the_cap(fresh().await).await;
+}
+
+async fn streams_count_over_nodes_until_closed_or_expired<S: crate::ports::OpenStreams>(
+    nodes: Vec<Arc<S>>,
+) {
+    use super::fixtures::{at, user};
+    let node = |i: usize| &nodes[i % nodes.len()];
+    let ttl = Duration::from_secs(30);
+    let alice = user("alice");
+    for i in 0..2 {
+        assert!(
+            ok(
+                node(i).open(&alice, &format!("s{i}"), 2, at(0), ttl).await,
+                "open"
+            ),
+            "stream {i} of 2"
+        );
+    }
+    assert!(
+        !ok(node(2).open(&alice, "s2", 2, at(1_000), ttl).await, "open"),
+        "a third over the nodes is refused"
+    );
+    assert!(
+        ok(
+            node(0).open(&user("bob"), "s0", 2, at(1_000), ttl).await,
+            "open"
+        ),
+        "another user's streams are theirs"
+    );
+    ok(node(1).close(&alice, "s1").await, "close");
+    assert!(
+        ok(node(2).open(&alice, "s2", 2, at(2_000), ttl).await, "open"),
+        "a closed stream no longer counts"
+    );
+    // s0 renewed at 20 s holds until 50 s; s2 opened at 2 s expires at 32 s.
+    ok(node(0).renew(&alice, "s0", at(20_000), ttl).await, "renew");
+    assert!(
+        !ok(node(1).open(&alice, "s3", 2, at(31_000), ttl).await, "open"),
+        "both unexpired"
+    );
+    assert!(
+        ok(node(1).open(&alice, "s3", 2, at(33_000), ttl).await, "open"),
+        "an entry not renewed (its node died) stops counting once expired"
+    );
+    assert!(
+        !ok(node(2).open(&alice, "s4", 2, at(49_000), ttl).await, "open"),
+        "the renewed one still counts"
+    );
+}
+
+async fn opens_at_once_count_no_more_than_the_cap<S: crate::ports::OpenStreams + 'static>(
+    nodes: Vec<Arc<S>>,
+) {
+    use super::fixtures::{at, user};
+    let carol = user("carol");
+    let open = |i: usize| {
+        let (node, carol) = (nodes[i % nodes.len()].clone(), carol.clone());
+        async move {
+            ok(
+                node.open(&carol, &format!("s{i}"), 3, at(0), Duration::from_secs(30))
+                    .await,
+                "open",
+            )
+        }
+    };
+    let (a, b, c, d, e, f) = tokio::join!(open(0), open(1), open(2), open(3), open(4), open(5));
+    let opened = [a, b, c, d, e, f].iter().filter(|opened| **opened).count();
+    assert_eq!(opened, 3, "6 opens at once of a cap of 3");
 }
