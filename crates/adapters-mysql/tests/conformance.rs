@@ -131,3 +131,11 @@ async fn consumer_positions() {
     };
     testkit::consumer_positions_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keyed_requests() {
+    let Some(fresh) = Fresh::new("conformance::keyed_requests").await else {
+        return;
+    };
+    testkit::keyed_requests_suite(|| fresh.store()).await;
+}

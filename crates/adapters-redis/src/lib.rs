@@ -24,12 +24,14 @@
 //! [`Error::Unavailable`](room_app::Error::Unavailable).
 
 mod attempts;
+mod budgets;
 mod client;
 mod display;
 mod lease;
 mod presence;
 
 pub use attempts::{RedisPasswordAttempts, RedisPasswordAttemptsSettings};
+pub use budgets::{RedisOpenStreams, RedisRateBudgets, RedisRateBudgetsSettings};
 pub use display::{RedisDisplay, RedisDisplaySettings};
 pub use lease::{DEFAULT_LEASE_TTL, RedisLease, RedisLeaseSettings};
 pub use presence::{DEFAULT_PRESENCE_ENTRY_TTL, RedisPresence, RedisPresenceSettings};

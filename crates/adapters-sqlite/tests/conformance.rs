@@ -96,3 +96,9 @@ async fn consumer_positions() {
     let fresh = Fresh::default();
     testkit::consumer_positions_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keyed_requests() {
+    let fresh = Fresh::default();
+    testkit::keyed_requests_suite(|| fresh.store()).await;
+}

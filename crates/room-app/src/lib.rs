@@ -7,6 +7,7 @@
 //! of every port and the conformance suites every adapter must pass.
 
 mod attempts;
+mod budgets;
 mod cell;
 pub mod consumers;
 pub mod dead_letters;
@@ -15,6 +16,7 @@ mod error;
 mod footprint;
 mod gifts;
 mod ids;
+pub mod keyed;
 mod known;
 pub mod ledger;
 mod local;
@@ -32,6 +34,7 @@ pub mod visitors;
 pub mod workers;
 
 pub use attempts::{LocalPasswordAttempts, MAX_WRONG_PASSWORDS, PASSWORD_WINDOW_MS};
+pub use budgets::{LocalOpenStreams, LocalRateBudgets};
 pub use cell::{
     CellConfig, CellDeps, CellRuntime, HeldCell, KeeperTick, MEMBER_HINT_FOR, RecentReplies,
 };

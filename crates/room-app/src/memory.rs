@@ -16,9 +16,10 @@ mod positions;
 
 use crate::ports::{
     Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,
-    DeadLetter, DebitStatus, GiftCatalog, GiftOrders, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox,
-    OutboxMessage, Payout, Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary,
-    SnapshotStore, StoredEvent, Timer, TimerCursor, Timers, Wallet, WorkClaims,
+    DeadLetter, DebitStatus, GiftCatalog, GiftOrders, KeyClaim, KeyedAnswer, KeyedRecord,
+    KeyedRequests, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage, Payout, Payouts,
+    RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore, StoredEvent, Timer,
+    TimerCursor, Timers, Wallet, WorkClaims,
 };
 
 #[derive(Default)]
@@ -73,6 +74,8 @@ struct Tables {
     robot_pools: HashMap<UserId, RoomId>,
     /// Consumers' positions in the outbox, by consumer name.
     positions: HashMap<String, i64>,
+    /// Idempotency keys' records, by key.
+    keyed: HashMap<String, KeyedRecord>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
@@ -870,5 +873,69 @@ impl RobotRooms for InMemoryStore {
         let mut t = self.lock();
         t.robot_pools.retain(|_, held| held != room_id);
         Ok(t.robots.remove(room_id).is_some())
+    }
+}
+
+#[async_trait]
+impl KeyedRequests for InMemoryStore {
+    async fn claim(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        token: &str,
+        now: Timestamp,
+        stale_before: Timestamp,
+    ) -> Result<KeyClaim> {
+        let mut t = self.lock();
+        if let Some(held) = t.keyed.get(key)
+            && (held.answer.is_some() || held.claimed_at >= stale_before)
+        {
+            return Ok(KeyClaim::Held(held.clone()));
+        }
+        t.keyed.insert(
+            key.to_owned(),
+            KeyedRecord {
+                fingerprint: fingerprint.to_owned(),
+                token: token.to_owned(),
+                claimed_at: now,
+                answer: None,
+            },
+        );
+        Ok(KeyClaim::Claimed)
+    }
+
+    async fn finish(&self, key: &str, token: &str, answer: &KeyedAnswer) -> Result<()> {
+        if let Some(record) = self.lock().keyed.get_mut(key)
+            && record.token == token
+        {
+            record.answer = Some(answer.clone());
+        }
+        Ok(())
+    }
+
+    async fn release(&self, key: &str, token: &str) -> Result<()> {
+        let mut t = self.lock();
+        if t.keyed
+            .get(key)
+            .is_some_and(|record| record.token == token && record.answer.is_none())
+        {
+            t.keyed.remove(key);
+        }
+        Ok(())
+    }
+
+    async fn prune(&self, before: Timestamp, limit: u32) -> Result<u64> {
+        let mut t = self.lock();
+        let old: Vec<String> = t
+            .keyed
+            .iter()
+            .filter(|(_, record)| record.claimed_at < before)
+            .map(|(key, _)| key.clone())
+            .take(limit as usize)
+            .collect();
+        for key in &old {
+            t.keyed.remove(key);
+        }
+        Ok(old.len() as u64)
     }
 }

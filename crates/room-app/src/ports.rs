@@ -13,9 +13,12 @@
 //!   [`snapshots`](SnapshotStore), [`outbox`](Outbox) (with the [`EventPublisher`] it drains
 //!   to), [`timers`](Timers), [`payouts`](Payouts), [`directory`](RoomDirectory);
 //! - money: [`gift_orders`](GiftOrders), [`wallet`](Wallet), [`catalog`](GiftCatalog);
-//! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims);
+//! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims),
+//!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
 //! - people: [`presence`](Presence), [`password_attempts`](PasswordAttempts),
+//!   [`rate_budgets`](RateBudgets) (per-user request budgets), [`open_streams`](OpenStreams)
+//!   (the event streams users hold over the cluster),
 //!   [`messenger`](Messenger) (display events);
 //! - robots: [`robot_rooms`](RobotRooms);
 //! - time and ids: [`clock`](Clock).
@@ -26,13 +29,16 @@ mod clock;
 mod directory;
 mod forwarder;
 mod gift_orders;
+mod keyed_requests;
 mod lease;
 mod messenger;
+mod open_streams;
 mod outbox;
 mod password_attempts;
 mod payouts;
 mod positions;
 mod presence;
+mod rate_budgets;
 mod robot_rooms;
 mod snapshots;
 mod timers;
@@ -49,8 +55,12 @@ pub use clock::{Clock, ClockRef, IdGen, IdGenRef};
 pub use directory::{RoomDirectory, RoomDirectoryRef, RoomSummary};
 pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, ReadKind};
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
+pub use keyed_requests::{
+    KeyClaim, KeyedAnswer, KeyedRecord, KeyedRequests, KeyedRequestsRef, MAX_KEYED_ANSWER_BYTES,
+};
 pub use lease::{Lease, LeaseHolder, LeaseRef};
 pub use messenger::{DisplayMessage, Messenger, MessengerRef};
+pub use open_streams::{OpenStreams, OpenStreamsRef};
 pub use outbox::{
     DeadLetter, EventPublisher, EventPublisherRef, Outbox, OutboxMessage, OutboxRef, Published,
 };
@@ -58,6 +68,7 @@ pub use password_attempts::{Counted, PasswordAttempts, PasswordAttemptsRef};
 pub use payouts::{Payout, Payouts, PayoutsRef};
 pub use positions::{ConsumerPositions, ConsumerPositionsRef};
 pub use presence::{Presence, PresenceRef, StaleCursor, StaleMember};
+pub use rate_budgets::{RateBudgets, RateBudgetsRef, gcra};
 pub use robot_rooms::{
     GiftShare, MAX_GIFT_MIX, MAX_GIFT_WEIGHT, MAX_ROBOT_GIFTS_PER_MINUTE, MAX_ROBOT_ROOM_PAGE,
     MAX_ROBOTS, RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRooms, RobotRoomsRef,
@@ -76,13 +87,16 @@ pub use self::{
     directory::MockRoomDirectory,
     forwarder::MockForwarder,
     gift_orders::MockGiftOrders,
+    keyed_requests::MockKeyedRequests,
     lease::MockLease,
     messenger::MockMessenger,
+    open_streams::MockOpenStreams,
     outbox::{MockEventPublisher, MockOutbox},
     password_attempts::MockPasswordAttempts,
     payouts::MockPayouts,
     positions::MockConsumerPositions,
     presence::MockPresence,
+    rate_budgets::MockRateBudgets,
     robot_rooms::MockRobotRooms,
     snapshots::MockSnapshotStore,
     timers::MockTimers,

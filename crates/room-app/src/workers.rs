@@ -529,6 +529,32 @@ async fn settle_published(
     Ok(Settled { done, left_behind })
 }
 
+/// Deletes the records of keyed requests claimed more than `retention` ago, `batch` per call
+/// and at most `max_batches` calls per pass. Returns how many went.
+///
+/// Metric: `room_keyed_requests_pruned_total` (records).
+pub async fn prune_keyed_requests(
+    records: &crate::ports::KeyedRequestsRef,
+    clock: &ClockRef,
+    retention: Duration,
+    batch: u32,
+    max_batches: u32,
+) -> Result<u64> {
+    let batch = batch.max(1);
+    let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+    let before = Timestamp(clock.now().0.saturating_sub(retention));
+    let mut deleted = 0;
+    for _ in 0..max_batches.max(1) {
+        let gone = records.prune(before, batch).await?;
+        deleted += gone;
+        if gone < u64::from(batch) {
+            break;
+        }
+    }
+    metrics::counter!("room_keyed_requests_pruned_total").increment(deleted);
+    Ok(deleted)
+}
+
 /// Deletes outbox rows delivered more than `retention` ago, `batch` rows per statement and at
 /// most `max_batches` statements per pass, so that no statement holds the table long; rows
 /// not yet delivered are never deleted. Returns how many went.

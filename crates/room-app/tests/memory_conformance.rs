@@ -81,3 +81,29 @@ async fn robot_rooms() {
 async fn consumer_positions() {
     testkit::consumer_positions_suite(fresh).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keyed_requests() {
+    testkit::keyed_requests_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rate_budgets() {
+    let clock: room_app::ports::ClockRef = Arc::new(room_app::SystemClock);
+    let store = Arc::new(room_app::LocalRateBudgets::new(clock));
+    testkit::rate_budgets_suite(|| {
+        let store = store.clone();
+        async move { vec![store] }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn open_streams() {
+    let store = Arc::new(room_app::LocalOpenStreams::new());
+    testkit::open_streams_suite(|| {
+        let store = store.clone();
+        async move { vec![store] }
+    })
+    .await;
+}

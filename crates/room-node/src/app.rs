@@ -70,6 +70,11 @@ struct SharedState {
     attempts: PasswordAttemptsRef,
     /// Display events: this node's watchers, and, clustered, every other node's too.
     messenger: MessengerRef,
+    /// The per-user request budgets of the cluster, in Redis; `None` embedded (each node's
+    /// own limits then).
+    budgets: Option<room_app::ports::RateBudgetsRef>,
+    /// The event streams users hold over the cluster, in Redis; `None` embedded.
+    streams: Option<room_app::ports::OpenStreamsRef>,
 }
 
 impl SharedState {
@@ -86,6 +91,8 @@ impl SharedState {
                 presence: Arc::new(LocalPresence::new()),
                 attempts: Arc::new(LocalPasswordAttempts::default()),
                 messenger: local,
+                budgets: None,
+                streams: None,
             });
         };
         let unreachable = "cannot reach Redis (ROOM__LEASE__REDIS_URL)";
@@ -102,6 +109,11 @@ impl SharedState {
         attempts.key_prefix = lease.key_prefix.clone();
         attempts.pool_size = lease.pool_size;
         attempts.op_timeout = lease.op_timeout;
+        let mut budgets = adapters_redis::RedisRateBudgetsSettings::new(lease.url.clone());
+        budgets.key_prefix = lease.key_prefix.clone();
+        budgets.pool_size = lease.pool_size;
+        // A limiter waits on Redis no longer than this; past it, the node's own limits answer.
+        budgets.op_timeout = lease.op_timeout.min(Duration::from_millis(100));
         let mut display = RedisDisplaySettings::new(lease.url.clone(), &settings.cell.node_id);
         display.key_prefix = lease.key_prefix.clone();
         display.op_timeout = lease.op_timeout;
@@ -122,6 +134,16 @@ impl SharedState {
                     .await
                     .context(unreachable)?,
             ),
+            budgets: Some(Arc::new(
+                adapters_redis::RedisRateBudgets::connect(&budgets)
+                    .await
+                    .context(unreachable)?,
+            )),
+            streams: Some(Arc::new(
+                adapters_redis::RedisOpenStreams::connect(&budgets)
+                    .await
+                    .context(unreachable)?,
+            )),
         })
     }
 }
@@ -224,6 +246,8 @@ impl App {
             None => shared.messenger,
         };
         let lease = shared.lease;
+        let shared_budgets = shared.budgets;
+        let shared_streams = shared.streams;
         let runtime = CellRuntime::new(
             CellDeps {
                 store: storage.cells.clone(),
@@ -277,6 +301,7 @@ impl App {
         let consumers =
             crate::facts::consumers(&settings, im.as_ref().map(|im| &im.client), &service)?;
 
+        let keys_clock = service.ports().clock.clone();
         let state = AppState::new(HandlerContext {
             service,
             auth,
@@ -296,14 +321,31 @@ impl App {
             shutdown: root.clone(),
             sse_keep_alive: Duration::from_secs(settings.sse.keep_alive_secs.max(1)),
             sse_replay_max: settings.sse.replay_max,
-            limits: RateLimits::new(&settings.limits).map(Arc::new),
-            streams: StreamSlots::new(settings.sse.max_streams_per_user),
+            limits: RateLimits::new(&settings.limits)
+                .map(|limits| Arc::new(limits.shared(shared_budgets))),
+            streams: match shared_streams {
+                Some(streams) => StreamSlots::shared(
+                    settings.sse.max_streams_per_user,
+                    streams,
+                    keys_clock.clone(),
+                    settings.cell.node_id.clone(),
+                ),
+                None => StreamSlots::new(settings.sse.max_streams_per_user),
+            },
             internal_token,
             im: im.as_ref().map(|im| im.client.clone()),
             robots: storage.robots.clone(),
             outbox: storage.outbox.clone(),
             robot_id_prefix: settings.robots.id_prefix.clone(),
             links: LinkTasks::new(tasks.clone()),
+            // A claim unanswered for twice the request timeout was a node that died running
+            // it: a repeat takes it over.
+            keyed: room_app::keyed::KeyedGate::new(
+                storage.keyed.clone(),
+                keys_clock,
+                settings.cell.node_id.clone(),
+                Duration::from_secs(settings.http.request_timeout_secs.max(1) * 2),
+            ),
         });
         let router = routes::router(
             state.clone(),
@@ -665,6 +707,24 @@ impl App {
             move || {
                 let (rows, clock) = (rows.clone(), clock.clone());
                 async move { workers::prune_outbox(&rows, &clock, retention, batch, 10).await }
+            },
+        ));
+        // The records of keyed requests, after their own retention.
+        let records = self.storage.keyed.clone();
+        let keyed_retention =
+            Duration::from_secs(self.settings.http.idempotency_retention_secs.max(1));
+        let keyed_clock = self.state.service.ports().clock.clone();
+        self.tasks.spawn(workers::run_claimed(
+            "keyed_request_retention",
+            Duration::from_secs(outbox.retention_every_secs.max(1)),
+            self.claim(),
+            self.root.child_token(),
+            move || {
+                let (records, clock) = (records.clone(), keyed_clock.clone());
+                async move {
+                    workers::prune_keyed_requests(&records, &clock, keyed_retention, batch, 10)
+                        .await
+                }
             },
         ));
         // The command log behind each room's newest snapshot, after the same retention.

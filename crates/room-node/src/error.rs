@@ -228,9 +228,7 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if self.status == StatusCode::TOO_MANY_REQUESTS
-            || (self.retryable && self.status == StatusCode::SERVICE_UNAVAILABLE)
-        {
+        if self.status == StatusCode::TOO_MANY_REQUESTS || self.retryable {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -23,6 +23,7 @@ mod extract;
 mod facts;
 mod im;
 mod kafka;
+mod keyed;
 mod limits;
 mod link;
 mod role;

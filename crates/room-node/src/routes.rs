@@ -169,8 +169,17 @@ pub fn router(state: AppState, request_timeout: Duration, public: bool) -> Route
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
         })
         .with_state(state.clone());
-    // Innermost, where the route is known; its 429s are counted by `record_metrics`. With the
-    // limits off, requests do not pass through it at all.
+    // Innermost, where the route is known: the keyed requests' rule, then (outside it) the
+    // rate limits.
+    let routes = routes.layer(middleware::from_fn_with_state(
+        crate::keyed::KeyedState {
+            gate: state.keyed.clone(),
+            auth: state.auth.clone(),
+        },
+        crate::keyed::keyed_request,
+    ));
+    // Its 429s are counted by `record_metrics`. With the limits off, requests do not pass
+    // through it at all.
     let routes = match state.limits.clone() {
         Some(limits) => routes.layer(middleware::from_fn_with_state(
             RateLimitState {

@@ -78,6 +78,8 @@ pub struct HandlerContext {
     pub robot_id_prefix: String,
     /// The internal links this node serves (other nodes' forwarded requests).
     pub links: LinkTasks,
+    /// The `Idempotency-Key` rule over the shared records of keyed requests.
+    pub keyed: Arc<room_app::keyed::KeyedGate>,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

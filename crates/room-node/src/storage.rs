@@ -7,9 +7,9 @@ use adapters_sqlite::SqliteStore;
 use anyhow::{Context, bail};
 use room_app::ports::{
     CellStore, CellStoreRef, ConsumerPositions, ConsumerPositionsRef, GiftCatalog, GiftCatalogRef,
-    GiftOrders, GiftOrdersRef, Outbox, OutboxRef, Payouts, PayoutsRef, RobotRooms, RobotRoomsRef,
-    RoomDirectory, RoomDirectoryRef, SnapshotStore, SnapshotStoreRef, Timers, TimersRef, Wallet,
-    WalletRef, WorkClaims, WorkClaimsRef,
+    GiftOrders, GiftOrdersRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts,
+    PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore,
+    SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -41,6 +41,8 @@ pub struct Storage {
     pub robots: RobotRoomsRef,
     /// Where each in-process consumer of the durable facts stands in the outbox.
     pub positions: ConsumerPositionsRef,
+    /// The records of requests sent with an `Idempotency-Key`.
+    pub keyed: KeyedRequestsRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -63,6 +65,7 @@ impl Storage {
             + WorkClaims
             + RobotRooms
             + ConsumerPositions
+            + KeyedRequests
             + 'static,
     {
         Storage {
@@ -77,6 +80,7 @@ impl Storage {
             claims: store.clone(),
             robots: store.clone(),
             positions: store.clone(),
+            keyed: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

@@ -189,3 +189,147 @@ async fn bad_idempotency_keys_are_refused() {
     let (status, body) = keyed(&t, Method::POST, &take, "bob", key(&fine), None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+/// Sends a keyed request and answers its status, headers and body.
+async fn keyed_with_headers(
+    t: &TestApp,
+    method: Method,
+    path: &str,
+    user: &str,
+    key_text: &str,
+    body: &str,
+) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::AUTHORIZATION, format!("Bearer {}", t.token(user)))
+        .header("idempotency-key", key_text)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    let (status, headers, body) = t.send(request).await;
+    (status, headers, parse(&body))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_with_the_same_request_replays_its_answer_and_with_another_is_refused() {
+    let t = TestApp::new().await;
+    let (status, headers, first) = keyed_with_headers(
+        &t,
+        Method::POST,
+        "/v1/rooms",
+        "alice",
+        "k-1",
+        r#"{"name":"Night talk","seat_count":8}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert!(headers.get("idempotency-replayed").is_none());
+    // The same request, its JSON written otherwise: the first answer, marked as given again.
+    let (status, headers, again) = keyed_with_headers(
+        &t,
+        Method::POST,
+        "/v1/rooms",
+        "alice",
+        "k-1",
+        r#" { "seat_count": 8, "name": "Night talk" } "#,
+    )
+    .await;
+    assert_eq!((status, &again), (StatusCode::CREATED, &first));
+    assert_eq!(headers["idempotency-replayed"], "true");
+    // Another request with the key: refused, and nothing made.
+    let (status, _, reused) = keyed_with_headers(
+        &t,
+        Method::POST,
+        "/v1/rooms",
+        "alice",
+        "k-1",
+        r#"{"name":"Day talk","seat_count":8}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, error_code(&reused)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED"),
+        "{reused}"
+    );
+    let (_, page) = t.get("/v1/rooms", &t.token("reader")).await;
+    assert_eq!(page["rooms"].as_array().unwrap().len(), 1, "{page}");
+
+    // A room command: another path (another seat) with the key is another request.
+    let room_id = first["room_id"].as_str().unwrap();
+    t.join(room_id, "alice").await;
+    let take = |seat: u8| {
+        let path = format!("/v1/rooms/{room_id}/seats/{seat}/take");
+        let t = &t;
+        async move { keyed_with_headers(t, Method::POST, &path, "alice", "take-1", "{}").await }
+    };
+    let (status, _, taken) = take(1).await;
+    assert_eq!(status, StatusCode::OK, "{taken}");
+    let (status, _, reused) = take(2).await;
+    assert_eq!(
+        (status, error_code(&reused)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED")
+    );
+    assert_eq!(t.room(room_id).await["seats"][2]["user_id"], Value::Null);
+
+    // A request refused as invalid (400) claims nothing: fixed, it goes with the same key.
+    let (status, _, invalid) = keyed_with_headers(
+        &t,
+        Method::POST,
+        "/v1/rooms",
+        "alice",
+        "k-2",
+        r#"{"name":"Night talk","seat_count":99}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{invalid}");
+    let (status, _, fixed) = keyed_with_headers(
+        &t,
+        Method::POST,
+        "/v1/rooms",
+        "alice",
+        "k-2",
+        r#"{"name":"Night talk","seat_count":9}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{fixed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robot_room_key_repeated_with_another_configuration_makes_no_second_room() {
+    let t = TestApp::new().await;
+    let body = |robots: std::ops::Range<u32>| {
+        let mut config = crate::robot_rooms::fixtures::config();
+        config["robots"] = json!(robots.map(|i| format!("robot-{i}")).collect::<Vec<_>>());
+        config.to_string()
+    };
+    let (status, _, first) = admin_keyed(&t, "night", &body(0..5)).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    // Another pool, another first robot: the room the key names would be another.
+    let (status, _, again) = admin_keyed(&t, "night", &body(10..15)).await;
+    assert_eq!(
+        (status, error_code(&again)),
+        (StatusCode::CONFLICT, "ROBOT_ROOM_EXISTS"),
+        "{again}"
+    );
+    let (_, list) = t.get("/v1/admin/robot-rooms", &t.admin_token()).await;
+    assert_eq!(list["robot_rooms"].as_array().unwrap().len(), 1, "{list}");
+}
+
+/// Creates a robot room as the platform admin, with `key_text` as the `Idempotency-Key`.
+async fn admin_keyed(
+    t: &TestApp,
+    key_text: &str,
+    body: &str,
+) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/v1/admin/robot-rooms")
+        .header(header::AUTHORIZATION, format!("Bearer {}", t.admin_token()))
+        .header("idempotency-key", key_text)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    let (status, headers, body) = t.send(request).await;
+    (status, headers, parse(&body))
+}

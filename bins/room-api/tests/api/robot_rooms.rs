@@ -9,7 +9,7 @@
 //! they share.
 
 mod changes;
-mod fixtures;
+pub(crate) mod fixtures;
 mod retries;
 mod round_trip;
 mod rules;

@@ -7,12 +7,13 @@
 //! (skipped or failed as `room_app::testkit::service_url` says).
 //!
 //! By family: [`commits`], [`compact`], [`schema`], [`wallet`], [`gift_orders`],
-//! [`robot_pools`]; [`fixtures`] holds what they share.
+//! [`robot_pools`], [`keyed`]; [`fixtures`] holds what they share.
 
 mod commits;
 mod compact;
 mod fixtures;
 mod gift_orders;
+mod keyed;
 mod robot_pools;
 mod schema;
 mod wallet;

@@ -50,6 +50,14 @@ impl IdempotencyKey {
         crate::digest::hex(&crate::digest::length_prefixed_sha256(parts)[..24])
     }
 
+    /// The key of the request's record in the shared store of keyed requests
+    /// ([`KeyedGate`](crate::keyed::KeyedGate)): 64 hex digits over the user, the route and
+    /// the key.
+    pub fn record_key(&self, user: &UserId) -> String {
+        let parts = [user.as_str(), &self.route, &self.key, "record"].map(str::as_bytes);
+        crate::digest::hex(&crate::digest::length_prefixed_sha256(parts))
+    }
+
     /// The id of the request's command `step`. Under the [`SYSTEM_ID_PREFIX`], which no
     /// client-chosen id may take.
     ///

@@ -9,6 +9,7 @@ mod consumers;
 mod creation;
 mod eviction;
 mod forwarding;
+mod keyed;
 mod lease;
 mod log_pruning;
 mod orchestrator;

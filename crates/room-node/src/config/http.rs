@@ -27,6 +27,9 @@ pub struct HttpSettings {
     /// Most connections open at once; further connections wait in the listen queue until one
     /// closes (`ROOM__HTTP__MAX_CONNECTIONS`).
     pub max_connections: usize,
+    /// How long the answer of a request sent with an `Idempotency-Key` is kept for its repeats
+    /// (`ROOM__HTTP__IDEMPOTENCY_RETENTION_SECS`).
+    pub idempotency_retention_secs: u64,
 }
 
 impl Default for HttpSettings {
@@ -37,6 +40,7 @@ impl Default for HttpSettings {
             header_timeout_secs: 10,
             idle_timeout_secs: 60,
             max_connections: 10_000,
+            idempotency_retention_secs: 86_400,
         }
     }
 }
@@ -70,6 +74,14 @@ pub(super) const SECTION: Section = Section {
             "max_connections",
             "The most connections open at once; further connections wait in the listen queue until \
              one closes.",
+        ),
+        (
+            "idempotency_retention_secs",
+            "How long the record of a request sent with an `Idempotency-Key` (its fingerprint and \
+             answer) is kept: a repeat within it gets the first answer, or 422 \
+             `IDEMPOTENCY_KEY_REUSED` for another request. Older records are deleted by the \
+             retention pass, which bounds the records a user can make the store hold to this \
+             window times the user's rate limits.",
         ),
     ],
 };

@@ -48,8 +48,9 @@ pub(super) const SECTION: Section = Section {
         ),
         (
             "max_streams_per_user",
-            "The streams one user may have open at once; one more is answered 429 \
-             `TOO_MANY_STREAMS`.",
+            "The streams one user may have open at once, over every node when Redis is \
+             configured (else, and while Redis does not answer, on each node); one more is \
+             answered 429 `TOO_MANY_STREAMS`.",
         ),
         (
             "replay_max",

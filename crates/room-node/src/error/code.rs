@@ -194,6 +194,9 @@ api_codes! {
     RobotRoomExists = "ROBOT_ROOM_EXISTS", CONFLICT, false;
     /// The robot room changed since the `version` the request names.
     RobotRoomChanged = "ROBOT_ROOM_CHANGED", CONFLICT, false;
+    /// A request with this `Idempotency-Key` is running (on this node or another): retry it
+    /// shortly, and it gets that request's answer.
+    IdempotencyKeyInUse = "IDEMPOTENCY_KEY_IN_USE", CONFLICT, true;
 
     // The room's rules (`RejectionKind::Rule`) and the wallet.
     /// The room is closed.
@@ -222,6 +225,9 @@ api_codes! {
     SelfGift = "SELF_GIFT", UNPROCESSABLE_ENTITY, false;
     /// Not enough coins.
     InsufficientCoins = "INSUFFICIENT_COINS", UNPROCESSABLE_ENTITY, false;
+    /// The `Idempotency-Key` was used before by this user on this route for another request
+    /// (another path or body): send another key.
+    IdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED", UNPROCESSABLE_ENTITY, false;
 
     // Too many requests: retry after `Retry-After` seconds with the same ids.
     /// The caller's rate limit of this kind of request.
@@ -330,7 +336,8 @@ mod tests {
     #[test]
     fn retryable_codes_are_answered_with_429_or_503() {
         for &code in ApiCode::ALL {
-            if code.is_retryable() {
+            // The one retryable conflict: the same request is running; its answer comes.
+            if code.is_retryable() && code != ApiCode::IdempotencyKeyInUse {
                 assert!(
                     matches!(
                         code.status(),

@@ -65,7 +65,7 @@ pub async fn room_events(
     );
     // Outsiders are refused before anything is held for them.
     feed.member_version(&room_id, &actor.user_id).await?;
-    let slot = state.streams.try_acquire(&actor.user_id).ok_or_else(|| {
+    let slot = state.streams.acquire(&actor.user_id).await.ok_or_else(|| {
         ApiError::of(
             ApiCode::TooManyStreams,
             "this user has as many event streams open as allowed; close one first",

@@ -157,6 +157,19 @@ pub(super) fn complete(document: &mut OpenApi) {
                     .find(|(m, route, _)| *m == method && route == path)
                     .map(|(_, _, key_use)| key_use);
                 add_idempotency_key(operation, key_use);
+                let keyed = match key_use {
+                    None => Some("422"),
+                    Some(KeyUse::Text(_)) => Some("409"),
+                    Some(KeyUse::Own(_)) => None,
+                };
+                if let Some(reused) = keyed
+                    && operation
+                        .security
+                        .as_ref()
+                        .is_some_and(|requirements| !requirements.is_empty())
+                {
+                    add_key_statuses(operation, reused);
+                }
             }
         }
         let operations = [
@@ -234,12 +247,13 @@ const OWN_KEYS: [(&str, &str, KeyUse); 7] = [
         "post",
         "/v1/admin/robot-rooms",
         KeyUse::Text(
-            "The key names the room, for the calling admin: a request with the key of an \
-             earlier one by the same admin lands on that room, and answers 201 with its \
-             configuration if it asks for the same (else 409 `ROBOT_ROOM_EXISTS`, and nothing \
-             is written), however long after. Another admin's key is another room. Without the \
-             header the request's content names the room. A key or content whose room was \
-             closed answers 409 `ROBOT_ROOM_EXISTS`: send a new key for a new room",
+            "The key is the calling admin's: the same request with it gets the first answer \
+             again (`Idempotency-Replayed: true`); another request with it is 409 \
+             `ROBOT_ROOM_EXISTS`, and nothing is written; while the first runs, 409 \
+             `IDEMPOTENCY_KEY_IN_USE` (retryable). Beneath that record (kept \
+             `ROOM__HTTP__IDEMPOTENCY_RETENTION_SECS`), the key names the room, and without \
+             the header the request's content does. A key or content whose room was closed \
+             answers 409 `ROBOT_ROOM_EXISTS`: send a new key for a new room",
         ),
     ),
     (
@@ -272,9 +286,12 @@ fn add_idempotency_key(operation: &mut Operation, key_use: Option<&KeyUse>) {
                          `INVALID_IDEMPOTENCY_KEY`).";
     let description = match key_use {
         None => format!(
-            "{CHECK} A request with the key of an earlier one by the same user on the same \
-             route (method and path template) gets the first answer and changes nothing more, \
-             whatever its path values and body: send a new key for a new request"
+            "{CHECK} The key is the user's, on this route (method and path template): the \
+             same request with it (path values and canonical JSON body) gets the first answer \
+             again, with `Idempotency-Replayed: true`, and changes nothing more; another \
+             request with it is 422 `IDEMPOTENCY_KEY_REUSED`; while the first runs, 409 \
+             `IDEMPOTENCY_KEY_IN_USE` (retryable). Answers but 400, 429, 5xx and retryable \
+             ones are kept `ROOM__HTTP__IDEMPOTENCY_RETENTION_SECS`"
         ),
         Some(KeyUse::Own(own)) => {
             format!("{CHECK} Checked only: this route is idempotent by {own}, not by this header")
@@ -298,6 +315,47 @@ fn add_idempotency_key(operation: &mut Operation, key_use: Option<&KeyUse>) {
         .parameters
         .get_or_insert_with(Vec::new)
         .push(RefOr::T(parameter));
+}
+
+/// The statuses of a route's `Idempotency-Key` rule: 409 `IDEMPOTENCY_KEY_IN_USE`, and the
+/// reused key's answer under `reused` (422 `IDEMPOTENCY_KEY_REUSED`, or the route's own 409).
+/// A status the route documents already gets the codes added to its description.
+fn add_key_statuses(operation: &mut Operation, reused: &str) {
+    let mut statuses = vec![(
+        "409",
+        "`IDEMPOTENCY_KEY_IN_USE`: a request with this `Idempotency-Key` is running, \
+         `retryable: true`; retry after `Retry-After` seconds",
+    )];
+    if reused == "422" {
+        statuses.push((
+            "422",
+            "`IDEMPOTENCY_KEY_REUSED`: this `Idempotency-Key` was sent before with another \
+             request",
+        ));
+    }
+    for (status, text) in statuses {
+        match operation.responses.responses.get_mut(status) {
+            Some(RefOr::T(response)) => {
+                response.description = format!("{}; or {text}", response.description);
+            }
+            Some(RefOr::Ref(_)) => {}
+            None => {
+                let response = ResponseBuilder::new()
+                    .description(text)
+                    .content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(Ref::from_schema_name("ErrorResponse")))
+                            .build(),
+                    )
+                    .build();
+                operation
+                    .responses
+                    .responses
+                    .insert(status.to_owned(), RefOr::T(response));
+            }
+        }
+    }
 }
 
 fn complete_operation(operation: &mut Operation) {

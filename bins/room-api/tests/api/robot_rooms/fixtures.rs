@@ -17,7 +17,7 @@ pub(super) fn robots(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("robot-{i}")).collect()
 }
 
-pub(super) fn config() -> Value {
+pub(crate) fn config() -> Value {
     json!({
         "profile": {"name": "Night owls", "notice": "Music all night", "cover_url": "https://img.example/owl.png"},
         "seat_count": 8,

@@ -152,7 +152,20 @@ async fn a_repeat_lands_on_its_room_only_while_that_is_open() {
     let mut plain = config();
     // No notice or cover: the creation has no profile step to fail on a closed room.
     plain["profile"] = json!({"name": "Night owls"});
-    for (key, body) in [(Some("night-3"), config()), (None, plain)] {
+    // Keyed, a repeat gets the first answer, whatever happened since: the configuration
+    // deleted stays deleted.
+    let (status, first) = create_keyed(&t, &admin, "night-3", config()).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let item = format!("{PATH}/{}", first["room_id"].as_str().unwrap());
+    let (status, _) = t.call(Method::DELETE, &item, Some(&admin), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, again) = create_keyed(&t, &admin, "night-3", config()).await;
+    assert_eq!((status, &again), (StatusCode::CREATED, &first));
+    let (status, _) = t.get(&item, &admin).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "the repeat wrote nothing");
+
+    // Unkeyed, the content names the room.
+    for (key, body) in [(None::<&str>, plain)] {
         let send = || async {
             match key {
                 Some(key) => create_keyed(&t, &admin, key, body.clone()).await,
