@@ -90,6 +90,8 @@ impl ErrorClass {
 pub const CODE_NOT_PERMITTED: i64 = 10007;
 /// Tencent's "no such group" codes.
 pub const CODES_NO_SUCH_GROUP: [i64; 2] = [10010, 10015];
+/// The `ErrorCode` of a message refused as too long (Tencent counts the whole request).
+pub const CODE_TOO_LONG: i64 = 80002;
 
 /// Why a Tencent IM call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -38,7 +38,7 @@ impl Default for FakeImConfig {
 /// It checks what Tencent checks: the query parameters (`sdkappid`, `identifier`, `usersig`,
 /// `random`, `contenttype=json`), the UserSig exactly (70003 undecodable, 70014 another app,
 /// 70009 bad HMAC, 70001 expired, 70013 another account than `identifier`, 60010 not an
-/// admin) and the bodies (10004 bad shape, 10010 unknown group, 80002 a `MsgBody` over 12 KB).
+/// admin) and the bodies (10004 bad shape, 10010 unknown group, 80002 a request over 12 KiB, counted whole as Tencent does).
 /// It answers HTTP 200 with the `ActionStatus` / `ErrorCode` / `ErrorInfo` envelope, numbers
 /// each group's messages (`MsgSeq`), drops a repeat of the same sender, `MsgBody` and `Random`
 /// within 5 minutes (answering as for the first), and keeps each group to 40 messages in any

@@ -29,11 +29,14 @@ mod settings;
 mod usersig;
 
 pub use client::{GroupMessage, ImClient, SendOutcome};
-pub use error::{CODE_NOT_PERMITTED, CODES_NO_SUCH_GROUP, ErrorClass, ImError};
+pub use error::{CODE_NOT_PERMITTED, CODE_TOO_LONG, CODES_NO_SUCH_GROUP, ErrorClass, ImError};
 #[cfg(feature = "fake")]
 pub use fake::{FakeIm, FakeImConfig, FakeMessage, FakeRequest, Fault, GROUP_MSGS_PER_SEC};
 pub use group::group_id;
-pub use limits::{MAX_BAN_MEMBERS, MAX_GROUP_NAME_BYTES, MAX_MSG_BODY_BYTES, MAX_MUTE_MEMBERS};
+pub use limits::{
+    DEFAULT_MSG_BODY_BYTES, MAX_BAN_MEMBERS, MAX_GROUP_NAME_BYTES, MAX_MSG_BODY_BYTES,
+    MAX_MSG_BYTES, MAX_MUTE_MEMBERS, SEND_REQUEST_OVERHEAD_BYTES,
+};
 pub use messenger::{DispatcherHandle, DisplayStats, ImMessenger};
 pub use settings::{DEFAULT_BASE_URL, DisplaySettings, ImSettings};
 pub use usersig::{Claims, SigError, UserSigner, decode as decode_user_sig};

@@ -76,7 +76,10 @@ use stats::{DropReason, Stats};
 /// `TIMCustomElem` whose `Data` is `{"room_id":..,"events":[envelope, ...]}` (envelopes in seq
 /// order, each with its room id and seq), its `MsgBody` within
 /// [`DisplaySettings::max_message_bytes`], its `MsgPriority` the highest of its events. An
-/// event too large for a message on its own is dropped (counted). A room has one send in
+/// event too large for a message on its own is dropped (counted). A message Tencent refuses
+/// as too long (80002: it counts the whole request) is split in two and each half sent again
+/// before the room's queue, down to a single event, which alone is dropped (`too_large`,
+/// with a warning). A room has one send in
 /// flight at a time, so its messages leave in order; rooms send concurrently, up to
 /// [`DisplaySettings::max_in_flight`].
 ///
@@ -86,8 +89,9 @@ use stats::{DropReason, Stats};
 /// `send_failed` (refused, failed after its retries, or the send task failed), `shutdown`),
 /// `room_im_display_shed_total{priority}`, `room_im_display_coalesced_total`,
 /// `room_im_display_lag_seconds` (from `publish` to Tencent's answer, per event),
-/// `room_im_display_queue_depth` (events waiting in the dispatcher) and
-/// `room_im_display_rooms`.
+/// `room_im_display_queue_depth` (events waiting in the dispatcher),
+/// `room_im_display_rooms` and `room_im_display_splits_total` (messages refused as too long
+/// and sent again in halves).
 ///
 /// Cheap to share behind an `Arc`.
 pub struct ImMessenger {

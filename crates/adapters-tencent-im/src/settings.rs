@@ -132,7 +132,8 @@ impl ImSettings {
             || display.max_message_bytes > crate::limits::MAX_MSG_BODY_BYTES
         {
             return Err(format!(
-                "ROOM__IM__DISPLAY__MAX_MESSAGE_BYTES ({}) must be 1 to {} (Tencent's 12 KB)",
+                "ROOM__IM__DISPLAY__MAX_MESSAGE_BYTES ({}) must be 1 to {} (Tencent's 12 KiB for \
+                 the whole request, less the rest of the request)",
                 display.max_message_bytes,
                 crate::limits::MAX_MSG_BODY_BYTES
             ));
@@ -219,7 +220,9 @@ pub struct DisplaySettings {
     /// sent again (after 1 s, then 2 s, 4 s, ...), in milliseconds
     /// (`ROOM__IM__DISPLAY__NO_GROUP_RETRY_MS`).
     pub no_group_retry_ms: u64,
-    /// The most a message's `MsgBody`, as JSON, may take; Tencent refuses beyond 12 KB.
+    /// The most a message's `MsgBody`, as JSON, may take; Tencent refuses a request beyond
+    /// 12 KiB, counted whole, so at most [`MAX_MSG_BODY_BYTES`](crate::MAX_MSG_BODY_BYTES);
+    /// 11 KiB by default, a margin under the limit.
     pub max_message_bytes: usize,
     /// How long a graceful stop keeps sending what is queued, in milliseconds.
     pub drain_ms: u64,
@@ -239,7 +242,7 @@ impl Default for DisplaySettings {
             max_held_events: 200_000,
             max_age_ms: 10_000,
             no_group_retry_ms: 15_000,
-            max_message_bytes: crate::limits::MAX_MSG_BODY_BYTES,
+            max_message_bytes: crate::limits::DEFAULT_MSG_BODY_BYTES,
             drain_ms: 2_000,
         }
     }
@@ -291,7 +294,7 @@ mod tests {
             "ROOM__IM__DISPLAY__APP_RATE_PER_SEC",
         );
         refused(
-            |s| s.display.max_message_bytes = 12 * 1024 + 1,
+            |s| s.display.max_message_bytes = crate::limits::MAX_MSG_BODY_BYTES + 1,
             "ROOM__IM__DISPLAY__MAX_MESSAGE_BYTES",
         );
         refused(
@@ -326,7 +329,7 @@ mod tests {
         // The edges that pass.
         let mut settings = ImSettings::default();
         settings.display.room_rate_per_sec = 34.0;
-        settings.display.max_message_bytes = 12 * 1024;
+        settings.display.max_message_bytes = crate::limits::MAX_MSG_BODY_BYTES;
         settings.request_timeout_ms = 3_001;
         settings.base_url = "http://127.0.0.1:8080".to_owned();
         assert_eq!(settings.validate(), Ok(()));

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use adapters_tencent_im::{FakeIm, FakeImConfig, UserSigner};
+use adapters_tencent_im::{FakeIm, FakeImConfig, MAX_MSG_BYTES, UserSigner};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
@@ -200,12 +200,25 @@ async fn message_bodies_are_validated() {
     assert_eq!(send(bad_priority).await, 10004);
     assert_eq!(send(custom("nope", 1, "{}")).await, 10010);
     assert_eq!(send(custom("g", 1, &"x".repeat(12 * 1024))).await, 80002);
+    // Tencent counts the whole request: a `MsgBody` within 12 KiB is refused when the rest
+    // of the request takes it over.
+    let over = |data_bytes: usize| custom("g", 1, &"x".repeat(data_bytes));
+    let whole = |body: &Value| serde_json::to_vec(body).unwrap().len();
+    let msg_body = |body: &Value| serde_json::to_vec(&body["MsgBody"]).unwrap().len();
+    let within = over(MAX_MSG_BYTES - whole(&over(0)));
+    assert_eq!(whole(&within), MAX_MSG_BYTES);
+    let beyond = over(MAX_MSG_BYTES - whole(&over(0)) + 1);
+    assert_eq!(whole(&beyond), MAX_MSG_BYTES + 1);
+    assert!(msg_body(&beyond) < MAX_MSG_BYTES);
+    assert_eq!(send(beyond).await, 80002);
     assert_eq!(fake.message_count("g"), 0);
+    assert_eq!(send(within).await, 0);
+    assert_eq!(fake.message_count("g"), 1);
     assert_eq!(send(custom("g", 1, r#"{"ok":true}"#)).await, 0);
     let messages = fake.messages("g");
-    assert_eq!(messages.len(), 1);
-    assert_eq!(messages[0].data, json!({"ok": true}));
-    assert_eq!(messages[0].priority.as_deref(), Some("Normal"));
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1].data, json!({"ok": true}));
+    assert_eq!(messages[1].priority.as_deref(), Some("Normal"));
 }
 
 #[tokio::test]

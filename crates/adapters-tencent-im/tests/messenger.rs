@@ -1,8 +1,9 @@
 //! [`ImMessenger`] against the fake Tencent IM: a room's events arrive in order, coalescible
 //! ones only as their newest value, several to a message within 12 KB; a room over its budget
 //! sheds Low before Normal before High; a room whose group appears late still gets its first
-//! events; and a room sent 1,000 gifts a second gets every gift into its group without
-//! Tencent dropping a message. Rates are tested under paused time in the messenger's unit
+//! events; a room sent 1,000 gifts a second gets every gift into its group without
+//! Tencent dropping a message; and a burst of gifts gets through Tencent's size limit, which
+//! counts the whole request, a message refused as too long going again in halves. Rates are tested under paused time in the messenger's unit
 //! tests, not here against the wall clock.
 
 mod support {
@@ -15,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adapters_tencent_im::{
-    DispatcherHandle, DisplaySettings, FakeIm, FakeMessage, ImClient, ImMessenger,
-    MAX_MSG_BODY_BYTES, group_id,
+    DispatcherHandle, DisplaySettings, FakeIm, FakeMessage, GroupMessage, ImClient, ImMessenger,
+    MAX_MSG_BODY_BYTES, MAX_MSG_BYTES, group_id,
 };
 use room_app::ports::Messenger;
 use room_domain::{ImPriority, RoomId};
@@ -207,6 +208,108 @@ async fn large_events_are_split_across_messages_and_oversized_ones_dropped() {
     assert_eq!(seqs(&setup.events(&r)), expected);
     let stats = setup.messenger.stats();
     assert_eq!(stats.dropped_too_large, 1);
+}
+
+/// How many `send_group_msg` calls the fake refused with `code`.
+fn refused_with(fake: &FakeIm, code: i64) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|r| r.command == "send_group_msg" && r.error_code == Some(code))
+        .count()
+}
+
+/// 300 commits at once, each a gift (High) with its heat, rank and fuel.
+async fn gift_burst(setup: &Setup, r: &RoomId, gifts: u64) {
+    for n in 0..gifts {
+        let base = n * 4;
+        setup
+            .messenger
+            .publish(
+                r,
+                vec![
+                    display(r, base + 1, gift(n)),
+                    display(r, base + 2, heat(n as i64 * 10)),
+                    display(r, base + 3, rank(n)),
+                    display(r, base + 4, fuel(n as i64 * 10)),
+                ],
+            )
+            .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_300_gift_burst_into_one_room_gets_every_gift_through_tencents_size_limit() {
+    let r = room("burst");
+    let mut setup = Setup::new(&[&r], |_| {}).await;
+    let gifts = 300u64;
+    gift_burst(&setup, &r, gifts).await;
+    poll::until("every gift", || {
+        of_type(&setup.events(&r), "RoomGiftSent").len() == gifts as usize
+    })
+    .await;
+    setup.stop().await;
+    let events = setup.events(&r);
+    let gift_seqs: Vec<u64> = of_type(&events, "RoomGiftSent")
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(gift_seqs, (0..gifts).map(|n| n * 4 + 1).collect::<Vec<_>>());
+    let sends: Vec<_> = setup
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|q| q.command == "send_group_msg")
+        .collect();
+    // The packs were full ones, yet the whole requests stayed within Tencent's limit.
+    assert!(sends.iter().any(|q| q.body.len() > 10 * 1024));
+    assert!(sends.iter().all(|q| q.body.len() <= MAX_MSG_BYTES));
+    assert_eq!(refused_with(&setup.fake, 80002), 0);
+    let stats = setup.messenger.stats();
+    assert_eq!(stats.dropped_send_failed + stats.dropped_too_large, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_refused_as_too_long_is_split_and_sent_again() {
+    let r = room("split");
+    // Packs filled to the whole limit: with the rest of the request, Tencent refuses them.
+    let mut setup = Setup::new(&[&r], |s| s.max_message_bytes = MAX_MSG_BYTES).await;
+    let gifts = 300u64;
+    gift_burst(&setup, &r, gifts).await;
+    // A notice too long for a request on its own, though its `MsgBody` is within the packing
+    // size: refused, it cannot be split, and is dropped.
+    let notice = gifts * 4 + 1;
+    let body_bytes = |notice_bytes: usize| {
+        let envelope = display(&r, notice, profile(notice_bytes)).envelope;
+        let data = serde_json::json!({"room_id": r.as_str(), "events": [envelope]});
+        GroupMessage::new(data.to_string()).body_bytes()
+    };
+    // `MsgBody` 10 bytes under the limit: the rest of the request takes it over.
+    let notice_bytes = MAX_MSG_BYTES - 10 - body_bytes(0);
+    assert_eq!(body_bytes(notice_bytes), MAX_MSG_BYTES - 10);
+    setup
+        .messenger
+        .publish(&r, vec![display(&r, notice, profile(notice_bytes))])
+        .await;
+    poll::until("every gift and the notice's end", || {
+        of_type(&setup.events(&r), "RoomGiftSent").len() == gifts as usize
+            && setup.messenger.stats().dropped_too_large == 1
+    })
+    .await;
+    setup.stop().await;
+    assert!(refused_with(&setup.fake, 80002) > 0, "no pack was refused");
+    let events = setup.events(&r);
+    let gift_seqs: Vec<u64> = of_type(&events, "RoomGiftSent")
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(gift_seqs, (0..gifts).map(|n| n * 4 + 1).collect::<Vec<_>>());
+    // Halves go in order: the room's events stay in seq order.
+    let all = seqs(&events);
+    assert!(all.windows(2).all(|w| w[0] < w[1]), "{all:?}");
+    assert!(!all.contains(&notice));
+    let stats = setup.messenger.stats();
+    assert_eq!(stats.dropped_too_large, 1);
+    assert_eq!(stats.dropped_send_failed, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,7 +16,7 @@ use super::state::{
     FakeRequest, FakeState, Fault, FirstAnswer, GROUP_MSGS_PER_SEC, Group, Shared, Stored,
 };
 use crate::SigError;
-use crate::limits::{MAX_BAN_MEMBERS, MAX_GROUP_NAME_BYTES, MAX_MSG_BODY_BYTES, MAX_MUTE_MEMBERS};
+use crate::limits::{MAX_BAN_MEMBERS, MAX_GROUP_NAME_BYTES, MAX_MSG_BYTES, MAX_MUTE_MEMBERS};
 
 /// How long a message's `Random` keeps a repeat out.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(300);
@@ -118,6 +118,7 @@ fn answer(
     if let Err(refusal) = check_caller(shared, query) {
         return refusal;
     }
+    let request_bytes = body.len();
     let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(body) else {
         return Answer::fail(60003, "the body is not a JSON object");
     };
@@ -129,7 +130,13 @@ fn answer(
     let result = match command {
         "create_group" => create_group(&mut state, &body),
         "destroy_group" => destroy_group(&mut state, &body),
-        "send_group_msg" => send_group_msg(&mut state, identifier, &body, shared.config.cap_window),
+        "send_group_msg" => send_group_msg(
+            &mut state,
+            identifier,
+            &body,
+            request_bytes,
+            shared.config.cap_window,
+        ),
         "forbid_send_msg" => forbid_send_msg(&mut state, &body),
         "ban_group_member" if !shared.config.ban_permitted => {
             Err(Answer::fail(10007, "the plan does not include banning"))
@@ -280,6 +287,7 @@ fn send_group_msg(
     state: &mut FakeState,
     identifier: &str,
     body: &Map<String, Value>,
+    request_bytes: usize,
     cap_window: Duration,
 ) -> Result<Answer, Answer> {
     let group_id = string_field(body, "GroupId")?.to_owned();
@@ -333,7 +341,8 @@ fn send_group_msg(
         return Err(Answer::fail(10010, "no such group"));
     }
     let msg_body = serde_json::to_string(&body["MsgBody"]).unwrap_or_default();
-    if msg_body.len() > MAX_MSG_BODY_BYTES {
+    // Tencent counts the whole request, not only `MsgBody`, against the limit.
+    if request_bytes > MAX_MSG_BYTES {
         return Err(Answer::fail(80002, "the message is too long"));
     }
     let now = Instant::now();

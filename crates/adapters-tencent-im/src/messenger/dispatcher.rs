@@ -21,6 +21,7 @@ use super::pack::PackLimits;
 use super::room::{NoGroupRetry, Parked, Room};
 use super::send::{GroupSender, InFlight, SendDone};
 use super::stats::{DropReason, Stats};
+use crate::error::CODE_TOO_LONG;
 use crate::{DisplaySettings, GroupMessage, ImError, SendOutcome};
 
 /// How often idle rooms are forgotten.
@@ -234,7 +235,7 @@ impl Dispatcher {
         room.flush_due(now, &self.stats);
         let mut wake = room.next_due();
         let mut earliest = |at: Instant| wake = Some(wake.map_or(at, |w| w.min(at)));
-        let has_work = room.parked.is_some() || !room.queue.is_empty();
+        let has_work = room.parked.is_some() || !room.halves.is_empty() || !room.queue.is_empty();
         if !room.in_flight && !room.waiting_slot && has_work {
             let parked_at = room.parked.as_ref().map(|p| p.retry.at);
             if let Some(at) = parked_at.filter(|at| *at > now) {
@@ -253,9 +254,12 @@ impl Dispatcher {
             } else {
                 let next = match room.parked.take() {
                     Some(parked) => Some((parked.pack, Some(parked.retry))),
-                    None => room
-                        .pack(room_id, self.tuning.limits, now, &self.stats)
-                        .map(|pack| (pack, None)),
+                    None => match room.halves.pop_front() {
+                        Some(half) => Some((half, None)),
+                        None => room
+                            .pack(room_id, self.tuning.limits, now, &self.stats)
+                            .map(|pack| (pack, None)),
+                    },
                 };
                 if let Some((pack, retry)) = next {
                     room.bucket.take();
@@ -275,7 +279,7 @@ impl Dispatcher {
                     }
                     let sender = self.sender.clone();
                     let group_id = room.group_id.clone();
-                    let (priority, published) = (pack.priority, pack.published);
+                    let (priority, published, parts) = (pack.priority, pack.published, pack.parts);
                     let task = self.sends.spawn(async move {
                         let outcome = sender.send(&group_id, &message).await;
                         SendDone {
@@ -284,6 +288,7 @@ impl Dispatcher {
                                 data: message.data,
                                 priority,
                                 published,
+                                parts,
                             },
                             retry,
                         }
@@ -379,7 +384,8 @@ impl Dispatcher {
         self.serve(&room_id, now, false);
     }
 
-    /// Counts what a send did; a message refused for a missing group is parked for a retry.
+    /// Counts what a send did; a message refused for a missing group is parked for a retry,
+    /// one refused as too long is split.
     pub(super) fn record(&mut self, room_id: &RoomId, done: SendDone, now: Instant) {
         let events = done.pack.published.len();
         match &done.outcome {
@@ -403,6 +409,9 @@ impl Dispatcher {
                 self.stats.dropped(DropReason::ByIm, events);
             }
             Err(ImError::NoSuchGroup { .. }) => self.park(room_id, done, now),
+            Err(ImError::Rejected { code, .. }) if *code == CODE_TOO_LONG => {
+                self.split(room_id, done);
+            }
             Err(error) => {
                 if error.is_retryable() {
                     tracing::debug!(
@@ -454,6 +463,37 @@ impl Dispatcher {
             },
         });
         self.waiting += events;
+    }
+
+    /// Splits a message Tencent refused as too long in two, to send each half again before
+    /// the room's queue (a half refused again is split again); a single event too long on its
+    /// own is dropped.
+    pub(super) fn split(&mut self, room_id: &RoomId, done: SendDone) {
+        let events = done.pack.published.len();
+        let Some(room) = self.rooms.get_mut(room_id) else {
+            self.stats.dropped(DropReason::TooLarge, events);
+            return;
+        };
+        match done.pack.split(room_id) {
+            Ok((first, second)) => {
+                tracing::debug!(
+                    room_id = %room_id, events,
+                    "Tencent IM refused a display message as too long; sending it in halves"
+                );
+                metrics::counter!("room_im_display_splits_total").increment(1);
+                room.halves.push_front(second);
+                room.halves.push_front(first);
+                self.waiting += events;
+            }
+            Err(pack) => {
+                tracing::warn!(
+                    room_id = %room_id,
+                    bytes = pack.data.len(),
+                    "a display event is too long for an IM message on its own; dropped"
+                );
+                self.stats.dropped(DropReason::TooLarge, events);
+            }
+        }
     }
 
     /// Forgets rooms with nothing waiting or in flight whose bucket is full again.

@@ -32,4 +32,7 @@ pub(super) struct Pack {
     pub(super) priority: ImPriority,
     /// When each of its events was published.
     pub(super) published: Vec<Instant>,
+    /// Each of its events' envelope JSON and priority, in order: what its halves are made of
+    /// if Tencent refuses it as too long.
+    pub(super) parts: Vec<(String, ImPriority)>,
 }

@@ -26,12 +26,12 @@ impl Room {
     ) -> Option<Pack> {
         let too_old = |item: &Item| now.saturating_duration_since(item.published) > limits.max_age;
         let mut old = 0;
-        let mut data = String::with_capacity(1024);
-        data.push_str(r#"{"room_id":"#);
-        push_json(&mut data, room_id);
-        data.push_str(r#","events":["#);
+        let mut head = String::with_capacity(64);
+        head.push_str(r#"{"room_id":"#);
+        push_json(&mut head, room_id);
+        head.push_str(r#","events":["#);
         let mut builder = PackBuilder {
-            escaped: escaped_len(&data) + "]}".len(),
+            escaped: escaped_len(&head) + "]}".len(),
             events: Vec::new(),
             max_bytes: limits.max_bytes,
         };
@@ -99,22 +99,63 @@ impl Room {
         }
         // Held events that rode along may be older than queued ones.
         builder.events.sort_by_key(|e| e.0);
+        let events = builder
+            .events
+            .into_iter()
+            .map(|(_, json, priority, at)| (json, priority, at))
+            .collect();
+        Some(Pack::new(room_id, events))
+    }
+}
+
+impl Pack {
+    /// The message carrying `events` (envelope JSON, priority, publish time), in order: its
+    /// `MsgPriority` is the highest of theirs.
+    pub(super) fn new(room_id: &RoomId, events: Vec<(String, ImPriority, Instant)>) -> Pack {
+        let mut data = String::with_capacity(
+            64 + events
+                .iter()
+                .map(|(json, _, _)| json.len() + 1)
+                .sum::<usize>(),
+        );
+        data.push_str(r#"{"room_id":"#);
+        push_json(&mut data, room_id);
+        data.push_str(r#","events":["#);
         let mut priority = ImPriority::Low;
-        let mut published = Vec::with_capacity(builder.events.len());
-        for (index, (_, json, item_priority, at)) in builder.events.iter().enumerate() {
+        let mut published = Vec::with_capacity(events.len());
+        let mut parts = Vec::with_capacity(events.len());
+        for (index, (json, item_priority, at)) in events.into_iter().enumerate() {
             if index > 0 {
                 data.push(',');
             }
-            data.push_str(json);
-            priority = priority.max(*item_priority);
-            published.push(*at);
+            data.push_str(&json);
+            priority = priority.max(item_priority);
+            published.push(at);
+            parts.push((json, item_priority));
         }
         data.push_str("]}");
-        Some(Pack {
+        Pack {
             data,
             priority,
             published,
-        })
+            parts,
+        }
+    }
+
+    /// The message's two halves, in order, each with its own events' priority; the message
+    /// itself back when it carries a single event.
+    pub(super) fn split(self, room_id: &RoomId) -> Result<(Pack, Pack), Pack> {
+        if self.parts.len() < 2 {
+            return Err(self);
+        }
+        let mut events: Vec<_> = self
+            .parts
+            .into_iter()
+            .zip(self.published)
+            .map(|((json, priority), at)| (json, priority, at))
+            .collect();
+        let second = events.split_off(events.len() / 2);
+        Ok((Pack::new(room_id, events), Pack::new(room_id, second)))
     }
 }
 

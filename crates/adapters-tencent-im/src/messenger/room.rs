@@ -53,6 +53,8 @@ pub(super) struct Room {
     pub(super) in_flight: bool,
     /// A message waiting for the room's group to exist; it goes before the queue.
     pub(super) parked: Option<Parked>,
+    /// Halves of messages Tencent refused as too long, in order; they go before the queue.
+    pub(super) halves: VecDeque<Pack>,
     /// Whether the missing group was logged already.
     pub(super) warned_no_group: bool,
     /// Whether the room is in the dispatcher's list of rooms waiting for a send slot.
@@ -70,17 +72,20 @@ impl Room {
             bucket: Bucket::full(rate, burst, now),
             in_flight: false,
             parked: None,
+            halves: VecDeque::new(),
             warned_no_group: false,
             waiting_slot: false,
             wake_at: None,
         }
     }
 
-    /// Events waiting (queued, held, or parked for a missing group).
+    /// Events waiting (queued, held, parked for a missing group, or in halves of a message
+    /// refused as too long).
     pub(super) fn size(&self) -> usize {
         self.queue.len()
             + self.held.iter().filter(|h| h.item.is_some()).count()
             + self.parked.as_ref().map_or(0, |p| p.pack.published.len())
+            + self.halves.iter().map(|h| h.published.len()).sum::<usize>()
     }
 
     /// Whether a held event of `key` is waiting (a new one replaces it instead of adding one).

@@ -405,3 +405,51 @@ fn an_event_too_large_alone_is_dropped() {
     assert!(room.queue.is_empty());
     assert_eq!(stats.snapshot().dropped_too_large, 1);
 }
+
+#[test]
+fn a_pack_splits_into_two_halves_in_order_each_with_its_own_priority() {
+    let stats = Stats::default();
+    let mut room = room();
+    for seq in 1..=5 {
+        let priority = if seq == 5 {
+            ImPriority::High
+        } else {
+            ImPriority::Low
+        };
+        room.enqueue(item(seq, priority, None));
+    }
+    let id = RoomId::new("r").unwrap();
+    let pack = room
+        .pack(&id, limits(usize::MAX), Instant::now(), &stats)
+        .unwrap();
+    assert_eq!(pack.priority, ImPriority::High);
+    let seqs = |data: &str| -> Vec<u64> {
+        let data: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(data["room_id"], "r");
+        data["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect()
+    };
+    let Ok((first, second)) = pack.split(&id) else {
+        panic!("five events split");
+    };
+    assert_eq!(seqs(&first.data), [1, 2]);
+    assert_eq!(seqs(&second.data), [3, 4, 5]);
+    assert_eq!(
+        (first.priority, second.priority),
+        (ImPriority::Low, ImPriority::High)
+    );
+    assert_eq!(first.published.len() + second.published.len(), 5);
+    // Down to one event, which does not split.
+    let Ok((one, _)) = first.split(&id) else {
+        panic!("two events split");
+    };
+    assert_eq!(seqs(&one.data), [1]);
+    let Err(one) = one.split(&id) else {
+        panic!("one event does not split");
+    };
+    assert_eq!(one.published.len(), 1);
+}

@@ -115,8 +115,8 @@ pub(super) const SECTION: Section = Section {
         ),
         (
             "display.max_message_bytes",
-            "The most bytes a message's `MsgBody`, as JSON, may take; Tencent refuses beyond 12 \
-             KB.",
+            "The most bytes a message's `MsgBody`, as JSON, may take (at most 12,032: Tencent \
+             refuses a request beyond 12 KiB, counted whole); the default leaves a margin.",
         ),
         (
             "display.drain_ms",
