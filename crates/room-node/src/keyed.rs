@@ -117,13 +117,15 @@ pub async fn keyed_request(
         .await;
     let (head, body) = response.into_parts();
     // Only a definite answer is kept: one a retry could change (429, 5xx, a timeout, any
-    // retryable error) frees the key for the retry, and so does 400, a request refused as
-    // invalid, which claims nothing: fixed, it may go with the same key.
+    // retryable error) frees the key for the retry, and so do 400, 413 and 415, a request
+    // refused for its form, which claims nothing: fixed, it may go with the same key.
     let definite = head.status.is_success()
         || (head.status.is_client_error()
             && !matches!(
                 head.status,
                 StatusCode::BAD_REQUEST
+                    | StatusCode::PAYLOAD_TOO_LARGE
+                    | StatusCode::UNSUPPORTED_MEDIA_TYPE
                     | StatusCode::TOO_MANY_REQUESTS
                     | StatusCode::REQUEST_TIMEOUT
             )

@@ -333,3 +333,39 @@ async fn admin_keyed(
     let (status, headers, body) = t.send(request).await;
     (status, headers, parse(&body))
 }
+
+/// A keyed request refused for its form (not JSON: 415) claims nothing: the same key then
+/// runs the request sent as JSON, with the same body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_refused_for_its_form_leaves_its_key_free() {
+    let t = TestApp::new().await;
+    let body = json!({"name": "Night talk"}).to_string();
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/v1/rooms")
+        .header(
+            header::AUTHORIZATION,
+            format!("Bearer {}", t.token("alice")),
+        )
+        .header("idempotency-key", key("form-1"))
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(Body::from(body))
+        .unwrap();
+    let (status, _, answer) = t.send(request).await;
+    assert_eq!(
+        status,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "{}",
+        parse(&answer)
+    );
+    let (status, created) = keyed(
+        &t,
+        Method::POST,
+        "/v1/rooms",
+        "alice",
+        key("form-1"),
+        Some(json!({"name": "Night talk"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+}

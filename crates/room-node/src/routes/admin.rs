@@ -512,6 +512,7 @@ pub struct DeadLetterPageQuery {
     #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
     /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^[1-9][0-9]{0,17}$")]
     cursor: Option<String>,
 }
 
@@ -572,7 +573,7 @@ pub async fn list_dead_letters(
 /// dead letter again.
 #[utoipa::path(
     post, path = "/v1/admin/outbox/dead-letters/{id}/replay", tag = "admin",
-    params(("id" = String, Path, description = "The dead letter's id")),
+    params(("id" = String, Path, description = "The dead letter's id", pattern = r"^[1-9][0-9]{0,17}$")),
     responses(
         (status = 204, description = "Back in the outbox"),
         (status = 400, description = "`INVALID_ID`: not an outbox id", body = ErrorResponse),
