@@ -540,19 +540,14 @@ pub async fn prune_keyed_requests(
     batch: u32,
     max_batches: u32,
 ) -> Result<u64> {
-    let batch = batch.max(1);
-    let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-    let before = Timestamp(clock.now().0.saturating_sub(retention));
-    let mut deleted = 0;
-    for _ in 0..max_batches.max(1) {
-        let gone = records.prune(before, batch).await?;
-        deleted += gone;
-        if gone < u64::from(batch) {
-            break;
-        }
-    }
-    metrics::counter!("room_keyed_requests_pruned_total").increment(deleted);
-    Ok(deleted)
+    let before = cutoff(clock, retention);
+    in_batches(
+        "room_keyed_requests_pruned_total",
+        batch,
+        max_batches,
+        |batch| records.prune(before, batch),
+    )
+    .await
 }
 
 /// Deletes outbox rows delivered more than `retention` ago, `batch` rows per statement and at
@@ -565,19 +560,11 @@ pub async fn prune_outbox(
     batch: u32,
     max_batches: u32,
 ) -> Result<u64> {
-    let batch = batch.max(1);
-    let before =
-        Timestamp(clock.now().0 - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
-    let mut deleted = 0;
-    for _ in 0..max_batches.max(1) {
-        let gone = outbox.delete_delivered_before(before, batch).await?;
-        deleted += gone;
-        if gone < u64::from(batch) {
-            break;
-        }
-    }
-    metrics::counter!("room_outbox_pruned_total").increment(deleted);
-    Ok(deleted)
+    let before = cutoff(clock, retention);
+    in_batches("room_outbox_pruned_total", batch, max_batches, |batch| {
+        outbox.delete_delivered_before(before, batch)
+    })
+    .await
 }
 
 /// Deletes the events and commands of room logs that lie behind both the room's newest
@@ -596,14 +583,38 @@ pub async fn prune_log(
     batch: u32,
     max_batches: u32,
 ) -> Result<u64> {
-    let batch = batch.max(1);
+    let older_than = cutoff(clock, retention);
+    in_batches("room_log_pruned_total", batch, max_batches, |batch| {
+        cells.prune_log(older_than, batch)
+    })
+    .await
+}
+
+/// The time `retention` before now.
+fn cutoff(clock: &ClockRef, retention: Duration) -> Timestamp {
     let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-    let older_than = Timestamp(clock.now().0.saturating_sub(retention));
+    Timestamp(clock.now().0.saturating_sub(retention))
+}
+
+/// Runs `delete` (one bounded delete of at most `batch` rows) up to `max_batches` times, until
+/// a call deletes fewer than `batch`; counts each call's rows in the counter `metric` as it
+/// goes, so a failing call keeps the count of those before it. Returns how many went.
+pub(crate) async fn in_batches<F, Fut>(
+    metric: &'static str,
+    batch: u32,
+    max_batches: u32,
+    mut delete: F,
+) -> Result<u64>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<u64>>,
+{
+    let batch = batch.max(1);
     let mut deleted = 0;
     for _ in 0..max_batches.max(1) {
-        let gone = cells.prune_log(older_than, batch).await?;
+        let gone = delete(batch).await?;
         deleted += gone;
-        metrics::counter!("room_log_pruned_total").increment(gone);
+        metrics::counter!(metric).increment(gone);
         if gone < u64::from(batch) {
             break;
         }

@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::ports::{ClockRef, ConsumerPositionsRef, OutboxRef};
+use crate::workers::in_batches;
 
 /// Marks delivered the outbox rows every consumer in `consumers` has passed (each one's
 /// stored position; a consumer without one has passed nothing), `batch` rows per statement
@@ -23,21 +24,15 @@ pub async fn mark_passed(
     batch: u32,
     max_batches: u32,
 ) -> Result<u64> {
-    let batch = batch.max(1);
     let mut through = i64::MAX;
     for consumer in consumers {
         through = through.min(positions.get_position(consumer).await?.unwrap_or(0));
     }
     let now = clock.now();
-    let mut marked = 0;
-    for _ in 0..max_batches.max(1) {
-        let done = outbox.mark_passed(through, now, batch).await?;
-        marked += done;
-        if done < u64::from(batch) {
-            break;
-        }
-    }
-    metrics::counter!("room_outbox_passed_total").increment(marked);
+    let marked = in_batches("room_outbox_passed_total", batch, max_batches, |batch| {
+        outbox.mark_passed(through, now, batch)
+    })
+    .await?;
     let oldest = if through == i64::MAX {
         None
     } else {
