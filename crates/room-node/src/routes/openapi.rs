@@ -290,8 +290,8 @@ fn add_idempotency_key(operation: &mut Operation, key_use: Option<&KeyUse>) {
              same request with it (path values and canonical JSON body) gets the first answer \
              again, with `Idempotency-Replayed: true`, and changes nothing more; another \
              request with it is 422 `IDEMPOTENCY_KEY_REUSED`; while the first runs, 409 \
-             `IDEMPOTENCY_KEY_IN_USE` (retryable). Answers but 400, 429, 5xx and retryable \
-             ones are kept `ROOM__HTTP__IDEMPOTENCY_RETENTION_SECS`"
+             `IDEMPOTENCY_KEY_IN_USE` (retryable). Answers but 400, 413, 415, 429, 5xx and \
+             retryable ones are kept `ROOM__HTTP__IDEMPOTENCY_RETENTION_SECS`"
         ),
         Some(KeyUse::Own(own)) => {
             format!("{CHECK} Checked only: this route is idempotent by {own}, not by this header")
