@@ -88,12 +88,13 @@ impl OrderRow {
     /// Replaces the stored order as a commit applies it, if it still awaits its room
     /// (`GiftOrder::awaits_room`: PENDING, or DEBITED with no refusal recorded):
     /// [`Error::NotFound`] when it is not stored, [`Error::OrderSettled`] when another drive
-    /// settled it. The commit holds the room's cell row, and the update locks the order's.
+    /// settled it. Only the order's own room applies it: an order of another room is not
+    /// found. The commit holds the room's cell row, and the update locks the order's.
     pub(crate) async fn replace_applied(&self, conn: &mut MySqlConnection) -> Result<(), TxError> {
         let updated = sqlx::query(
             "UPDATE gift_orders
              SET room_id = ?, sender = ?, status = ?, created_at = ?, body = ?, rejection = ?
-             WHERE sender = ? AND order_id = ?
+             WHERE sender = ? AND order_id = ? AND room_id = ?
                AND (status = 'PENDING' OR (status = 'DEBITED' AND rejection IS NULL))",
         )
         .bind(&self.room_id)
@@ -104,12 +105,13 @@ impl OrderRow {
         .bind(&self.rejection)
         .bind(&self.sender)
         .bind(&self.order_id)
+        .bind(&self.room_id)
         .execute(&mut *conn)
         .await?;
         if updated.rows_affected() > 0 {
             return Ok(());
         }
-        match stored_status(conn, &self.sender, &self.order_id).await? {
+        match stored_status(conn, &self.sender, &self.order_id, Some(&self.room_id)).await? {
             Some(_) => Err(Error::OrderSettled(
                 OrderId::new(self.order_id.as_str()).map_err(Error::corrupt)?,
             )
@@ -148,14 +150,18 @@ async fn stored_status(
     conn: &mut MySqlConnection,
     sender: &str,
     order_id: &str,
+    room: Option<&str>,
 ) -> Result<Option<String>, TxError> {
-    Ok(
-        sqlx::query_scalar("SELECT status FROM gift_orders WHERE sender = ? AND order_id = ?")
-            .bind(sender)
-            .bind(order_id)
-            .fetch_optional(&mut *conn)
-            .await?,
+    Ok(sqlx::query_scalar(
+        "SELECT status FROM gift_orders
+         WHERE sender = ? AND order_id = ? AND (? IS NULL OR room_id = ?)",
     )
+    .bind(sender)
+    .bind(order_id)
+    .bind(room)
+    .bind(room)
+    .fetch_optional(&mut *conn)
+    .await?)
 }
 
 async fn create_or_get_once(
@@ -208,7 +214,7 @@ async fn update_once(
         return Ok(());
     }
     Err(
-        match stored_status(&mut conn, &row.sender, &row.order_id).await? {
+        match stored_status(&mut conn, &row.sender, &row.order_id, None).await? {
             None => Error::NotFound(format!("order {}", row.order_id)),
             Some(status) => Error::Conflict(format!(
                 "order {} is {status}, not {}",

@@ -34,10 +34,10 @@ const ORDER_COLUMNS: &[&str] = &[
     "rejection",
 ];
 
-/// Replaces an order that awaits its room ([`OrderRow::replace_applied`]).
+/// Replaces an order that awaits its room, by that room only ([`OrderRow::replace_applied`]).
 pub(crate) const REPLACE_APPLIED: &str = "UPDATE gift_orders
      SET room_id = ?1, status = ?3, created_at = ?4, body = ?5, rejection = ?7
-     WHERE sender = ?2 AND order_id = ?6
+     WHERE sender = ?2 AND order_id = ?6 AND room_id = ?1
        AND (status = 'PENDING' OR (status = 'DEBITED' AND rejection IS NULL))";
 
 /// Replaces an order, in the status `?7` if it is not NULL ([`OrderRow::replace`]).
@@ -92,7 +92,7 @@ impl OrderRow {
             return Ok(());
         }
         let order_id = || OrderId::new(&self.order_id).map_err(Error::corrupt);
-        match stored_status(conn, &self.sender, &self.order_id)? {
+        match stored_status(conn, &self.sender, &self.order_id, Some(&self.room_id))? {
             Some(_) => Err(Error::OrderSettled(order_id()?)),
             None => Err(Error::NotFound(format!("order {}", self.order_id))),
         }
@@ -162,15 +162,23 @@ fn order_row(row: &SqliteRow) -> Result<GiftOrder> {
     )
 }
 
-/// The stored order's status, if it is stored.
-fn stored_status(conn: &Connection, sender: &str, order_id: &str) -> Result<Option<String>> {
-    conn.prepare_cached("SELECT status FROM gift_orders WHERE sender = ?1 AND order_id = ?2")
-        .and_then(|mut select| {
-            select
-                .query_row([sender, order_id], |row| row.get(0))
-                .optional()
-        })
-        .map_err(sql)
+/// The stored order's status, if it is stored (for `room`, when one is given).
+fn stored_status(
+    conn: &Connection,
+    sender: &str,
+    order_id: &str,
+    room: Option<&str>,
+) -> Result<Option<String>> {
+    conn.prepare_cached(
+        "SELECT status FROM gift_orders
+         WHERE sender = ?1 AND order_id = ?2 AND (?3 IS NULL OR room_id = ?3)",
+    )
+    .and_then(|mut select| {
+        select
+            .query_row(params![sender, order_id, room], |row| row.get(0))
+            .optional()
+    })
+    .map_err(sql)
 }
 
 /// The stored order, if it is stored, read by the writer.
@@ -237,14 +245,16 @@ fn update(conn: &Connection, row: &OrderRow, expected: OrderStatus) -> Result<()
     if row.replace(conn, Some(expected.as_str()))? {
         return Ok(());
     }
-    Err(match stored_status(conn, &row.sender, &row.order_id)? {
-        None => Error::NotFound(format!("order {}", row.order_id)),
-        Some(status) => Error::Conflict(format!(
-            "order {} is {status}, not {}",
-            row.order_id,
-            expected.as_str()
-        )),
-    })
+    Err(
+        match stored_status(conn, &row.sender, &row.order_id, None)? {
+            None => Error::NotFound(format!("order {}", row.order_id)),
+            Some(status) => Error::Conflict(format!(
+                "order {} is {status}, not {}",
+                row.order_id,
+                expected.as_str()
+            )),
+        },
+    )
 }
 
 #[async_trait]

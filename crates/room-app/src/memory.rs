@@ -167,7 +167,14 @@ impl CellStore for InMemoryStore {
         }
         for order in &batch.orders {
             match t.orders.get(&order_key(order)) {
+                // An order is applied only by its own room.
                 None => return Err(Error::NotFound(format!("order {}", order.order_id))),
+                Some(stored) if stored.room_id != order.room_id => {
+                    return Err(Error::NotFound(format!(
+                        "order {} of room {}",
+                        order.order_id, order.room_id
+                    )));
+                }
                 Some(stored) if !stored.awaits_room() => {
                     return Err(Error::OrderSettled(order.order_id.clone()));
                 }

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use room_domain::{
-    Coins, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope, MicChange, RoomState,
-    RoomStatus, SagaOutcome, decide, evolve,
+    Coins, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope, MicChange, Rejection,
+    RoomState, RoomStatus, SagaOutcome, decide, evolve,
 };
 
 use super::active::Cell;
@@ -50,6 +50,10 @@ impl Cell {
                 continue;
             }
             in_batch.insert(id, index);
+            if !carries_its_order(room_id, request) {
+                outcomes.push(Outcome::Done(Err(Error::Rejected(Rejection::Forbidden))));
+                continue;
+            }
             let ctx = Ctx {
                 now,
                 actor: &request.actor,
@@ -251,4 +255,19 @@ fn summary_of(state: &RoomState) -> Option<RoomSummary> {
         locked: state.settings.lock.is_some(),
         version: state.version,
     })
+}
+
+/// Whether a paid gift comes with the order that debited it: an `ApplyGift` is applied only
+/// with its gift order, of this room, still awaiting it, whose gift it is. The commit then
+/// records the order APPLIED in the same transaction, and
+/// every store refuses it unless that order is stored and still awaits its room, so no gift is
+/// applied that nobody paid for. Every other command needs no order, and carries none.
+fn carries_its_order(room_id: &room_domain::RoomId, request: &CommandRequest) -> bool {
+    match (&request.command.kind, &request.order) {
+        (CommandKind::ApplyGift(gift), Some(order)) => {
+            &order.room_id == room_id && order.awaits_room() && order.apply_command() == *gift
+        }
+        (CommandKind::ApplyGift(_), None) => false,
+        (_, order) => order.is_none(),
+    }
 }

@@ -92,7 +92,8 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
         pending_types(&pending[outbox_at_start..])
     );
 
-    // The robot may not pay, and a user may not send a robot gift.
+    // The robot may not pay (a paid gift comes only with the order that debited it), and a
+    // user may not send a robot gift.
     let paid_as_robot = world
         .service
         .robot_command(
@@ -117,7 +118,7 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
     assert!(
         matches!(
             paid_as_robot,
-            Err(room_app::Error::Rejected(Rejection::NotARobot))
+            Err(room_app::Error::Rejected(Rejection::Forbidden))
         ),
         "{paid_as_robot:?}"
     );

@@ -569,3 +569,64 @@ async fn an_order_refused_by_another_drive_during_the_apply_is_refunded_not_appl
     );
     assert_conserved(&world, &[&room], 100, "after the refund").await;
 }
+
+#[tokio::test]
+async fn a_paid_gift_is_applied_only_with_the_order_that_debited_it() {
+    let world = World::new().await;
+    world.fund("alice", 1_000).await;
+    let room = world.open_room("r1", "alice", &["bob"]).await;
+    let order = debited_order(&world, &gift(&room, "alice", "o1", "rose", 1, &["bob"])).await;
+    let command = room_app::gift_apply_command(&order);
+    let refused = |answer: room_app::Result<Arc<room_app::ports::CommandReply>>| {
+        matches!(
+            answer,
+            Err(Error::Rejected(room_domain::Rejection::Forbidden))
+        )
+    };
+
+    // Without an order, by the system or by its sender: nobody paid for such a gift.
+    for actor in [Actor::System, user("alice")] {
+        let answer = world
+            .runtime()
+            .execute(&room, command.clone(), actor, None)
+            .await;
+        assert!(refused(answer.clone()), "{answer:?}");
+    }
+    // With an order of another gift (a bigger one than was debited), or of another room.
+    let mut bigger = order.clone();
+    bigger.count = 100;
+    let mut elsewhere = order.clone();
+    elsewhere.room_id = RoomId::new("r2").unwrap();
+    for wrong in [bigger, elsewhere] {
+        let answer = world
+            .runtime()
+            .execute(&room, command.clone(), Actor::System, Some(wrong))
+            .await;
+        assert!(refused(answer.clone()), "{answer:?}");
+    }
+    // A command that is not a gift carries no order.
+    let answer = world
+        .runtime()
+        .execute(
+            &room,
+            Command::new(oid("leave").into(), CommandKind::Leave),
+            user("bob"),
+            Some(order.clone()),
+        )
+        .await;
+    assert!(refused(answer.clone()), "{answer:?}");
+    assert!(
+        gifts_in(&world.log(&room).await).is_empty(),
+        "nothing applied"
+    );
+
+    // The saga's own apply, with its order: applied once, and the order (no lucky reward
+    // to credit) is done.
+    world
+        .runtime()
+        .execute(&room, command, Actor::System, Some(order))
+        .await
+        .unwrap();
+    assert_eq!(gifts_in(&world.log(&room).await).len(), 1);
+    assert_eq!(status(&world, "o1").await, OrderStatus::Completed);
+}

@@ -11,7 +11,7 @@ use crate::state::{RocketStatus, RoomState};
 
 use super::standing::{Standing, is_robot_member, require_member};
 
-/// `ApplyGift`: a paid gift, applied by the system (the gift saga) or its sender: the gift,
+/// `ApplyGift`: a paid gift, applied by the system (the gift saga) only: the gift,
 /// its heat, the sender's ranks, a lucky reward, and fuel for the rocket (which may reset for
 /// a new day or ignite).
 pub(super) fn apply_gift(
@@ -25,7 +25,9 @@ pub(super) fn apply_gift(
     if ctx.actor.is_robot() {
         return Err(Rejection::NotARobot);
     }
-    if standing != Standing::System && ctx.actor.user_id() != Some(&gift.sender) {
+    // Only the gift saga applies a paid gift, with the order that debited it: a user's own
+    // `ApplyGift` would be a gift nobody paid for.
+    if standing != Standing::System {
         return Err(Rejection::Forbidden);
     }
     let rules = ctx.rules;

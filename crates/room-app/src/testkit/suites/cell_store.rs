@@ -100,6 +100,7 @@ where
     stored_command_id_is_already_exists_and_writes_nothing(fresh().await).await;
     command_id_twice_in_a_batch_is_already_exists(fresh().await).await;
     unknown_order_fails_and_writes_nothing(fresh().await).await;
+    order_of_another_room_fails_and_writes_nothing(fresh().await).await;
     settled_order_fails_and_writes_nothing(fresh().await).await;
     event_seq_gap_is_invalid_and_writes_nothing(fresh().await).await;
     rearming_a_timer_in_a_commit_replaces_it(fresh().await).await;
@@ -473,6 +474,40 @@ where
         before,
         "a batch naming an unknown order writes nothing",
     );
+}
+
+async fn order_of_another_room_fails_and_writes_nothing<S>(store: Arc<S>)
+where
+    S: CellStore + GiftOrders + Outbox + Timers + Payouts + RoomDirectory,
+{
+    let a = room("room-a");
+    let b = room("room-b");
+    let activation = ok(store.activate(&a, "node-1").await, "activate");
+    // An order placed for room b, that room a's commit claims to apply.
+    let elsewhere = order("elsewhere", &b, T0);
+    ok(store.create_or_get(&elsewhere).await, "create_or_get");
+    let mut batch = full_batch(&*store, &a, &batch(&a, activation, 0, &[("c1", 1)]), "k").await;
+    let mut moved = order_in(&elsewhere, OrderStatus::Applied);
+    moved.room_id = a.clone();
+    batch.orders.push(moved);
+    let before = observe(&*store, &a, &batch).await;
+    expect_err!(
+        store.commit(&batch).await,
+        Error::NotFound(_),
+        "a batch applying another room's order"
+    );
+    same(
+        observe(&*store, &a, &batch).await,
+        before,
+        "a batch applying another room's order writes nothing",
+    );
+    let stored = ok(
+        store.get(&elsewhere.sender, &elsewhere.order_id).await,
+        "get",
+    )
+    .expect("stored");
+    assert_eq!(stored.room_id, b, "the order stays room b's");
+    assert_eq!(stored.status, OrderStatus::Pending, "and unapplied");
 }
 
 async fn settled_order_fails_and_writes_nothing<S>(store: Arc<S>)
