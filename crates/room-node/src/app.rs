@@ -302,6 +302,10 @@ impl App {
             crate::facts::consumers(&settings, im.as_ref().map(|im| &im.client), &service)?;
 
         let keys_clock = service.ports().clock.clone();
+        // Not ready until `start` has recovered and started the background work: 0 from
+        // here, so that a node stuck in start-up recovery shows as one.
+        let metrics = prometheus();
+        metrics::gauge!("room_node_ready").set(0.0);
         let state = AppState::new(HandlerContext {
             service,
             auth,
@@ -316,7 +320,7 @@ impl App {
                 .map(Arc::new),
             rtc_sdk_app_id: settings.rtc.sdk_app_id,
             rtc_callback_window: Duration::from_secs(settings.rtc.callback_window_secs),
-            metrics: prometheus(),
+            metrics,
             ready: Arc::new(AtomicBool::new(false)),
             shutdown: root.clone(),
             sse_keep_alive: Duration::from_secs(settings.sse.keep_alive_secs.max(1)),
@@ -433,6 +437,7 @@ impl App {
         self.recover_gifts_at_start().await?;
         self.spawn_workers();
         self.state.ready.store(true, Ordering::Release);
+        metrics::gauge!("room_node_ready").set(1.0);
         Ok(())
     }
 
@@ -830,6 +835,7 @@ impl App {
     /// Stops background passes and drains every cell. Idempotent.
     pub async fn stop(&self) {
         self.state.ready.store(false, Ordering::Release);
+        metrics::gauge!("room_node_ready").set(0.0);
         self.root.cancel();
         self.tasks.close();
         self.tasks.wait().await;

@@ -2,6 +2,7 @@
 //! through a real socket (`reqwest` against a server on 127.0.0.1:0), each service on its own
 //! SQLite file.
 
+mod alert_rules;
 mod bad_input;
 mod cluster;
 mod dead_letters;

@@ -18,6 +18,10 @@ impl GiftSaga {
     /// node does not own) never hide newer ones. An error on one order is counted in the report
     /// and the walk goes on; it stops early when the service is shutting down, and ends with an
     /// error only when the orders cannot be listed.
+    ///
+    /// The gauge `room_gift_orders_overdue` is set to the orders the walk found and left
+    /// unfinished (left to their room's owner, deferred or failed): orders older than `before`
+    /// that are still not final.
     pub async fn recover(&self, before: Timestamp, page: u32) -> Result<RecoveryReport> {
         let page = page.max(1);
         let mut report = RecoveryReport::default();
@@ -66,6 +70,8 @@ impl GiftSaga {
             }
         }
         metrics::counter!("room_gift_recovered_total").increment(report.settled);
+        metrics::gauge!("room_gift_orders_overdue")
+            .set(report.examined.saturating_sub(report.settled) as f64);
         Ok(report)
     }
 
