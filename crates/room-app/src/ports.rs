@@ -53,7 +53,7 @@ pub use cell_store::{
 };
 pub use clock::{Clock, ClockRef, IdGen, IdGenRef};
 pub use directory::{RoomDirectory, RoomDirectoryRef, RoomSummary};
-pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, ReadKind};
+pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer, ReadKind};
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
 pub use keyed_requests::{
     KeyClaim, KeyedAnswer, KeyedRecord, KeyedRequests, KeyedRequestsRef, MAX_KEYED_ANSWER_BYTES,

@@ -337,6 +337,7 @@ impl App {
                 None => StreamSlots::new(settings.sse.max_streams_per_user),
             },
             internal_token,
+            node_id: settings.cell.node_id.clone(),
             im: im.as_ref().map(|im| im.client.clone()),
             robots: storage.robots.clone(),
             outbox: storage.outbox.clone(),

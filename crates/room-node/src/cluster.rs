@@ -10,7 +10,12 @@
 //!
 //! Both sides authenticate with the cluster's internal token
 //! (`Authorization: Bearer <ROOM__CLUSTER__INTERNAL_TOKEN>`, compared in constant time); a node
-//! without one refuses every internal request. The owner answers each request with a
+//! without one refuses every internal request. Each request names the node it is meant for
+//! (`room-node: <node id>`, the room's holder as the lease registry has it), and each answer
+//! the node that gives it: a node refuses a request meant for another (421 `WRONG_NODE`), and
+//! the sender accepts an answer, or a link, only from the node it meant. A URL the registry
+//! still names after another process took its address is so never trusted with a room's
+//! requests. The owner answers each request with a
 //! [`ForwardAnswer`] whatever the room decided, so that a missing answer means the request's
 //! outcome is unknown (retryable).
 
@@ -25,7 +30,7 @@ use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use room_app::ports::{ForwardedCommand, Forwarder, Membership, ReadKind};
+use room_app::ports::{ForwardedCommand, Forwarder, Membership, Peer, ReadKind};
 use room_app::{CommandReply, Error};
 use room_domain::{Actor, Event, GiftOrder, RoomId, RoomState, UserId};
 use secrecy::{ExposeSecret, SecretString};
@@ -44,6 +49,10 @@ const MAX_IDLE_PER_NODE: usize = 16;
 
 /// The path of the internal endpoint's routes.
 pub const INTERNAL_PREFIX: &str = "/internal/v1";
+
+/// The header of an internal request that names the node it is meant for, and of an internal
+/// answer that names the node that gives it.
+pub const NODE_HEADER: &str = "room-node";
 
 /// Whether `given` is the configured internal token, in time that does not depend on where
 /// they differ (both are hashed first, so their lengths leak nothing either).
@@ -83,13 +92,28 @@ async fn require_internal_token(
         .into_response();
     };
     let (parts, body) = request.into_parts();
-    match crate::auth::bearer_token(&parts) {
+    let mut response = match crate::auth::bearer_token(&parts) {
         Ok(token) if token_matches(configured, token) => {
-            next.run(Request::from_parts(parts, body)).await
+            match parts.headers.get(NODE_HEADER).map(|value| value.to_str()) {
+                // A sender of an earlier release names no node.
+                None => next.run(Request::from_parts(parts, body)).await,
+                Some(Ok(meant)) if meant == state.node_id => {
+                    next.run(Request::from_parts(parts, body)).await
+                }
+                Some(_) => ApiError::of(
+                    ApiCode::WrongNode,
+                    "this request is meant for another node: look the room's holder up again",
+                )
+                .into_response(),
+            }
         }
         Ok(_) => ApiError::unauthenticated("wrong internal token").into_response(),
         Err(error) => error.into_response(),
+    };
+    if let Ok(node) = axum::http::HeaderValue::from_str(&state.node_id) {
+        response.headers_mut().insert(NODE_HEADER, node);
     }
+    response
 }
 
 /// `?kind=committed|newest`.
@@ -269,6 +293,7 @@ impl NodeForwarder {
 
     async fn send<T: serde::de::DeserializeOwned>(
         &self,
+        peer: &Peer,
         room_id: &RoomId,
         request: reqwest::RequestBuilder,
     ) -> room_app::Result<T> {
@@ -276,10 +301,20 @@ impl NodeForwarder {
             |cause: String| Error::Unavailable(format!("forward of room {room_id}: {cause}"));
         let response = request
             .bearer_auth(self.token.expose_secret())
+            .header(NODE_HEADER, &peer.node_id)
             .send()
             .await
             .map_err(|error| unknown(ErrorChain(&error.without_url()).to_string()))?;
         let status = response.status();
+        let answering = response
+            .headers()
+            .get(NODE_HEADER)
+            .and_then(|value| value.to_str().ok());
+        if status == StatusCode::MISDIRECTED_REQUEST || answering != Some(peer.node_id.as_str()) {
+            // Another node serves the registered URL now: the room is looked up again.
+            metrics::counter!("room_forward_wrong_node_total").increment(1);
+            return Err(Error::NotOwner(room_id.to_string()));
+        }
         if status != StatusCode::OK {
             return Err(unknown(format!("the owner answered {status}")));
         }
@@ -290,18 +325,25 @@ impl NodeForwarder {
             .into_result(room_id)
     }
 
-    /// Sends `item` to the node at `url` over its link and waits for the answer.
+    /// Sends `item` to the node `peer` over its link and waits for the answer.
     async fn call(
         &self,
-        url: &str,
+        peer: &Peer,
         room_id: &RoomId,
         item: &LinkItem,
     ) -> room_app::Result<LinkAnswer> {
-        self.links.call(url, item).await.map_err(|failure| {
-            Error::Unavailable(match failure {
-                Failure::NotSent(cause) => format!("forward of room {room_id} not sent: {cause}"),
-                Failure::Unknown(cause) => format!("forward of room {room_id}: {cause}"),
-            })
+        self.links.call(peer, item).await.map_err(|failure| match failure {
+            Failure::NotSent(cause) => {
+                Error::Unavailable(format!("forward of room {room_id} not sent: {cause}"))
+            }
+            Failure::Unknown(cause) => {
+                Error::Unavailable(format!("forward of room {room_id}: {cause}"))
+            }
+            // Nothing was sent: the room is looked up again.
+            Failure::WrongNode(cause) => {
+                tracing::info!(room_id = %room_id, cause = %cause, "a link reached another node");
+                Error::NotOwner(room_id.to_string())
+            }
         })
     }
 }
@@ -347,7 +389,7 @@ fn room_url(base: &str, room_id: &RoomId, what: &str) -> String {
 impl Forwarder for NodeForwarder {
     async fn execute(
         &self,
-        url: &str,
+        peer: &Peer,
         room_id: &RoomId,
         command: &ForwardedCommand,
     ) -> room_app::Result<CommandReply> {
@@ -368,7 +410,7 @@ impl Forwarder for NodeForwarder {
                 false,
             ),
         };
-        match (self.call(url, room_id, &item).await?, lean) {
+        match (self.call(peer, room_id, &item).await?, lean) {
             (LinkAnswer::Execute(answer), false) | (LinkAnswer::ApplyGift(answer), true) => {
                 answer.into_result(room_id)
             }
@@ -380,20 +422,20 @@ impl Forwarder for NodeForwarder {
 
     async fn read(
         &self,
-        url: &str,
+        peer: &Peer,
         room_id: &RoomId,
         kind: ReadKind,
     ) -> room_app::Result<RoomState> {
         let request = self
             .client
-            .get(room_url(url, room_id, "state"))
+            .get(room_url(&peer.url, room_id, "state"))
             .query(&[("kind", kind_param(kind))]);
-        self.send(room_id, request).await
+        self.send(peer, room_id, request).await
     }
 
     async fn membership(
         &self,
-        url: &str,
+        peer: &Peer,
         room_id: &RoomId,
         user: &UserId,
         kind: ReadKind,
@@ -403,7 +445,7 @@ impl Forwarder for NodeForwarder {
             user: user.to_string(),
             kind,
         };
-        match self.call(url, room_id, &item).await? {
+        match self.call(peer, room_id, &item).await? {
             LinkAnswer::Membership(answer) => answer.into_result(room_id),
             LinkAnswer::Execute(_) | LinkAnswer::ApplyGift(_) => Err(Error::Unavailable(format!(
                 "forward of room {room_id}: the owner answered another request"

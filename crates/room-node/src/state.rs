@@ -68,6 +68,9 @@ pub struct HandlerContext {
     pub streams: Arc<StreamSlots>,
     /// The secret other nodes call the internal routes with; `None` refuses them all.
     pub internal_token: Option<Arc<SecretString>>,
+    /// This node's id (`cell.node_id`): the internal routes refuse a request meant for
+    /// another node, and name this one in every answer.
+    pub node_id: String,
     /// Tencent IM, when configured: it signs clients' IM credentials.
     pub im: Option<adapters_tencent_im::ImClient>,
     /// Robot room configurations (the admin routes).

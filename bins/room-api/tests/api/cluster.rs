@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::{Method, StatusCode};
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
 use room_app::RoomService;
 use room_app::ports::{CellStore, GiftOrders};
 use room_app::testkit::InMemoryStore;
@@ -17,7 +18,7 @@ use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{TestApp, error_code, eventually, read_until, settings};
+use crate::support::{TestApp, error_code, eventually, parse, read_until, settings};
 
 const INTERNAL_TOKEN: &str = "the-internal-token-of-this-test-cluster";
 
@@ -565,6 +566,40 @@ async fn internal_routes_need_the_internal_token() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["ok"]["room_id"], room_id.as_str(), "{body}");
+}
+
+#[tokio::test]
+async fn internal_routes_serve_only_the_node_they_are_meant_for() {
+    let app = TestApp::with(|settings| {
+        settings.cluster.internal_token = Some(SecretString::from(INTERNAL_TOKEN));
+        settings.cell.node_id = "node-a".into();
+    })
+    .await;
+    let room_id = app.create_room("alice").await;
+    let path = format!("/internal/v1/rooms/{room_id}/state?kind=newest");
+    let ask = |node: Option<&str>| {
+        let mut request = Request::builder()
+            .method(Method::GET)
+            .uri(path.as_str())
+            .header("authorization", format!("Bearer {INTERNAL_TOKEN}"));
+        if let Some(node) = node {
+            request = request.header("room-node", node);
+        }
+        request.body(Body::empty()).unwrap()
+    };
+    // Meant for this node, or naming none (a sender of an earlier release): answered, and the
+    // answer names the node.
+    for node in [Some("node-a"), None] {
+        let (status, headers, body) = app.send(ask(node)).await;
+        assert_eq!(status, StatusCode::OK, "{node:?}: {}", parse(&body));
+        assert_eq!(headers["room-node"], "node-a", "{node:?}");
+    }
+    // Meant for another node: refused before anything runs.
+    let (status, headers, body) = app.send(ask(Some("node-b"))).await;
+    let body = parse(&body);
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{body}");
+    assert_eq!(error_code(&body), "WRONG_NODE", "{body}");
+    assert_eq!(headers["room-node"], "node-a");
 }
 
 /// A node that starts while another drives a young gift order (stored PENDING, its debit

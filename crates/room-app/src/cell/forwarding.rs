@@ -11,7 +11,7 @@ use room_domain::{Actor, Command, CommandKind, GiftOrder, RoomId, RoomState, Roo
 use super::registry::Inner;
 use super::runtime::CellRuntime;
 use crate::error::{Error, Result};
-use crate::ports::{CommandReply, ForwardedCommand, Membership, ReadKind};
+use crate::ports::{CommandReply, ForwardedCommand, Membership, Peer, ReadKind};
 
 impl CellRuntime {
     /// Applies `command` to its room as `actor`, on this node's cell of the room (activating
@@ -51,8 +51,8 @@ impl CellRuntime {
                     self.execute_local(room_id, request.command, request.actor, request.order)
                         .await
                 }
-                Route::Remote(url) => {
-                    let answer = forwarder.execute(&url, room_id, &request).await;
+                Route::Remote(peer) => {
+                    let answer = forwarder.execute(&peer, room_id, &request).await;
                     forwarded(&answer);
                     if let (Ok(reply), CommandKind::ApplyGift(gift)) =
                         (&answer, &request.command.kind)
@@ -97,13 +97,13 @@ impl CellRuntime {
         for _ in 0..2 {
             answer = match self.route(room_id).await? {
                 Route::Local => self.membership_local(room_id, user, kind).await,
-                Route::Remote(url) => {
+                Route::Remote(peer) => {
                     if kind == ReadKind::Newest
                         && let Some(hint) = self.inner.member_hint(room_id, user)
                     {
                         return Ok(hint);
                     }
-                    let answer = forwarder.membership(&url, room_id, user, kind).await;
+                    let answer = forwarder.membership(&peer, room_id, user, kind).await;
                     forwarded(&answer);
                     if kind == ReadKind::Newest
                         && let Ok(membership) = &answer
@@ -145,8 +145,8 @@ impl CellRuntime {
                     .await
                     .and_then(|ran| ran.ok_or_else(|| Error::NotOwner(room_id.to_string())))
                 }
-                Route::Remote(url) => {
-                    let state = forwarder.read(&url, room_id, kind).await;
+                Route::Remote(peer) => {
+                    let state = forwarder.read(&peer, room_id, kind).await;
                     forwarded(&state);
                     match (state, take(&slot)) {
                         (Ok(state), Some(read)) => Ok(read(&state)),
@@ -195,14 +195,18 @@ impl CellRuntime {
         if self.inner.forwarder.get().is_none() || self.is_active(room_id) {
             return Ok(Route::Local);
         }
-        if let Some(url) = self.inner.known_owner(room_id) {
-            return Ok(Route::Remote(url));
+        if let Some(peer) = self.inner.known_owner(room_id) {
+            return Ok(Route::Remote(peer));
         }
         match self.inner.deps.lease.get_holder(room_id).await? {
             Some(holder) if holder.node_id != self.inner.config.node_id => match holder.url {
                 Some(url) => {
-                    self.inner.remember_owner(room_id, &url);
-                    Ok(Route::Remote(url))
+                    let peer = Peer {
+                        node_id: holder.node_id,
+                        url,
+                    };
+                    self.inner.remember_owner(room_id, &peer);
+                    Ok(Route::Remote(peer))
                 }
                 None => Err(Error::NotOwner(room_id.to_string())),
             },
@@ -236,26 +240,23 @@ const OWNER_CACHE_ROOMS: usize = 100_000;
 impl Inner {
     fn lock_owners(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<RoomId, (String, tokio::time::Instant)>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<RoomId, (Peer, tokio::time::Instant)>> {
         self.owners.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn known_owner(&self, room_id: &RoomId) -> Option<String> {
+    fn known_owner(&self, room_id: &RoomId) -> Option<Peer> {
         self.lock_owners()
             .get(room_id)
             .filter(|(_, since)| since.elapsed() < OWNER_CACHE_FOR)
-            .map(|(url, _)| url.clone())
+            .map(|(peer, _)| peer.clone())
     }
 
-    fn remember_owner(&self, room_id: &RoomId, url: &str) {
+    fn remember_owner(&self, room_id: &RoomId, peer: &Peer) {
         let mut owners = self.lock_owners();
         if owners.len() >= OWNER_CACHE_ROOMS {
             owners.clear();
         }
-        owners.insert(
-            room_id.clone(),
-            (url.to_owned(), tokio::time::Instant::now()),
-        );
+        owners.insert(room_id.clone(), (peer.clone(), tokio::time::Instant::now()));
     }
 
     fn forget_owner(&self, room_id: &RoomId) {
@@ -299,8 +300,8 @@ impl Inner {
 enum Route {
     /// This node's cell.
     Local,
-    /// The internal endpoint of the owner.
-    Remote(String),
+    /// The owner, at its internal endpoint.
+    Remote(Peer),
 }
 
 /// Counts a forwarded request by outcome.

@@ -60,8 +60,8 @@ pub(super) struct Inner {
     pub(super) config: CellConfig,
     pub(super) presence: std::sync::OnceLock<PresenceRef>,
     pub(super) forwarder: std::sync::OnceLock<ForwarderRef>,
-    /// Rooms other nodes run, as lately looked up: room -> (the owner's URL, when looked up).
-    pub(super) owners: Mutex<HashMap<RoomId, (String, tokio::time::Instant)>>,
+    /// Rooms other nodes run, as lately looked up: room -> (the owner, when looked up).
+    pub(super) owners: Mutex<HashMap<RoomId, (crate::ports::Peer, tokio::time::Instant)>>,
     /// Members of open rooms other nodes run, as their owners lately answered a newest-state
     /// membership read or applied a gift of theirs: (room, user) -> (the answer, when). See
     /// [`MEMBER_HINT_FOR`](crate::MEMBER_HINT_FOR).

@@ -10,6 +10,18 @@ use serde::{Deserialize, Serialize};
 use super::cell_store::CommandReply;
 use crate::error::Result;
 
+/// The node a forwarded request is for, as the lease registry names the room's holder: its
+/// id and the URL of its internal endpoint. The request goes to the URL, and only the node of
+/// that id may take it: a URL now served by another node (a stale registration, an address
+/// reused) is refused by that node and by the sender alike.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Peer {
+    /// The holder's node id.
+    pub node_id: String,
+    /// Its internal endpoint's base URL.
+    pub url: String,
+}
+
 /// A command for a room whose cell runs on another node, as [`Forwarder::execute`] sends it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForwardedCommand {
@@ -46,28 +58,29 @@ pub struct Membership {
 }
 
 /// Reaches a room's cell on the node that owns it, through that node's internal endpoint
-/// (the URL the node registered with its lease). The owner runs the request on its own cell
+/// (the URL the node registered with its lease), checking that the node answering is that
+/// node ([`Peer`]). The owner runs the request on its own cell
 /// and never forwards it again: a node that does not own the room answers
 /// [`Error::NotOwner`](crate::Error::NotOwner), and the sender looks the owner up once more.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Forwarder: Send + Sync {
-    /// Has the node at `url` apply `command` to its cell of `room_id`. The reply to a gift
+    /// Has the node `peer` apply `command` to its cell of `room_id`. The reply to a gift
     /// order's own apply ([`crate::gift_apply_command`] by the system, with its `order`) may
     /// hold only the gift's `RoomGiftSent` event of the events it produced: all the saga
     /// reads of it.
     async fn execute(
         &self,
-        url: &str,
+        peer: &Peer,
         room_id: &RoomId,
         command: &ForwardedCommand,
     ) -> Result<CommandReply>;
-    /// The state of `room_id` as the node at `url` holds it.
-    async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState>;
-    /// Where `user` stands in `room_id` on the node at `url`.
+    /// The state of `room_id` as the node `peer` holds it.
+    async fn read(&self, peer: &Peer, room_id: &RoomId, kind: ReadKind) -> Result<RoomState>;
+    /// Where `user` stands in `room_id` on the node `peer`.
     async fn membership(
         &self,
-        url: &str,
+        peer: &Peer,
         room_id: &RoomId,
         user: &UserId,
         kind: ReadKind,

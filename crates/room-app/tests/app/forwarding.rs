@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use room_app::ports::{ForwardedCommand, Forwarder, Membership, ReadKind};
+use room_app::ports::{ForwardedCommand, Forwarder, Membership, Peer, ReadKind};
 use room_app::testkit::InMemoryLeases;
 use room_app::{CellConfig, CommandReply, Error, Result};
 use room_domain::{CommandKind, Rejection, RoomId, RoomState, SeatIndex, UserId};
@@ -127,7 +127,7 @@ struct Refusing(AtomicUsize);
 impl Forwarder for Refusing {
     async fn execute(
         &self,
-        _: &str,
+        _: &Peer,
         room_id: &RoomId,
         _: &ForwardedCommand,
     ) -> Result<CommandReply> {
@@ -135,14 +135,14 @@ impl Forwarder for Refusing {
         Err(Error::NotOwner(room_id.to_string()))
     }
 
-    async fn read(&self, _: &str, room_id: &RoomId, _: ReadKind) -> Result<RoomState> {
+    async fn read(&self, _: &Peer, room_id: &RoomId, _: ReadKind) -> Result<RoomState> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Err(Error::NotOwner(room_id.to_string()))
     }
 
     async fn membership(
         &self,
-        _: &str,
+        _: &Peer,
         room_id: &RoomId,
         _: &UserId,
         _: ReadKind,

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use room_app::ports::{
     Activation, CatalogGift, CellStore, CellStoreRef, CommandRecord, CommitBatch, CreditKind,
     ForwardedCommand, Forwarder, GiftCatalog, GiftCatalogRef, GiftOrdersRef, IdGen, LeaseRef,
-    Membership, ReadKind, StoredEvent, Wallet, WalletRef,
+    Membership, Peer, ReadKind, StoredEvent, Wallet, WalletRef,
 };
 use room_app::testkit::InMemoryStore;
 use room_app::{
@@ -703,13 +703,13 @@ impl Nodes {
 impl Forwarder for Nodes {
     async fn execute(
         &self,
-        url: &str,
+        peer: &Peer,
         room_id: &RoomId,
         command: &ForwardedCommand,
     ) -> Result<CommandReply> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let request = wire(command);
-        let runtime = self.runtime(url)?;
+        let runtime = self.runtime(&peer.url)?;
         let reply = runtime
             .execute_local(room_id, request.command, request.actor, request.order)
             .await
@@ -717,21 +717,21 @@ impl Forwarder for Nodes {
         answer(room_id, reply)
     }
 
-    async fn read(&self, url: &str, room_id: &RoomId, kind: ReadKind) -> Result<RoomState> {
+    async fn read(&self, peer: &Peer, room_id: &RoomId, kind: ReadKind) -> Result<RoomState> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let runtime = self.runtime(url)?;
+        let runtime = self.runtime(&peer.url)?;
         answer(room_id, runtime.read_local(room_id, wire(&kind)).await)
     }
 
     async fn membership(
         &self,
-        url: &str,
+        peer: &Peer,
         room_id: &RoomId,
         user: &UserId,
         kind: ReadKind,
     ) -> Result<Membership> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let runtime = self.runtime(url)?;
+        let runtime = self.runtime(&peer.url)?;
         answer(
             room_id,
             runtime.membership_local(room_id, user, wire(&kind)).await,

@@ -254,6 +254,10 @@ api_codes! {
     GiftPending = "GIFT_PENDING", SERVICE_UNAVAILABLE, true;
     /// This node serves as many internal links as it may.
     LinksFull = "LINKS_FULL", SERVICE_UNAVAILABLE, false;
+    /// An internal request meant for another node (its `room-node` header names another
+    /// id): the sender's registry is stale. Not retried as it is: the sender looks the room's
+    /// holder up again and sends it there.
+    WrongNode = "WRONG_NODE", MISDIRECTED_REQUEST, false;
     /// An internal error; its cause is logged, never sent.
     Internal = "INTERNAL", INTERNAL_SERVER_ERROR, false;
 }

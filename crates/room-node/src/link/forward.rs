@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use room_app::ports::Peer;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -18,6 +19,7 @@ use super::protocol::{
     FrameReader, LINK_IN_FLIGHT, LINK_PATH, LINK_PROTOCOL, LinkAnswer, LinkItem, MAX_ANSWER_FRAME,
     MAX_FRAME, MAX_UNSENT, frame, set_id,
 };
+use crate::cluster::NODE_HEADER;
 use crate::serve::GaugeUp;
 
 /// A forwarding node closes a link that carried nothing this long.
@@ -26,15 +28,16 @@ const CLIENT_IDLE: Duration = Duration::from_secs(30);
 /// The most bytes of the owner's answer to the upgrade request.
 const MAX_HANDSHAKE: usize = 8 << 10;
 
-/// A forwarding node's links, one per other node, each opened on first use and opened again
-/// after it closed.
+/// A forwarding node's links, one per other node (its id and URL), each opened on first use
+/// and opened again after it closed. A link is opened only to the node it is meant for: the
+/// upgrade request names it (`room-node`), and the answer must name it too.
 pub(crate) struct Links {
     token: Arc<SecretString>,
     /// How long a request waits for its answer.
     timeout: Duration,
     /// How long opening a link may take.
     connect_timeout: Duration,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    slots: Mutex<HashMap<Peer, Arc<Slot>>>,
 }
 
 /// The most other nodes a forwarder keeps a link for (a cluster has far fewer; the links of
@@ -45,8 +48,8 @@ const MAX_SLOTS: usize = 256;
 #[derive(Default)]
 pub(super) struct Slot {
     current: Mutex<Option<Arc<Link>>>,
-    /// One connection attempt at a time; held, the cause of the last one that failed.
-    connecting: tokio::sync::Mutex<Option<String>>,
+    /// One connection attempt at a time; held, the last one's failure.
+    connecting: tokio::sync::Mutex<Option<Failure>>,
     /// Connection attempts ended so far.
     attempts: AtomicU64,
 }
@@ -61,15 +64,15 @@ impl Links {
         }
     }
 
-    /// Sends `item` to the node at `url` and waits for its answer: at most the forward
+    /// Sends `item` to the node `peer` and waits for its answer: at most the forward
     /// timeout in all, opening the link included. The error says why there is no answer.
-    pub(crate) async fn call(&self, url: &str, item: &LinkItem) -> Result<LinkAnswer, Failure> {
+    pub(crate) async fn call(&self, peer: &Peer, item: &LinkItem) -> Result<LinkAnswer, Failure> {
         let deadline = tokio::time::Instant::now() + self.timeout;
         let mut frame = frame(0, item, MAX_FRAME).map_err(|e| Failure::NotSent(e.to_string()))?;
-        let slot = self.slot(url);
+        let slot = self.slot(peer);
         // A link that closes between the lookup and the request's turn is replaced once.
         for _ in 0..2 {
-            let opened = slot.link(url, &self.token, self.connect_timeout);
+            let opened = slot.link(peer, &self.token, self.connect_timeout);
             let link = tokio::time::timeout_at(deadline, opened)
                 .await
                 .map_err(|_| Failure::NotSent("no link to the owner in time".into()))??;
@@ -102,27 +105,30 @@ impl Links {
         ))
     }
 
-    pub(super) fn slot(&self, url: &str) -> Arc<Slot> {
+    pub(super) fn slot(&self, peer: &Peer) -> Arc<Slot> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(slot) = slots.get(url) {
+        if let Some(slot) = slots.get(peer) {
             return slot.clone();
         }
         if slots.len() >= MAX_SLOTS {
             slots.clear();
         }
         let slot = Arc::new(Slot::default());
-        slots.insert(url.to_owned(), slot.clone());
+        slots.insert(peer.clone(), slot.clone());
         slot
     }
 }
 
 /// Why a request over a link got no answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Failure {
     /// It was not sent.
     NotSent(String),
     /// It may have been sent: its outcome is unknown.
     Unknown(String),
+    /// It was not sent: the node at the URL is not the node it was meant for (it refused the
+    /// link 421, or named another node).
+    WrongNode(String),
 }
 
 impl Slot {
@@ -131,7 +137,7 @@ impl Slot {
     /// hold each of them a connect timeout longer than the one before).
     async fn link(
         self: &Arc<Self>,
-        url: &str,
+        peer: &Peer,
         token: &SecretString,
         connect_timeout: Duration,
     ) -> Result<Arc<Link>, Failure> {
@@ -145,24 +151,32 @@ impl Slot {
             return Ok(link);
         }
         if self.attempts.load(Ordering::Acquire) != attempts
-            && let Some(cause) = last_failure.as_ref()
+            && let Some(failure) = last_failure.as_ref()
         {
-            return Err(Failure::NotSent(cause.clone()));
+            return Err(failure.clone());
         }
-        let opened = tokio::time::timeout(connect_timeout, handshake(url, token))
+        let opened = tokio::time::timeout(connect_timeout, handshake(peer, token))
             .await
-            .unwrap_or_else(|_| Err("the owner did not open a link in time".into()));
+            .unwrap_or_else(|_| {
+                Err(Failure::NotSent(
+                    "the owner did not open a link in time".into(),
+                ))
+            });
         self.attempts.fetch_add(1, Ordering::AcqRel);
         let (stream, already) = match opened {
             Ok(opened) => {
                 *last_failure = None;
                 opened
             }
-            Err(cause) => {
-                metrics::counter!("room_forward_link_connects_total", "outcome" => "failed")
+            Err(failure) => {
+                let outcome = match failure {
+                    Failure::WrongNode(_) => "wrong_node",
+                    _ => "failed",
+                };
+                metrics::counter!("room_forward_link_connects_total", "outcome" => outcome)
                     .increment(1);
-                *last_failure = Some(cause.clone());
-                return Err(Failure::NotSent(cause));
+                *last_failure = Some(failure.clone());
+                return Err(failure);
             }
         };
         metrics::counter!("room_forward_link_connects_total", "outcome" => "opened").increment(1);
@@ -201,56 +215,82 @@ impl Slot {
     }
 }
 
-/// Opens a connection to the node at `url` and upgrades it to a link: the stream, and what
-/// was read past the owner's answer.
-async fn handshake(url: &str, token: &SecretString) -> Result<(TcpStream, Vec<u8>), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("bad owner URL {url:?}: {e}"))?;
+/// Opens a connection to the node `peer` and upgrades it to a link: the stream, and what was
+/// read past the owner's answer. The request names the node it is meant for, and the answer
+/// must come from that node ([`Failure::WrongNode`] otherwise).
+async fn handshake(peer: &Peer, token: &SecretString) -> Result<(TcpStream, Vec<u8>), Failure> {
+    let url = &peer.url;
+    let not_sent = Failure::NotSent;
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| not_sent(format!("bad owner URL {url:?}: {e}")))?;
     if parsed.scheme() != "http" {
-        return Err(format!("owner URL {url:?}: links need http://"));
+        return Err(not_sent(format!("owner URL {url:?}: links need http://")));
     }
     let host = parsed
         .host_str()
-        .ok_or_else(|| format!("owner URL {url:?} has no host"))?;
+        .ok_or_else(|| not_sent(format!("owner URL {url:?} has no host")))?;
     let port = parsed.port_or_known_default().unwrap_or(80);
     let mut stream = TcpStream::connect((host.trim_matches(['[', ']']), port))
         .await
-        .map_err(|e| format!("cannot reach the owner: {e}"))?;
+        .map_err(|e| not_sent(format!("cannot reach the owner: {e}")))?;
     let _ = stream.set_nodelay(true);
     let request = format!(
         "GET {}{LINK_PATH} HTTP/1.1\r\nhost: {host}:{port}\r\nauthorization: Bearer {}\r\n\
-         connection: upgrade\r\nupgrade: {LINK_PROTOCOL}\r\n\r\n",
+         {NODE_HEADER}: {}\r\nconnection: upgrade\r\nupgrade: {LINK_PROTOCOL}\r\n\r\n",
         parsed.path().trim_end_matches('/'),
-        token.expose_secret()
+        token.expose_secret(),
+        peer.node_id,
     );
     stream
         .write_all(request.as_bytes())
         .await
-        .map_err(|e| format!("cannot write to the owner: {e}"))?;
+        .map_err(|e| not_sent(format!("cannot write to the owner: {e}")))?;
     let mut head = Vec::with_capacity(512);
     let end = loop {
         if let Some(at) = head.windows(4).position(|w| w == b"\r\n\r\n") {
             break at + 4;
         }
         if head.len() > MAX_HANDSHAKE {
-            return Err("the owner's answer to the link request is too long".into());
+            return Err(not_sent(
+                "the owner's answer to the link request is too long".into(),
+            ));
         }
         head.reserve(1024);
         if stream
             .read_buf(&mut head)
             .await
-            .map_err(|e| format!("cannot read the owner's answer: {e}"))?
+            .map_err(|e| not_sent(format!("cannot read the owner's answer: {e}")))?
             == 0
         {
-            return Err("the owner closed the connection before it answered".into());
+            return Err(not_sent(
+                "the owner closed the connection before it answered".into(),
+            ));
         }
     };
-    let status = head
-        .split(|&b| b == b'\r')
-        .next()
-        .map(|line| String::from_utf8_lossy(line).into_owned())
-        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&head[..end]);
+    let mut lines = text.split("\r\n");
+    let status = lines.next().unwrap_or_default().to_owned();
+    let answering = lines.find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case(NODE_HEADER)
+            .then(|| value.trim().to_owned())
+    });
+    if status.starts_with("HTTP/1.1 421") {
+        return Err(Failure::WrongNode(format!(
+            "the node at {url} is not {}",
+            peer.node_id
+        )));
+    }
     if !status.starts_with("HTTP/1.1 101") {
-        return Err(format!("the owner refused the link: {status}"));
+        return Err(not_sent(format!("the owner refused the link: {status}")));
+    }
+    if answering.as_deref() != Some(peer.node_id.as_str()) {
+        return Err(Failure::WrongNode(format!(
+            "the node at {url} answered as {}, not {}",
+            answering.as_deref().unwrap_or("no node"),
+            peer.node_id
+        )));
     }
     Ok((stream, head.split_off(end)))
 }

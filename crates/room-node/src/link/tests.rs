@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::owner::DRAIN_LIMIT;
 use super::protocol::{FrameReader, LINK_IN_FLIGHT, MAX_ANSWER_FRAME, frame};
 use super::*;
+use room_app::ports::Peer;
 
 #[tokio::test]
 async fn frames_come_out_as_they_went_in_whatever_the_reads_cut() {
@@ -218,7 +219,24 @@ async fn a_stopping_owner_answers_what_ends_in_time_then_closes() {
 }
 
 /// A node that upgrades links and then reads requests without answering them.
-async fn silent_owner() -> String {
+async fn silent_owner() -> Peer {
+    silent_node(OWNER).await
+}
+
+/// The node id the tests' owners answer with.
+const OWNER: &str = "owner-1";
+
+/// The node `node_id` at `url`.
+fn peer(node_id: &str, url: String) -> Peer {
+    Peer {
+        node_id: node_id.into(),
+        url,
+    }
+}
+
+/// A node that answers link requests as `answering` (upgrading them), and then reads requests
+/// without answering them; the peer the tests mean, [`OWNER`], at its address.
+async fn silent_node(answering: &'static str) -> Peer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -230,15 +248,15 @@ async fn silent_owner() -> String {
                         return;
                     }
                 }
-                let _ = socket
-                    .write_all(b"HTTP/1.1 101 Switching Protocols\r\n\r\n")
-                    .await;
+                let answer =
+                    format!("HTTP/1.1 101 Switching Protocols\r\nroom-node: {answering}\r\n\r\n");
+                let _ = socket.write_all(answer.as_bytes()).await;
                 let mut sink = Vec::new();
                 let _ = socket.read_to_end(&mut sink).await;
             });
         }
     });
-    url
+    peer(OWNER, url)
 }
 
 #[tokio::test]
@@ -288,7 +306,7 @@ async fn a_request_without_an_answer_in_time_has_an_unknown_outcome() {
 async fn requests_that_waited_for_a_link_that_did_not_open_share_its_failure() {
     // An owner that accepts connections and never answers the link request.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let url = peer(OWNER, format!("http://{}", listener.local_addr().unwrap()));
     let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = accepted.clone();
     tokio::spawn(async move {
@@ -323,7 +341,7 @@ async fn requests_that_waited_for_a_link_that_did_not_open_share_its_failure() {
 #[tokio::test]
 async fn a_node_that_refuses_the_upgrade_gets_no_request() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let url = peer(OWNER, format!("http://{}", listener.local_addr().unwrap()));
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
         let mut head = vec![0; 1024];
@@ -341,4 +359,49 @@ async fn a_node_that_refuses_the_upgrade_gets_no_request() {
         matches!(&answer, Err(Failure::NotSent(cause)) if cause.contains("401")),
         "{answer:?}"
     );
+}
+
+#[tokio::test]
+async fn a_link_opens_only_to_the_node_it_is_meant_for() {
+    let token = Arc::new(SecretString::from("a-token"));
+    // The registered URL now serves another node: it upgrades, as another node.
+    let elsewhere = silent_node("node-9").await;
+    let links = Links::new(token.clone(), Duration::from_secs(5));
+    let answer = links.call(&elsewhere, &membership("alice")).await;
+    assert!(
+        matches!(&answer, Err(Failure::WrongNode(cause)) if cause.contains("node-9")),
+        "{answer:?}"
+    );
+    assert!(links.slot(&elsewhere).open().is_none(), "no link kept");
+
+    // A node that refuses a request meant for another (421).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = peer(OWNER, format!("http://{}", listener.local_addr().unwrap()));
+    let asked = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            if socket.read_buf(&mut head).await.unwrap_or(0) == 0 {
+                break;
+            }
+        }
+        let _ = socket
+            .write_all(b"HTTP/1.1 421 Misdirected Request\r\ncontent-length: 0\r\n\r\n")
+            .await;
+        String::from_utf8_lossy(&head).into_owned()
+    });
+    let answer = links.call(&url, &membership("alice")).await;
+    assert!(matches!(&answer, Err(Failure::WrongNode(_))), "{answer:?}");
+    let head = asked.await.unwrap();
+    assert!(
+        head.contains(&format!("room-node: {OWNER}\r\n")),
+        "the request names the node it is meant for: {head}"
+    );
+
+    // The node meant: the link opens.
+    let owner = silent_owner().await;
+    let links = Links::new(token, Duration::from_millis(200));
+    let answer = links.call(&owner, &membership("alice")).await;
+    assert!(matches!(answer, Err(Failure::Unknown(_))), "{answer:?}");
+    assert!(links.slot(&owner).open().is_some(), "the link is open");
 }
