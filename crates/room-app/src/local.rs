@@ -119,6 +119,24 @@ impl Presence for LocalPresence {
         Ok(unchanged)
     }
 
+    async fn compare_and_set(
+        &self,
+        user: &UserId,
+        expected: Option<RoomId>,
+        next: Option<RoomId>,
+        now: Timestamp,
+    ) -> Result<Option<RoomId>> {
+        let mut users = self.lock();
+        let current = users.get(user).map(|(room, _)| room.clone());
+        if current == expected {
+            match next {
+                Some(room) => users.insert(user.clone(), (room, now)),
+                None => users.remove(user),
+            };
+        }
+        Ok(current)
+    }
+
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>> {
         Ok(self.lock().get(user).map(|(room, _)| room.clone()))
     }

@@ -40,6 +40,17 @@ impl Presence for EarlierListing {
     async fn remove_if_seen(&self, room: &RoomId, user: &UserId, seen: Timestamp) -> Result<bool> {
         self.inner.remove_if_seen(room, user, seen).await
     }
+    async fn compare_and_set(
+        &self,
+        user: &UserId,
+        expected: Option<RoomId>,
+        next: Option<RoomId>,
+        now: Timestamp,
+    ) -> Result<Option<RoomId>> {
+        self.inner
+            .compare_and_set(user, expected, next, now)
+            .await
+    }
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>> {
         self.inner.get_current_room(user).await
     }

@@ -1,6 +1,7 @@
 //! The conformance suite of [`Presence`]: one room per user, the previous room a heartbeat
 //! answers, restores that never move anyone, removals that leave a later room alone, the
-//! compare-and-remove of the eviction pass, stale listings, and heartbeats racing.
+//! compare-and-remove of the eviction pass, stale listings, heartbeats racing, and the
+//! compare-and-set of the current-room record, alone and racing.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -24,6 +25,8 @@ where
     remove_if_seen_removes_only_the_heartbeat_it_saw(fresh().await).await;
     list_stale_respects_before_and_limit(fresh().await).await;
     concurrent_heartbeats_leave_one_current_room(fresh().await).await;
+    compare_and_set_changes_only_the_room_expected(fresh().await).await;
+    concurrent_compare_and_sets_each_see_the_room_before(fresh().await).await;
 }
 
 fn stale(room_id: &str, who: &str, seen: Timestamp) -> StaleMember {
@@ -366,4 +369,148 @@ async fn concurrent_heartbeats_leave_one_current_room<P: Presence + 'static>(pre
         );
         same(member.seen, at(BEATS - 1), "the last heartbeat is recorded");
     }
+}
+
+async fn compare_and_set_changes_only_the_room_expected<P: Presence>(presence: Arc<P>) {
+    let p: &dyn Presence = &*presence;
+    let (bob, r1, r2) = (user("bob"), room("p-1"), room("p-2"));
+    let cas = |expected: Option<&RoomId>, next: Option<&RoomId>, now| {
+        p.compare_and_set(&bob, expected.cloned(), next.cloned(), now)
+    };
+    same(
+        ok(cas(Some(&r1), Some(&r2), at(0)).await, "compare_and_set"),
+        None,
+        "an unknown user is recorded nowhere, so a move from p-1 is refused",
+    );
+    same(current(p, "bob").await, None, "a refused set changes nothing");
+    same(
+        ok(cas(None, Some(&r1), at(5)).await, "compare_and_set"),
+        None,
+        "a user recorded nowhere is set",
+    );
+    same(current(p, "bob").await, Some(r1.clone()), "bob is in p-1");
+    same(
+        ok(cas(None, Some(&r2), at(6)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a set expecting no room answers the room recorded",
+    );
+    same(
+        ok(cas(Some(&r2), None, at(6)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a clear expecting another room answers the room recorded",
+    );
+    same(
+        current(p, "bob").await,
+        Some(r1.clone()),
+        "refused sets leave p-1",
+    );
+    same(
+        ok(cas(Some(&r1), Some(&r1), at(10)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a set to the same room matches",
+    );
+    same(
+        all_stale(p, far_future()).await,
+        vec![stale("p-1", "bob", at(10))],
+        "a matching set renews the heartbeat",
+    );
+    same(
+        ok(cas(Some(&r1), Some(&r2), at(20)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a move from the room recorded answers it",
+    );
+    same(current(p, "bob").await, Some(r2.clone()), "bob moved to p-2");
+    same(
+        all_stale(p, far_future()).await,
+        vec![stale("p-2", "bob", at(20))],
+        "one entry, in the new room, with the time of the move",
+    );
+    same(
+        ok(cas(Some(&r2), None, at(30)).await, "compare_and_set"),
+        Some(r2.clone()),
+        "a clear of the room recorded answers it",
+    );
+    same(current(p, "bob").await, None, "cleared");
+    same(
+        all_stale(p, far_future()).await,
+        Vec::new(),
+        "a cleared user is not listed",
+    );
+    same(
+        ok(cas(None, None, at(40)).await, "compare_and_set"),
+        None,
+        "clearing a user recorded nowhere matches and changes nothing",
+    );
+    same(current(p, "bob").await, None, "still nowhere");
+    // The record is the one heartbeats, restores and evictions read and write.
+    ok(p.heartbeat(&r1, &bob, at(50)).await, "heartbeat");
+    same(
+        ok(cas(Some(&r1), Some(&r2), at(60)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a heartbeat's room is the record",
+    );
+    assert!(
+        !ok(p.remove_if_seen(&r2, &bob, at(50)).await, "remove_if_seen"),
+        "an eviction of the heartbeat before the move finds the record changed"
+    );
+    same(current(p, "bob").await, Some(r2), "the move stands");
+}
+
+async fn concurrent_compare_and_sets_each_see_the_room_before<P: Presence + 'static>(
+    presence: Arc<P>,
+) {
+    // Racers move one user from the room they last saw to their own room, retrying with the
+    // room answered until their set is made; each made move must answer a distinct room
+    // before, so the moves form one chain from "nowhere" to the room recorded at the end.
+    const RACERS: usize = 6;
+    const MOVES: usize = 10;
+    let bob = user("cas-racer");
+    let mut tasks = tokio::task::JoinSet::new();
+    for racer in 0..RACERS {
+        let (presence, bob) = (presence.clone(), bob.clone());
+        tasks.spawn(async move {
+            let mut made = Vec::new();
+            for n in 0..MOVES {
+                let to = room(&format!("cas-{racer}-{n}"));
+                let mut expected = None;
+                loop {
+                    let before = ok(
+                        presence
+                            .compare_and_set(&bob, expected.clone(), Some(to.clone()), at(1))
+                            .await,
+                        "compare_and_set",
+                    );
+                    if before == expected {
+                        made.push((before, to.clone()));
+                        break;
+                    }
+                    expected = before;
+                }
+            }
+            made
+        });
+    }
+    let mut moves = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        moves.extend(joined.expect("a compare-and-set task"));
+    }
+    same(moves.len(), RACERS * MOVES, "every move was made once");
+    // Follow the chain from nowhere: each room is left by exactly one move.
+    let mut from: std::collections::HashMap<Option<RoomId>, RoomId> =
+        std::collections::HashMap::new();
+    for (before, to) in &moves {
+        assert!(
+            from.insert(before.clone(), to.clone()).is_none(),
+            "two moves answered the same room before ({before:?}): one overwrote the other"
+        );
+    }
+    let mut at_room = None;
+    for _ in 0..moves.len() {
+        at_room = Some(from[&at_room].clone());
+    }
+    same(
+        current(&*presence, "cas-racer").await,
+        at_room,
+        "the record is the end of the chain of moves",
+    );
 }
