@@ -85,10 +85,23 @@ impl RoomService {
         if let Some(previous) = previous.filter(|previous| previous != room_id)
             && let Err(error) = self.settle(&previous, user, Some(actor)).await
         {
-            // The join stands: the record names this room. The room before keeps the user
-            // in its list until its eviction pass or its next settle.
+            if error.is_retryable() {
+                // The room before could not let the user go for now: the join is undone
+                // (the record names that room again unless another join moved it on, and
+                // this room follows the record), so that the client's retry moves them.
+                let now = self.ports.clock.now();
+                self.ports
+                    .presence
+                    .compare_and_set(user, Some(room_id.clone()), Some(previous), now)
+                    .await?;
+                self.settle(room_id, user, Some(actor)).await?;
+                return Err(error);
+            }
+            // A room that can never be left (its data unreadable, a fault of the service)
+            // must not keep the user from every other room: the join stands, the record
+            // names this room.
             metrics::counter!("room_current_room_unsettled_total").increment(1);
-            tracing::warn!(room_id = %previous, user = %user, error = %error, "the room before was not settled after a join");
+            tracing::error!(room_id = %previous, user = %user, error = %error, "cannot leave the previous room; the current-room record lets go of it");
         }
         self.settle(room_id, user, Some(actor)).await?;
         self.get_room(room_id).await
