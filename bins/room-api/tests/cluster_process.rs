@@ -149,6 +149,7 @@ fn token(user: &str) -> String {
         .unwrap()
 }
 
+#[path = "cluster_process/races.rs"]
 mod races;
 
 /// A fresh database, migrated by the binary, and a Redis key prefix; `None` (the test
