@@ -204,9 +204,7 @@ async fn evict(service: &RoomService, stale: StaleMember) -> Result<Outcome> {
             }
             Ok(Outcome::Done)
         }
-        Err(Error::Rejected(Rejection::RoomNotFound | Rejection::RoomClosed)) => {
-            Ok(Outcome::Done)
-        }
+        Err(Error::Rejected(Rejection::RoomNotFound | Rejection::RoomClosed)) => Ok(Outcome::Done),
         Err(error) => {
             // Put the member back as last seen, for the next pass (unless they have come
             // back meanwhile).

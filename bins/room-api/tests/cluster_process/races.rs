@@ -75,7 +75,11 @@ async fn three_joins_at_once_through_two_nodes_leave_each_user_in_one_room() {
     for i in 0..USERS {
         let user = format!("joiner-{i}");
         for (n, room_id) in [&one, &two, &one].into_iter().enumerate() {
-            let node = if (i + n) % 2 == 0 { a.clone() } else { b.clone() };
+            let node = if (i + n) % 2 == 0 {
+                a.clone()
+            } else {
+                b.clone()
+            };
             let (user, path) = (user.clone(), format!("/v1/rooms/{room_id}/join"));
             joins.spawn(async move { node.post_until_ok(&path, &user, json!({})).await });
         }
@@ -169,7 +173,11 @@ async fn a_users_room_budget_and_stream_cap_hold_over_two_nodes() {
     for n in 0..4 * BURST {
         let node = if n % 2 == 0 { &a } else { &b };
         let (status, body) = node
-            .post("/v1/rooms", "carol", json!({ "name": format!("Budget {n}") }))
+            .post(
+                "/v1/rooms",
+                "carol",
+                json!({ "name": format!("Budget {n}") }),
+            )
             .await;
         match status {
             201 | 200 => created.push(body["room_id"].as_str().unwrap().to_owned()),

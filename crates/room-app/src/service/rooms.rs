@@ -2,9 +2,8 @@
 //! id and short id, the list of open rooms, profile updates and closing.
 
 use room_domain::{
-    UserId,
     Actor, Command, CommandId, CommandKind, Ctx, Event, EventEnvelope, Rejection, RoomId,
-    RoomState, UserActor, decide,
+    RoomState, UserActor, UserId, decide,
 };
 
 use super::idempotency::IdempotencyKey;

@@ -51,7 +51,12 @@ impl YieldingPresence {
 
 #[async_trait]
 impl Presence for YieldingPresence {
-    async fn heartbeat(&self, room: &RoomId, user: &UserId, now: Timestamp) -> Result<Option<RoomId>> {
+    async fn heartbeat(
+        &self,
+        room: &RoomId,
+        user: &UserId,
+        now: Timestamp,
+    ) -> Result<Option<RoomId>> {
         self.pause().await;
         self.inner.heartbeat(room, user, now).await
     }
@@ -164,11 +169,7 @@ async fn scenario(steps: &[Step], start: Option<usize>, seed: u64) {
     let record = world.service.current_room(&uid("bob")).await.unwrap();
     let mut listed_in = Vec::new();
     for room in rooms.iter() {
-        let online = world
-            .service
-            .online_users(room, None, 100)
-            .await
-            .unwrap();
+        let online = world.service.online_users(room, None, 100).await.unwrap();
         if online.iter().any(|member| member.user_id == uid("bob")) {
             listed_in.push(room.clone());
         }

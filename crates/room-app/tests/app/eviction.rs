@@ -47,9 +47,7 @@ impl Presence for EarlierListing {
         next: Option<RoomId>,
         now: Timestamp,
     ) -> Result<Option<RoomId>> {
-        self.inner
-            .compare_and_set(user, expected, next, now)
-            .await
+        self.inner.compare_and_set(user, expected, next, now).await
     }
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>> {
         self.inner.get_current_room(user).await

@@ -382,7 +382,11 @@ async fn compare_and_set_changes_only_the_room_expected<P: Presence>(presence: A
         None,
         "an unknown user is recorded nowhere, so a move from p-1 is refused",
     );
-    same(current(p, "bob").await, None, "a refused set changes nothing");
+    same(
+        current(p, "bob").await,
+        None,
+        "a refused set changes nothing",
+    );
     same(
         ok(cas(None, Some(&r1), at(5)).await, "compare_and_set"),
         None,
@@ -419,7 +423,11 @@ async fn compare_and_set_changes_only_the_room_expected<P: Presence>(presence: A
         Some(r1.clone()),
         "a move from the room recorded answers it",
     );
-    same(current(p, "bob").await, Some(r2.clone()), "bob moved to p-2");
+    same(
+        current(p, "bob").await,
+        Some(r2.clone()),
+        "bob moved to p-2",
+    );
     same(
         all_stale(p, far_future()).await,
         vec![stale("p-2", "bob", at(20))],
