@@ -48,21 +48,8 @@ local function keep_set(set, ttl)
 end
 ";
 
-/// Records the user in the room, answers the room before if another. KEYS: user hash, stale
-/// set. ARGV: room, now, TTL in ms, user id.
-const HEARTBEAT: &str = r"
-local previous = redis.call('HGET', KEYS[1], 'room')
-redis.call('HSET', KEYS[1], 'room', ARGV[1], 'seen', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
-keep_set(KEYS[2], ARGV[3])
-if previous and previous ~= ARGV[1] then
-  return previous
-end
-return false
-";
-
-/// Records the user in the room unless recorded anywhere. KEYS and ARGV as [`HEARTBEAT`].
+/// Records the user in the room unless recorded anywhere. KEYS: user hash, stale set. ARGV:
+/// room, now, TTL in ms, user id.
 const RESTORE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
@@ -209,7 +196,6 @@ pub struct RedisPresence {
     entry_ttl_ms: u64,
     user_prefix: String,
     seen_key: String,
-    heartbeat: std::sync::Arc<Script>,
     restore: std::sync::Arc<Script>,
     remove: std::sync::Arc<Script>,
     remove_if_seen: std::sync::Arc<Script>,
@@ -244,7 +230,6 @@ impl RedisPresence {
             entry_ttl_ms: millis(settings.entry_ttl),
             user_prefix: format!("{prefix}room:presence:user:"),
             seen_key: format!("{prefix}room:presence:seen"),
-            heartbeat: std::sync::Arc::new(with_keep_set(HEARTBEAT)),
             restore: std::sync::Arc::new(with_keep_set(RESTORE)),
             remove: std::sync::Arc::new(Script::new(REMOVE)),
             remove_if_seen: std::sync::Arc::new(Script::new(REMOVE_IF_SEEN)),
@@ -257,7 +242,7 @@ impl RedisPresence {
         format!("{}{}", self.user_prefix, user)
     }
 
-    /// Runs [`HEARTBEAT`] or [`RESTORE`], which take the same keys and arguments.
+    /// Runs [`RESTORE`].
     async fn record<T: redis::FromRedisValue>(
         &self,
         script: &Script,
@@ -282,16 +267,6 @@ fn room_id(stored: String) -> Result<RoomId> {
 
 #[async_trait]
 impl Presence for RedisPresence {
-    async fn heartbeat(
-        &self,
-        room_id: &RoomId,
-        user: &UserId,
-        now: Timestamp,
-    ) -> Result<Option<RoomId>> {
-        let previous: Option<String> = self.record(&self.heartbeat, room_id, user, now).await?;
-        previous.map(self::room_id).transpose()
-    }
-
     async fn restore(&self, room_id: &RoomId, user: &UserId, now: Timestamp) -> Result<()> {
         let _: i64 = self.record(&self.restore, room_id, user, now).await?;
         Ok(())

@@ -78,18 +78,6 @@ impl LocalPresence {
 
 #[async_trait]
 impl Presence for LocalPresence {
-    async fn heartbeat(
-        &self,
-        room_id: &RoomId,
-        user: &UserId,
-        now: Timestamp,
-    ) -> Result<Option<RoomId>> {
-        let previous = self.lock().insert(user.clone(), (room_id.clone(), now));
-        Ok(previous
-            .map(|(room, _)| room)
-            .filter(|room| room != room_id))
-    }
-
     async fn restore(&self, room_id: &RoomId, user: &UserId, now: Timestamp) -> Result<()> {
         self.lock()
             .entry(user.clone())

@@ -14,14 +14,27 @@ use crate::error::Result;
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Presence: Send + Sync {
-    /// Records that `user` is in `room_id` at `now`; returns the room they were in before, if
-    /// another.
-    async fn heartbeat(
+    /// Moves `user`'s record to `room_id` at `now` from whatever room it names, by
+    /// [`Presence::compare_and_set`] from the room last read (retried with the room each
+    /// refusal answers); returns the room it named before, if another. What a join does once
+    /// the room let the user in.
+    async fn move_to(
         &self,
         room_id: &RoomId,
         user: &UserId,
         now: Timestamp,
-    ) -> Result<Option<RoomId>>;
+    ) -> Result<Option<RoomId>> {
+        let mut expected = self.get_current_room(user).await?;
+        loop {
+            let before = self
+                .compare_and_set(user, expected.clone(), Some(room_id.clone()), now)
+                .await?;
+            if before == expected {
+                return Ok(before.filter(|before| before != room_id));
+            }
+            expected = before;
+        }
+    }
     /// Records `user` in `room_id` at `now` unless they are recorded anywhere already: a room
     /// loaded from storage restores its members this way, so that members whose clients are
     /// gone are evicted after the timeout like any other.

@@ -27,27 +27,6 @@ use crate::ports::ReadKind;
 const SETTLE_ROUNDS: usize = 16;
 
 impl RoomService {
-    /// Moves `user`'s record to `to` (`None`: nowhere) whatever it names, by compare-and-set
-    /// from the room last read; returns the room it named before the move.
-    pub(super) async fn move_record(
-        &self,
-        user: &UserId,
-        to: Option<&RoomId>,
-    ) -> Result<Option<RoomId>> {
-        let presence = &self.ports.presence;
-        let mut expected = presence.get_current_room(user).await?;
-        loop {
-            let now = self.ports.clock.now();
-            let before = presence
-                .compare_and_set(user, expected.clone(), to.cloned(), now)
-                .await?;
-            if before == expected {
-                return Ok(before);
-            }
-            expected = before;
-        }
-    }
-
     /// Forgets `user`'s record if it still names `room_id` (a leave, a kick, a close): a
     /// record that names another room by now is that room's.
     pub(super) async fn clear_record(&self, room_id: &RoomId, user: &UserId) -> Result<()> {

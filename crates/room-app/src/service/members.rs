@@ -81,8 +81,9 @@ impl RoomService {
         // (a refused join leaves them where they were), then settles the room the record
         // named before (which drops them unless the record names it again by then) and this
         // one (which lets them back in if a settle of another join dropped them meanwhile).
-        let previous = self.move_record(user, Some(room_id)).await?;
-        if let Some(previous) = previous.filter(|previous| previous != room_id)
+        let now = self.ports.clock.now();
+        let previous = self.ports.presence.move_to(room_id, user, now).await?;
+        if let Some(previous) = previous
             && let Err(error) = self.settle(&previous, user, Some(actor)).await
         {
             if error.is_retryable() {

@@ -51,15 +51,6 @@ impl YieldingPresence {
 
 #[async_trait]
 impl Presence for YieldingPresence {
-    async fn heartbeat(
-        &self,
-        room: &RoomId,
-        user: &UserId,
-        now: Timestamp,
-    ) -> Result<Option<RoomId>> {
-        self.pause().await;
-        self.inner.heartbeat(room, user, now).await
-    }
     async fn restore(&self, room: &RoomId, user: &UserId, now: Timestamp) -> Result<()> {
         self.pause().await;
         self.inner.restore(room, user, now).await

@@ -23,14 +23,6 @@ struct EarlierListing {
 
 #[async_trait]
 impl Presence for EarlierListing {
-    async fn heartbeat(
-        &self,
-        room: &RoomId,
-        user: &UserId,
-        now: Timestamp,
-    ) -> Result<Option<RoomId>> {
-        self.inner.heartbeat(room, user, now).await
-    }
     async fn restore(&self, room: &RoomId, user: &UserId, now: Timestamp) -> Result<()> {
         self.inner.restore(room, user, now).await
     }

@@ -1,7 +1,7 @@
-//! The conformance suite of [`Presence`]: one room per user, the previous room a heartbeat
-//! answers, restores that never move anyone, removals that leave a later room alone, the
-//! compare-and-remove of the eviction pass, stale listings, heartbeats racing, and the
-//! compare-and-set of the current-room record, alone and racing.
+//! The conformance suite of [`Presence`]: one room per user, the previous room a move
+//! ([`Presence::move_to`]) answers, restores that never move anyone, removals that leave a
+//! later room alone, the compare-and-remove of the eviction pass, stale listings, moves
+//! racing, and the compare-and-set of the current-room record, alone and racing.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,12 +19,12 @@ where
     Fut: Future<Output = Arc<P>>,
     P: Presence + 'static,
 {
-    heartbeat_answers_the_previous_room_only_if_another(fresh().await).await;
+    move_answers_the_previous_room_only_if_another(fresh().await).await;
     restore_records_only_users_recorded_nowhere(fresh().await).await;
     remove_leaves_a_later_room_alone(fresh().await).await;
     remove_if_seen_removes_only_the_heartbeat_it_saw(fresh().await).await;
     list_stale_respects_before_and_limit(fresh().await).await;
-    concurrent_heartbeats_leave_one_current_room(fresh().await).await;
+    concurrent_moves_leave_one_current_room(fresh().await).await;
     compare_and_set_changes_only_the_room_expected(fresh().await).await;
     concurrent_compare_and_sets_each_see_the_room_before(fresh().await).await;
 }
@@ -51,23 +51,23 @@ async fn current(presence: &dyn Presence, who: &str) -> Option<RoomId> {
     )
 }
 
-async fn heartbeat_answers_the_previous_room_only_if_another<P: Presence>(presence: Arc<P>) {
+async fn move_answers_the_previous_room_only_if_another<P: Presence>(presence: Arc<P>) {
     let p: &dyn Presence = &*presence;
     let (bob, r1, r2) = (user("bob"), room("p-1"), room("p-2"));
     same(current(p, "bob").await, None, "an unknown user is nowhere");
     same(
-        ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat"),
+        ok(p.move_to(&r1, &bob, at(0)).await, "move_to"),
         None,
         "a first heartbeat has no previous room",
     );
     same(current(p, "bob").await, Some(r1.clone()), "bob is in p-1");
     same(
-        ok(p.heartbeat(&r1, &bob, at(10)).await, "heartbeat"),
+        ok(p.move_to(&r1, &bob, at(10)).await, "move_to"),
         None,
         "a heartbeat in the same room has no previous room",
     );
     same(
-        ok(p.heartbeat(&r2, &bob, at(20)).await, "heartbeat"),
+        ok(p.move_to(&r2, &bob, at(20)).await, "move_to"),
         Some(r1.clone()),
         "a heartbeat in another room answers the room before",
     );
@@ -83,7 +83,7 @@ async fn heartbeat_answers_the_previous_room_only_if_another<P: Presence>(presen
     );
     // Another user is independent.
     same(
-        ok(p.heartbeat(&r1, &user("carol"), at(30)).await, "heartbeat"),
+        ok(p.move_to(&r1, &user("carol"), at(30)).await, "move_to"),
         None,
         "another user's first heartbeat has no previous room",
     );
@@ -101,7 +101,7 @@ async fn restore_records_only_users_recorded_nowhere<P: Presence>(presence: Arc<
         "a user recorded nowhere is restored",
     );
     // alice heartbeat in p-2, then p-1 (loaded from storage) restores her: she stays in p-2.
-    ok(p.heartbeat(&r2, &user("alice"), at(10)).await, "heartbeat");
+    ok(p.move_to(&r2, &user("alice"), at(10)).await, "move_to");
     ok(p.restore(&r1, &user("alice"), at(20)).await, "restore");
     same(
         current(p, "alice").await,
@@ -109,7 +109,7 @@ async fn restore_records_only_users_recorded_nowhere<P: Presence>(presence: Arc<
         "a restore does not move a user recorded elsewhere",
     );
     // carol heartbeat in p-1; a restore of p-1 does not make her heartbeat newer.
-    ok(p.heartbeat(&r1, &user("carol"), at(10)).await, "heartbeat");
+    ok(p.move_to(&r1, &user("carol"), at(10)).await, "move_to");
     ok(p.restore(&r1, &user("carol"), at(30)).await, "restore");
     same(
         all_stale(p, far_future()).await,
@@ -121,7 +121,7 @@ async fn restore_records_only_users_recorded_nowhere<P: Presence>(presence: Arc<
         "restores leave recorded heartbeats as they were",
     );
     same(
-        ok(p.heartbeat(&r2, &user("bob"), at(40)).await, "heartbeat"),
+        ok(p.move_to(&r2, &user("bob"), at(40)).await, "move_to"),
         Some(r1),
         "a heartbeat after a restore elsewhere answers the restored room",
     );
@@ -131,8 +131,8 @@ async fn remove_leaves_a_later_room_alone<P: Presence>(presence: Arc<P>) {
     let p: &dyn Presence = &*presence;
     let (bob, r1, r2) = (user("bob"), room("p-1"), room("p-2"));
     ok(p.remove(&r1, &bob).await, "remove of an unknown user");
-    ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat");
-    ok(p.heartbeat(&r2, &bob, at(10)).await, "heartbeat");
+    ok(p.move_to(&r1, &bob, at(0)).await, "move_to");
+    ok(p.move_to(&r2, &bob, at(10)).await, "move_to");
     ok(p.remove(&r1, &bob).await, "remove");
     same(
         current(p, "bob").await,
@@ -147,7 +147,7 @@ async fn remove_leaves_a_later_room_alone<P: Presence>(presence: Arc<P>) {
         "a removed user is not listed",
     );
     same(
-        ok(p.heartbeat(&r1, &bob, at(20)).await, "heartbeat"),
+        ok(p.move_to(&r1, &bob, at(20)).await, "move_to"),
         None,
         "after a removal, a heartbeat has no previous room",
     );
@@ -163,7 +163,7 @@ async fn remove_if_seen_removes_only_the_heartbeat_it_saw<P: Presence>(presence:
     );
 
     // Unchanged since the listing: removed.
-    ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat");
+    ok(p.move_to(&r1, &bob, at(0)).await, "move_to");
     assert!(
         ok(p.remove_if_seen(&r1, &bob, at(0)).await, "remove_if_seen"),
         "a user whose last heartbeat is the one seen is removed"
@@ -175,16 +175,16 @@ async fn remove_if_seen_removes_only_the_heartbeat_it_saw<P: Presence>(presence:
     );
 
     // A newer heartbeat in the same room: kept, as it was.
-    ok(p.heartbeat(&r1, &carol, at(0)).await, "heartbeat");
-    ok(p.heartbeat(&r1, &carol, at(10)).await, "heartbeat");
+    ok(p.move_to(&r1, &carol, at(0)).await, "move_to");
+    ok(p.move_to(&r1, &carol, at(10)).await, "move_to");
     assert!(
         !ok(p.remove_if_seen(&r1, &carol, at(0)).await, "remove_if_seen"),
         "a newer heartbeat keeps the user"
     );
 
     // A join elsewhere at the same instant: kept, in the other room.
-    ok(p.heartbeat(&r1, &dave, at(0)).await, "heartbeat");
-    ok(p.heartbeat(&r2, &dave, at(0)).await, "heartbeat");
+    ok(p.move_to(&r1, &dave, at(0)).await, "move_to");
+    ok(p.move_to(&r2, &dave, at(0)).await, "move_to");
     assert!(
         !ok(p.remove_if_seen(&r1, &dave, at(0)).await, "remove_if_seen"),
         "a join elsewhere keeps the user"
@@ -220,9 +220,9 @@ async fn list_stale_respects_before_and_limit<P: Presence>(presence: Arc<P>) {
     for i in 0..5 {
         let room_id = room(&format!("p-{}", i % 2));
         ok(
-            p.heartbeat(&room_id, &user(&format!("u{i}")), at(i * 10))
+            p.move_to(&room_id, &user(&format!("u{i}")), at(i * 10))
                 .await,
-            "heartbeat",
+            "move_to",
         );
     }
     same(
@@ -268,8 +268,8 @@ async fn list_stale_respects_before_and_limit<P: Presence>(presence: Arc<P>) {
     // Ties on the heartbeat go by user id.
     for name in ["tie-b", "tie-a", "tie-c"] {
         ok(
-            p.heartbeat(&room("p-tie"), &user(name), at(15)).await,
-            "heartbeat",
+            p.move_to(&room("p-tie"), &user(name), at(15)).await,
+            "move_to",
         );
     }
     let page = ok(
@@ -323,7 +323,7 @@ async fn list_stale_respects_before_and_limit<P: Presence>(presence: Arc<P>) {
     );
 }
 
-async fn concurrent_heartbeats_leave_one_current_room<P: Presence + 'static>(presence: Arc<P>) {
+async fn concurrent_moves_leave_one_current_room<P: Presence + 'static>(presence: Arc<P>) {
     const TASKS: usize = 8;
     const BEATS: i64 = 25;
     let users: Vec<UserId> = (0..3).map(|i| user(&format!("racer-{i}"))).collect();
@@ -334,10 +334,7 @@ async fn concurrent_heartbeats_leave_one_current_room<P: Presence + 'static>(pre
             tasks.spawn(async move {
                 let room_id = room(&format!("race-{task}"));
                 for beat in 0..BEATS {
-                    let previous = ok(
-                        presence.heartbeat(&room_id, &who, at(beat)).await,
-                        "heartbeat",
-                    );
+                    let previous = ok(presence.move_to(&room_id, &who, at(beat)).await, "move_to");
                     assert_ne!(
                         previous.as_ref(),
                         Some(&room_id),
@@ -451,7 +448,7 @@ async fn compare_and_set_changes_only_the_room_expected<P: Presence>(presence: A
     );
     same(current(p, "bob").await, None, "still nowhere");
     // The record is the one heartbeats, restores and evictions read and write.
-    ok(p.heartbeat(&r1, &bob, at(50)).await, "heartbeat");
+    ok(p.move_to(&r1, &bob, at(50)).await, "move_to");
     same(
         ok(cas(Some(&r1), Some(&r2), at(60)).await, "compare_and_set"),
         Some(r1.clone()),
