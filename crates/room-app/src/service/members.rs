@@ -12,8 +12,8 @@ use crate::error::{Error, Result};
 
 impl RoomService {
     /// Joins a room, then leaves the room the user was in before (moving their current-room
-    /// record from it to this one). The password, for a locked
-    /// room, is checked against the stored hash here; the domain gets the verdict.
+    /// record from it to this one). The password, for a locked room, is checked against the
+    /// stored hash here; the domain gets the verdict.
     #[tracing::instrument(skip_all, fields(room_id = %room_id), err(level = "debug"))]
     pub async fn join(
         &self,
@@ -93,9 +93,15 @@ impl RoomService {
                 let now = self.ports.clock.now();
                 self.ports
                     .presence
-                    .compare_and_set(user, Some(room_id.clone()), Some(previous), now)
+                    .compare_and_set(user, Some(room_id.clone()), Some(previous.clone()), now)
                     .await?;
                 self.settle(room_id, user, Some(actor)).await?;
+                // The failure may have come after the room before let the user go (an
+                // outcome unknown): settling it once more lets them back in then. At worst
+                // it fails again, and the client's retry settles it.
+                if let Err(again) = self.settle(&previous, user, Some(actor)).await {
+                    tracing::debug!(room_id = %previous, error = %again, "the room before is still not settled");
+                }
                 return Err(error);
             }
             // A room that can never be left (its data unreadable, a fault of the service)
