@@ -4,7 +4,8 @@
 //! on one thread; the seed decides how often each step yields before each read or
 //! compare-and-set of the record, which reorders the steps' port calls and room commands).
 //! After the steps have ended, the user is in a room's online list if and only if their
-//! record names that room, and `current_room` names it.
+//! record names that room, and `current_room` names it. A close clears the records that name
+//! the closed room, and only those.
 
 use std::sync::{Arc, Mutex};
 
@@ -225,4 +226,48 @@ async fn joins_leaves_kicks_and_heartbeats_together_agree_with_the_record() {
     )
     .await;
     every_seed(&[Heartbeat(1), Join(0), Heartbeat(0), Join(1)], Some(1)).await;
+}
+
+#[tokio::test]
+async fn a_close_clears_the_records_that_name_the_room_only() {
+    let world = World::new().await;
+    let alice = user_actor("alice");
+    let mut rooms = Vec::new();
+    for name in ["one", "two"] {
+        let room = world
+            .service
+            .create_room(&alice, name.into(), None, "sg".into(), None)
+            .await
+            .unwrap()
+            .room_id;
+        rooms.push(room);
+    }
+    let (bob, carol) = (user_actor("bob"), user_actor("carol"));
+    world
+        .service
+        .join(&bob, &rooms[0], None, None)
+        .await
+        .unwrap();
+    world
+        .service
+        .join(&carol, &rooms[0], None, None)
+        .await
+        .unwrap();
+    world
+        .service
+        .join(&carol, &rooms[1], None, None)
+        .await
+        .unwrap();
+
+    world
+        .service
+        .close_room(&alice, &rooms[0], None)
+        .await
+        .unwrap();
+    assert_eq!(world.service.current_room(&uid("bob")).await.unwrap(), None);
+    assert_eq!(
+        world.service.current_room(&uid("carol")).await.unwrap(),
+        Some(rooms[1].clone()),
+        "carol had moved on: her record is room two's"
+    );
 }
