@@ -1,7 +1,8 @@
 //! The `Idempotency-Key` rule ([`KeyedGate`]) over the in-memory records: the first request
 //! runs, the same request again gets its answer, another request with the key is reused, a
 //! repeat while the first runs is in use; a request that failed frees the key; a claim gone
-//! stale (by the store's clock, when the gate is on it) is taken over; and records older than the retention are pruned, which bounds them.
+//! stale (by the store's clock, when the gate is on it) is taken over; and records older than
+//! the retention are pruned, which bounds them.
 
 use std::sync::Arc;
 use std::time::Duration;
