@@ -4,7 +4,9 @@
 //! (`SIGSTOP`) past its lease finds, once resumed, that it lost the room, and commits nothing
 //! for it (the room's epoch and owner in the database stay the other node's), while what it
 //! is asked for the room is answered by the new owner; and `kill -9` of the owner in a gift
-//! storm sent through both nodes settles every order and loses or makes no coin.
+//! storm sent through both nodes settles every order and loses or makes no coin. `races`:
+//! the same thing sent twice at once through both nodes (a user's joins, robot pool claims,
+//! a user's budgets).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -46,9 +48,16 @@ struct Node {
 
 impl Node {
     async fn start(shared: &Shared, node_id: &str) -> Node {
+        Node::start_with(shared, node_id, &[]).await
+    }
+
+    /// A node with `settings` (environment variables) besides the test's own.
+    async fn start_with(shared: &Shared, node_id: &str, settings: &[(&str, &str)]) -> Node {
         let port = process::free_port();
         let base = format!("http://127.0.0.1:{port}");
-        let child = Command::new(env!("CARGO_BIN_EXE_room-api"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_room-api"));
+        command.envs(settings.iter().copied());
+        let child = command
             .env("ROOM__HTTP__ADDR", format!("127.0.0.1:{port}"))
             .env("ROOM__STORAGE__URL", &shared.mysql_url)
             .env("ROOM__STORAGE__MAX_CONNECTIONS", "4")
@@ -88,14 +97,7 @@ impl Node {
 
     /// `user` posts `body` to `path`: the status (0 when no answer came) and the body.
     async fn post(&self, path: &str, user: &str, body: Value) -> (u16, Value) {
-        let token = Authenticator::new(&SecretString::from(SECRET))
-            .unwrap()
-            .mint(
-                &UserId::new(user).unwrap(),
-                user == "admin",
-                Duration::from_secs(600),
-            )
-            .unwrap();
+        let token = token(user);
         match self
             .http
             .post(format!("{}{path}", self.base))
@@ -134,6 +136,21 @@ impl Node {
 }
 
 use room_testkit::process::ownership;
+
+/// A bearer token of `user` (a platform admin if named `admin`).
+fn token(user: &str) -> String {
+    Authenticator::new(&SecretString::from(SECRET))
+        .unwrap()
+        .mint(
+            &UserId::new(user).unwrap(),
+            user == "admin",
+            Duration::from_secs(600),
+        )
+        .unwrap()
+}
+
+#[path = "cluster_process/races.rs"]
+mod races;
 
 /// A fresh database, migrated by the binary, and a Redis key prefix; `None` (the test
 /// skips) without the services.

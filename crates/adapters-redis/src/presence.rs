@@ -7,6 +7,9 @@
 //! one Lua script, so a user is never in one and not the other, and the compare-and-remove of
 //! [`Presence::remove_if_seen`] cannot interleave with a heartbeat.
 //!
+//! The record's room changes only by [`Presence::compare_and_set`], one script keyed by the
+//! user: two nodes changing one user's room at once serialise on it.
+//!
 //! What Redis holds stays bounded: a removed or evicted user's hash and set member are
 //! deleted (the set with its last member). As a safety net for a cluster that stops for good,
 //! every write gives the user's hash a TTL of
@@ -45,21 +48,8 @@ local function keep_set(set, ttl)
 end
 ";
 
-/// Records the user in the room, answers the room before if another. KEYS: user hash, stale
-/// set. ARGV: room, now, TTL in ms, user id.
-const HEARTBEAT: &str = r"
-local previous = redis.call('HGET', KEYS[1], 'room')
-redis.call('HSET', KEYS[1], 'room', ARGV[1], 'seen', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
-keep_set(KEYS[2], ARGV[3])
-if previous and previous ~= ARGV[1] then
-  return previous
-end
-return false
-";
-
-/// Records the user in the room unless recorded anywhere. KEYS and ARGV as [`HEARTBEAT`].
+/// Records the user in the room unless recorded anywhere. KEYS: user hash, stale set. ARGV:
+/// room, now, TTL in ms, user id.
 const RESTORE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
@@ -91,6 +81,27 @@ if entry[1] == ARGV[1] and entry[2] == ARGV[2] then
   return 1
 end
 return 0
+";
+
+/// The compare-and-set of the user's record: sets it to ARGV[2] (empty: forgets the user)
+/// only if it names ARGV[1] now (empty: recorded nowhere); answers the room it named before
+/// (false for none). KEYS: user hash, stale set. ARGV: expected room, next room, now, TTL in
+/// ms, user id.
+const COMPARE_AND_SET: &str = r"
+local current = redis.call('HGET', KEYS[1], 'room')
+local matches = (current == ARGV[1]) or (not current and ARGV[1] == '')
+if matches then
+  if ARGV[2] == '' then
+    redis.call('DEL', KEYS[1])
+    redis.call('ZREM', KEYS[2], ARGV[5])
+  else
+    redis.call('HSET', KEYS[1], 'room', ARGV[2], 'seen', ARGV[3])
+    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
+    keep_set(KEYS[2], ARGV[4])
+  end
+end
+return current
 ";
 
 /// Users seen before ARGV[1], oldest first (ties by user id, as the sorted set orders them),
@@ -185,10 +196,10 @@ pub struct RedisPresence {
     entry_ttl_ms: u64,
     user_prefix: String,
     seen_key: String,
-    heartbeat: std::sync::Arc<Script>,
     restore: std::sync::Arc<Script>,
     remove: std::sync::Arc<Script>,
     remove_if_seen: std::sync::Arc<Script>,
+    compare_and_set: std::sync::Arc<Script>,
     list_stale: std::sync::Arc<Script>,
 }
 
@@ -219,10 +230,10 @@ impl RedisPresence {
             entry_ttl_ms: millis(settings.entry_ttl),
             user_prefix: format!("{prefix}room:presence:user:"),
             seen_key: format!("{prefix}room:presence:seen"),
-            heartbeat: std::sync::Arc::new(with_keep_set(HEARTBEAT)),
             restore: std::sync::Arc::new(with_keep_set(RESTORE)),
             remove: std::sync::Arc::new(Script::new(REMOVE)),
             remove_if_seen: std::sync::Arc::new(Script::new(REMOVE_IF_SEEN)),
+            compare_and_set: std::sync::Arc::new(with_keep_set(COMPARE_AND_SET)),
             list_stale: std::sync::Arc::new(Script::new(LIST_STALE)),
         })
     }
@@ -231,7 +242,7 @@ impl RedisPresence {
         format!("{}{}", self.user_prefix, user)
     }
 
-    /// Runs [`HEARTBEAT`] or [`RESTORE`], which take the same keys and arguments.
+    /// Runs [`RESTORE`].
     async fn record<T: redis::FromRedisValue>(
         &self,
         script: &Script,
@@ -256,16 +267,6 @@ fn room_id(stored: String) -> Result<RoomId> {
 
 #[async_trait]
 impl Presence for RedisPresence {
-    async fn heartbeat(
-        &self,
-        room_id: &RoomId,
-        user: &UserId,
-        now: Timestamp,
-    ) -> Result<Option<RoomId>> {
-        let previous: Option<String> = self.record(&self.heartbeat, room_id, user, now).await?;
-        previous.map(self::room_id).transpose()
-    }
-
     async fn restore(&self, room_id: &RoomId, user: &UserId, now: Timestamp) -> Result<()> {
         let _: i64 = self.record(&self.restore, room_id, user, now).await?;
         Ok(())
@@ -293,6 +294,24 @@ impl Presence for RedisPresence {
             .arg(user.as_str());
         let removed: i64 = self.client.invoke(&call).await?;
         Ok(removed == 1)
+    }
+
+    async fn compare_and_set(
+        &self,
+        user: &UserId,
+        expected: Option<RoomId>,
+        next: Option<RoomId>,
+        now: Timestamp,
+    ) -> Result<Option<RoomId>> {
+        let mut call = self.compare_and_set.key(self.user_key(user));
+        call.key(&self.seen_key)
+            .arg(expected.as_ref().map_or("", RoomId::as_str))
+            .arg(next.as_ref().map_or("", RoomId::as_str))
+            .arg(now.0)
+            .arg(self.entry_ttl_ms)
+            .arg(user.as_str());
+        let before: Option<String> = self.client.invoke(&call).await?;
+        before.map(room_id).transpose()
     }
 
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>> {

@@ -68,14 +68,11 @@ async fn two_nodes_on_one_prefix_see_each_others_heartbeats() {
     let b = presence(&prefix).await.unwrap();
     let (bob, r1, r2) = (user("bob"), room("r1"), room("r2"));
 
-    assert_eq!(a.heartbeat(&r1, &bob, T0).await.unwrap(), None);
+    assert_eq!(a.move_to(&r1, &bob, T0).await.unwrap(), None);
     assert_eq!(b.get_current_room(&bob).await.unwrap(), Some(r1.clone()));
     // bob's join of r2 lands on node b: it learns the room he was in on node a.
     let moved = Timestamp(T0.0 + 10);
-    assert_eq!(
-        b.heartbeat(&r2, &bob, moved).await.unwrap(),
-        Some(r1.clone())
-    );
+    assert_eq!(b.move_to(&r2, &bob, moved).await.unwrap(), Some(r1.clone()));
     assert_eq!(a.get_current_room(&bob).await.unwrap(), Some(r2.clone()));
     // Node a's eviction pass sees node b's heartbeat, and cannot evict bob with the one it saw
     // before it.
@@ -104,7 +101,7 @@ async fn entries_are_deleted_with_their_users() {
     let mut conn = raw(&room_testkit::redis::url().unwrap()).await;
     let r1 = room("r1");
     for (i, name) in ["ann", "bob", "cid"].into_iter().enumerate() {
-        p.heartbeat(&r1, &user(name), Timestamp(T0.0 + i as i64))
+        p.move_to(&r1, &user(name), Timestamp(T0.0 + i as i64))
             .await
             .unwrap();
     }
@@ -141,7 +138,7 @@ async fn entries_are_deleted_with_their_users() {
         keys(&mut conn, &prefix).await,
         vec![seen_key.clone(), user_key("cid")]
     );
-    p.heartbeat(&room("r2"), &user("cid"), Timestamp(T0.0 + 5))
+    p.move_to(&room("r2"), &user("cid"), Timestamp(T0.0 + 5))
         .await
         .unwrap();
     p.remove(&room("r2"), &user("cid")).await.unwrap();
@@ -160,16 +157,10 @@ async fn entries_past_their_ttl_expire_and_leave_the_stale_listing() {
     };
     let long = presence(&prefix).await.unwrap();
     let mut conn = raw(&room_testkit::redis::url().unwrap()).await;
-    short
-        .heartbeat(&room("r1"), &user("bob"), T0)
-        .await
-        .unwrap();
-    long.heartbeat(&room("r1"), &user("cid"), T0).await.unwrap();
+    short.move_to(&room("r1"), &user("bob"), T0).await.unwrap();
+    long.move_to(&room("r1"), &user("cid"), T0).await.unwrap();
     // A shorter TTL written later does not cut the set's.
-    short
-        .heartbeat(&room("r1"), &user("bob"), T0)
-        .await
-        .unwrap();
+    short.move_to(&room("r1"), &user("bob"), T0).await.unwrap();
     let seen_key = format!("{prefix}room:presence:seen");
     assert!(pttl(&mut conn, &seen_key).await > 590_000);
 

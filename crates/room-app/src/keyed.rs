@@ -42,6 +42,8 @@ pub struct KeyedTicket {
 pub struct KeyedGate {
     records: KeyedRequestsRef,
     clock: ClockRef,
+    /// The store whose clock dates claims, when the records are shared by several nodes.
+    store_clock: Option<crate::ports::WorkClaimsRef>,
     node: String,
     claims: AtomicU64,
     stale_after: Duration,
@@ -60,6 +62,27 @@ impl KeyedGate {
         Arc::new(KeyedGate {
             records,
             clock,
+            store_clock: None,
+            node: node.into(),
+            claims: AtomicU64::new(0),
+            stale_after,
+        })
+    }
+
+    /// As [`KeyedGate::new`], but claims are dated, and found stale, by the clock of the
+    /// store `store_clock` ([`WorkClaims::now`](crate::ports::WorkClaims::now)), as work
+    /// claims are: nodes whose clocks disagree still agree on when a claim went stale.
+    pub fn on_store_clock(
+        records: KeyedRequestsRef,
+        clock: ClockRef,
+        store_clock: crate::ports::WorkClaimsRef,
+        node: impl Into<String>,
+        stale_after: Duration,
+    ) -> Arc<Self> {
+        Arc::new(KeyedGate {
+            records,
+            clock,
+            store_clock: Some(store_clock),
             node: node.into(),
             claims: AtomicU64::new(0),
             stale_after,
@@ -75,7 +98,10 @@ impl KeyedGate {
         fingerprint: &str,
     ) -> Result<Admission> {
         let record_key = key.record_key(user);
-        let now = self.clock.now();
+        let now = match &self.store_clock {
+            Some(store) => store.now().await?,
+            None => self.clock.now(),
+        };
         let token = format!(
             "{}:{}:{}",
             self.node,

@@ -78,18 +78,6 @@ impl LocalPresence {
 
 #[async_trait]
 impl Presence for LocalPresence {
-    async fn heartbeat(
-        &self,
-        room_id: &RoomId,
-        user: &UserId,
-        now: Timestamp,
-    ) -> Result<Option<RoomId>> {
-        let previous = self.lock().insert(user.clone(), (room_id.clone(), now));
-        Ok(previous
-            .map(|(room, _)| room)
-            .filter(|room| room != room_id))
-    }
-
     async fn restore(&self, room_id: &RoomId, user: &UserId, now: Timestamp) -> Result<()> {
         self.lock()
             .entry(user.clone())
@@ -117,6 +105,24 @@ impl Presence for LocalPresence {
             users.remove(user);
         }
         Ok(unchanged)
+    }
+
+    async fn compare_and_set(
+        &self,
+        user: &UserId,
+        expected: Option<RoomId>,
+        next: Option<RoomId>,
+        now: Timestamp,
+    ) -> Result<Option<RoomId>> {
+        let mut users = self.lock();
+        let current = users.get(user).map(|(room, _)| room.clone());
+        if current == expected {
+            match next {
+                Some(room) => users.insert(user.clone(), (room, now)),
+                None => users.remove(user),
+            };
+        }
+        Ok(current)
     }
 
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>> {

@@ -3,11 +3,12 @@
 //!
 //! `room_service` holds the service and how a use case reaches a room; the use cases are
 //! grouped by what they touch: `rooms` (creation, profile, closing), `members` (joins and
-//! leaves), `commands` (commands of users, the system and robots, and the room's lists),
+//! leaves), `current_room` (the user's current-room record and how rooms follow it), `commands` (commands of users, the system and robots, and the room's lists),
 //! `money` (gifts, the catalog, balances). `views` is what clients see, `idempotency` the
 //! keys that make a request repeatable, `password` how room passwords are kept.
 
 mod commands;
+mod current_room;
 mod idempotency;
 mod members;
 mod money;

@@ -196,9 +196,15 @@ async fn evict(service: &RoomService, stale: StaleMember) -> Result<Outcome> {
         seen: Some(seen),
     };
     match service.system_command(&room_id, evict).await {
-        Ok(_) | Err(Error::Rejected(Rejection::RoomNotFound | Rejection::RoomClosed)) => {
+        Ok(_) => {
+            // A join of the same room racing the eviction may have set the record again:
+            // the room follows the record (clearing it if the eviction took the user out).
+            if let Err(error) = service.settle(&room_id, &user, None).await {
+                tracing::debug!(room_id = %room_id, error = %error, "a room was not settled after an eviction");
+            }
             Ok(Outcome::Done)
         }
+        Err(Error::Rejected(Rejection::RoomNotFound | Rejection::RoomClosed)) => Ok(Outcome::Done),
         Err(error) => {
             // Put the member back as last seen, for the next pass (unless they have come
             // back meanwhile).

@@ -345,9 +345,11 @@ impl App {
             links: LinkTasks::new(tasks.clone()),
             // A claim unanswered for twice the request timeout was a node that died running
             // it: a repeat takes it over.
-            keyed: room_app::keyed::KeyedGate::new(
+            // Claims are dated by the store's clock, as work claims are.
+            keyed: room_app::keyed::KeyedGate::on_store_clock(
                 storage.keyed.clone(),
                 keys_clock,
+                storage.claims.clone(),
                 settings.cell.node_id.clone(),
                 Duration::from_secs(settings.http.request_timeout_secs.max(1) * 2),
             ),

@@ -8,18 +8,33 @@ use room_domain::{RoomId, Timestamp, UserId};
 use crate::error::Result;
 
 /// Who is where, by heartbeat. A user is recorded in one room at most, with the time of their
-/// last heartbeat (or join) there.
+/// last heartbeat (or join) there: the user's current-room record. Joins, leaves, kicks,
+/// closes and heartbeats change the room of the record only through
+/// [`Presence::compare_and_set`], so that two changes racing serialise on it.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Presence: Send + Sync {
-    /// Records that `user` is in `room_id` at `now`; returns the room they were in before, if
-    /// another.
-    async fn heartbeat(
+    /// Moves `user`'s record to `room_id` at `now` from whatever room it names, by
+    /// [`Presence::compare_and_set`] from the room last read (retried with the room each
+    /// refusal answers); returns the room it named before, if another. What a join does once
+    /// the room let the user in.
+    async fn move_to(
         &self,
         room_id: &RoomId,
         user: &UserId,
         now: Timestamp,
-    ) -> Result<Option<RoomId>>;
+    ) -> Result<Option<RoomId>> {
+        let mut expected = self.get_current_room(user).await?;
+        loop {
+            let before = self
+                .compare_and_set(user, expected.clone(), Some(room_id.clone()), now)
+                .await?;
+            if before == expected {
+                return Ok(before.filter(|before| before != room_id));
+            }
+            expected = before;
+        }
+    }
     /// Records `user` in `room_id` at `now` unless they are recorded anywhere already: a room
     /// loaded from storage restores its members this way, so that members whose clients are
     /// gone are evicted after the timeout like any other.
@@ -35,6 +50,17 @@ pub trait Presence: Send + Sync {
         user: &UserId,
         seen: Timestamp,
     ) -> Result<bool>;
+    /// Sets `user`'s record to `next` (with `now` as their last heartbeat; `None` forgets
+    /// them) only if it names `expected` now (`None`: recorded nowhere), in one step. Returns
+    /// the room the record named before the call: the change was made if and only if that is
+    /// `expected`. With `next` equal to `expected`, a match only renews the heartbeat.
+    async fn compare_and_set(
+        &self,
+        user: &UserId,
+        expected: Option<RoomId>,
+        next: Option<RoomId>,
+        now: Timestamp,
+    ) -> Result<Option<RoomId>>;
     /// The room `user` is in.
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>>;
     /// Users whose last heartbeat is before `before`, oldest first (ties by user id), at most

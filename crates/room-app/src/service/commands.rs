@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 use crate::ports::CommandReply;
 
 impl RoomService {
-    /// Runs a seat or moderation command as the actor; with a key, under the id it gives.
+    /// Runs a seat or moderation command as the actor; with a key, under the id it gives. A
+    /// kick clears the kicked user's current-room record if it names the room.
     pub async fn command(
         &self,
         actor: &UserActor,
@@ -20,8 +21,18 @@ impl RoomService {
         kind: CommandKind,
         key: Option<&IdempotencyKey>,
     ) -> Result<Arc<CommandReply>> {
-        self.run_keyed(room_id, Actor::User(actor.clone()), key, "command", kind)
-            .await
+        let kicked = match &kind {
+            CommandKind::Kick { user, .. } => Some(user.clone()),
+            _ => None,
+        };
+        let reply = self
+            .run_keyed(room_id, Actor::User(actor.clone()), key, "command", kind)
+            .await?;
+        if let Some(kicked) = kicked {
+            // The kicked user's record lets go of the room.
+            self.settle_departure(room_id, &kicked).await;
+        }
+        Ok(reply)
     }
 
     /// Runs a command as the system (timers, RTC callbacks, presence).

@@ -3,7 +3,7 @@
 
 use room_domain::{
     Actor, Command, CommandId, CommandKind, Ctx, Event, EventEnvelope, Rejection, RoomId,
-    RoomState, UserActor, decide,
+    RoomState, UserActor, UserId, decide,
 };
 
 use super::idempotency::IdempotencyKey;
@@ -196,16 +196,35 @@ impl RoomService {
         self.get_room(room_id).await
     }
 
-    /// Closes the room.
+    /// Closes the room, and clears the current-room record of each member whose record
+    /// names it.
     pub async fn close_room(
         &self,
         actor: &UserActor,
         room_id: &RoomId,
         key: Option<&IdempotencyKey>,
     ) -> Result<()> {
+        let members: Vec<UserId> = self
+            .query(room_id, |state| {
+                state
+                    .members
+                    .iter()
+                    .filter(|(_, member)| !member.robot)
+                    .map(|(user, _)| user.clone())
+                    .collect()
+            })
+            .await?;
         let actor = Actor::User(actor.clone());
         self.run_keyed(room_id, actor, key, "close", CommandKind::CloseRoom)
-            .await
-            .map(drop)
+            .await?;
+        // A member who joined between the listing and the close has their record cleared by
+        // their own join's settle if it comes after the close; otherwise it names the closed
+        // room until their next join or the eviction pass, which clears it.
+        for user in &members {
+            if let Err(error) = self.clear_record(room_id, user).await {
+                tracing::warn!(room_id = %room_id, user = %user, error = %error, "a current-room record was not cleared after a close");
+            }
+        }
+        Ok(())
     }
 }

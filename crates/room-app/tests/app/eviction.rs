@@ -23,14 +23,6 @@ struct EarlierListing {
 
 #[async_trait]
 impl Presence for EarlierListing {
-    async fn heartbeat(
-        &self,
-        room: &RoomId,
-        user: &UserId,
-        now: Timestamp,
-    ) -> Result<Option<RoomId>> {
-        self.inner.heartbeat(room, user, now).await
-    }
     async fn restore(&self, room: &RoomId, user: &UserId, now: Timestamp) -> Result<()> {
         self.inner.restore(room, user, now).await
     }
@@ -39,6 +31,15 @@ impl Presence for EarlierListing {
     }
     async fn remove_if_seen(&self, room: &RoomId, user: &UserId, seen: Timestamp) -> Result<bool> {
         self.inner.remove_if_seen(room, user, seen).await
+    }
+    async fn compare_and_set(
+        &self,
+        user: &UserId,
+        expected: Option<RoomId>,
+        next: Option<RoomId>,
+        now: Timestamp,
+    ) -> Result<Option<RoomId>> {
+        self.inner.compare_and_set(user, expected, next, now).await
     }
     async fn get_current_room(&self, user: &UserId) -> Result<Option<RoomId>> {
         self.inner.get_current_room(user).await

@@ -1,7 +1,8 @@
 //! The `Idempotency-Key` rule ([`KeyedGate`]) over the in-memory records: the first request
 //! runs, the same request again gets its answer, another request with the key is reused, a
 //! repeat while the first runs is in use; a request that failed frees the key; a claim gone
-//! stale is taken over; and records older than the retention are pruned, which bounds them.
+//! stale (by the store's clock, when the gate is on it) is taken over; and records older than
+//! the retention are pruned, which bounds them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -151,5 +152,47 @@ async fn records_older_than_the_retention_are_pruned() {
             Admission::Run(_)
         ),
         "a pruned key is free"
+    );
+}
+
+/// Two nodes whose clocks disagree share claims dated by the store's clock: a claim goes
+/// stale when the store's clock says so, whatever either node's clock reads.
+#[tokio::test]
+async fn claims_on_the_store_clock_go_stale_by_the_store_clock() {
+    let store_clock = ManualClock::at(T0);
+    let store = Arc::new(InMemoryStore::with_clock(store_clock.clone()));
+    // Node a's clock is an hour ahead of the store's, node b's an hour behind.
+    let gate_on = |node: &str, offset_secs: i64| {
+        let records: KeyedRequestsRef = store.clone();
+        let clock: ClockRef = ManualClock::at(Timestamp(T0.0 + offset_secs * 1000));
+        KeyedGate::on_store_clock(records, clock, store.clone(), node, Duration::from_secs(20))
+    };
+    let (a, b) = (gate_on("node-a", 3_600), gate_on("node-b", -3_600));
+    let key = IdempotencyKey::new("POST /v1/rooms", "k").unwrap();
+    let alice = uid("alice");
+    let request = fingerprint("POST", "/v1/rooms", br#"{"name":"a"}"#);
+
+    let Admission::Run(_) = a.admit(&key, &alice, &request).await.unwrap() else {
+        panic!("the first request runs");
+    };
+    // Node b's clock is two hours behind node a's: by it the claim is not even made yet,
+    // by node a's it would be long stale; by the store's it is fresh.
+    assert_eq!(
+        b.admit(&key, &alice, &request).await.unwrap(),
+        Admission::InUse
+    );
+    store_clock.advance_secs(19);
+    assert_eq!(
+        b.admit(&key, &alice, &request).await.unwrap(),
+        Admission::InUse,
+        "19 s by the store's clock: still running"
+    );
+    store_clock.advance_secs(2);
+    assert!(
+        matches!(
+            b.admit(&key, &alice, &request).await.unwrap(),
+            Admission::Run(_)
+        ),
+        "21 s by the store's clock: stale, taken over"
     );
 }

@@ -7,6 +7,7 @@ mod batch_faults;
 mod claims;
 mod consumers;
 mod creation;
+mod current_room;
 mod eviction;
 mod forwarding;
 mod keyed;

@@ -356,7 +356,7 @@ pub async fn leave_room(
     responses(
         (status = 204, description = "Recorded"),
         (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
-        (status = 422, description = "`NOT_A_MEMBER`, or another room rule", body = ErrorResponse),
+        (status = 422, description = "`NOT_A_MEMBER` (also when the user's current room is another one, or none: they are taken out of this room's online list), or another room rule", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]

@@ -1,6 +1,7 @@
-//! The conformance suite of [`Presence`]: one room per user, the previous room a heartbeat
-//! answers, restores that never move anyone, removals that leave a later room alone, the
-//! compare-and-remove of the eviction pass, stale listings, and heartbeats racing.
+//! The conformance suite of [`Presence`]: one room per user, the previous room a move
+//! ([`Presence::move_to`]) answers, restores that never move anyone, removals that leave a
+//! later room alone, the compare-and-remove of the eviction pass, stale listings, moves
+//! racing, and the compare-and-set of the current-room record, alone and racing.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,12 +19,14 @@ where
     Fut: Future<Output = Arc<P>>,
     P: Presence + 'static,
 {
-    heartbeat_answers_the_previous_room_only_if_another(fresh().await).await;
+    move_answers_the_previous_room_only_if_another(fresh().await).await;
     restore_records_only_users_recorded_nowhere(fresh().await).await;
     remove_leaves_a_later_room_alone(fresh().await).await;
     remove_if_seen_removes_only_the_heartbeat_it_saw(fresh().await).await;
     list_stale_respects_before_and_limit(fresh().await).await;
-    concurrent_heartbeats_leave_one_current_room(fresh().await).await;
+    concurrent_moves_leave_one_current_room(fresh().await).await;
+    compare_and_set_changes_only_the_room_expected(fresh().await).await;
+    concurrent_compare_and_sets_each_see_the_room_before(fresh().await).await;
 }
 
 fn stale(room_id: &str, who: &str, seen: Timestamp) -> StaleMember {
@@ -48,23 +51,23 @@ async fn current(presence: &dyn Presence, who: &str) -> Option<RoomId> {
     )
 }
 
-async fn heartbeat_answers_the_previous_room_only_if_another<P: Presence>(presence: Arc<P>) {
+async fn move_answers_the_previous_room_only_if_another<P: Presence>(presence: Arc<P>) {
     let p: &dyn Presence = &*presence;
     let (bob, r1, r2) = (user("bob"), room("p-1"), room("p-2"));
     same(current(p, "bob").await, None, "an unknown user is nowhere");
     same(
-        ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat"),
+        ok(p.move_to(&r1, &bob, at(0)).await, "move_to"),
         None,
         "a first heartbeat has no previous room",
     );
     same(current(p, "bob").await, Some(r1.clone()), "bob is in p-1");
     same(
-        ok(p.heartbeat(&r1, &bob, at(10)).await, "heartbeat"),
+        ok(p.move_to(&r1, &bob, at(10)).await, "move_to"),
         None,
         "a heartbeat in the same room has no previous room",
     );
     same(
-        ok(p.heartbeat(&r2, &bob, at(20)).await, "heartbeat"),
+        ok(p.move_to(&r2, &bob, at(20)).await, "move_to"),
         Some(r1.clone()),
         "a heartbeat in another room answers the room before",
     );
@@ -80,7 +83,7 @@ async fn heartbeat_answers_the_previous_room_only_if_another<P: Presence>(presen
     );
     // Another user is independent.
     same(
-        ok(p.heartbeat(&r1, &user("carol"), at(30)).await, "heartbeat"),
+        ok(p.move_to(&r1, &user("carol"), at(30)).await, "move_to"),
         None,
         "another user's first heartbeat has no previous room",
     );
@@ -98,7 +101,7 @@ async fn restore_records_only_users_recorded_nowhere<P: Presence>(presence: Arc<
         "a user recorded nowhere is restored",
     );
     // alice heartbeat in p-2, then p-1 (loaded from storage) restores her: she stays in p-2.
-    ok(p.heartbeat(&r2, &user("alice"), at(10)).await, "heartbeat");
+    ok(p.move_to(&r2, &user("alice"), at(10)).await, "move_to");
     ok(p.restore(&r1, &user("alice"), at(20)).await, "restore");
     same(
         current(p, "alice").await,
@@ -106,7 +109,7 @@ async fn restore_records_only_users_recorded_nowhere<P: Presence>(presence: Arc<
         "a restore does not move a user recorded elsewhere",
     );
     // carol heartbeat in p-1; a restore of p-1 does not make her heartbeat newer.
-    ok(p.heartbeat(&r1, &user("carol"), at(10)).await, "heartbeat");
+    ok(p.move_to(&r1, &user("carol"), at(10)).await, "move_to");
     ok(p.restore(&r1, &user("carol"), at(30)).await, "restore");
     same(
         all_stale(p, far_future()).await,
@@ -118,7 +121,7 @@ async fn restore_records_only_users_recorded_nowhere<P: Presence>(presence: Arc<
         "restores leave recorded heartbeats as they were",
     );
     same(
-        ok(p.heartbeat(&r2, &user("bob"), at(40)).await, "heartbeat"),
+        ok(p.move_to(&r2, &user("bob"), at(40)).await, "move_to"),
         Some(r1),
         "a heartbeat after a restore elsewhere answers the restored room",
     );
@@ -128,8 +131,8 @@ async fn remove_leaves_a_later_room_alone<P: Presence>(presence: Arc<P>) {
     let p: &dyn Presence = &*presence;
     let (bob, r1, r2) = (user("bob"), room("p-1"), room("p-2"));
     ok(p.remove(&r1, &bob).await, "remove of an unknown user");
-    ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat");
-    ok(p.heartbeat(&r2, &bob, at(10)).await, "heartbeat");
+    ok(p.move_to(&r1, &bob, at(0)).await, "move_to");
+    ok(p.move_to(&r2, &bob, at(10)).await, "move_to");
     ok(p.remove(&r1, &bob).await, "remove");
     same(
         current(p, "bob").await,
@@ -144,7 +147,7 @@ async fn remove_leaves_a_later_room_alone<P: Presence>(presence: Arc<P>) {
         "a removed user is not listed",
     );
     same(
-        ok(p.heartbeat(&r1, &bob, at(20)).await, "heartbeat"),
+        ok(p.move_to(&r1, &bob, at(20)).await, "move_to"),
         None,
         "after a removal, a heartbeat has no previous room",
     );
@@ -160,7 +163,7 @@ async fn remove_if_seen_removes_only_the_heartbeat_it_saw<P: Presence>(presence:
     );
 
     // Unchanged since the listing: removed.
-    ok(p.heartbeat(&r1, &bob, at(0)).await, "heartbeat");
+    ok(p.move_to(&r1, &bob, at(0)).await, "move_to");
     assert!(
         ok(p.remove_if_seen(&r1, &bob, at(0)).await, "remove_if_seen"),
         "a user whose last heartbeat is the one seen is removed"
@@ -172,16 +175,16 @@ async fn remove_if_seen_removes_only_the_heartbeat_it_saw<P: Presence>(presence:
     );
 
     // A newer heartbeat in the same room: kept, as it was.
-    ok(p.heartbeat(&r1, &carol, at(0)).await, "heartbeat");
-    ok(p.heartbeat(&r1, &carol, at(10)).await, "heartbeat");
+    ok(p.move_to(&r1, &carol, at(0)).await, "move_to");
+    ok(p.move_to(&r1, &carol, at(10)).await, "move_to");
     assert!(
         !ok(p.remove_if_seen(&r1, &carol, at(0)).await, "remove_if_seen"),
         "a newer heartbeat keeps the user"
     );
 
     // A join elsewhere at the same instant: kept, in the other room.
-    ok(p.heartbeat(&r1, &dave, at(0)).await, "heartbeat");
-    ok(p.heartbeat(&r2, &dave, at(0)).await, "heartbeat");
+    ok(p.move_to(&r1, &dave, at(0)).await, "move_to");
+    ok(p.move_to(&r2, &dave, at(0)).await, "move_to");
     assert!(
         !ok(p.remove_if_seen(&r1, &dave, at(0)).await, "remove_if_seen"),
         "a join elsewhere keeps the user"
@@ -217,9 +220,9 @@ async fn list_stale_respects_before_and_limit<P: Presence>(presence: Arc<P>) {
     for i in 0..5 {
         let room_id = room(&format!("p-{}", i % 2));
         ok(
-            p.heartbeat(&room_id, &user(&format!("u{i}")), at(i * 10))
+            p.move_to(&room_id, &user(&format!("u{i}")), at(i * 10))
                 .await,
-            "heartbeat",
+            "move_to",
         );
     }
     same(
@@ -265,8 +268,8 @@ async fn list_stale_respects_before_and_limit<P: Presence>(presence: Arc<P>) {
     // Ties on the heartbeat go by user id.
     for name in ["tie-b", "tie-a", "tie-c"] {
         ok(
-            p.heartbeat(&room("p-tie"), &user(name), at(15)).await,
-            "heartbeat",
+            p.move_to(&room("p-tie"), &user(name), at(15)).await,
+            "move_to",
         );
     }
     let page = ok(
@@ -320,7 +323,7 @@ async fn list_stale_respects_before_and_limit<P: Presence>(presence: Arc<P>) {
     );
 }
 
-async fn concurrent_heartbeats_leave_one_current_room<P: Presence + 'static>(presence: Arc<P>) {
+async fn concurrent_moves_leave_one_current_room<P: Presence + 'static>(presence: Arc<P>) {
     const TASKS: usize = 8;
     const BEATS: i64 = 25;
     let users: Vec<UserId> = (0..3).map(|i| user(&format!("racer-{i}"))).collect();
@@ -331,10 +334,7 @@ async fn concurrent_heartbeats_leave_one_current_room<P: Presence + 'static>(pre
             tasks.spawn(async move {
                 let room_id = room(&format!("race-{task}"));
                 for beat in 0..BEATS {
-                    let previous = ok(
-                        presence.heartbeat(&room_id, &who, at(beat)).await,
-                        "heartbeat",
-                    );
+                    let previous = ok(presence.move_to(&room_id, &who, at(beat)).await, "move_to");
                     assert_ne!(
                         previous.as_ref(),
                         Some(&room_id),
@@ -366,4 +366,156 @@ async fn concurrent_heartbeats_leave_one_current_room<P: Presence + 'static>(pre
         );
         same(member.seen, at(BEATS - 1), "the last heartbeat is recorded");
     }
+}
+
+async fn compare_and_set_changes_only_the_room_expected<P: Presence>(presence: Arc<P>) {
+    let p: &dyn Presence = &*presence;
+    let (bob, r1, r2) = (user("bob"), room("p-1"), room("p-2"));
+    let cas = |expected: Option<&RoomId>, next: Option<&RoomId>, now| {
+        p.compare_and_set(&bob, expected.cloned(), next.cloned(), now)
+    };
+    same(
+        ok(cas(Some(&r1), Some(&r2), at(0)).await, "compare_and_set"),
+        None,
+        "an unknown user is recorded nowhere, so a move from p-1 is refused",
+    );
+    same(
+        current(p, "bob").await,
+        None,
+        "a refused set changes nothing",
+    );
+    same(
+        ok(cas(None, Some(&r1), at(5)).await, "compare_and_set"),
+        None,
+        "a user recorded nowhere is set",
+    );
+    same(current(p, "bob").await, Some(r1.clone()), "bob is in p-1");
+    same(
+        ok(cas(None, Some(&r2), at(6)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a set expecting no room answers the room recorded",
+    );
+    same(
+        ok(cas(Some(&r2), None, at(6)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a clear expecting another room answers the room recorded",
+    );
+    same(
+        current(p, "bob").await,
+        Some(r1.clone()),
+        "refused sets leave p-1",
+    );
+    same(
+        ok(cas(Some(&r1), Some(&r1), at(10)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a set to the same room matches",
+    );
+    same(
+        all_stale(p, far_future()).await,
+        vec![stale("p-1", "bob", at(10))],
+        "a matching set renews the heartbeat",
+    );
+    same(
+        ok(cas(Some(&r1), Some(&r2), at(20)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a move from the room recorded answers it",
+    );
+    same(
+        current(p, "bob").await,
+        Some(r2.clone()),
+        "bob moved to p-2",
+    );
+    same(
+        all_stale(p, far_future()).await,
+        vec![stale("p-2", "bob", at(20))],
+        "one entry, in the new room, with the time of the move",
+    );
+    same(
+        ok(cas(Some(&r2), None, at(30)).await, "compare_and_set"),
+        Some(r2.clone()),
+        "a clear of the room recorded answers it",
+    );
+    same(current(p, "bob").await, None, "cleared");
+    same(
+        all_stale(p, far_future()).await,
+        Vec::new(),
+        "a cleared user is not listed",
+    );
+    same(
+        ok(cas(None, None, at(40)).await, "compare_and_set"),
+        None,
+        "clearing a user recorded nowhere matches and changes nothing",
+    );
+    same(current(p, "bob").await, None, "still nowhere");
+    // The record is the one heartbeats, restores and evictions read and write.
+    ok(p.move_to(&r1, &bob, at(50)).await, "move_to");
+    same(
+        ok(cas(Some(&r1), Some(&r2), at(60)).await, "compare_and_set"),
+        Some(r1.clone()),
+        "a heartbeat's room is the record",
+    );
+    assert!(
+        !ok(p.remove_if_seen(&r2, &bob, at(50)).await, "remove_if_seen"),
+        "an eviction of the heartbeat before the move finds the record changed"
+    );
+    same(current(p, "bob").await, Some(r2), "the move stands");
+}
+
+async fn concurrent_compare_and_sets_each_see_the_room_before<P: Presence + 'static>(
+    presence: Arc<P>,
+) {
+    // Racers move one user from the room they last saw to their own room, retrying with the
+    // room answered until their set is made; each made move must answer a distinct room
+    // before, so the moves form one chain from "nowhere" to the room recorded at the end.
+    const RACERS: usize = 6;
+    const MOVES: usize = 10;
+    let bob = user("cas-racer");
+    let mut tasks = tokio::task::JoinSet::new();
+    for racer in 0..RACERS {
+        let (presence, bob) = (presence.clone(), bob.clone());
+        tasks.spawn(async move {
+            let mut made = Vec::new();
+            for n in 0..MOVES {
+                let to = room(&format!("cas-{racer}-{n}"));
+                let mut expected = None;
+                loop {
+                    let before = ok(
+                        presence
+                            .compare_and_set(&bob, expected.clone(), Some(to.clone()), at(1))
+                            .await,
+                        "compare_and_set",
+                    );
+                    if before == expected {
+                        made.push((before, to.clone()));
+                        break;
+                    }
+                    expected = before;
+                }
+            }
+            made
+        });
+    }
+    let mut moves = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        moves.extend(joined.expect("a compare-and-set task"));
+    }
+    same(moves.len(), RACERS * MOVES, "every move was made once");
+    // Follow the chain from nowhere: each room is left by exactly one move.
+    let mut from: std::collections::HashMap<Option<RoomId>, RoomId> =
+        std::collections::HashMap::new();
+    for (before, to) in &moves {
+        assert!(
+            from.insert(before.clone(), to.clone()).is_none(),
+            "two moves answered the same room before ({before:?}): one overwrote the other"
+        );
+    }
+    let mut at_room = None;
+    for _ in 0..moves.len() {
+        at_room = Some(from[&at_room].clone());
+    }
+    same(
+        current(&*presence, "cas-racer").await,
+        at_room,
+        "the record is the end of the chain of moves",
+    );
 }

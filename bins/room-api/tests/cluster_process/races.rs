@@ -1,0 +1,227 @@
+//! The same thing twice at once, through both nodes of a cluster on one MariaDB and one
+//! Redis: a user's joins of two rooms, two claims of one robot, and a user's room creations
+//! and event streams, which the cluster counts once for both nodes.
+
+use std::time::Instant;
+
+use super::*;
+
+impl Node {
+    /// `user` gets `path`: the status (0 when no answer came) and the body.
+    async fn get(&self, path: &str, user: &str) -> (u16, Value) {
+        match self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token(user))
+            .timeout(Duration::from_secs(20))
+            .send()
+            .await
+        {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                (status, response.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+
+    /// The ids of the members of `room_id` listed by this node.
+    async fn online(&self, room_id: &str) -> Vec<String> {
+        let mut users = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                Some(after) => format!("/v1/rooms/{room_id}/online-users?limit=100&cursor={after}"),
+                None => format!("/v1/rooms/{room_id}/online-users?limit=100"),
+            };
+            let (status, page) = self.get(&path, "alice").await;
+            assert_eq!(status, 200, "{path}: {page}");
+            for user in page["users"].as_array().unwrap() {
+                users.push(user["user_id"].as_str().unwrap().to_owned());
+            }
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return users,
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_joins_at_once_through_two_nodes_leave_each_user_in_one_room() {
+    let Some((shared, _database, _turn)) = shared("joins_at_once").await else {
+        return;
+    };
+    let a = std::sync::Arc::new(Node::start(&shared, "node-a").await);
+    let b = std::sync::Arc::new(Node::start(&shared, "node-b").await);
+    // Room 1 runs on node a, room 2 on node b.
+    let one = a
+        .post_until_ok("/v1/rooms", "alice", json!({ "name": "One" }))
+        .await["room_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let two = b
+        .post_until_ok("/v1/rooms", "alice", json!({ "name": "Two" }))
+        .await["room_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // 30 users each send three joins at once (room 1, room 2, room 1), spread over both
+    // nodes.
+    const USERS: usize = 30;
+    let mut joins = tokio::task::JoinSet::new();
+    for i in 0..USERS {
+        let user = format!("joiner-{i}");
+        for (n, room_id) in [&one, &two, &one].into_iter().enumerate() {
+            let node = if (i + n) % 2 == 0 {
+                a.clone()
+            } else {
+                b.clone()
+            };
+            let (user, path) = (user.clone(), format!("/v1/rooms/{room_id}/join"));
+            joins.spawn(async move { node.post_until_ok(&path, &user, json!({})).await });
+        }
+    }
+    while let Some(joined) = joins.join_next().await {
+        joined.expect("a join");
+    }
+
+    let (in_one, in_two) = (a.online(&one).await, b.online(&two).await);
+    for i in 0..USERS {
+        let user = format!("joiner-{i}");
+        let listed: Vec<&str> = [(&one, &in_one), (&two, &in_two)]
+            .into_iter()
+            .filter(|(_, members)| members.contains(&user))
+            .map(|(room_id, _)| room_id.as_str())
+            .collect();
+        assert_eq!(listed.len(), 1, "{user} is listed in {listed:?}");
+        for node in [&a, &b] {
+            let (status, current) = node.get("/v1/me/current-room", &user).await;
+            assert_eq!(status, 200, "{current}");
+            assert_eq!(
+                current["room_id"].as_str(),
+                Some(listed[0]),
+                "{user}'s current room is the one that lists them"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_claims_of_one_robot_through_two_nodes_make_one_pool() {
+    let Some((shared, _database, _turn)) = shared("robot_claims").await else {
+        return;
+    };
+    let a = std::sync::Arc::new(Node::start(&shared, "node-a").await);
+    let b = std::sync::Arc::new(Node::start(&shared, "node-b").await);
+    const TRIES: usize = 5;
+    for round in 0..TRIES {
+        let shared_robot = format!("robot-shared-{round}");
+        let config = |name: &str, own: &str| {
+            json!({
+                "profile": { "name": name },
+                "seat_count": 8,
+                "robots": [own, shared_robot],
+                "audience": (0..24).map(|h| h % 3).collect::<Vec<_>>(),
+                "seats": 1,
+                "gift_rate_per_minute": 0,
+                "gift_mix": [{ "gift_id": "rose", "weight": 1 }],
+                "enabled": false
+            })
+        };
+        let first = config(&format!("Pool A{round}"), &format!("robot-a-{round}"));
+        let second = config(&format!("Pool B{round}"), &format!("robot-b-{round}"));
+        let (left, right) = tokio::join!(
+            a.post("/v1/admin/robot-rooms", "admin", first),
+            b.post("/v1/admin/robot-rooms", "admin", second),
+        );
+        let mut statuses = [left.0, right.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [201, 400], "round {round}: {left:?} {right:?}");
+        let refused = if left.0 == 400 { &left.1 } else { &right.1 };
+        assert_eq!(refused["error"]["code"], "INVALID_ROBOT_ROOM", "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains(&shared_robot)),
+            "the refusal names the robot: {refused}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_users_room_budget_and_stream_cap_hold_over_two_nodes() {
+    let Some((shared, _database, _turn)) = shared("budgets").await else {
+        return;
+    };
+    const BURST: usize = 3;
+    const STREAMS: usize = 2;
+    let settings = [
+        ("ROOM__LIMITS__CREATE_ROOM_PER_MINUTE", "1"),
+        ("ROOM__LIMITS__CREATE_ROOM_BURST", "3"),
+        ("ROOM__SSE__MAX_STREAMS_PER_USER", "2"),
+    ];
+    let a = Node::start_with(&shared, "node-a", &settings).await;
+    let b = Node::start_with(&shared, "node-b", &settings).await;
+
+    // Room creations through both nodes in turn: the one-node budget (a burst of 3, then one
+    // a minute) holds for both together.
+    let started = Instant::now();
+    let mut created = Vec::new();
+    for n in 0..4 * BURST {
+        let node = if n % 2 == 0 { &a } else { &b };
+        let (status, body) = node
+            .post(
+                "/v1/rooms",
+                "carol",
+                json!({ "name": format!("Budget {n}") }),
+            )
+            .await;
+        match status {
+            201 | 200 => created.push(body["room_id"].as_str().unwrap().to_owned()),
+            429 => assert_eq!(body["error"]["code"], "RATE_LIMITED", "{body}"),
+            _ => panic!("POST /v1/rooms: {status} {body}"),
+        }
+    }
+    let refilled = (started.elapsed().as_secs() / 60) as usize;
+    assert!(
+        !created.is_empty() && created.len() <= BURST + refilled,
+        "{} rooms made through two nodes against a budget of {BURST} (+{refilled})",
+        created.len()
+    );
+
+    // Streams through both nodes: the cap counts them together.
+    let room_id = &created[0];
+    a.post_until_ok(&format!("/v1/rooms/{room_id}/join"), "carol", json!({}))
+        .await;
+    let mut open = Vec::new();
+    let mut refused = 0;
+    for n in 0..2 * STREAMS {
+        let node = if n % 2 == 0 { &a } else { &b };
+        let response = node
+            .http
+            .get(format!("{}/v1/rooms/{room_id}/events", node.base))
+            .bearer_auth(token("carol"))
+            .send()
+            .await
+            .expect("an answer");
+        match response.status().as_u16() {
+            200 => open.push(response),
+            429 => {
+                let body: Value = response.json().await.unwrap();
+                assert_eq!(body["error"]["code"], "TOO_MANY_STREAMS", "{body}");
+                refused += 1;
+            }
+            status => panic!("GET events: {status}"),
+        }
+    }
+    assert_eq!(
+        open.len(),
+        STREAMS,
+        "{} streams open through two nodes against a cap of {STREAMS}",
+        open.len()
+    );
+    assert_eq!(refused, STREAMS);
+}
