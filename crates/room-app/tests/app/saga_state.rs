@@ -347,6 +347,7 @@ async fn pending_order(world: &World, request: &room_app::SendGift) -> GiftOrder
             heat: priced.heat,
             fuel: priced.fuel,
             lucky: priced.lucky,
+            billing_version: None,
         },
         count: request.count,
         lucky_draw: 7,

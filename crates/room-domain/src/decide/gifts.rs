@@ -83,6 +83,7 @@ pub(super) fn apply_gift(
         fuel_added,
         lucky,
         robot: false,
+        billing_version: gift.gift.billing_version,
     }));
     if heat_added != 0 {
         events.push(Event::RoomHeatChanged {
@@ -162,6 +163,7 @@ pub(super) fn robot_gift(
         fuel_added: 0,
         lucky: None,
         robot: true,
+        billing_version: None,
     }));
     if heat_added != 0 {
         events.push(Event::RoomHeatChanged {
