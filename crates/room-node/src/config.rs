@@ -242,6 +242,15 @@ impl Settings {
             self.workers.im_effects_group,
             room_app::consumers::MAX_CONSUMER_NAME
         );
+        anyhow::ensure!(
+            room_app::consumers::valid_consumer_name(&self.workers.income_group)
+                && self.workers.income_group != self.workers.im_effects_group,
+            "ROOM__WORKERS__INCOME_GROUP is {:?}: it names a consumer of the durable facts (a \
+             Kafka group, an outbox position) other than ROOM__WORKERS__IM_EFFECTS_GROUP, 1 to {} \
+             ASCII letters, digits, '.', '_' or '-'",
+            self.workers.income_group,
+            room_app::consumers::MAX_CONSUMER_NAME
+        );
         if role == Role::Orchestrator {
             anyhow::ensure!(
                 self.is_clustered() && !self.storage.url.starts_with("sqlite:"),
