@@ -3,6 +3,7 @@
 //! SQLite file.
 
 mod bad_input;
+mod billing;
 mod cluster;
 mod dead_letters;
 mod flow;
