@@ -9,6 +9,7 @@ mod consumers;
 mod creation;
 mod eviction;
 mod forwarding;
+mod income;
 mod keyed;
 mod lease;
 mod log_pruning;
