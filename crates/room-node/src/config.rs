@@ -51,7 +51,7 @@ pub use robots::RobotSettings;
 pub use rtc::{MAX_CALLBACK_WINDOW_SECS, RtcSettings};
 pub use sse::SseSettings;
 pub use storage::StorageSettings;
-pub use workers::{GROUP_EFFECTS_CONSUMER_GROUP, WorkerSettings};
+pub use workers::{GROUP_EFFECTS_CONSUMER_GROUP, INCOME_CONSUMER_GROUP, WorkerSettings};
 
 use crate::role::Role;
 
