@@ -54,9 +54,12 @@ pub struct BillingPolicyResponse {
     /// The version: 1 for the first policy, one more for each change. Gift orders record the
     /// version they were placed under and are billed under it.
     pub version: u64,
-    /// The shares of every gift without an override.
-    #[serde(flatten)]
-    pub shares: BillingSharesBody,
+    /// The recipient's income of every gift without an override, in basis points.
+    pub recipient_bp: u32,
+    /// The room owner's share, in basis points.
+    pub owner_bp: u32,
+    /// The agency's share, in basis points.
+    pub agency_bp: u32,
     /// Shares of particular gifts, by gift id.
     pub overrides: BTreeMap<String, BillingSharesBody>,
 }
@@ -65,7 +68,9 @@ impl From<BillingPolicy> for BillingPolicyResponse {
     fn from(policy: BillingPolicy) -> Self {
         BillingPolicyResponse {
             version: policy.version,
-            shares: policy.shares.into(),
+            recipient_bp: policy.shares.recipient_bp,
+            owner_bp: policy.shares.owner_bp,
+            agency_bp: policy.shares.agency_bp,
             overrides: policy
                 .overrides
                 .into_iter()

@@ -106,7 +106,7 @@ pub struct IncomePageQuery {
     #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
     /// The `next_cursor` of the previous page.
-    #[param(pattern = r"^[1-9][0-9]{0,18}$")]
+    #[param(pattern = r"^[1-9][0-9]{0,17}$")]
     cursor: Option<String>,
 }
 
