@@ -4,14 +4,16 @@
 //! (`SIGSTOP`) past its lease finds, once resumed, that it lost the room, and commits nothing
 //! for it (the room's epoch and owner in the database stay the other node's), while what it
 //! is asked for the room is answered by the new owner; and `kill -9` of the owner in a gift
-//! storm sent through both nodes settles every order and loses or makes no coin. `races`:
-//! the same thing sent twice at once through both nodes (a user's joins, robot pool claims,
-//! a user's budgets).
+//! storm sent through both nodes settles every order and loses or makes no coin, and the
+//! income its gifts pay is credited once: once the surviving node's income consumer has caught
+//! up, the income credited equals the non-platform parts of the applied gifts. `races`: the
+//! same thing sent twice at once through both nodes (a user's joins, robot pool claims, a
+//! user's budgets).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use room_domain::UserId;
+use room_domain::{BillingPolicy, GiftSent, UserId};
 use room_node::Authenticator;
 use room_testkit::{mysql, process, redis};
 use secrecy::SecretString;
@@ -371,12 +373,31 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
             .fetch_all(&mut conn)
             .await
             .unwrap();
+    let policies: Vec<(i64, String)> = sqlx::query_as("SELECT version, body FROM billing_policies")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    let policies: std::collections::HashMap<u64, BillingPolicy> = policies
+        .into_iter()
+        .map(|(version, body)| {
+            (
+                u64::try_from(version).unwrap(),
+                serde_json::from_str(&body).unwrap(),
+            )
+        })
+        .collect();
     let mut applied = std::collections::HashSet::new();
     let mut gift_value = 0;
+    let mut income_owed = 0;
     for event in events {
         let event: Value = room_app::stored::decode(&event, "event").unwrap();
         if event["type"] == "RoomGiftSent" {
             let payload = &event["payload"];
+            let gift: GiftSent = serde_json::from_value(payload.clone()).unwrap();
+            let split = policies[&gift.billed_under()]
+                .split_gift(&gift, false)
+                .unwrap();
+            income_owed += split.paid().0 * i64::try_from(gift.recipients.len()).unwrap();
             gift_value += payload["total_value"].as_i64().unwrap();
             let key = format!(
                 "{} {}",
@@ -396,6 +417,43 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
         balances + gift_value,
         credited,
         "balances {balances} + applied gifts {gift_value} != credited {credited}"
+    );
+    // Income: the surviving node's income consumer takes the consumer's claim over from the
+    // killed one and catches up with the outbox; every applied gift's non-platform parts are
+    // then credited, once.
+    assert!(income_owed > 0, "the storm paid no income");
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let last: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM room_outbox")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        let position: Option<i64> =
+            sqlx::query_scalar("SELECT position FROM room_consumer_positions WHERE name = ?")
+                .bind(room_node::INCOME_CONSUMER_GROUP)
+                .fetch_optional(&mut conn)
+                .await
+                .unwrap();
+        if position.unwrap_or(0) >= last.unwrap_or(0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the income consumer did not catch up: {position:?} of {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let income: (i64, i64) = sqlx::query_as(
+        "SELECT CAST(COALESCE((SELECT SUM(balance) FROM income_accounts), 0) AS SIGNED),
+                CAST(COALESCE((SELECT SUM(amount) FROM income_entries), 0) AS SIGNED)",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        income,
+        (income_owed, income_owed),
+        "income credited (balances, ledger) = the non-platform parts of the applied gifts"
     );
     // What the clients were told matches the room: a COMPLETED order is applied, once.
     for (sender, order_id, end) in &ends {

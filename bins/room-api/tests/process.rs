@@ -3,7 +3,10 @@
 //! and lucky gifts, a rocket that launches and pays rewards) loses and makes no coin: after the
 //! restart (whose start-up recovery settles unfinished orders, and whose workers launch and
 //! pay what is due) every debited order is applied or refunded, every reward the room drew is
-//! credited once, and the ledger and the room's log agree.
+//! credited once, and the ledger and the room's log agree. Income too: once the income
+//! consumer has caught up after the restart, the income credited equals, over the applied
+//! gifts of the room's log, the parts that are not the platform's under each order's billing
+//! policy version.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -12,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use room_domain::{Timestamp, UserId, WeekKey};
+use room_domain::{BillingPolicy, GiftSent, Timestamp, UserId, WeekKey};
 use room_node::Authenticator;
 use room_testkit::process;
 use secrecy::SecretString;
@@ -448,6 +451,83 @@ impl Books {
     }
 }
 
+/// The income owed for the applied gifts of `room_id`'s log: each recipient's parts that are
+/// not the platform's, under the billing policy version of the gift's order (no user has an
+/// agency), worked out from the log and the stored policies alone.
+fn income_owed(db: &Path, room_id: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).expect("open the database");
+    let mut policies = conn
+        .prepare("SELECT version, body FROM billing_policies")
+        .unwrap();
+    let policies: HashMap<u64, BillingPolicy> = policies
+        .query_map([], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })
+        .unwrap()
+        .map(|row| {
+            let (version, body) = row.unwrap();
+            (
+                u64::try_from(version).unwrap(),
+                serde_json::from_str(&body).expect("a stored policy"),
+            )
+        })
+        .collect();
+    let mut events = conn
+        .prepare("SELECT event FROM room_events WHERE room_id = ?1 ORDER BY seq")
+        .unwrap();
+    let events = events
+        .query_map([room_id], |row| row.get::<_, Vec<u8>>(0))
+        .unwrap();
+    let mut owed = 0;
+    for event in events {
+        let event: Value = room_app::stored::decode(&event.unwrap(), "event").unwrap();
+        if event["type"] != "RoomGiftSent" {
+            continue;
+        }
+        let gift: GiftSent = serde_json::from_value(event["payload"].clone()).unwrap();
+        let policy = &policies[&gift.billed_under()];
+        let split = policy.split_gift(&gift, false).unwrap();
+        owed += split.paid().0 * i64::try_from(gift.recipients.len()).unwrap();
+    }
+    owed
+}
+
+/// The income credited to everyone, by the balances and by the ledger's entries.
+fn income_credited(db: &Path) -> (i64, i64) {
+    let conn = rusqlite::Connection::open(db).expect("open the database");
+    let balances = conn
+        .query_row(
+            "SELECT COALESCE(SUM(balance), 0) FROM income_accounts",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    let entries = conn
+        .query_row(
+            "SELECT COALESCE(SUM(amount), 0) FROM income_entries",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    (balances, entries)
+}
+
+/// Whether the income consumer has handled every fact in the outbox.
+fn income_caught_up(db: &Path) -> bool {
+    let conn = rusqlite::Connection::open(db).expect("open the database");
+    let last: Option<i64> = conn
+        .query_row("SELECT MAX(id) FROM room_outbox", [], |row| row.get(0))
+        .unwrap();
+    let position: Option<i64> = conn
+        .query_row(
+            "SELECT position FROM room_consumer_positions WHERE name = ?1",
+            [room_node::INCOME_CONSUMER_GROUP],
+            |row| row.get(0),
+        )
+        .ok();
+    position.unwrap_or(0) >= last.unwrap_or(0)
+}
+
 /// Rocket fuel per unit is 10 for the rose and 20 for the lucky clover, so the storm launches
 /// the rocket within seconds (see [`catalog_with_quick_rockets`]).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -612,6 +692,15 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         })
         .collect();
     let week_after = this_week();
+    // The income consumer catches up with the outbox the kill left behind.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !income_caught_up(&db) {
+        assert!(
+            Instant::now() < deadline,
+            "the income consumer did not catch up"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let status = server.terminate().await;
     assert!(status.success(), "orderly shutdown exits 0, got {status}");
 
@@ -697,6 +786,15 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         held + total(&books.given) - total(&books.lucky) - total(&books.rocket),
         "coins credited = coins held + gifts applied - lucky rewards - rocket rewards"
     );
+    // Income: the non-platform parts of every applied gift, credited once.
+    let owed = income_owed(&db, &room_id);
+    assert!(owed > 0, "the storm paid no income");
+    assert_eq!(
+        income_credited(&db),
+        (owed, owed),
+        "income credited (balances, ledger) = the non-platform parts of the applied gifts"
+    );
+
     // And user by user, with the balances the API answered.
     let users = senders
         .iter()

@@ -49,6 +49,7 @@ fn envelope(n: usize) -> OutboxMessage {
             fuel_added: 10,
             lucky: None,
             robot: false,
+            billing_version: None,
         })
     };
     OutboxMessage {

@@ -23,6 +23,7 @@
 //! database lacks (`room-api migrate`), and [`MySqlStore::open`] refuses a database whose
 //! schema is behind or ahead of this build ([`SchemaStatus`]) instead of changing it.
 
+mod billing;
 mod catalog;
 mod cells;
 mod claims;

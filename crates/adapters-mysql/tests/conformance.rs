@@ -139,3 +139,19 @@ async fn keyed_requests() {
     };
     testkit::keyed_requests_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn billing_policies() {
+    let Some(fresh) = Fresh::new("conformance::billing_policies").await else {
+        return;
+    };
+    testkit::billing_policies_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn income_ledger() {
+    let Some(fresh) = Fresh::new("conformance::income_ledger").await else {
+        return;
+    };
+    testkit::income_ledger_suite(|| fresh.store()).await;
+}

@@ -114,6 +114,7 @@ async fn send_gift(store: &SqliteStore, cell: &mpsc::Sender<Delivery>, sender: u
             heat: 10,
             fuel: 10,
             lucky: false,
+            billing_version: None,
         },
         count: 1,
         lucky_draw: n as u64,
@@ -164,6 +165,7 @@ async fn run_cell(store: Arc<SqliteStore>, room_id: RoomId, mut gifts: mpsc::Rec
                 fuel_added: 10,
                 lucky: None,
                 robot: false,
+                billing_version: None,
             });
             let events = [
                 gift.clone(),

@@ -17,6 +17,7 @@
 //! The schema lives in `migrations/sqlite` at the workspace root and is applied on
 //! [`SqliteStore::open`] (with `sqlx::migrate!`).
 
+mod billing;
 mod catalog;
 mod cells;
 mod checkpoint;

@@ -102,3 +102,15 @@ async fn keyed_requests() {
     let fresh = Fresh::default();
     testkit::keyed_requests_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn billing_policies() {
+    let fresh = Fresh::default();
+    testkit::billing_policies_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn income_ledger() {
+    let fresh = Fresh::default();
+    testkit::income_ledger_suite(|| fresh.store()).await;
+}

@@ -101,6 +101,7 @@ fn order(id: &str, room_id: &RoomId) -> GiftOrder {
             heat: 10,
             fuel: 10,
             lucky: false,
+            billing_version: None,
         },
         count: 2,
         lucky_draw: 5,

@@ -99,6 +99,7 @@ fn gift(n: u64) -> Event {
         fuel_added: 10,
         lucky: None,
         robot: false,
+        billing_version: None,
     })
 }
 

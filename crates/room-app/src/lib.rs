@@ -16,6 +16,7 @@ mod error;
 mod footprint;
 mod gifts;
 mod ids;
+pub mod income;
 pub mod keyed;
 mod known;
 pub mod ledger;

@@ -12,6 +12,7 @@ use room_domain::{
 };
 
 use crate::error::{Error, Result};
+mod billing;
 mod positions;
 
 use crate::ports::{
@@ -76,6 +77,14 @@ struct Tables {
     positions: HashMap<String, i64>,
     /// Idempotency keys' records, by key.
     keyed: HashMap<String, KeyedRecord>,
+    /// The billing policy's versions.
+    billing: BTreeMap<u64, room_domain::BillingPolicy>,
+    /// Income balances, by user.
+    income_balances: HashMap<UserId, Coins>,
+    /// The income ledger, oldest first (position = index + 1).
+    income_entries: Vec<crate::ports::IncomeRecord>,
+    /// The keys of the credited income entries: (sender, order id, recipient, part).
+    income_keys: std::collections::HashSet<(UserId, OrderId, UserId, room_domain::IncomePart)>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

@@ -12,7 +12,9 @@
 //! - storage a room's cell writes in its commits: [`cell_store`](CellStore) (the command log),
 //!   [`snapshots`](SnapshotStore), [`outbox`](Outbox) (with the [`EventPublisher`] it drains
 //!   to), [`timers`](Timers), [`payouts`](Payouts), [`directory`](RoomDirectory);
-//! - money: [`gift_orders`](GiftOrders), [`wallet`](Wallet), [`catalog`](GiftCatalog);
+//! - money: [`gift_orders`](GiftOrders), [`wallet`](Wallet), [`catalog`](GiftCatalog),
+//!   [`billing`](BillingPolicies) (the billing policy's versions), [`income`](IncomeLedger)
+//!   (what gifts paid people) and whose agency a user belongs to ([`Agencies`]);
 //! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims),
 //!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
@@ -23,12 +25,14 @@
 //! - robots: [`robot_rooms`](RobotRooms);
 //! - time and ids: [`clock`](Clock).
 
+mod billing;
 mod catalog;
 mod cell_store;
 mod clock;
 mod directory;
 mod forwarder;
 mod gift_orders;
+mod income;
 mod keyed_requests;
 mod lease;
 mod messenger;
@@ -45,6 +49,7 @@ mod timers;
 mod wallet;
 mod work_claims;
 
+pub use billing::{BillingPolicies, BillingPoliciesRef};
 pub use catalog::{
     CatalogGift, GiftCatalog, GiftCatalogRef, MAX_GIFT_NAME_CHARS, MAX_GIFT_UNIT_VALUE,
 };
@@ -55,6 +60,10 @@ pub use clock::{Clock, ClockRef, IdGen, IdGenRef};
 pub use directory::{RoomDirectory, RoomDirectoryRef, RoomSummary};
 pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer, ReadKind};
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
+pub use income::{
+    Agencies, AgenciesRef, IncomeEntry, IncomeLedger, IncomeLedgerRef, IncomeRecord,
+    MAX_INCOME_CREDIT, NoAgencies, check_income_entries,
+};
 pub use keyed_requests::{
     KeyClaim, KeyedAnswer, KeyedRecord, KeyedRequests, KeyedRequestsRef, MAX_KEYED_ANSWER_BYTES,
 };
@@ -81,12 +90,14 @@ pub use work_claims::{WorkClaims, WorkClaimsRef};
 
 #[cfg(any(test, feature = "mock"))]
 pub use self::{
+    billing::MockBillingPolicies,
     catalog::MockGiftCatalog,
     cell_store::MockCellStore,
     clock::{MockClock, MockIdGen},
     directory::MockRoomDirectory,
     forwarder::MockForwarder,
     gift_orders::MockGiftOrders,
+    income::{MockAgencies, MockIncomeLedger},
     keyed_requests::MockKeyedRequests,
     lease::MockLease,
     messenger::MockMessenger,

@@ -107,3 +107,13 @@ async fn open_streams() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn billing_policies() {
+    testkit::billing_policies_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn income_ledger() {
+    testkit::income_ledger_suite(fresh).await;
+}

@@ -132,6 +132,7 @@ fn gift(n: usize, sender: &UserId, recipient: &UserId, lucky_draw: u64) -> Comma
                 heat: 10,
                 fuel: 10,
                 lucky: false,
+                billing_version: None,
             },
             count: 1 + (n % 3) as u32,
             lucky_draw,

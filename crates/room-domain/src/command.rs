@@ -207,6 +207,11 @@ pub struct GiftSnapshot {
     pub fuel: i64,
     /// Whether the sender takes part in the lucky draw.
     pub lucky: bool,
+    /// The version of the billing policy current when the order was placed, which bills it
+    /// ([`BillingPolicy`](crate::BillingPolicy)); absent in orders placed before billing and
+    /// in robot gifts. Left out of JSON when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billing_version: Option<u64>,
 }
 
 /// Apply one paid gift order to the room.

@@ -242,6 +242,12 @@ pub struct GiftSent {
     /// counts it as money, activity or growth. Absent for paid gifts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub robot: bool,
+    /// The version of the billing policy the order was placed under, which splits its value
+    /// ([`BillingPolicy`](crate::BillingPolicy)). Absent for robot gifts and in facts written
+    /// before billing, which are billed under
+    /// [`FIRST_BILLING_VERSION`](crate::FIRST_BILLING_VERSION) ([`GiftSent::billed_under`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billing_version: Option<u64>,
 }
 
 impl GiftSent {

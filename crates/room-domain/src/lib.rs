@@ -68,6 +68,7 @@
 //! ```
 
 mod actor;
+mod billing;
 mod command;
 mod decide;
 mod event;
@@ -83,6 +84,10 @@ mod state;
 mod time;
 
 pub use actor::{Actor, UserActor};
+pub use billing::{
+    BASIS_POINTS, BillingError, BillingPolicy, BillingShares, FIRST_BILLING_VERSION, IncomePart,
+    MAX_BILLING_OVERRIDES, Split, SplitError,
+};
 pub use command::{
     ApplyGift, COMMAND_SCHEMA_VERSION, Command, CommandKind, Ctx, GiftSnapshot, RTC_CLOCK_SKEW_MS,
     RobotGift,

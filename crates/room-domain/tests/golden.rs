@@ -179,6 +179,7 @@ fn sample_events() -> Vec<Event> {
                 reward: Coins(120),
             }),
             robot: false,
+            billing_version: Some(1),
         }),
         Event::RoomHeatChanged {
             heat: 1_060,
@@ -362,6 +363,7 @@ fn variant_events() -> Vec<Event> {
             fuel_added: 0,
             lucky: None,
             robot: false,
+            billing_version: None,
         }),
         Event::RoomRocketLaunched {
             rocket_id: RocketId(6),
@@ -432,6 +434,7 @@ fn sample_robot_commands() -> Vec<Command> {
             heat: 10,
             fuel: 10,
             lucky: false,
+            billing_version: None,
         },
         count: 3,
         recipients: vec![user("alice"), user("bob")],
@@ -462,6 +465,7 @@ fn sample_robot_events() -> Vec<Event> {
             fuel_added: 0,
             lucky: None,
             robot: true,
+            billing_version: None,
         }),
         Event::RoomUserLeft {
             user: user("bot-1"),
@@ -504,6 +508,7 @@ fn sample_commands() -> Vec<Command> {
             heat: 10,
             fuel: 10,
             lucky: true,
+            billing_version: Some(1),
         },
         count: 3,
         // Above i64::MAX: the full u64 range must survive JSON.
@@ -946,4 +951,42 @@ fn envelopes_never_carry_the_password_hash() {
     } else {
         assert!(updating(), "RoomLockChanged.json is missing");
     }
+}
+
+#[test]
+fn a_gift_fact_from_before_billing_decodes_and_bills_under_the_first_version() {
+    // The RoomGiftSent envelope as written before `billing_version` existed.
+    let old = r#"{
+        "event_id": "room-1:15", "room_id": "room-1", "seq": 15, "v": 1,
+        "occurred_at": 1764460815000, "type": "RoomGiftSent",
+        "payload": {
+            "order_id": "o-20251130-0001", "sender": "carol", "recipients": ["alice", "bob"],
+            "gift_id": "rose", "count": 3, "unit_price": 10, "total_value": 60,
+            "heat_added": 60, "fuel_added": 60, "lucky": {"multiplier": 2, "reward": 120}
+        }
+    }"#;
+    let envelope: EventEnvelope = serde_json::from_str(old).unwrap();
+    let Event::RoomGiftSent(gift) = &envelope.event else {
+        panic!("a gift: {envelope:?}");
+    };
+    assert_eq!(gift.billing_version, None);
+    assert_eq!(gift.billed_under(), room_domain::FIRST_BILLING_VERSION);
+    let again = serde_json::to_value(&envelope).unwrap();
+    assert!(
+        again["payload"].get("billing_version").is_none(),
+        "absent stays absent: {again}"
+    );
+    let mut current = sample_events()[14].clone();
+    if let Event::RoomGiftSent(gift) = &mut current {
+        assert_eq!(
+            gift.billing_version,
+            Some(1),
+            "the sample carries a version"
+        );
+        gift.billing_version = None;
+    }
+    assert_eq!(
+        envelope.event, current,
+        "otherwise the same fact as the sample"
+    );
 }

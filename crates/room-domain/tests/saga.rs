@@ -31,6 +31,7 @@ fn apply() -> ApplyGift {
             heat: 10,
             fuel: 10,
             lucky: true,
+            billing_version: None,
         },
         count: 3,
         lucky_draw: 42,

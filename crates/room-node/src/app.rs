@@ -210,6 +210,10 @@ impl App {
         settings.validate_for(role)?;
         let catalog = CatalogFile::load(&settings.catalog.path)?;
         catalog.upsert(&storage.catalog).await?;
+        let billing = room_app::income::seed_billing(&storage.billing, &catalog.billing)
+            .await
+            .context("cannot store the first billing policy")?;
+        tracing::info!(version = billing.version, "billing policy");
 
         if settings.auth.uses_dev_secret() {
             tracing::warn!(
@@ -286,6 +290,8 @@ impl App {
                 orders: storage.orders.clone(),
                 wallet: storage.wallet.clone(),
                 catalog: storage.catalog.clone(),
+                billing: storage.billing.clone(),
+                income: storage.income.clone(),
                 directory: storage.directory.clone(),
                 presence: shared.presence,
                 attempts: shared.attempts,

@@ -7,7 +7,7 @@ use anyhow::Context;
 use figment::Figment;
 use figment::providers::{Format, Toml};
 use room_app::ports::{CatalogGift, GiftCatalogRef};
-use room_domain::{Coins, GiftId, RoomRules};
+use room_domain::{BillingPolicy, BillingShares, Coins, FIRST_BILLING_VERSION, GiftId, RoomRules};
 use serde::Deserialize;
 
 /// The catalog file built into the binary, used when the configured file does not exist.
@@ -20,6 +20,8 @@ pub struct CatalogFile {
     pub gifts: Vec<CatalogGift>,
     /// The room rules, already validated.
     pub rules: RoomRules,
+    /// The billing policy stored as version 1 when the store has none, already validated.
+    pub billing: BillingPolicy,
 }
 
 #[derive(Debug, Deserialize)]
@@ -29,6 +31,64 @@ struct RawFile {
     gifts: Vec<RawGift>,
     #[serde(default)]
     rules: RoomRules,
+    #[serde(default)]
+    billing: RawBilling,
+}
+
+/// The `[billing]` section: the default shares, and `[billing.overrides.<gift_id>]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBilling {
+    #[serde(default)]
+    recipient_bp: u32,
+    #[serde(default)]
+    owner_bp: u32,
+    #[serde(default)]
+    agency_bp: u32,
+    #[serde(default)]
+    overrides: std::collections::BTreeMap<String, RawShares>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShares {
+    #[serde(default)]
+    recipient_bp: u32,
+    #[serde(default)]
+    owner_bp: u32,
+    #[serde(default)]
+    agency_bp: u32,
+}
+
+impl RawBilling {
+    fn policy(self) -> anyhow::Result<BillingPolicy> {
+        let mut overrides = std::collections::BTreeMap::new();
+        for (gift_id, shares) in self.overrides {
+            let gift = GiftId::new(&gift_id)
+                .with_context(|| format!("billing override: gift id {gift_id:?} is not valid"))?;
+            overrides.insert(
+                gift,
+                BillingShares {
+                    recipient_bp: shares.recipient_bp,
+                    owner_bp: shares.owner_bp,
+                    agency_bp: shares.agency_bp,
+                },
+            );
+        }
+        let policy = BillingPolicy {
+            version: FIRST_BILLING_VERSION,
+            shares: BillingShares {
+                recipient_bp: self.recipient_bp,
+                owner_bp: self.owner_bp,
+                agency_bp: self.agency_bp,
+            },
+            overrides,
+        };
+        policy
+            .validate()
+            .context("the billing policy of the catalog file is not valid")?;
+        Ok(policy)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,6 +145,7 @@ impl CatalogFile {
         Ok(CatalogFile {
             gifts,
             rules: raw.rules,
+            billing: raw.billing.policy()?,
         })
     }
 
@@ -136,6 +197,26 @@ mod tests {
         assert!(format!("{error:#}").contains("max_recipients"), "{error:#}");
         let text = "[rules.lucky]\nexpected_return_bp = 9000\nentries = [{ multiplier = 1, weight = 1 }]\n";
         assert!(CatalogFile::parse(text).is_err());
+    }
+
+    #[test]
+    fn the_billing_section_is_read_and_checked() {
+        let file = CatalogFile::parse(EMBEDDED_CATALOG).unwrap();
+        assert_eq!(file.billing.version, 1);
+        assert!(file.billing.shares.recipient_bp > 0);
+        let lucky = GiftId::new("lucky-clover").unwrap();
+        assert!(
+            file.billing.shares_for(&lucky).recipient_bp < file.billing.shares.recipient_bp,
+            "lucky gifts pay less"
+        );
+        let none = CatalogFile::parse("").unwrap();
+        assert_eq!(none.billing.shares, BillingShares::default());
+        let over = "[billing]\nrecipient_bp = 9000\nowner_bp = 1001\n";
+        let error = CatalogFile::parse(over).unwrap_err();
+        assert!(format!("{error:#}").contains("10001"), "{error:#}");
+        let bad_override = "[billing.overrides.rose]\nrecipient_bp = 10001\n";
+        let error = CatalogFile::parse(bad_override).unwrap_err();
+        assert!(format!("{error:#}").contains("rose"), "{error:#}");
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub use robots::RobotSettings;
 pub use rtc::{MAX_CALLBACK_WINDOW_SECS, RtcSettings};
 pub use sse::SseSettings;
 pub use storage::StorageSettings;
-pub use workers::{GROUP_EFFECTS_CONSUMER_GROUP, WorkerSettings};
+pub use workers::{GROUP_EFFECTS_CONSUMER_GROUP, INCOME_CONSUMER_GROUP, WorkerSettings};
 
 use crate::role::Role;
 
@@ -240,6 +240,15 @@ impl Settings {
             "ROOM__WORKERS__IM_EFFECTS_GROUP is {:?}: it names a consumer of the durable facts \
              (a Kafka group, an outbox position), 1 to {} ASCII letters, digits, '.', '_' or '-'",
             self.workers.im_effects_group,
+            room_app::consumers::MAX_CONSUMER_NAME
+        );
+        anyhow::ensure!(
+            room_app::consumers::valid_consumer_name(&self.workers.income_group)
+                && self.workers.income_group != self.workers.im_effects_group,
+            "ROOM__WORKERS__INCOME_GROUP is {:?}: it names a consumer of the durable facts (a \
+             Kafka group, an outbox position) other than ROOM__WORKERS__IM_EFFECTS_GROUP, 1 to {} \
+             ASCII letters, digits, '.', '_' or '-'",
+            self.workers.income_group,
             room_app::consumers::MAX_CONSUMER_NAME
         );
         if role == Role::Orchestrator {

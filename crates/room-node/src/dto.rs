@@ -4,6 +4,7 @@
 //! coins are integers. The schemas that state what the server enforces on strings and lists
 //! are in `schema`; how request fields are read beyond serde's defaults, in `fields`.
 
+mod billing;
 mod events;
 mod fields;
 mod gifts;
@@ -15,6 +16,7 @@ mod rooms;
 mod schema;
 mod wallet;
 
+pub use billing::{BillingPolicyResponse, IncomeResponse, PutBillingRequest};
 pub use events::StreamEvent;
 pub use gifts::{
     GiftCatalogEntry, GiftCatalogResponse, GiftErrorResponse, GiftResponse, PutGiftRequest,

@@ -1,8 +1,12 @@
 //! The node's own consumers of the durable facts ([`room_app::consumers`]) and where they read
 //! them: the Kafka topic when `kafka.brokers` is set ([`KafkaFacts`], a consumer group per
 //! consumer), the store's outbox otherwise ([`OutboxSource`], a stored position per consumer
-//! under a work claim). Today the one consumer is the IM group effects, named
-//! `workers.im_effects_group`, when IM is configured.
+//! under a work claim). The consumers: the income consumer, named `workers.income_group`,
+//! which credits each paid gift's parts as income ([`IncomeConsumer`]), always; and the IM
+//! group effects, named `workers.im_effects_group`, when IM is configured.
+//!
+//! Users belong to no agency yet ([`NoAgencies`]): every agency share is the platform's until
+//! the user directory answers [`Agencies`](room_app::ports::Agencies).
 //!
 //! Without a broker, the outbox's rows are done once every consumer has passed them: the
 //! `outbox_passed` pass marks them delivered ([`mark_passed`]) and the retention deletes them
@@ -17,7 +21,9 @@ use adapters_tencent_im::ImClient;
 use anyhow::Context;
 use room_app::RoomService;
 use room_app::consumers::{FactConsumer, FactSourceRef, OutboxSource, mark_passed};
+use room_app::income::IncomeConsumer;
 use room_app::ports::ClockRef;
+use room_app::ports::NoAgencies;
 use room_app::workers::{self, Claim};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -48,13 +54,28 @@ pub(crate) fn early_consumer(
     Ok(Some(Arc::new(consumer)))
 }
 
-/// The node's consumers of the durable facts: the IM group effects, when IM is configured.
+/// The node's consumers of the durable facts: the income consumer, and the IM group
+/// effects when IM is configured.
 pub(crate) fn consumers(
     settings: &Settings,
     im: Option<&ImClient>,
     service: &Arc<RoomService>,
 ) -> anyhow::Result<Vec<Arc<FactConsumer>>> {
-    let mut consumers = Vec::new();
+    let ports = service.ports();
+    let income = IncomeConsumer::new(
+        ports.billing.clone(),
+        ports.income.clone(),
+        ports.directory.clone(),
+        Arc::new(NoAgencies),
+    );
+    let mut consumers = vec![Arc::new(
+        FactConsumer::new(
+            &settings.workers.income_group,
+            Arc::new(income),
+            ports.clock.clone(),
+        )
+        .context("ROOM__WORKERS__INCOME_GROUP")?,
+    )];
     if let Some(client) = im {
         let effects = GroupEffects::new(client.clone(), service.clone());
         consumers.push(Arc::new(

@@ -2,6 +2,7 @@
 //! (trace, metrics, panic catching, request timeout, body limit, error shape).
 
 mod admin;
+mod billing;
 mod callbacks;
 mod events;
 mod gifts;
@@ -128,6 +129,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(admin::list_dead_letters))
         .routes(routes!(admin::replay_dead_letter))
+        .routes(routes!(billing::get_billing, billing::put_billing))
+        .routes(routes!(billing::my_income))
+        .routes(routes!(billing::user_income))
         .routes(routes!(callbacks::rtc_callback))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))

@@ -6,10 +6,11 @@ use adapters_mysql::MySqlStore;
 use adapters_sqlite::SqliteStore;
 use anyhow::{Context, bail};
 use room_app::ports::{
-    CellStore, CellStoreRef, ConsumerPositions, ConsumerPositionsRef, GiftCatalog, GiftCatalogRef,
-    GiftOrders, GiftOrdersRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts,
-    PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore,
-    SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
+    BillingPolicies, BillingPoliciesRef, CellStore, CellStoreRef, ConsumerPositions,
+    ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, IncomeLedger,
+    IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts, PayoutsRef,
+    RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore, SnapshotStoreRef,
+    Timers, TimersRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -43,6 +44,10 @@ pub struct Storage {
     pub positions: ConsumerPositionsRef,
     /// The records of requests sent with an `Idempotency-Key`.
     pub keyed: KeyedRequestsRef,
+    /// The billing policy's versions.
+    pub billing: BillingPoliciesRef,
+    /// Income balances and their ledger.
+    pub income: IncomeLedgerRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -66,6 +71,8 @@ impl Storage {
             + RobotRooms
             + ConsumerPositions
             + KeyedRequests
+            + BillingPolicies
+            + IncomeLedger
             + 'static,
     {
         Storage {
@@ -81,6 +88,8 @@ impl Storage {
             robots: store.clone(),
             positions: store.clone(),
             keyed: store.clone(),
+            billing: store.clone(),
+            income: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

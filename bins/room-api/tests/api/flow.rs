@@ -3,7 +3,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use crate::support::{TestApp, error_code};
+use crate::support::{TestApp, error_code, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_walkthrough_moves_coins_and_fills_the_room() {
@@ -74,6 +74,15 @@ async fn the_walkthrough_moves_coins_and_fills_the_room() {
     );
     assert_eq!(t.balance("alice").await, 970);
     assert_eq!(t.balance("bob").await, 0);
+    // Bob earns half of the gift as income (the built-in billing policy), shortly after.
+    eventually("bob's income is credited", || async {
+        t.get("/v1/me/income", &bob).await.1["balance"] == 15
+    })
+    .await;
+    let (_, income) = t.get("/v1/me/income", &bob).await;
+    assert_eq!(income["entries"][0]["part"], "recipient");
+    assert_eq!(income["entries"][0]["amount"], 15);
+    assert_eq!(income["next_cursor"], serde_json::Value::Null);
 
     let room = t.room(&room_id).await;
     assert_eq!(room["heat"], 30);

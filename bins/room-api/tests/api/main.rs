@@ -4,6 +4,7 @@
 
 mod alert_rules;
 mod bad_input;
+mod billing;
 mod cluster;
 mod dead_letters;
 mod flow;

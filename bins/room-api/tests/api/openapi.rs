@@ -147,12 +147,27 @@ async fn the_schema_states_the_limits_the_server_enforces() {
         ("/v1/rooms", "limit"),
         ("/v1/rooms/{room_id}/online-users", "limit"),
         ("/v1/rooms/{room_id}/contribution-rank", "limit"),
+        ("/v1/me/income", "limit"),
+        ("/v1/admin/users/{user_id}/income", "limit"),
     ] {
         let schema = &parameter(&document, path, "get", name)["schema"];
         assert_eq!(
             (schema["minimum"].as_i64(), schema["maximum"].as_i64()),
             (Some(1), Some(100)),
             "{path} {schema}"
+        );
+    }
+    let put_billing = resolve(
+        &document,
+        &document["paths"]["/v1/admin/billing"]["put"]["requestBody"]["content"]["application/json"]
+            ["schema"],
+    );
+    for share in ["recipient_bp", "owner_bp", "agency_bp"] {
+        let schema = &put_billing["properties"][share];
+        assert_eq!(
+            (schema["minimum"].as_i64(), schema["maximum"].as_i64()),
+            (Some(0), Some(10_000)),
+            "{share} {schema}"
         );
     }
     let period = &parameter(

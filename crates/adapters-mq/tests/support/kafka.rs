@@ -119,6 +119,7 @@ pub fn event(seq: u64) -> Event {
             fuel_added: 40,
             lucky: None,
             robot: false,
+            billing_version: None,
         }),
         1 => Event::RoomUserJoined {
             user: user(&format!("u-{seq}")),

@@ -32,6 +32,7 @@ fn order(id: &str) -> GiftOrder {
             heat: 10,
             fuel: 10,
             lucky: false,
+            billing_version: None,
         },
         count: 2,
         lucky_draw: 5,

@@ -20,6 +20,7 @@ fn gift_order(sender: &str, id: &str, created_at: i64) -> GiftOrder {
             heat: 10,
             fuel: 5,
             lucky: false,
+            billing_version: None,
         },
         count: 1,
         lucky_draw: 0,

@@ -13,6 +13,7 @@ mod commits;
 mod compact;
 mod fixtures;
 mod gift_orders;
+mod income;
 mod keyed;
 mod robot_pools;
 mod schema;

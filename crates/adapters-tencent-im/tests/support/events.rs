@@ -46,6 +46,7 @@ pub fn gift(n: u64) -> Event {
         fuel_added: 10,
         lucky: None,
         robot: false,
+        billing_version: None,
     })
 }
 

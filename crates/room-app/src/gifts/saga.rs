@@ -14,7 +14,9 @@ use super::locks::KeyedLocks;
 use super::request::{GiftReceipt, SendGift, same_request};
 use crate::cell::CellRuntime;
 use crate::error::{Error, Result};
-use crate::ports::{CatalogGift, ClockRef, GiftCatalogRef, GiftOrdersRef, IdGenRef, WalletRef};
+use crate::ports::{
+    BillingPoliciesRef, CatalogGift, ClockRef, GiftCatalogRef, GiftOrdersRef, IdGenRef, WalletRef,
+};
 
 /// Runs gift orders through the saga.
 pub struct GiftSaga {
@@ -22,6 +24,7 @@ pub struct GiftSaga {
     pub(super) orders: GiftOrdersRef,
     pub(super) wallet: WalletRef,
     catalog: GiftCatalogRef,
+    billing: BillingPoliciesRef,
     clock: ClockRef,
     ids: IdGenRef,
     /// Per-user locks serializing lucky gifts of one sender.
@@ -34,6 +37,8 @@ pub struct GiftSaga {
     pub(super) order_locks: KeyedLocks<(UserId, OrderId)>,
     /// Catalog entries read recently: the catalog changes rarely and every gift reads it.
     catalog_cache: Mutex<HashMap<GiftId, (Option<CatalogGift>, std::time::Instant)>>,
+    /// The current billing policy version, read recently: every order records it.
+    billing_cache: Mutex<Option<(Option<u64>, std::time::Instant)>>,
     /// Orders that finished on this node lately: a repeat of one is answered from memory,
     /// without a read, a lock or a write.
     finished: Mutex<FinishedOrders>,
@@ -43,6 +48,11 @@ pub struct GiftSaga {
 /// ([`GiftSaga::forget_catalog`]); one made on another node within this time.
 const CATALOG_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How long the cached current billing policy version is used. A change made on this node is
+/// seen at once ([`GiftSaga::forget_billing`]); one made on another node within this time: an
+/// order placed meanwhile records (and is billed under) the version before it.
+const BILLING_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl GiftSaga {
     /// A saga over these ports.
     pub fn new(
@@ -50,6 +60,7 @@ impl GiftSaga {
         orders: GiftOrdersRef,
         wallet: WalletRef,
         catalog: GiftCatalogRef,
+        billing: BillingPoliciesRef,
         clock: ClockRef,
         ids: IdGenRef,
     ) -> Self {
@@ -58,11 +69,13 @@ impl GiftSaga {
             orders,
             wallet,
             catalog,
+            billing,
             clock,
             ids,
             lucky_locks: KeyedLocks::default(),
             order_locks: KeyedLocks::default(),
             catalog_cache: Mutex::new(HashMap::new()),
+            billing_cache: Mutex::new(None),
             finished: Mutex::new(FinishedOrders::default()),
         }
     }
@@ -86,6 +99,29 @@ impl GiftSaga {
         }
         cache.insert(gift_id.clone(), (gift.clone(), now));
         Ok(gift)
+    }
+
+    /// The current billing policy version (`None` while no policy is stored), from the cache
+    /// when fresh.
+    async fn billing_version(&self) -> Result<Option<u64>> {
+        let now = std::time::Instant::now();
+        if let Some((version, at)) = *self.billing_cache.lock().unwrap_or_else(|e| e.into_inner())
+            && now.duration_since(at) < BILLING_CACHE_TTL
+        {
+            return Ok(version);
+        }
+        let version = self
+            .billing
+            .current_policy()
+            .await?
+            .map(|policy| policy.version);
+        *self.billing_cache.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, now));
+        Ok(version)
+    }
+
+    /// Drops the cached billing policy version, after a change to the policy.
+    pub fn forget_billing(&self) {
+        *self.billing_cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Drops cached catalog entries, after a change to the catalog.
@@ -181,11 +217,14 @@ impl GiftSaga {
     async fn place(&self, request: &SendGift) -> Result<GiftOrder> {
         let checked = match self.catalog_gift(&request.gift_id).await? {
             Some(gift) => {
+                let mut snapshot = gift.snapshot();
+                // The order is billed under the policy current as it is placed.
+                snapshot.billing_version = self.billing_version().await?;
                 let apply = ApplyGift {
                     order_id: request.order_id.clone(),
                     sender: request.sender.clone(),
                     recipients: request.recipients.clone(),
-                    gift: gift.snapshot(),
+                    gift: snapshot,
                     count: request.count,
                     lucky_draw: self.ids.random(),
                 };

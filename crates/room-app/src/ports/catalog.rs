@@ -37,6 +37,7 @@ impl CatalogGift {
             heat: self.heat,
             fuel: self.fuel,
             lucky: self.lucky,
+            billing_version: None,
         }
     }
 }

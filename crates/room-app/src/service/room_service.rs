@@ -27,6 +27,10 @@ pub struct ServicePorts {
     pub wallet: WalletRef,
     /// The gift catalog.
     pub catalog: GiftCatalogRef,
+    /// The billing policy's versions.
+    pub billing: crate::ports::BillingPoliciesRef,
+    /// Income balances and their ledger.
+    pub income: crate::ports::IncomeLedgerRef,
     /// Short ids and the room list.
     pub directory: RoomDirectoryRef,
     /// Heartbeats.
@@ -59,6 +63,7 @@ impl RoomService {
             ports.orders.clone(),
             ports.wallet.clone(),
             ports.catalog.clone(),
+            ports.billing.clone(),
             ports.clock.clone(),
             ports.ids.clone(),
         );

@@ -7,6 +7,7 @@
 //! (outbox, timers, payouts, directory summaries) is tested through commits, so its suite also
 //! needs [`CellStore`](crate::ports::CellStore).
 
+mod billing;
 mod cell_store;
 mod consumer_positions;
 mod fixtures;
@@ -26,6 +27,7 @@ mod timers;
 mod wallet;
 mod work_claims;
 
+pub use billing::{billing_policies_suite, income_ledger_suite};
 pub use cell_store::cell_store_suite;
 pub use consumer_positions::consumer_positions_suite;
 pub use gift_catalog::gift_catalog_suite;

@@ -213,6 +213,7 @@ fn stuck_order(room: &RoomId, created_at: room_domain::Timestamp) -> room_domain
             heat: 10,
             fuel: 0,
             lucky: false,
+            billing_version: None,
         },
         count: 1,
         lucky_draw: 0,

@@ -10,6 +10,7 @@ mod creation;
 mod current_room;
 mod eviction;
 mod forwarding;
+mod income;
 mod keyed;
 mod lease;
 mod log_pruning;

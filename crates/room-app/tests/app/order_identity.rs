@@ -117,6 +117,7 @@ fn order_for(sender: &UserId, order_id: &OrderId, created_at: Timestamp) -> Gift
             heat: rose.heat,
             fuel: rose.fuel,
             lucky: rose.lucky,
+            billing_version: None,
         },
         count: 1,
         lucky_draw: 7,

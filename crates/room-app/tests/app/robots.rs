@@ -46,6 +46,7 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
         heat: 5,
         fuel: 100,
         lucky: false,
+        billing_version: None,
     };
     let sent = world
         .service
@@ -109,6 +110,7 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
                     heat: 10,
                     fuel: 0,
                     lucky: false,
+                    billing_version: None,
                 },
                 count: 1,
                 lucky_draw: 0,

@@ -1,14 +1,22 @@
 //! The gift saga over the in-memory store, checked by the state it leaves: balances, orders and
 //! the room's log. Coins are conserved throughout: the sum of all balances plus the gift
-//! income equals the coins ever credited by admins.
+//! income equals the coins ever credited by admins. Income is too: once the income consumer
+//! has read the outbox (twice: a repeat credits nothing), the income credited equals the
+//! non-platform parts of every applied gift under its order's billing policy, worked out from
+//! the rooms' logs.
 
 use std::sync::Arc;
 
-use room_app::ports::{Clock, GiftOrders, Payouts, PayoutsRef, TimersRef, Wallet};
+use room_app::consumers::FactHandler;
+use room_app::income::IncomeConsumer;
+use room_app::ports::{
+    BillingPolicies, BillingPoliciesRef, Clock, GiftOrders, IncomeLedger, NoAgencies, Outbox,
+    Payouts, PayoutsRef, TimersRef, Wallet,
+};
 use room_app::{Error, workers};
 use room_domain::{
-    Actor, ApplyGift, Coins, Command, CommandKind, Event, FailReason, GiftOrder, GiftSnapshot,
-    OrderStatus, RobotGift, RoomId, SagaOutcome, Timestamp,
+    Actor, ApplyGift, BillingPolicy, BillingShares, Coins, Command, CommandKind, Event, FailReason,
+    GiftOrder, GiftSnapshot, OrderStatus, RobotGift, RoomId, SagaOutcome, Timestamp,
 };
 
 use crate::support::{Fault, LUCKY_MULTIPLIER, World, catalog, gift, gifts_in, oid, uid, user};
@@ -64,6 +72,96 @@ async fn assert_conserved(world: &World, rooms: &[&RoomId], credited: i64, step:
         credited,
         "{step}: balances {balances} + income {income} != credited {credited}"
     );
+    assert_income_conserved(world, rooms, step).await;
+}
+
+/// The income side: every fact in the outbox handed to the income consumer twice; then the
+/// income credited to everyone equals, over the applied gifts of the rooms' logs, the parts
+/// of each recipient's value that are not the platform's, under the policy version its order
+/// recorded.
+async fn assert_income_conserved(world: &World, rooms: &[&RoomId], step: &str) {
+    // A test that set no policy bills under the first (every gift fact without a version is
+    // billed under it).
+    let policies: BillingPoliciesRef = world.store.clone();
+    room_app::income::seed_billing(&policies, &billing(1, 5_000, 1_000))
+        .await
+        .unwrap();
+    let consumer = IncomeConsumer::new(
+        world.store.clone(),
+        world.store.clone(),
+        world.store.clone(),
+        Arc::new(NoAgencies),
+    );
+    let facts = Outbox::list_after(&*world.store, 0, 10_000).await.unwrap();
+    for _ in 0..2 {
+        for fact in &facts {
+            consumer.handle(&fact.envelope).await.unwrap();
+        }
+    }
+    let mut owed = 0;
+    for room in rooms {
+        for stored in world.log(room).await {
+            let Event::RoomGiftSent(sent) = &stored.event else {
+                continue;
+            };
+            if sent.robot {
+                continue;
+            }
+            let order = GiftOrders::get(&*world.store, &sent.sender, &sent.order_id)
+                .await
+                .unwrap()
+                .expect("an applied gift has its order");
+            assert_eq!(
+                order.gift.billing_version, sent.billing_version,
+                "{step}: the fact carries its order's billing version"
+            );
+            let policy = BillingPolicies::get_policy(&*world.store, sent.billed_under())
+                .await
+                .unwrap()
+                .expect("the order's policy is stored");
+            let split = policy.split_gift(sent, false).unwrap();
+            let recipients = i64::try_from(sent.recipients.len()).unwrap();
+            assert_eq!(
+                (split.paid().0 + split.platform.0) * recipients,
+                sent.total_value.0,
+                "{step}: each recipient's parts add up to its value"
+            );
+            owed += split.paid().0 * recipients;
+        }
+    }
+    let mut income = 0;
+    for person in PEOPLE {
+        income += IncomeLedger::income_balance(&*world.store, &uid(person))
+            .await
+            .unwrap()
+            .0;
+    }
+    assert_eq!(
+        income, owed,
+        "{step}: income credited {income} != the non-platform parts of the applied gifts {owed}"
+    );
+}
+
+/// The billing policy version `version` with these shares (and lucky clovers paying less).
+fn billing(version: u64, recipient_bp: u32, owner_bp: u32) -> BillingPolicy {
+    let mut policy = BillingPolicy {
+        version,
+        shares: BillingShares {
+            recipient_bp,
+            owner_bp,
+            agency_bp: 1_000,
+        },
+        overrides: Default::default(),
+    };
+    policy.overrides.insert(
+        room_domain::GiftId::new("clover").unwrap(),
+        BillingShares {
+            recipient_bp: 1_111,
+            owner_bp: 333,
+            agency_bp: 0,
+        },
+    );
+    policy
 }
 
 #[tokio::test]
@@ -77,6 +175,10 @@ async fn a_day_of_gifts_conserves_coins() {
         .open_room("r1", "alice", &["bob", "carol", "erin"])
         .await;
     let rooms = [&room];
+    let policies: BillingPoliciesRef = world.store.clone();
+    room_app::income::seed_billing(&policies, &billing(1, 5_000, 1_000))
+        .await
+        .unwrap();
     assert_conserved(&world, &rooms, credited, "start").await;
     let saga = world.saga();
 
@@ -88,6 +190,18 @@ async fn a_day_of_gifts_conserves_coins() {
     assert_eq!(receipt.coin_balance_after, Coins(940));
     assert_eq!(world.balance("alice").await, Coins(940));
     assert_conserved(&world, &rooms, credited, "ordinary gift").await;
+    // Bob and carol each received 30 (rose, 10 × 3): half is their income, a tenth the owner's
+    // (alice, the sender herself); nobody has an agency.
+    let income = |name: &'static str| {
+        let store = world.store.clone();
+        async move {
+            IncomeLedger::income_balance(&*store, &uid(name))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(income("bob").await, Coins(15));
+    assert_eq!(income("alice").await, Coins(6));
 
     // Dave is not in the room: debited, refused, refunded.
     let receipt = saga
@@ -173,6 +287,30 @@ async fn a_day_of_gifts_conserves_coins() {
     assert_eq!(
         world.total_balance(&PEOPLE).await,
         1_550 + 100 - 60 - 20 + reward - 50 + 1_000
+    );
+
+    // The policy changes: later orders are billed under version 2, earlier ones under 1.
+    let changed = room_app::income::change_billing(
+        &policies,
+        1,
+        billing(2, 7_000, 0).shares,
+        billing(2, 7_000, 0).overrides,
+    )
+    .await
+    .unwrap();
+    assert_eq!(changed.version, 2);
+    saga.forget_billing();
+    let bob_before = income("bob").await;
+    let receipt = saga
+        .send(gift(&room, "alice", "o-7", "rose", 1, &["bob"]))
+        .await
+        .unwrap();
+    assert_eq!(receipt.status, OrderStatus::Completed);
+    assert_conserved(&world, &rooms, credited, "gift under version 2").await;
+    assert_eq!(
+        income("bob").await,
+        Coins(bob_before.0 + 7),
+        "70 % of 10 under version 2"
     );
 }
 
@@ -347,6 +485,7 @@ async fn pending_order(world: &World, request: &room_app::SendGift) -> GiftOrder
             heat: priced.heat,
             fuel: priced.fuel,
             lucky: priced.lucky,
+            billing_version: None,
         },
         count: request.count,
         lucky_draw: 7,

@@ -388,6 +388,8 @@ impl WorldBuilder {
             orders: self.orders.unwrap_or_else(|| store.clone()),
             wallet: self.wallet.unwrap_or_else(|| store.clone()),
             catalog: self.catalog.unwrap_or_else(|| store.clone()),
+            billing: store.clone(),
+            income: store.clone(),
             directory: self.directory.unwrap_or_else(|| store.clone()),
             presence: self
                 .presence

@@ -85,6 +85,7 @@ pub(super) fn apply_gift(
         fuel_added,
         lucky,
         robot: false,
+        billing_version: gift.gift.billing_version,
     }));
     if heat_added != 0 {
         events.push(Event::RoomHeatChanged {
@@ -164,6 +165,7 @@ pub(super) fn robot_gift(
         fuel_added: 0,
         lucky: None,
         robot: true,
+        billing_version: None,
     }));
     if heat_added != 0 {
         events.push(Event::RoomHeatChanged {

@@ -132,6 +132,7 @@ fn rose(order: &str, sender: &UserId, recipient: &UserId, price: i64) -> Command
             heat: 1,
             fuel: 1,
             lucky: false,
+            billing_version: None,
         },
         count: 1,
         lucky_draw: 0,

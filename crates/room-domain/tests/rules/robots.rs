@@ -118,6 +118,7 @@ fn a_robot_gift_adds_heat_but_no_fuel_no_rank_and_no_durable_event() {
                 fuel_added: 0,
                 lucky: None,
                 robot: true,
+                billing_version: None,
             }),
             Event::RoomHeatChanged {
                 heat: 60,

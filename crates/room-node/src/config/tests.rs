@@ -223,6 +223,13 @@ fn what_a_role_needs_is_refused_by_name() {
         s.workers.im_effects_group = bad.to_owned();
         refused(s, Role::Api, "ROOM__WORKERS__IM_EFFECTS_GROUP");
     }
+    // The income consumer's name: a valid consumer name, not the IM group effects' one.
+    let im_group = base().workers.im_effects_group;
+    for bad in ["", "has space", &"x".repeat(56), im_group.as_str()] {
+        let mut s = base();
+        s.workers.income_group = bad.to_owned();
+        refused(s, Role::Api, "ROOM__WORKERS__INCOME_GROUP");
+    }
     // IM on an API node that leaves the background work to workers needs no Kafka.
     let mut s = base();
     s.storage.url = "memory://".into();

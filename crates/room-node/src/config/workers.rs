@@ -8,6 +8,10 @@ use super::reference::Section;
 /// (`workers.im_effects_group`): its Kafka consumer group, or its position in the outbox.
 pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
 
+/// The default name of the income consumer (`workers.income_group`), which credits each
+/// paid gift's parts as income.
+pub const INCOME_CONSUMER_GROUP: &str = "room-service-income";
+
 /// `[workers]`: the background passes of the embedded mode.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -39,6 +43,10 @@ pub struct WorkerSettings {
     /// running them joins; without, the name of their stored position in the outbox and of
     /// their work claim. 1 to 55 ASCII letters, digits, `.`, `_` or `-`.
     pub im_effects_group: String,
+    /// The name of the income consumer, which credits each paid gift's parts as income
+    /// (`ROOM__WORKERS__INCOME_GROUP`): as `im_effects_group`, its Kafka consumer group or its
+    /// stored position in the outbox. 1 to 55 ASCII letters, digits, `.`, `_` or `-`.
+    pub income_group: String,
 }
 
 impl Default for WorkerSettings {
@@ -53,6 +61,7 @@ impl Default for WorkerSettings {
             in_process: true,
             claim_ttl_secs: 30,
             im_effects_group: GROUP_EFFECTS_CONSUMER_GROUP.to_owned(),
+            income_group: INCOME_CONSUMER_GROUP.to_owned(),
         }
     }
 }
@@ -112,6 +121,14 @@ pub(super) const SECTION: Section = Section {
              process running them joins; without, the name of their position in the outbox (one \
              process reads at a time, under a work claim). 1 to 55 ASCII letters, digits, `.`, \
              `_` or `-`.",
+        ),
+        (
+            "income_group",
+            "The name of the income consumer (it credits each paid gift's parts, split under the \
+             billing policy, as income) as a consumer of the durable facts, also its metrics label: \
+             with Kafka, its consumer group; without, the name of its position in the outbox. Runs \
+             on every process that runs the background passes. 1 to 55 ASCII letters, digits, \
+             `.`, `_` or `-`.",
         ),
     ],
 };

@@ -52,6 +52,11 @@ pub(super) mod whole {
         i64(value).map(Some).map_err(D::Error::custom)
     }
 
+    /// A `u64`.
+    pub fn u64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+        within(number(deserializer)?, "0 to 18446744073709551615")
+    }
+
     /// A `u32`.
     pub fn u32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
         within(number(deserializer)?, "0 to 4294967295")

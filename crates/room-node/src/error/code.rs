@@ -99,6 +99,9 @@ api_codes! {
     InvalidAmount = "INVALID_AMOUNT", BAD_REQUEST, false;
     /// A robot room configuration that breaks a rule (the message names the field).
     InvalidRobotRoom = "INVALID_ROBOT_ROOM", BAD_REQUEST, false;
+    /// A billing policy with a share outside 0..=10000 basis points, shares adding up to more
+    /// than 10000, an invalid gift id or too many overrides.
+    InvalidBillingPolicy = "INVALID_BILLING_POLICY", BAD_REQUEST, false;
     /// The request body did not arrive within half the request timeout.
     BodyTimeout = "BODY_TIMEOUT", REQUEST_TIMEOUT, false;
     /// The request body is larger than 64 KiB.
@@ -194,6 +197,8 @@ api_codes! {
     RobotRoomExists = "ROBOT_ROOM_EXISTS", CONFLICT, false;
     /// The robot room changed since the `version` the request names.
     RobotRoomChanged = "ROBOT_ROOM_CHANGED", CONFLICT, false;
+    /// The billing policy is no longer at the `expected_version` of the change: read it again.
+    BillingVersionStale = "BILLING_VERSION_STALE", CONFLICT, false;
     /// A request with this `Idempotency-Key` is running (on this node or another): retry it
     /// shortly, and it gets that request's answer.
     IdempotencyKeyInUse = "IDEMPOTENCY_KEY_IN_USE", CONFLICT, true;

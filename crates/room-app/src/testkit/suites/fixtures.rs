@@ -107,6 +107,7 @@ pub(crate) fn order_of(
             heat: 10,
             fuel: 5,
             lucky: true,
+            billing_version: None,
         },
         count: 3,
         lucky_draw: 424_242,

@@ -54,6 +54,7 @@ pub(super) fn order_for(request: &room_app::SendGift) -> GiftOrder {
             heat: 10,
             fuel: 0,
             lucky: false,
+            billing_version: None,
         },
         count: request.count,
         lucky_draw: 0,

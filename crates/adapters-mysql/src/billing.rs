@@ -1,0 +1,245 @@
+//! [`BillingPolicies`] and [`IncomeLedger`], with the semantics of the SQLite store's.
+//!
+//! A policy version is one row, inserted by one `INSERT ... SELECT` only when the newest
+//! stored version is the one before it; the primary key refuses a second row of one version,
+//! so of two nodes that put one version at once, one wins.
+//!
+//! A credit of income is one transaction, run again by [`MySqlStore::retrying`] after a
+//! deadlock (it is idempotent). It inserts the entries first, in key order, each a plain
+//! insert whose duplicate key error (the key is taken: the insert waited for a concurrent
+//! writer of it to commit) skips the entry; then it adds the inserted amounts to their users'
+//! accounts, in user order, each with an `UPDATE` whose condition refuses a balance past
+//! `BIGINT`. Any refusal rolls the whole credit back. Entries before accounts, each in one
+//! order, is the same order in every credit: two credits cannot wait for each other in a
+//! cycle.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use room_app::Error;
+use room_app::ports::{
+    BillingPolicies, IncomeEntry, IncomeLedger, IncomeRecord, check_income_entries,
+};
+use room_domain::{BillingPolicy, Coins, IncomePart, Timestamp, UserId};
+use sqlx::MySqlConnection;
+use sqlx::mysql::MySqlRow;
+
+use crate::codec::{TxError, col, from_json, id_col, is_duplicate_key, to_i64, to_json, u64_col};
+use crate::{MySqlStore, Result};
+
+/// Adds `amount` to `user`'s account if it exists and the sum fits; whether it did.
+async fn add(conn: &mut MySqlConnection, user: &str, amount: i64) -> Result<bool, TxError> {
+    let updated = sqlx::query(
+        "UPDATE income_accounts SET balance = balance + ?
+         WHERE user_id = ? AND balance <= 9223372036854775807 - ?",
+    )
+    .bind(amount)
+    .bind(user)
+    .bind(amount)
+    .execute(&mut *conn)
+    .await?;
+    Ok(updated.rows_affected() > 0)
+}
+
+async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<u32, TxError> {
+    let mut tx = store.pool.begin().await?;
+    let mut credited = 0;
+    let mut amounts: BTreeMap<&str, i64> = BTreeMap::new();
+    for entry in entries {
+        let inserted = sqlx::query(
+            "INSERT INTO income_entries
+             (sender, order_id, recipient, part, user_id, amount, room_id, gift_id,
+              billing_version, credited_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(entry.sender.as_str())
+        .bind(entry.order_id.as_str())
+        .bind(entry.recipient.as_str())
+        .bind(entry.part.as_str())
+        .bind(entry.user.as_str())
+        .bind(entry.amount.0)
+        .bind(entry.room_id.as_str())
+        .bind(entry.gift_id.as_str())
+        .bind(to_i64(entry.billing_version, "billing version")?)
+        .bind(entry.at.as_millis())
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Ok(_) => {
+                let total = amounts.entry(entry.user.as_str()).or_default();
+                *total = total.checked_add(entry.amount.0).ok_or_else(|| {
+                    Error::Invalid(format!("income balance overflow for {}", entry.user))
+                })?;
+                credited += 1;
+            }
+            Err(error) if is_duplicate_key(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    for (user, amount) in amounts {
+        let mut added = add(&mut tx, user, amount).await?;
+        if !added {
+            // No account yet, or one the amount would overflow: open it (a no-op on an
+            // existing row) and try once more.
+            sqlx::query(
+                "INSERT INTO income_accounts (user_id, balance) VALUES (?, 0)
+                 ON DUPLICATE KEY UPDATE user_id = user_id",
+            )
+            .bind(user)
+            .execute(&mut *tx)
+            .await?;
+            added = add(&mut tx, user, amount).await?;
+        }
+        if !added {
+            // The transaction is dropped: rolled back, nothing credited.
+            return Err(Error::Invalid(format!("income balance overflow for {user}")).into());
+        }
+    }
+    tx.commit().await?;
+    Ok(credited)
+}
+
+fn record_from(row: &MySqlRow) -> Result<IncomeRecord> {
+    let part: String = col(row, "part")?;
+    Ok(IncomeRecord {
+        id: col(row, "id")?,
+        entry: IncomeEntry {
+            sender: id_col(row, "sender")?,
+            order_id: id_col(row, "order_id")?,
+            recipient: id_col(row, "recipient")?,
+            part: IncomePart::parse(&part)
+                .ok_or_else(|| Error::corrupt(format!("stored income part {part:?}")))?,
+            user: id_col(row, "user_id")?,
+            amount: Coins(col(row, "amount")?),
+            room_id: id_col(row, "room_id")?,
+            gift_id: id_col(row, "gift_id")?,
+            billing_version: u64_col(row, "billing_version")?,
+            at: Timestamp(col(row, "credited_at")?),
+        },
+    })
+}
+
+#[async_trait]
+impl BillingPolicies for MySqlStore {
+    async fn current_policy(&self) -> Result<Option<BillingPolicy>> {
+        let body: Option<String> = self
+            .retrying("current_billing_policy", || async move {
+                Ok(sqlx::query_scalar::<_, String>(
+                    "SELECT body FROM billing_policies ORDER BY version DESC LIMIT 1",
+                )
+                .fetch_optional(&self.pool)
+                .await?)
+            })
+            .await?;
+        body.map(|body| from_json(&body, "billing policy"))
+            .transpose()
+    }
+
+    async fn get_policy(&self, version: u64) -> Result<Option<BillingPolicy>> {
+        let Ok(version) = i64::try_from(version) else {
+            return Ok(None);
+        };
+        let body: Option<String> = self
+            .retrying("get_billing_policy", || async move {
+                Ok(sqlx::query_scalar::<_, String>(
+                    "SELECT body FROM billing_policies WHERE version = ?",
+                )
+                .bind(version)
+                .fetch_optional(&self.pool)
+                .await?)
+            })
+            .await?;
+        body.map(|body| from_json(&body, "billing policy"))
+            .transpose()
+    }
+
+    async fn put_policy(&self, policy: &BillingPolicy) -> Result<()> {
+        if policy.version == 0 {
+            return Err(Error::Invalid("billing policy version 0".into()));
+        }
+        let version = to_i64(policy.version, "billing policy version")?;
+        let body = to_json(policy)?;
+        let body = body.as_str();
+        let inserted = self
+            .retrying("put_billing_policy", || async move {
+                let inserted = sqlx::query(
+                    "INSERT INTO billing_policies (version, body)
+                     SELECT ?, ? FROM DUAL
+                     WHERE (SELECT COALESCE(MAX(version), 0) FROM billing_policies) = ?",
+                )
+                .bind(version)
+                .bind(body)
+                .bind(version - 1)
+                .execute(&self.pool)
+                .await;
+                match inserted {
+                    Ok(done) => Ok(done.rows_affected() > 0),
+                    Err(error) if is_duplicate_key(&error) => Ok(false),
+                    Err(error) => Err(TxError::from(error)),
+                }
+            })
+            .await?;
+        if inserted {
+            Ok(())
+        } else {
+            Err(Error::Conflict(format!(
+                "billing policy version {version} does not follow the newest stored version"
+            )))
+        }
+    }
+}
+
+#[async_trait]
+impl IncomeLedger for MySqlStore {
+    async fn credit_income(&self, entries: &[IncomeEntry]) -> Result<u32> {
+        check_income_entries(entries)?;
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let mut sorted: Vec<&IncomeEntry> = entries.iter().collect();
+        sorted.sort_by(|a, b| a.key().cmp(&b.key()));
+        // An entry named twice in one call is one entry.
+        sorted.dedup_by(|a, b| a.key() == b.key());
+        let sorted = &sorted;
+        self.retrying("credit_income", || credit_once(self, sorted))
+            .await
+    }
+
+    async fn income_balance(&self, user: &UserId) -> Result<Coins> {
+        let balance = self
+            .retrying("income_balance", || async move {
+                Ok(sqlx::query_scalar::<_, i64>(
+                    "SELECT balance FROM income_accounts WHERE user_id = ?",
+                )
+                .bind(user.as_str())
+                .fetch_optional(&self.pool)
+                .await?)
+            })
+            .await?;
+        Ok(Coins(balance.unwrap_or_default()))
+    }
+
+    async fn list_income(
+        &self,
+        user: &UserId,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<IncomeRecord>> {
+        let rows = self
+            .retrying("list_income", || async move {
+                Ok(sqlx::query(
+                    "SELECT id, sender, order_id, recipient, part, user_id, amount, room_id,
+                            gift_id, billing_version, credited_at
+                     FROM income_entries WHERE user_id = ? AND id < ?
+                     ORDER BY id DESC LIMIT ?",
+                )
+                .bind(user.as_str())
+                .bind(before.unwrap_or(i64::MAX))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?)
+            })
+            .await?;
+        rows.iter().map(record_from).collect()
+    }
+}

@@ -1,0 +1,213 @@
+//! The income consumer on its own: what one `RoomGiftSent` fact credits (each recipient's
+//! parts, the owner's, an agency's when the recipient has one), what it leaves alone (robot
+//! gifts, other facts), and which failures it asks to be retried.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use room_app::consumers::FactHandler;
+use room_app::income::IncomeConsumer;
+use room_app::ports::{
+    AgenciesRef, BillingPolicies, IncomeLedger, IncomeLedgerRef, MockAgencies, MockIncomeLedger,
+    MockRoomDirectory, NoAgencies, RoomDirectoryRef, RoomSummary,
+};
+use room_app::{Error, InMemoryStore};
+use room_domain::{
+    BillingPolicy, BillingShares, Coins, Event, EventEnvelope, GiftId, GiftSent, IncomePart,
+    OrderId, RoomId, Timestamp, UserId,
+};
+
+fn uid(name: &str) -> UserId {
+    UserId::new(name).unwrap()
+}
+
+fn room() -> RoomId {
+    RoomId::new("r1").unwrap()
+}
+
+/// A directory whose room r1 is owned by olga.
+fn directory() -> RoomDirectoryRef {
+    let mut directory = MockRoomDirectory::new();
+    directory.expect_get_summary().returning(|room_id| {
+        Ok(Some(RoomSummary {
+            room_id: room_id.clone(),
+            owner: uid("olga"),
+            name: "r".into(),
+            open: true,
+            heat: 0,
+            online: 0,
+            locked: false,
+            version: 1,
+        }))
+    });
+    Arc::new(directory)
+}
+
+/// Carol's order o-1: 4 roses of 25 coins to each of `recipients`.
+fn gift_fact(recipients: &[&str], version: Option<u64>, robot: bool) -> EventEnvelope {
+    let recipients: Vec<UserId> = recipients.iter().map(|name| uid(name)).collect();
+    let total = 100 * i64::try_from(recipients.len()).unwrap();
+    EventEnvelope::new(
+        room(),
+        7,
+        Timestamp(1_764_460_800_000),
+        &Event::RoomGiftSent(GiftSent {
+            order_id: OrderId::new("o-1").unwrap(),
+            sender: uid("carol"),
+            recipients,
+            gift_id: GiftId::new("rose").unwrap(),
+            count: 4,
+            unit_price: Coins(25),
+            total_value: Coins(total),
+            heat_added: total,
+            fuel_added: total,
+            lucky: None,
+            robot,
+            billing_version: version,
+        }),
+    )
+}
+
+/// A store with version 1 (50 % / 10 % / 20 %) and version 2 (30 % / 0 % / 0 %).
+async fn store() -> Arc<InMemoryStore> {
+    let store = Arc::new(InMemoryStore::new());
+    for (version, recipient_bp, owner_bp, agency_bp) in [(1, 5_000, 1_000, 2_000), (2, 3_000, 0, 0)]
+    {
+        store
+            .put_policy(&BillingPolicy {
+                version,
+                shares: BillingShares {
+                    recipient_bp,
+                    owner_bp,
+                    agency_bp,
+                },
+                overrides: BTreeMap::new(),
+            })
+            .await
+            .unwrap();
+    }
+    store
+}
+
+fn consumer(store: &Arc<InMemoryStore>, agencies: AgenciesRef) -> IncomeConsumer {
+    IncomeConsumer::new(store.clone(), store.clone(), directory(), agencies)
+}
+
+async fn balance(store: &InMemoryStore, name: &str) -> Coins {
+    store.income_balance(&uid(name)).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_gift_pays_each_recipient_the_owner_and_an_agency_once() {
+    let store = store().await;
+    // Bob belongs to agency "agency-1"; dave to none.
+    let mut agencies = MockAgencies::new();
+    agencies
+        .expect_agency_of()
+        .returning(|user| Ok((user.as_str() == "bob").then(|| uid("agency-1"))));
+    let consumer = consumer(&store, Arc::new(agencies));
+    let fact = gift_fact(&["bob", "dave"], Some(1), false);
+    for _ in 0..3 {
+        consumer.handle(&fact).await.unwrap();
+    }
+    assert_eq!(balance(&store, "bob").await, Coins(50));
+    assert_eq!(balance(&store, "dave").await, Coins(50));
+    assert_eq!(balance(&store, "olga").await, Coins(20), "10 % of each");
+    assert_eq!(
+        balance(&store, "agency-1").await,
+        Coins(20),
+        "bob's agency; dave's agency share is the platform's"
+    );
+    let parts: Vec<IncomePart> = store
+        .list_income(&uid("olga"), None, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|record| record.entry.part)
+        .collect();
+    assert_eq!(parts, [IncomePart::Owner, IncomePart::Owner]);
+}
+
+#[tokio::test]
+async fn a_gift_is_billed_under_its_orders_version_and_an_old_fact_under_the_first() {
+    let store = store().await;
+    let consumer = consumer(&store, Arc::new(NoAgencies));
+    consumer
+        .handle(&gift_fact(&["bob"], Some(2), false))
+        .await
+        .unwrap();
+    assert_eq!(balance(&store, "bob").await, Coins(30));
+    assert_eq!(balance(&store, "olga").await, Coins::ZERO);
+    // Another order without a version (a fact from before billing): version 1.
+    let mut old = gift_fact(&["dave"], None, false);
+    if let Event::RoomGiftSent(gift) = &mut old.event {
+        gift.order_id = OrderId::new("o-old").unwrap();
+    }
+    consumer.handle(&old).await.unwrap();
+    assert_eq!(balance(&store, "dave").await, Coins(50));
+    assert_eq!(balance(&store, "olga").await, Coins(10));
+}
+
+#[tokio::test]
+async fn robot_gifts_and_other_facts_pay_nothing() {
+    let store = store().await;
+    let consumer = consumer(&store, Arc::new(NoAgencies));
+    consumer
+        .handle(&gift_fact(&["bob"], None, true))
+        .await
+        .unwrap();
+    let other = EventEnvelope::new(
+        room(),
+        8,
+        Timestamp(1_764_460_800_000),
+        &Event::RoomClosed { by: None },
+    );
+    consumer.handle(&other).await.unwrap();
+    assert_eq!(balance(&store, "bob").await, Coins::ZERO);
+    assert_eq!(balance(&store, "olga").await, Coins::ZERO);
+}
+
+#[tokio::test]
+async fn what_a_retry_can_mend_is_retried() {
+    let store = store().await;
+    // A version never stored: retried (never paid as nothing).
+    let consumer = consumer(&store, Arc::new(NoAgencies));
+    let error = consumer
+        .handle(&gift_fact(&["bob"], Some(9), false))
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    // A room whose summary is not there yet: retried.
+    let mut empty = MockRoomDirectory::new();
+    empty.expect_get_summary().returning(|_| Ok(None));
+    let consumer = IncomeConsumer::new(
+        store.clone(),
+        store.clone(),
+        Arc::new(empty),
+        Arc::new(NoAgencies),
+    );
+    let error = consumer
+        .handle(&gift_fact(&["bob"], Some(1), false))
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    // The ledger unavailable: retried; a credit it refuses for good: passed over.
+    for (refusal, retryable) in [
+        (Error::Unavailable("down".into()), true),
+        (Error::Invalid("balance overflow".into()), false),
+    ] {
+        let mut ledger = MockIncomeLedger::new();
+        ledger
+            .expect_credit_income()
+            .returning(move |_| Err(refusal.clone()));
+        let ledger: IncomeLedgerRef = Arc::new(ledger);
+        let consumer =
+            IncomeConsumer::new(store.clone(), ledger, directory(), Arc::new(NoAgencies));
+        let error = consumer
+            .handle(&gift_fact(&["bob"], Some(1), false))
+            .await
+            .unwrap_err();
+        assert_eq!(error.is_retryable(), retryable, "{error}");
+    }
+    assert_eq!(balance(&store, "bob").await, Coins::ZERO);
+}
