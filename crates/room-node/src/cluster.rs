@@ -40,7 +40,9 @@ use sha2::{Digest, Sha256};
 use crate::chain::ErrorChain;
 use crate::error::{ApiCode, ApiError};
 use crate::extract::parse_id;
-use crate::link::{Failure, ForwardAnswer, LINK_PROTOCOL, LinkAnswer, LinkItem, Links, MAX_LINKS};
+use crate::link::{
+    Failure, ForwardAnswer, LINK_PROTOCOL, LinkAnswer, LinkItem, Links, MAX_LINKS, NODE_HEADER,
+};
 use crate::state::AppState;
 
 /// Idle keep-alive connections a [`NodeForwarder`] keeps to each other node for whole-state
@@ -49,10 +51,6 @@ const MAX_IDLE_PER_NODE: usize = 16;
 
 /// The path of the internal endpoint's routes.
 pub const INTERNAL_PREFIX: &str = "/internal/v1";
-
-/// The header of an internal request that names the node it is meant for, and of an internal
-/// answer that names the node that gives it.
-pub const NODE_HEADER: &str = "room-node";
 
 /// Whether `given` is the configured internal token, in time that does not depend on where
 /// they differ (both are hashed first, so their lengths leak nothing either).

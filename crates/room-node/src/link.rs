@@ -37,4 +37,6 @@ mod tests;
 pub(crate) use forward::{Failure, Links};
 pub(crate) use owner::serve;
 pub use owner::{LinkTasks, MAX_LINKS};
-pub use protocol::{ForwardAnswer, LINK_PATH, LINK_PROTOCOL, LinkAnswer, LinkItem, MAX_FRAME};
+pub use protocol::{
+    ForwardAnswer, LINK_PATH, LINK_PROTOCOL, LinkAnswer, LinkItem, MAX_FRAME, NODE_HEADER,
+};

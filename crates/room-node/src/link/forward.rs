@@ -17,9 +17,8 @@ use tokio::sync::{Notify, oneshot};
 
 use super::protocol::{
     FrameReader, LINK_IN_FLIGHT, LINK_PATH, LINK_PROTOCOL, LinkAnswer, LinkItem, MAX_ANSWER_FRAME,
-    MAX_FRAME, MAX_UNSENT, frame, set_id,
+    MAX_FRAME, MAX_UNSENT, NODE_HEADER, frame, set_id,
 };
-use crate::cluster::NODE_HEADER;
 use crate::serve::GaugeUp;
 
 /// A forwarding node closes a link that carried nothing this long.

@@ -14,6 +14,10 @@ use crate::config::MAX_BODY_BYTES;
 /// The path of the link route, under the internal prefix.
 pub const LINK_PATH: &str = "/internal/v1/link";
 
+/// The header of an internal request (a link's upgrade request included) that names the node
+/// it is meant for, and of an internal answer that names the node that gives it.
+pub const NODE_HEADER: &str = "room-node";
+
 /// The protocol name of the `Upgrade` header.
 pub const LINK_PROTOCOL: &str = "room-link/1";
 
