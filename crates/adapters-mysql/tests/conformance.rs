@@ -139,3 +139,11 @@ async fn keyed_requests() {
     };
     testkit::keyed_requests_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn user_directory() {
+    let Some(fresh) = Fresh::new("conformance::user_directory").await else {
+        return;
+    };
+    testkit::user_directory_suite(|| fresh.store()).await;
+}

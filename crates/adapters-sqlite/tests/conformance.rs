@@ -102,3 +102,9 @@ async fn keyed_requests() {
     let fresh = Fresh::default();
     testkit::keyed_requests_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn user_directory() {
+    let fresh = Fresh::default();
+    testkit::user_directory_suite(|| fresh.store()).await;
+}

@@ -13,6 +13,7 @@ use room_domain::{
 
 use crate::error::{Error, Result};
 mod positions;
+mod users;
 
 use crate::ports::{
     Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,
@@ -76,6 +77,8 @@ struct Tables {
     positions: HashMap<String, i64>,
     /// Idempotency keys' records, by key.
     keyed: HashMap<String, KeyedRecord>,
+    /// The user directory's profiles, by user id.
+    profiles: BTreeMap<UserId, crate::ports::UserProfile>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
