@@ -164,6 +164,8 @@ async fn run_cell(store: Arc<SqliteStore>, room_id: RoomId, mut gifts: mpsc::Rec
                 fuel_added: 10,
                 lucky: None,
                 robot: false,
+                sender_nickname: None,
+                sender_avatar_url: None,
             });
             let events = [
                 gift.clone(),

@@ -119,6 +119,8 @@ pub fn event(seq: u64) -> Event {
             fuel_added: 40,
             lucky: None,
             robot: false,
+            sender_nickname: None,
+            sender_avatar_url: None,
         }),
         1 => Event::RoomUserJoined {
             user: user(&format!("u-{seq}")),
@@ -126,6 +128,8 @@ pub fn event(seq: u64) -> Event {
             vip_level: 1,
             joined_at: Timestamp(1_764_460_800_000 + seq as i64),
             robot: false,
+            nickname: None,
+            avatar_url: None,
         },
         _ => Event::RoomChatEnabledChanged {
             enabled: seq.is_multiple_of(2),

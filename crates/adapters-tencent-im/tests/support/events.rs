@@ -46,6 +46,8 @@ pub fn gift(n: u64) -> Event {
         fuel_added: 10,
         lucky: None,
         robot: false,
+        sender_nickname: None,
+        sender_avatar_url: None,
     })
 }
 
