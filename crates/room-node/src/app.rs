@@ -287,12 +287,14 @@ impl App {
                 wallet: storage.wallet.clone(),
                 catalog: storage.catalog.clone(),
                 directory: storage.directory.clone(),
+                users: storage.users.clone(),
                 presence: shared.presence,
                 attempts: shared.attempts,
                 clock,
                 ids,
             },
         );
+        let service = service.with_profile_cache(settings.profiles.cache());
         // A new room's IM group is created before the room's creation is answered.
         let service = Arc::new(match early {
             Some(consumer) => service.with_early_consumer(consumer),

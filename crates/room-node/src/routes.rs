@@ -8,6 +8,7 @@ mod gifts;
 mod openapi;
 mod ops;
 mod rooms;
+mod users;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,6 +52,9 @@ use crate::state::AppState;
         crate::dto::Notice,
         crate::dto::ImageUrl,
         crate::dto::Region,
+        crate::dto::Nickname,
+        crate::dto::UserRegion,
+        crate::dto::Country,
         crate::dto::GiftName,
         crate::dto::Recipients,
         crate::dto::RobotPool,
@@ -126,6 +130,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
             admin::patch_robot_room,
             admin::delete_robot_room
         ))
+        .routes(routes!(users::put_user, users::get_user))
+        .routes(routes!(users::put_users))
+        .routes(routes!(users::patch_my_profile))
         .routes(routes!(admin::list_dead_letters))
         .routes(routes!(admin::replay_dead_letter))
         .routes(routes!(callbacks::rtc_callback))

@@ -9,7 +9,8 @@ use room_app::ports::{
     CellStore, CellStoreRef, ConsumerPositions, ConsumerPositionsRef, GiftCatalog, GiftCatalogRef,
     GiftOrders, GiftOrdersRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts,
     PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore,
-    SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
+    SnapshotStoreRef, Timers, TimersRef, UserDirectory, UserDirectoryRef, Wallet, WalletRef,
+    WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -43,6 +44,8 @@ pub struct Storage {
     pub positions: ConsumerPositionsRef,
     /// The records of requests sent with an `Idempotency-Key`.
     pub keyed: KeyedRequestsRef,
+    /// Who people are: nickname, avatar, region, country, agency.
+    pub users: UserDirectoryRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -66,6 +69,7 @@ impl Storage {
             + RobotRooms
             + ConsumerPositions
             + KeyedRequests
+            + UserDirectory
             + 'static,
     {
         Storage {
@@ -81,6 +85,7 @@ impl Storage {
             robots: store.clone(),
             positions: store.clone(),
             keyed: store.clone(),
+            users: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

@@ -3,7 +3,7 @@
 //! this node, and is answered.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use room_domain::{
     ApplyGift, GiftId, GiftOrder, LuckyOutcome, OrderId, OrderStatus, Rejection, RoomStatus, UserId,
@@ -15,6 +15,7 @@ use super::request::{GiftReceipt, SendGift, same_request};
 use crate::cell::CellRuntime;
 use crate::error::{Error, Result};
 use crate::ports::{CatalogGift, ClockRef, GiftCatalogRef, GiftOrdersRef, IdGenRef, WalletRef};
+use crate::profiles::Profiles;
 
 /// Runs gift orders through the saga.
 pub struct GiftSaga {
@@ -37,6 +38,8 @@ pub struct GiftSaga {
     /// Orders that finished on this node lately: a repeat of one is answered from memory,
     /// without a read, a lock or a write.
     finished: Mutex<FinishedOrders>,
+    /// Where a new order's sender display comes from (none: orders carry none).
+    profiles: Option<Arc<Profiles>>,
 }
 
 /// How long a cached catalog entry is used. A change made on this node is seen at once
@@ -64,7 +67,14 @@ impl GiftSaga {
             order_locks: KeyedLocks::default(),
             catalog_cache: Mutex::new(HashMap::new()),
             finished: Mutex::new(FinishedOrders::default()),
+            profiles: None,
         }
+    }
+
+    /// Makes new orders carry their sender's display fields from `profiles` (looked up
+    /// through its cache when the order is placed, before anything reaches the room).
+    pub fn set_profiles(&mut self, profiles: Arc<Profiles>) {
+        self.profiles = Some(profiles);
     }
 
     /// An enabled catalog gift, from the cache when fresh.
@@ -198,8 +208,16 @@ impl GiftSaga {
         };
         // A refusal answers only a new order: a repeat of a stored one gets the stored answer,
         // whatever changed since (the room, the sender's presence, the catalog's price).
+        let display = match (&checked, &self.profiles) {
+            (Ok(_), Some(profiles)) => profiles.display(&request.sender).await,
+            _ => None,
+        };
         let order = checked.and_then(|apply| {
             GiftOrder::new(request.room_id.clone(), &apply, self.clock.now())
+                .map(|order| GiftOrder {
+                    sender_display: display,
+                    ..order
+                })
                 .ok_or(Error::Rejected(Rejection::AmountOverflow))
         });
         let order = match order {

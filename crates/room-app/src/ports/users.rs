@@ -70,20 +70,15 @@ impl UserProfile {
 }
 
 /// A change of one field of a profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Change<T> {
     /// The field stays as it is.
+    #[default]
     Keep,
     /// The field takes this value.
     Set(T),
     /// The field is cleared (unset).
     Clear,
-}
-
-impl<T> Default for Change<T> {
-    fn default() -> Self {
-        Change::Keep
-    }
 }
 
 impl<T: Clone> Change<T> {
@@ -142,22 +137,22 @@ impl ProfilePatch {
     /// Why a value this patch sets breaks its field's rule (see the [module](self)), if one
     /// does: the field's name in the API and what is wrong.
     pub fn problem(&self) -> Option<(&'static str, String)> {
-        if let Some(nickname) = self.nickname.value() {
-            if let Some(problem) = nickname_problem(nickname) {
-                return Some(("nickname", problem));
-            }
+        if let Some(nickname) = self.nickname.value()
+            && let Some(problem) = nickname_problem(nickname)
+        {
+            return Some(("nickname", problem));
         }
-        if let Some(url) = self.avatar_url.value() {
-            if room_domain::check_image_url(Field::CoverUrl, url).is_err() {
-                return Some((
-                    "avatar_url",
-                    format!(
-                        "an avatar URL is an absolute http or https URL of the plain shape of \
-                         the image URL rule, at most {} bytes",
-                        room_domain::MAX_IMAGE_URL_BYTES
-                    ),
-                ));
-            }
+        if let Some(url) = self.avatar_url.value()
+            && room_domain::check_image_url(Field::CoverUrl, url).is_err()
+        {
+            return Some((
+                "avatar_url",
+                format!(
+                    "an avatar URL is an absolute http or https URL of the plain shape of \
+                     the image URL rule, at most {} bytes",
+                    room_domain::MAX_IMAGE_URL_BYTES
+                ),
+            ));
         }
         if let Some(region) = self.region.value() {
             let shaped = (1..=MAX_REGION_CHARS).contains(&region.len())
@@ -173,22 +168,21 @@ impl ProfilePatch {
                 ));
             }
         }
-        if let Some(country) = self.country.value() {
-            if country.len() != 2 || !country.bytes().all(|b| b.is_ascii_uppercase()) {
-                return Some((
-                    "country",
-                    "a country is an ISO 3166-1 alpha-2 code: two ASCII uppercase letters"
-                        .to_owned(),
-                ));
-            }
+        if let Some(country) = self.country.value()
+            && (country.len() != 2 || !country.bytes().all(|b| b.is_ascii_uppercase()))
+        {
+            return Some((
+                "country",
+                "a country is an ISO 3166-1 alpha-2 code: two ASCII uppercase letters".to_owned(),
+            ));
         }
-        if let Some(agency) = self.agency.value() {
-            if let Err(error) = UserId::new(agency) {
-                return Some((
-                    "agency",
-                    format!("an agency is an id of 1 to {MAX_AGENCY_CHARS} characters: {error}"),
-                ));
-            }
+        if let Some(agency) = self.agency.value()
+            && let Err(error) = UserId::new(agency)
+        {
+            return Some((
+                "agency",
+                format!("an agency is an id of 1 to {MAX_AGENCY_CHARS} characters: {error}"),
+            ));
         }
         None
     }

@@ -389,6 +389,7 @@ impl WorldBuilder {
             wallet: self.wallet.unwrap_or_else(|| store.clone()),
             catalog: self.catalog.unwrap_or_else(|| store.clone()),
             directory: self.directory.unwrap_or_else(|| store.clone()),
+            users: store.clone(),
             presence: self
                 .presence
                 .unwrap_or_else(|| Arc::new(LocalPresence::new())),

@@ -99,6 +99,10 @@ api_codes! {
     InvalidAmount = "INVALID_AMOUNT", BAD_REQUEST, false;
     /// A robot room configuration that breaks a rule (the message names the field).
     InvalidRobotRoom = "INVALID_ROBOT_ROOM", BAD_REQUEST, false;
+    /// A profile value that breaks its field's rule (nickname, avatar URL, region, country,
+    /// agency), or a batch of more than 500 users; the message names the field, and in a
+    /// batch the entry (`users[3].country`). Nothing was written.
+    InvalidProfile = "INVALID_PROFILE", BAD_REQUEST, false;
     /// The request body did not arrive within half the request timeout.
     BodyTimeout = "BODY_TIMEOUT", REQUEST_TIMEOUT, false;
     /// The request body is larger than 64 KiB.
