@@ -319,6 +319,16 @@ async fn views_and_display_events_carry_nicknames_and_avatars() {
         ]
     );
 
+    let (status, rank) = t
+        .get(
+            &format!("/v1/rooms/{room_id}/contribution-rank?period=day"),
+            &t.token("carol"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{rank}");
+    assert_eq!(rank["entries"][0]["user_id"], "alice");
+    assert_eq!(rank["entries"][0]["nickname"], "Alice A.");
+
     // The display events, as of the event.
     let (mut joins, mut seat, mut gift) = (Vec::new(), None, None);
     while gift.is_none() {

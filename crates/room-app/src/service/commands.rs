@@ -146,9 +146,19 @@ impl RoomService {
             .clock
             .now()
             .day_key(self.runtime.rules().day_utc_offset_secs);
-        self.read_open(room_id, move |state| {
-            rank_of(state, period, today, limit as usize)
-        })
-        .await
+        let mut entries = self
+            .read_open(room_id, move |state| {
+                rank_of(state, period, today, limit as usize)
+            })
+            .await?;
+        let ids: Vec<UserId> = entries.iter().map(|e| e.user_id.clone()).collect();
+        let mut displays = self.profiles.displays(&ids).await;
+        for entry in &mut entries {
+            if let Some(display) = displays.remove(&entry.user_id) {
+                entry.nickname = display.nickname;
+                entry.avatar_url = display.avatar_url;
+            }
+        }
+        Ok(entries)
     }
 }

@@ -117,6 +117,10 @@ pub struct RankEntry {
     pub user_id: UserId,
     /// Coins given in the period.
     pub coins: Coins,
+    /// Their nickname, from the profile cache when the rank is read.
+    pub nickname: Option<String>,
+    /// Their avatar URL, from the profile cache when the rank is read.
+    pub avatar_url: Option<String>,
 }
 
 /// The period of a contribution rank.
@@ -218,6 +222,8 @@ pub(super) fn rank_of(
         .map(|(user, coins)| RankEntry {
             user_id: user.clone(),
             coins: *coins,
+            nickname: None,
+            avatar_url: None,
         })
         .collect();
     entries.sort_by(|a, b| {

@@ -349,6 +349,10 @@ pub struct RankEntryResponse {
     pub user_id: String,
     /// Coins given in the period.
     pub coins: i64,
+    /// Their nickname (`null` when they have none).
+    pub nickname: Option<String>,
+    /// Their avatar URL (`null` when they have none).
+    pub avatar_url: Option<String>,
 }
 
 impl From<RankEntry> for RankEntryResponse {
@@ -356,6 +360,8 @@ impl From<RankEntry> for RankEntryResponse {
         RankEntryResponse {
             user_id: entry.user_id.to_string(),
             coins: entry.coins.0,
+            nickname: entry.nickname,
+            avatar_url: entry.avatar_url,
         }
     }
 }
