@@ -214,6 +214,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_directory_that_does_not_answer_shows_no_display_fields() {
+        let mut directory = crate::ports::MockUserDirectory::new();
+        directory
+            .expect_get_profile()
+            .returning(|_| Err(Error::Unavailable("down".into())));
+        directory
+            .expect_get_profiles()
+            .returning(|_| Err(Error::Unavailable("down".into())));
+        let profiles = Profiles::new(
+            Arc::new(directory),
+            Arc::new(crate::SystemClock),
+            ProfileCacheConfig::default(),
+        );
+        assert_eq!(profiles.display(&user("a")).await, None);
+        assert!(profiles.displays(&[user("a"), user("b")]).await.is_empty());
+        // The admin read reports the failure.
+        assert!(matches!(
+            profiles.get(&user("a")).await,
+            Err(Error::Unavailable(_))
+        ));
+    }
+
+    #[tokio::test]
     async fn a_profile_without_display_fields_shows_none() {
         let (_store, profiles) = profiles();
         profiles
