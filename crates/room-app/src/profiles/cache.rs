@@ -4,8 +4,8 @@
 //! An entry (a profile, or the directory's answer that the user has none) is served for at
 //! most the TTL after it was read, then read again: a change made on another node reaches this
 //! node's views within the TTL. A write through this node drops the entry at once. The map
-//! holds at most its capacity: inserting into a full map first drops the expired entries,
-//! then the oldest read.
+//! holds at most its capacity: inserting into a full map drops the entry read longest ago
+//! (every entry lives as long, so the expired ones go first), in constant time.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -69,14 +69,9 @@ impl Inner {
         user: UserId,
         profile: Option<UserProfile>,
         now: Timestamp,
-        ttl_ms: i64,
     ) {
         if capacity == 0 {
             return;
-        }
-        if !self.entries.contains_key(&user) && self.entries.len() >= capacity {
-            self.entries
-                .retain(|_, entry| now.0.saturating_sub(entry.read_at.0) < ttl_ms);
         }
         while !self.entries.contains_key(&user) && self.entries.len() >= capacity {
             let Some((oldest, generation)) = self.order.pop_front() else {
@@ -201,13 +196,8 @@ impl ProfileCache {
         }
         self.count(0, 1);
         let profile = self.directory.get_profile(user).await?;
-        self.lock().insert(
-            self.config.capacity,
-            user.clone(),
-            profile.clone(),
-            now,
-            self.ttl_ms(),
-        );
+        self.lock()
+            .insert(self.config.capacity, user.clone(), profile.clone(), now);
         Ok(profile)
     }
 
@@ -246,13 +236,7 @@ impl ProfileCache {
             let mut inner = self.lock();
             for user in chunk {
                 let profile = read.remove(user);
-                inner.insert(
-                    self.config.capacity,
-                    user.clone(),
-                    profile.clone(),
-                    now,
-                    self.ttl_ms(),
-                );
+                inner.insert(self.config.capacity, user.clone(), profile.clone(), now);
                 if let Some(profile) = profile {
                     found.insert(user.clone(), profile);
                 }
