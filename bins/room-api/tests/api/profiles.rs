@@ -233,7 +233,12 @@ async fn a_user_changes_their_own_nickname_and_avatar_only() {
         (&body["nickname"], &body["agency"]),
         (&json!("Erin"), &json!("ag-9"))
     );
-    for forbidden in [json!({ "agency": "ag-1" }), json!({ "country": "SA" })] {
+    for forbidden in [
+        json!({ "agency": "ag-1" }),
+        json!({ "country": "SA" }),
+        // The fields in order, as an array: not an object.
+        json!([null, null]),
+    ] {
         let (status, body) = t
             .call(
                 Method::PATCH,
