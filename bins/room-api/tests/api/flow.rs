@@ -87,7 +87,9 @@ async fn the_walkthrough_moves_coins_and_fills_the_room() {
     assert_eq!(status, StatusCode::OK, "{rank}");
     assert_eq!(
         rank,
-        json!({"period": "day", "entries": [{"user_id": "alice", "coins": 30}]})
+        json!({"period": "day", "entries": [
+            {"user_id": "alice", "coins": 30, "nickname": null, "avatar_url": null}
+        ]})
     );
     let (_, week) = t
         .get(
