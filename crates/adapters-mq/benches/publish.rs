@@ -35,6 +35,8 @@ fn envelope(n: usize) -> OutboxMessage {
             vip_level: 3,
             joined_at: Timestamp(1_764_460_800_000),
             robot: false,
+            nickname: None,
+            avatar_url: None,
         }
     } else {
         Event::RoomGiftSent(GiftSent {
@@ -50,6 +52,8 @@ fn envelope(n: usize) -> OutboxMessage {
             lucky: None,
             robot: false,
             billing_version: None,
+            sender_nickname: None,
+            sender_avatar_url: None,
         })
     };
     OutboxMessage {

@@ -155,3 +155,11 @@ async fn income_ledger() {
     };
     testkit::income_ledger_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn user_directory() {
+    let Some(fresh) = Fresh::new("conformance::user_directory").await else {
+        return;
+    };
+    testkit::user_directory_suite(|| fresh.store()).await;
+}

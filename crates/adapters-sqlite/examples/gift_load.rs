@@ -166,6 +166,8 @@ async fn run_cell(store: Arc<SqliteStore>, room_id: RoomId, mut gifts: mpsc::Rec
                 lucky: None,
                 robot: false,
                 billing_version: None,
+                sender_nickname: None,
+                sender_avatar_url: None,
             });
             let events = [
                 gift.clone(),

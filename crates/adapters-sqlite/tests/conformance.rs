@@ -114,3 +114,9 @@ async fn income_ledger() {
     let fresh = Fresh::default();
     testkit::income_ledger_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn user_directory() {
+    let fresh = Fresh::default();
+    testkit::user_directory_suite(|| fresh.store()).await;
+}

@@ -48,6 +48,10 @@ pub enum Error {
     /// The request does not make sense (bad input).
     #[error("invalid: {0}")]
     Invalid(String),
+    /// A profile value that breaks its field's rule, or a batch of profiles over its bound
+    /// (the message names the field, and in a batch the entry): nothing was written.
+    #[error("invalid profile: {0}")]
+    InvalidProfile(String),
     /// A gift request names a gift the catalog does not have, or has disabled.
     #[error("no such gift: {0}")]
     GiftNotFound(room_domain::GiftId),

@@ -24,7 +24,8 @@ use room_domain::{
 use crate::consumers::{FactError, FactHandler};
 use crate::error::{Error, Result};
 use crate::ports::{
-    AgenciesRef, BillingPoliciesRef, IncomeEntry, IncomeLedgerRef, IncomeRecord, RoomDirectoryRef,
+    Agencies, AgenciesRef, BillingPoliciesRef, IncomeEntry, IncomeLedgerRef, IncomeRecord,
+    RoomDirectoryRef, UserDirectoryRef,
 };
 
 /// The policy stored as version 1 when the store has none: `default` (its shares and
@@ -155,6 +156,33 @@ pub fn gift_income(
         }
     }
     Ok(entries)
+}
+
+/// The users' agencies as the user directory has them ([`UserProfile::agency`]): an agency is
+/// credited its share under the user id equal to its agency id. Read from the store when the
+/// consumer credits a gift (not through a node's profile cache), so a recipient's agency is
+/// the one the directory names when their income is credited, a moment after the gift.
+///
+/// [`UserProfile::agency`]: crate::ports::UserProfile::agency
+pub struct DirectoryAgencies(pub UserDirectoryRef);
+
+#[async_trait]
+impl Agencies for DirectoryAgencies {
+    async fn agency_of(&self, user: &UserId) -> Result<Option<UserId>> {
+        let Some(agency) = self
+            .0
+            .get_profile(user)
+            .await?
+            .and_then(|profile| profile.agency)
+        else {
+            return Ok(None);
+        };
+        // The directory keeps agency ids to the id rule; one that breaks it is stored data
+        // gone wrong, not a share to give away.
+        UserId::new(&agency)
+            .map(Some)
+            .map_err(|error| Error::corrupt(format!("agency {agency:?} of {user}: {error}")))
+    }
 }
 
 /// The consumer of the durable facts that credits each paid gift's parts as income.

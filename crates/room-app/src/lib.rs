@@ -23,6 +23,7 @@ pub mod ledger;
 mod local;
 mod memory;
 pub mod ports;
+pub mod profiles;
 pub mod robot_admin;
 pub mod robots;
 pub mod room_feed;

@@ -14,6 +14,7 @@ use room_domain::{
 use crate::error::{Error, Result};
 mod billing;
 mod positions;
+mod users;
 
 use crate::ports::{
     Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,
@@ -85,6 +86,8 @@ struct Tables {
     income_entries: Vec<crate::ports::IncomeRecord>,
     /// The keys of the credited income entries: (sender, order id, recipient, part).
     income_keys: std::collections::HashSet<(UserId, OrderId, UserId, room_domain::IncomePart)>,
+    /// The user directory's profiles, by user id.
+    profiles: BTreeMap<UserId, crate::ports::UserProfile>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

@@ -22,6 +22,7 @@
 //!   [`rate_budgets`](RateBudgets) (per-user request budgets), [`open_streams`](OpenStreams)
 //!   (the event streams users hold over the cluster),
 //!   [`messenger`](Messenger) (display events);
+//! - who people are: [`users`](UserDirectory) (nickname, avatar, region, country, agency);
 //! - robots: [`robot_rooms`](RobotRooms);
 //! - time and ids: [`clock`](Clock).
 
@@ -46,6 +47,7 @@ mod rate_budgets;
 mod robot_rooms;
 mod snapshots;
 mod timers;
+mod users;
 mod wallet;
 mod work_claims;
 
@@ -85,6 +87,10 @@ pub use robot_rooms::{
 };
 pub use snapshots::{SnapshotStore, SnapshotStoreRef};
 pub use timers::{Timer, TimerCursor, Timers, TimersRef};
+pub use users::{
+    Change, MAX_AGENCY_CHARS, MAX_NICKNAME_CHARS, MAX_PROFILE_BATCH, MAX_REGION_CHARS,
+    ProfilePatch, UserDirectory, UserDirectoryRef, UserProfile, batch_too_large,
+};
 pub use wallet::{CreditKind, DebitStatus, Wallet, WalletRef};
 pub use work_claims::{WorkClaims, WorkClaimsRef};
 
@@ -111,6 +117,7 @@ pub use self::{
     robot_rooms::MockRobotRooms,
     snapshots::MockSnapshotStore,
     timers::MockTimers,
+    users::MockUserDirectory,
     wallet::MockWallet,
     work_claims::MockWorkClaims,
 };

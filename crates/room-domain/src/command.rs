@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::actor::Actor;
+use crate::display::UserDisplay;
 use crate::ids::{CommandId, GiftId, OrderId, RocketId, SeatIndex, SeatSessionId, UserId};
 use crate::money::Coins;
 use crate::rejection::Rejection;
@@ -26,12 +27,29 @@ pub struct Command {
     /// What is asked.
     #[serde(flatten)]
     pub kind: CommandKind,
+    /// How the user the command is about is shown, as the service looked it up before it
+    /// sent the command: the acting user of `join` and `take_seat`, the sender of
+    /// `apply_gift`. The room copies it into the display event (`RoomUserJoined`, the `up` of
+    /// `RoomMicChanged`, `RoomGiftSent`) and keeps nothing of it. Absent when the user has no
+    /// display fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<UserDisplay>,
 }
 
 impl Command {
     /// A command with the given id.
     pub fn new(command_id: CommandId, kind: CommandKind) -> Self {
-        Command { command_id, kind }
+        Command {
+            command_id,
+            kind,
+            display: None,
+        }
+    }
+
+    /// The command with the display fields of the user it is about.
+    pub fn with_display(mut self, display: Option<UserDisplay>) -> Self {
+        self.display = display;
+        self
     }
 }
 

@@ -53,6 +53,7 @@ pub fn decide(
     }
     let standing = Standing::of(state, ctx.actor);
     let by = ctx.actor.user_id().cloned();
+    let display = command.display.as_ref();
     match kind {
         CommandKind::CreateRoom { .. } => Err(Rejection::RoomAlreadyExists),
         CommandKind::UpdateProfile {
@@ -80,10 +81,16 @@ pub fn decide(
         CommandKind::Join {
             password_verified,
             verified_lock,
-        } => membership::join(state, ctx, *password_verified, verified_lock.as_ref()),
+        } => membership::join(
+            state,
+            ctx,
+            *password_verified,
+            verified_lock.as_ref(),
+            display,
+        ),
         CommandKind::Leave => membership::leave(state, ctx),
         CommandKind::Evict { user, seen } => membership::evict(state, standing, user, *seen),
-        CommandKind::TakeSeat { seat } => seats::take_seat(state, ctx, *seat),
+        CommandKind::TakeSeat { seat } => seats::take_seat(state, ctx, *seat, display),
         CommandKind::LeaveSeat { seat } => seats::leave_seat(state, ctx, *seat),
         CommandKind::LockSeat { seat, locked } => {
             seats::lock_seat(state, ctx, standing, by, *seat, *locked)
@@ -111,7 +118,7 @@ pub fn decide(
         CommandKind::SetAdmin { user, admin } => {
             moderation::set_admin(state, ctx, standing, by, user, *admin)
         }
-        CommandKind::ApplyGift(gift) => gifts::apply_gift(state, ctx, standing, gift),
+        CommandKind::ApplyGift(gift) => gifts::apply_gift(state, ctx, standing, gift, display),
         CommandKind::RobotGift(gift) => gifts::robot_gift(state, ctx, &command.command_id, gift),
         CommandKind::LaunchRocket {
             rocket_id,

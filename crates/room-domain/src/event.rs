@@ -85,6 +85,12 @@ pub enum Event {
         /// Absent for users.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         robot: bool,
+        /// The user's nickname as of the join; absent when they have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nickname: Option<String>,
+        /// The user's avatar URL as of the join; absent when they have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        avatar_url: Option<String>,
     },
     /// A user left (by themselves, by eviction, or to another room).
     RoomUserLeft {
@@ -248,6 +254,12 @@ pub struct GiftSent {
     /// [`FIRST_BILLING_VERSION`](crate::FIRST_BILLING_VERSION) ([`GiftSent::billed_under`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub billing_version: Option<u64>,
+    /// The sender's nickname as of the order; absent when they have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_nickname: Option<String>,
+    /// The sender's avatar URL as of the order; absent when they have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_avatar_url: Option<String>,
 }
 
 impl GiftSent {
@@ -303,6 +315,12 @@ pub enum MicChange {
         /// deadline is armed. Absent for users.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         robot: bool,
+        /// The user's nickname as of taking the seat; absent when they have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nickname: Option<String>,
+        /// The user's avatar URL as of taking the seat; absent when they have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        avatar_url: Option<String>,
     },
     /// A user left the seat.
     Down {

@@ -58,6 +58,7 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             vip_level,
             joined_at,
             robot,
+            ..
         } => {
             state.bans.remove(user);
             state.members.insert(
@@ -114,6 +115,7 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
                     since,
                     publish_deadline,
                     robot,
+                    ..
                 } => {
                     seat.occupant = Some(Occupant {
                         user: user.clone(),

@@ -71,6 +71,7 @@ mod actor;
 mod billing;
 mod command;
 mod decide;
+mod display;
 mod event;
 mod evolve;
 mod ids;
@@ -93,6 +94,7 @@ pub use command::{
     RobotGift,
 };
 pub use decide::decide;
+pub use display::UserDisplay;
 pub use event::{
     Delivery, EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftSent, ImPriority, LeaveReason,
     LuckyOutcome, MicChange, MicDownReason, RocketReward,

@@ -224,6 +224,11 @@ pub struct GiftOrder {
     /// How its wallet operations and room command are named.
     #[serde(default)]
     pub keys: OrderKeys,
+    /// How the sender is shown, as of placing the order: the display of the order's apply
+    /// command, which the room's `RoomGiftSent` carries. Absent when they have no display
+    /// fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_display: Option<crate::UserDisplay>,
 }
 
 impl GiftOrder {
@@ -245,6 +250,7 @@ impl GiftOrder {
             balance_after: None,
             created_at,
             keys: OrderKeys::SenderAndOrderId,
+            sender_display: None,
         })
     }
 

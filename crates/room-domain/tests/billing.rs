@@ -102,6 +102,8 @@ proptest! {
             lucky: None,
             robot,
             billing_version: Some(policy.version),
+            sender_nickname: None,
+            sender_avatar_url: None,
         };
         let split = policy.split_gift(&gift, true).unwrap();
         if robot {
@@ -132,6 +134,8 @@ fn a_gift_overflowing_its_value_is_refused() {
         lucky: None,
         robot: false,
         billing_version: None,
+        sender_nickname: None,
+        sender_avatar_url: None,
     };
     assert!(policy.split_gift(&gift, false).is_err());
     assert_eq!(gift.billed_under(), 1);

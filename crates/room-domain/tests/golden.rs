@@ -26,7 +26,8 @@ use room_domain::{
     EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftId, GiftSent, GiftSnapshot, LeaveReason,
     LuckyOutcome, Member, MicChange, MicDownReason, Occupant, OrderId, PasswordHash, RobotGift,
     Rocket, RocketId, RocketReward, RocketStatus, Role, RoomId, RoomProfile, RoomSettings,
-    RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot, Timestamp, UserActor, UserId,
+    RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot, Timestamp, UserActor,
+    UserDisplay, UserId,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -123,6 +124,8 @@ fn sample_events() -> Vec<Event> {
             vip_level: 3,
             joined_at: at(5),
             robot: false,
+            nickname: Some("Carol ✨".into()),
+            avatar_url: Some("https://cdn.example/avatars/carol.png".into()),
         },
         Event::RoomUserLeft {
             user: user("carol"),
@@ -157,6 +160,8 @@ fn sample_events() -> Vec<Event> {
                 since: at(10),
                 publish_deadline: at(40),
                 robot: false,
+                nickname: Some("Carol ✨".into()),
+                avatar_url: Some("https://cdn.example/avatars/carol.png".into()),
             },
         },
         Event::RoomMicSeatLocked {
@@ -180,6 +185,9 @@ fn sample_events() -> Vec<Event> {
             }),
             robot: false,
             billing_version: Some(1),
+
+            sender_nickname: Some("Carol ✨".into()),
+            sender_avatar_url: Some("https://cdn.example/avatars/carol.png".into()),
         }),
         Event::RoomHeatChanged {
             heat: 1_060,
@@ -323,6 +331,8 @@ fn variant_events() -> Vec<Event> {
             vip_level: 0,
             joined_at: at(1),
             robot: false,
+            nickname: None,
+            avatar_url: None,
         },
         Event::RoomUserJoined {
             user: user("alice"),
@@ -330,6 +340,8 @@ fn variant_events() -> Vec<Event> {
             vip_level: 12,
             joined_at: at(2),
             robot: false,
+            nickname: None,
+            avatar_url: None,
         },
         Event::RoomLockChanged {
             locked: false,
@@ -364,6 +376,9 @@ fn variant_events() -> Vec<Event> {
             lucky: None,
             robot: false,
             billing_version: None,
+
+            sender_nickname: None,
+            sender_avatar_url: None,
         }),
         Event::RoomRocketLaunched {
             rocket_id: RocketId(6),
@@ -452,6 +467,8 @@ fn sample_robot_events() -> Vec<Event> {
             vip_level: 0,
             joined_at: at(5),
             robot: true,
+            nickname: None,
+            avatar_url: None,
         },
         Event::RoomGiftSent(GiftSent {
             order_id: OrderId::new("c-robot-1").unwrap(),
@@ -466,6 +483,9 @@ fn sample_robot_events() -> Vec<Event> {
             lucky: None,
             robot: true,
             billing_version: None,
+
+            sender_nickname: None,
+            sender_avatar_url: None,
         }),
         Event::RoomUserLeft {
             user: user("bot-1"),
@@ -591,7 +611,7 @@ fn sample_commands() -> Vec<Command> {
             verified_lock: Some(PasswordHash(HASH.into())),
         },
     ];
-    kinds
+    let mut commands: Vec<Command> = kinds
         .into_iter()
         .enumerate()
         .map(|(i, kind)| {
@@ -602,7 +622,36 @@ fn sample_commands() -> Vec<Command> {
             };
             Command::new(id, kind)
         })
-        .collect()
+        .collect();
+    // The commands that carry the display fields of the user they are about.
+    let display = UserDisplay {
+        nickname: Some("Carol ✨".into()),
+        avatar_url: Some("https://cdn.example/avatars/carol.png".into()),
+    };
+    commands.extend([
+        Command::new(
+            CommandId::new("c-display-join").unwrap(),
+            CommandKind::Join {
+                password_verified: false,
+                verified_lock: None,
+            },
+        )
+        .with_display(Some(display.clone())),
+        Command::new(
+            CommandId::new("c-display-seat").unwrap(),
+            CommandKind::TakeSeat { seat: SeatIndex(2) },
+        )
+        .with_display(Some(UserDisplay {
+            nickname: Some("Carol ✨".into()),
+            avatar_url: None,
+        })),
+        Command::new(
+            CommandId::from(gift.order_id.clone()),
+            CommandKind::ApplyGift(gift),
+        )
+        .with_display(Some(display)),
+    ]);
+    commands
 }
 
 /// A small room with something in every part of its state.
@@ -984,9 +1033,137 @@ fn a_gift_fact_from_before_billing_decodes_and_bills_under_the_first_version() {
             "the sample carries a version"
         );
         gift.billing_version = None;
+        gift.sender_nickname = None;
+        gift.sender_avatar_url = None;
     }
     assert_eq!(
         envelope.event, current,
-        "otherwise the same fact as the sample"
+        "otherwise the same fact as the sample (without display fields)"
     );
+}
+
+/// Envelopes and commands as they were written before the display fields (`nickname`,
+/// `avatar_url`, `sender_nickname`, `sender_avatar_url`, a command's `display`): stored logs and
+/// other services' copies of this crate hold them.
+const BEFORE_DISPLAY_FIELDS: [&str; 3] = [
+    r#"{
+  "event_id": "room-1:7",
+  "room_id": "room-1",
+  "seq": 7,
+  "v": 1,
+  "occurred_at": 1764460807000,
+  "type": "RoomUserJoined",
+  "payload": {
+    "user": "carol",
+    "role": "member",
+    "vip_level": 3,
+    "joined_at": 1764460805000
+  }
+}"#,
+    r#"{
+  "event_id": "room-1:13",
+  "room_id": "room-1",
+  "seq": 13,
+  "v": 1,
+  "occurred_at": 1764460813000,
+  "type": "RoomMicChanged",
+  "payload": {
+    "seat": 2,
+    "change": {
+      "action": "up",
+      "user": "carol",
+      "session": 7,
+      "since": 1764460810000,
+      "publish_deadline": 1764460840000
+    }
+  }
+}"#,
+    r#"{
+  "event_id": "room-1:15",
+  "room_id": "room-1",
+  "seq": 15,
+  "v": 1,
+  "occurred_at": 1764460815000,
+  "type": "RoomGiftSent",
+  "payload": {
+    "order_id": "o-20251130-0001",
+    "sender": "carol",
+    "recipients": [
+      "alice",
+      "bob"
+    ],
+    "gift_id": "rose",
+    "count": 3,
+    "unit_price": 10,
+    "total_value": 60,
+    "heat_added": 60,
+    "fuel_added": 60,
+    "lucky": {
+      "multiplier": 2,
+      "reward": 120
+    }
+  }
+}"#,
+];
+
+#[test]
+fn envelopes_and_commands_written_before_display_fields_still_decode() {
+    for json in BEFORE_DISPLAY_FIELDS {
+        let envelope: EventEnvelope = serde_json::from_str(json).expect("an old envelope decodes");
+        match &envelope.event {
+            Event::RoomUserJoined {
+                user: who,
+                nickname,
+                avatar_url,
+                ..
+            } => {
+                assert_eq!(who, &user("carol"));
+                assert_eq!((nickname, avatar_url), (&None, &None));
+            }
+            Event::RoomMicChanged {
+                change:
+                    MicChange::Up {
+                        nickname,
+                        avatar_url,
+                        ..
+                    },
+                ..
+            } => assert_eq!((nickname, avatar_url), (&None, &None)),
+            Event::RoomGiftSent(gift) => {
+                assert_eq!(gift.total_value, Coins(60));
+                assert_eq!(
+                    (&gift.sender_nickname, &gift.sender_avatar_url),
+                    (&None, &None)
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // Written again, it is the same JSON: absent fields stay absent.
+        let again: serde_json::Value = serde_json::to_value(&envelope).unwrap();
+        assert_eq!(
+            again,
+            serde_json::from_str::<serde_json::Value>(json).unwrap()
+        );
+    }
+    let join: Command =
+        serde_json::from_str(r#"{"command_id": "c-7", "type": "join", "password_verified": true}"#)
+            .expect("an old command decodes");
+    assert_eq!(join.display, None);
+    assert_eq!(
+        serde_json::to_value(&join).unwrap(),
+        serde_json::json!({"command_id": "c-7", "type": "join", "password_verified": true})
+    );
+}
+
+#[test]
+fn display_fields_are_left_out_when_absent() {
+    for event in variant_events().iter().chain(&sample_robot_events()) {
+        let json = serde_json::to_string(event).unwrap();
+        assert!(
+            !json.contains("nickname") && !json.contains("avatar"),
+            "{json}"
+        );
+    }
+    let joined = serde_json::to_value(envelope(1, &sample_events()[6])).unwrap();
+    assert_eq!(joined["payload"]["nickname"], "Carol ✨");
 }

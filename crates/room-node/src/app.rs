@@ -293,12 +293,14 @@ impl App {
                 billing: storage.billing.clone(),
                 income: storage.income.clone(),
                 directory: storage.directory.clone(),
+                users: storage.users.clone(),
                 presence: shared.presence,
                 attempts: shared.attempts,
                 clock,
                 ids,
             },
         );
+        let service = service.with_profile_cache(settings.profiles.cache());
         // A new room's IM group is created before the room's creation is answered.
         let service = Arc::new(match early {
             Some(consumer) => service.with_early_consumer(consumer),

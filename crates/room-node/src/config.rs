@@ -20,6 +20,7 @@ mod lease;
 mod limits;
 mod outbox;
 mod presence;
+mod profiles;
 mod redact;
 mod reference;
 mod robots;
@@ -47,6 +48,7 @@ pub use lease::{LeaseSettings, MIN_LEASE_TTL_MS};
 pub use limits::LimitSettings;
 pub use outbox::OutboxSettings;
 pub use presence::PresenceSettings;
+pub use profiles::{MAX_PROFILE_CACHE_CAPACITY, MAX_PROFILE_CACHE_TTL_MS, ProfileSettings};
 pub use robots::RobotSettings;
 pub use rtc::{MAX_CALLBACK_WINDOW_SECS, RtcSettings};
 pub use sse::SseSettings;
@@ -59,13 +61,14 @@ use crate::role::Role;
 pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 
 /// Every section as the reference describes it, in the order of [`Settings`]' fields.
-const SECTIONS: [&reference::Section; 16] = [
+const SECTIONS: [&reference::Section; 17] = [
     &http::SECTION,
     &storage::SECTION,
     &auth::SECTION,
     &rtc::SECTION,
     &cell::SECTION,
     &presence::SECTION,
+    &profiles::SECTION,
     &workers::SECTION,
     &outbox::SECTION,
     &catalog::SECTION,
@@ -94,6 +97,8 @@ pub struct Settings {
     pub cell: CellSettings,
     /// Heartbeats.
     pub presence: PresenceSettings,
+    /// The node's cache of profiles.
+    pub profiles: ProfileSettings,
     /// Background passes.
     pub workers: WorkerSettings,
     /// Publishing and pruning the outbox.
@@ -182,6 +187,7 @@ impl Settings {
             );
         }
         self.validate_cluster()?;
+        self.profiles.validate()?;
         let prefix = &self.robots.id_prefix;
         anyhow::ensure!(
             !prefix.is_empty()

@@ -14,6 +14,7 @@ mod outbox;
 mod robot_rooms;
 mod rooms;
 mod schema;
+mod users;
 mod wallet;
 
 pub use billing::{BillingPolicyResponse, IncomeResponse, PutBillingRequest};
@@ -35,7 +36,10 @@ pub use rooms::{
     RoomListResponse, RoomResponse, UnbanRequest,
 };
 pub use schema::{
-    Audience, GiftName, Id, ImageUrl, Notice, OrderIdSchema, Recipients, Region, RobotPool,
-    RoomName,
+    Audience, Country, GiftName, Id, ImageUrl, Nickname, Notice, OrderIdSchema, Recipients, Region,
+    RobotPool, RoomName, UserRegion,
+};
+pub use users::{
+    PatchMyProfileRequest, PutUserRequest, PutUsersRequest, PutUsersResponse, UserProfileResponse,
 };
 pub use wallet::{CreditRequest, CreditResponse, WalletResponse};

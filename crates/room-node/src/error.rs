@@ -163,6 +163,7 @@ impl From<room_app::Error> for ApiError {
                 format!("not enough coins (balance {balance})"),
             ),
             E::Invalid(message) => Self::of(ApiCode::InvalidRequest, message),
+            E::InvalidProfile(message) => Self::of(ApiCode::InvalidProfile, message),
             E::GiftNotFound(gift_id) => Self::of(
                 ApiCode::GiftNotFound,
                 format!("no such gift to send: {gift_id}"),

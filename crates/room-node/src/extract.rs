@@ -34,9 +34,18 @@ where
             return Err(ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
         }
         let bytes = read_body(req, state).await?;
-        Json::<T>::from_bytes(&bytes)
+        let value = Json::<T>::from_bytes(&bytes)
             .map(|Json(value)| ApiJson(value))
-            .map_err(json_rejection)
+            .map_err(json_rejection)?;
+        // Every body is a JSON object; serde would also read a struct from an array of its
+        // fields in order (`[null, null]`), which no schema of the API allows.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return Err(ApiError::of(
+                ApiCode::InvalidBody,
+                "the body does not fit this request: a JSON object is expected, not an array",
+            ));
+        }
+        Ok(value)
     }
 }
 

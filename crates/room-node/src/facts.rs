@@ -5,8 +5,9 @@
 //! which credits each paid gift's parts as income ([`IncomeConsumer`]), always; and the IM
 //! group effects, named `workers.im_effects_group`, when IM is configured.
 //!
-//! Users belong to no agency yet ([`NoAgencies`]): every agency share is the platform's until
-//! the user directory answers [`Agencies`](room_app::ports::Agencies).
+//! A recipient's agency is the one the user directory names ([`DirectoryAgencies`]; set with
+//! `PUT /v1/admin/users/{user_id}`); a recipient without one leaves the agency share to the
+//! platform.
 //!
 //! Without a broker, the outbox's rows are done once every consumer has passed them: the
 //! `outbox_passed` pass marks them delivered ([`mark_passed`]) and the retention deletes them
@@ -21,9 +22,8 @@ use adapters_tencent_im::ImClient;
 use anyhow::Context;
 use room_app::RoomService;
 use room_app::consumers::{FactConsumer, FactSourceRef, OutboxSource, mark_passed};
-use room_app::income::IncomeConsumer;
+use room_app::income::{DirectoryAgencies, IncomeConsumer};
 use room_app::ports::ClockRef;
-use room_app::ports::NoAgencies;
 use room_app::workers::{self, Claim};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -66,7 +66,7 @@ pub(crate) fn consumers(
         ports.billing.clone(),
         ports.income.clone(),
         ports.directory.clone(),
-        Arc::new(NoAgencies),
+        Arc::new(DirectoryAgencies(ports.users.clone())),
     );
     let mut consumers = vec![Arc::new(
         FactConsumer::new(

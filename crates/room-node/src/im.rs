@@ -400,6 +400,8 @@ mod tests {
             vip_level: 0,
             joined_at: Timestamp(0),
             robot,
+            nickname: None,
+            avatar_url: None,
         };
         DisplayMessage {
             envelope: EventEnvelope::new(room.clone(), seq, Timestamp(0), &event),
@@ -495,6 +497,8 @@ mod tests {
                 vip_level: 0,
                 joined_at: Timestamp(0),
                 robot: true,
+                nickname: None,
+                avatar_url: None,
             };
             let left = Event::RoomUserLeft {
                 user: robot,

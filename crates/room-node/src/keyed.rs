@@ -212,6 +212,9 @@ mod tests {
             (Method::POST, "/v1/admin/wallets/{user_id}/credit"),
             (Method::PUT, "/v1/admin/gifts/{gift_id}"),
             (Method::PATCH, "/v1/admin/robot-rooms/{room_id}"),
+            (Method::PUT, "/v1/admin/users/{user_id}"),
+            (Method::PUT, "/v1/admin/users"),
+            (Method::PATCH, "/v1/me/profile"),
             (Method::GET, "/v1/rooms/{room_id}"),
         ] {
             assert_eq!(keyed(method, route), None, "{route}");

@@ -43,8 +43,9 @@ pub use cluster::{INTERNAL_PREFIX, token_matches};
 pub use config::{
     AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
     DEV_JWT_SECRET, GROUP_EFFECTS_CONSUMER_GROUP, HttpSettings, INCOME_CONSUMER_GROUP,
-    LeaseSettings, LimitSettings, MAX_BODY_BYTES, MAX_CALLBACK_WINDOW_SECS, MIN_JWT_SECRET_BYTES,
-    MIN_LEASE_TTL_MS, OutboxSettings, PresenceSettings, RtcSettings, Settings, SseSettings,
+    LeaseSettings, LimitSettings, MAX_BODY_BYTES, MAX_CALLBACK_WINDOW_SECS,
+    MAX_PROFILE_CACHE_CAPACITY, MAX_PROFILE_CACHE_TTL_MS, MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS,
+    OutboxSettings, PresenceSettings, ProfileSettings, RtcSettings, Settings, SseSettings,
     StorageSettings, WorkerSettings,
 };
 pub use error::{ApiCode, ApiError, ErrorBody, ErrorResponse};

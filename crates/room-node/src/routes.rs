@@ -9,6 +9,7 @@ mod gifts;
 mod openapi;
 mod ops;
 mod rooms;
+mod users;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,6 +53,9 @@ use crate::state::AppState;
         crate::dto::Notice,
         crate::dto::ImageUrl,
         crate::dto::Region,
+        crate::dto::Nickname,
+        crate::dto::UserRegion,
+        crate::dto::Country,
         crate::dto::GiftName,
         crate::dto::Recipients,
         crate::dto::RobotPool,
@@ -127,6 +131,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
             admin::patch_robot_room,
             admin::delete_robot_room
         ))
+        .routes(routes!(users::put_user, users::get_user))
+        .routes(routes!(users::put_users))
+        .routes(routes!(users::patch_my_profile))
         .routes(routes!(admin::list_dead_letters))
         .routes(routes!(admin::replay_dead_letter))
         .routes(routes!(billing::get_billing, billing::put_billing))

@@ -10,7 +10,8 @@ use room_app::ports::{
     ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, IncomeLedger,
     IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts, PayoutsRef,
     RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore, SnapshotStoreRef,
-    Timers, TimersRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
+    Timers, TimersRef, UserDirectory, UserDirectoryRef, Wallet, WalletRef, WorkClaims,
+    WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -48,6 +49,8 @@ pub struct Storage {
     pub billing: BillingPoliciesRef,
     /// Income balances and their ledger.
     pub income: IncomeLedgerRef,
+    /// Who people are: nickname, avatar, region, country, agency.
+    pub users: UserDirectoryRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -73,6 +76,7 @@ impl Storage {
             + KeyedRequests
             + BillingPolicies
             + IncomeLedger
+            + UserDirectory
             + 'static,
     {
         Storage {
@@ -90,6 +94,7 @@ impl Storage {
             keyed: store.clone(),
             billing: store.clone(),
             income: store.clone(),
+            users: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

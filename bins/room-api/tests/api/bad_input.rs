@@ -553,6 +553,9 @@ async fn no_input_produces_a_server_error() {
         (Method::POST, format!("/v1/rooms/{room_id}/gifts")),
         (Method::POST, "/v1/admin/wallets/bob/credit".to_owned()),
         (Method::PUT, "/v1/admin/gifts/g".to_owned()),
+        (Method::PUT, "/v1/admin/users/u".to_owned()),
+        (Method::PUT, "/v1/admin/users".to_owned()),
+        (Method::PATCH, "/v1/me/profile".to_owned()),
         (Method::POST, "/v1/rtc/callbacks".to_owned()),
     ];
     let bodies = [

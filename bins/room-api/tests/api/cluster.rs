@@ -784,3 +784,71 @@ async fn a_clustered_node_serves_its_internal_endpoint_while_recovery_runs() {
     stop.cancel();
     serving.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_change_reaches_the_other_nodes_views_within_the_cache_ttl() {
+    // A short TTL, and a long one would fail the wait below: the other node's cache would
+    // keep serving the old nickname.
+    let Some(cluster) = Cluster::start_with("profile_reaches_other_node", 2, |settings| {
+        settings.profiles.cache_ttl_ms = 300;
+    })
+    .await
+    else {
+        return;
+    };
+    let (status, body) = cluster
+        .call(
+            0,
+            Method::PUT,
+            "/v1/admin/users/bob",
+            "admin",
+            Some(json!({ "nickname": "Bob" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let room_id = cluster.room_on_node_0(&["alice", "bob"]).await;
+    let (status, body) = cluster
+        .post(
+            0,
+            &format!("/v1/rooms/{room_id}/seats/1/take"),
+            "bob",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let nickname_on = |node: usize| {
+        let (cluster, room_id) = (&cluster, room_id.clone());
+        async move {
+            let (status, view) = cluster
+                .call(
+                    node,
+                    Method::GET,
+                    &format!("/v1/rooms/{room_id}"),
+                    "carol",
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{view}");
+            view["seats"][1]["nickname"].clone()
+        }
+    };
+    // Node 1 reads (and caches) the nickname.
+    assert_eq!(nickname_on(1).await, "Bob");
+
+    // Bob renames himself through node 0: node 0 shows it at once, node 1 within its TTL.
+    let (status, body) = cluster
+        .call(
+            0,
+            Method::PATCH,
+            "/v1/me/profile",
+            "bob",
+            Some(json!({ "nickname": "Bobby" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(nickname_on(0).await, "Bobby");
+    eventually("node 1 shows the new nickname", || async {
+        nickname_on(1).await == "Bobby"
+    })
+    .await;
+}

@@ -96,7 +96,9 @@ async fn the_walkthrough_moves_coins_and_fills_the_room() {
     assert_eq!(status, StatusCode::OK, "{rank}");
     assert_eq!(
         rank,
-        json!({"period": "day", "entries": [{"user_id": "alice", "coins": 30}]})
+        json!({"period": "day", "entries": [
+            {"user_id": "alice", "coins": 30, "nickname": null, "avatar_url": null}
+        ]})
     );
     let (_, week) = t
         .get(
@@ -293,6 +295,10 @@ async fn operational_routes_answer() {
         ("/v1/me/current-room", "get"),
         ("/v1/admin/wallets/{user_id}/credit", "post"),
         ("/v1/admin/gifts/{gift_id}", "put"),
+        ("/v1/admin/users/{user_id}", "put"),
+        ("/v1/admin/users/{user_id}", "get"),
+        ("/v1/admin/users", "put"),
+        ("/v1/me/profile", "patch"),
         ("/v1/rtc/callbacks", "post"),
         ("/healthz", "get"),
         ("/readyz", "get"),

@@ -17,6 +17,7 @@ mod limits;
 mod mysql;
 mod openapi;
 mod outbox_retention;
+mod profiles;
 mod robot_rooms;
 mod rooms;
 mod rtc;

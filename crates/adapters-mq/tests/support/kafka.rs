@@ -120,6 +120,8 @@ pub fn event(seq: u64) -> Event {
             lucky: None,
             robot: false,
             billing_version: None,
+            sender_nickname: None,
+            sender_avatar_url: None,
         }),
         1 => Event::RoomUserJoined {
             user: user(&format!("u-{seq}")),
@@ -127,6 +129,8 @@ pub fn event(seq: u64) -> Event {
             vip_level: 1,
             joined_at: Timestamp(1_764_460_800_000 + seq as i64),
             robot: false,
+            nickname: None,
+            avatar_url: None,
         },
         _ => Event::RoomChatEnabledChanged {
             enabled: seq.is_multiple_of(2),

@@ -47,6 +47,8 @@ pub fn gift(n: u64) -> Event {
         lucky: None,
         robot: false,
         billing_version: None,
+        sender_nickname: None,
+        sender_avatar_url: None,
     })
 }
 

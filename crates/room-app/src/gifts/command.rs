@@ -58,4 +58,5 @@ pub fn gift_apply_command(order: &GiftOrder) -> Command {
         gift_command_id(order),
         CommandKind::ApplyGift(order.apply_command()),
     )
+    .with_display(order.sender_display.clone())
 }

@@ -3,7 +3,7 @@
 //! this node, and is answered.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use room_domain::{
     ApplyGift, GiftId, GiftOrder, LuckyOutcome, OrderId, OrderStatus, Rejection, RoomStatus, UserId,
@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::ports::{
     BillingPoliciesRef, CatalogGift, ClockRef, GiftCatalogRef, GiftOrdersRef, IdGenRef, WalletRef,
 };
+use crate::profiles::Profiles;
 
 /// Runs gift orders through the saga.
 pub struct GiftSaga {
@@ -42,6 +43,8 @@ pub struct GiftSaga {
     /// Orders that finished on this node lately: a repeat of one is answered from memory,
     /// without a read, a lock or a write.
     finished: Mutex<FinishedOrders>,
+    /// Where a new order's sender display comes from (none: orders carry none).
+    profiles: Option<Arc<Profiles>>,
 }
 
 /// How long a cached catalog entry is used. A change made on this node is seen at once
@@ -77,7 +80,14 @@ impl GiftSaga {
             catalog_cache: Mutex::new(HashMap::new()),
             billing_cache: Mutex::new(None),
             finished: Mutex::new(FinishedOrders::default()),
+            profiles: None,
         }
+    }
+
+    /// Makes new orders carry their sender's display fields from `profiles` (looked up
+    /// through its cache when the order is placed, before anything reaches the room).
+    pub fn set_profiles(&mut self, profiles: Arc<Profiles>) {
+        self.profiles = Some(profiles);
     }
 
     /// An enabled catalog gift, from the cache when fresh.
@@ -237,8 +247,16 @@ impl GiftSaga {
         };
         // A refusal answers only a new order: a repeat of a stored one gets the stored answer,
         // whatever changed since (the room, the sender's presence, the catalog's price).
+        let display = match (&checked, &self.profiles) {
+            (Ok(_), Some(profiles)) => profiles.display(&request.sender).await,
+            _ => None,
+        };
         let order = checked.and_then(|apply| {
             GiftOrder::new(request.room_id.clone(), &apply, self.clock.now())
+                .map(|order| GiftOrder {
+                    sender_display: display,
+                    ..order
+                })
                 .ok_or(Error::Rejected(Rejection::AmountOverflow))
         });
         let order = match order {

@@ -83,25 +83,38 @@ impl RoomService {
         cursor: Option<UserId>,
         limit: u32,
     ) -> Result<Vec<OnlineUser>> {
-        self.read_open(room_id, move |state| {
-            let range = match &cursor {
-                Some(after) => state.members.range::<UserId, _>((
-                    std::ops::Bound::Excluded(after),
-                    std::ops::Bound::Unbounded,
-                )),
-                None => state.members.range::<UserId, _>(..),
-            };
-            range
-                .take(limit as usize)
-                .map(|(user, member)| OnlineUser {
-                    user_id: user.clone(),
-                    role: member.role,
-                    vip_level: member.vip_level,
-                    joined_at: member.joined_at,
-                })
-                .collect()
-        })
-        .await
+        let mut users = self
+            .read_open(room_id, move |state| {
+                let range = match &cursor {
+                    Some(after) => state.members.range::<UserId, _>((
+                        std::ops::Bound::Excluded(after),
+                        std::ops::Bound::Unbounded,
+                    )),
+                    None => state.members.range::<UserId, _>(..),
+                };
+                range
+                    .take(limit as usize)
+                    .map(|(user, member)| OnlineUser {
+                        user_id: user.clone(),
+                        role: member.role,
+                        vip_level: member.vip_level,
+                        joined_at: member.joined_at,
+                        nickname: None,
+                        avatar_url: None,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await?;
+        // Display fields at read time, through the cache, outside the room's cell.
+        let ids: Vec<UserId> = users.iter().map(|u| u.user_id.clone()).collect();
+        let mut displays = self.profiles.displays(&ids).await;
+        for user in &mut users {
+            if let Some(display) = displays.remove(&user.user_id) {
+                user.nickname = display.nickname;
+                user.avatar_url = display.avatar_url;
+            }
+        }
+        Ok(users)
     }
 
     /// Bans in force; moderators only.
@@ -144,9 +157,19 @@ impl RoomService {
             .clock
             .now()
             .day_key(self.runtime.rules().day_utc_offset_secs);
-        self.read_open(room_id, move |state| {
-            rank_of(state, period, today, limit as usize)
-        })
-        .await
+        let mut entries = self
+            .read_open(room_id, move |state| {
+                rank_of(state, period, today, limit as usize)
+            })
+            .await?;
+        let ids: Vec<UserId> = entries.iter().map(|e| e.user_id.clone()).collect();
+        let mut displays = self.profiles.displays(&ids).await;
+        for entry in &mut entries {
+            if let Some(display) = displays.remove(&entry.user_id) {
+                entry.nickname = display.nickname;
+                entry.avatar_url = display.avatar_url;
+            }
+        }
+        Ok(entries)
     }
 }

@@ -15,8 +15,9 @@ use crate::error::{Error, Result};
 use crate::gifts::GiftSaga;
 use crate::ports::{
     ClockRef, CommandReply, GiftCatalogRef, IdGenRef, PasswordAttemptsRef, PresenceRef,
-    RoomDirectoryRef, WalletRef,
+    RoomDirectoryRef, UserDirectoryRef, WalletRef,
 };
+use crate::profiles::{ProfileCacheConfig, Profiles};
 
 /// The ports the use cases need besides the runtime's.
 #[derive(Clone)]
@@ -33,6 +34,8 @@ pub struct ServicePorts {
     pub income: crate::ports::IncomeLedgerRef,
     /// Short ids and the room list.
     pub directory: RoomDirectoryRef,
+    /// Who people are: the profiles rooms show.
+    pub users: UserDirectoryRef,
     /// Heartbeats.
     pub presence: PresenceRef,
     /// Wrong room passwords, against brute force.
@@ -48,6 +51,8 @@ pub struct RoomService {
     pub(super) runtime: CellRuntime,
     pub(super) ports: ServicePorts,
     pub(super) gifts: GiftSaga,
+    /// Profiles, read for display through the node's cache.
+    pub(super) profiles: Arc<Profiles>,
     /// Rooms found created, so that requests for rooms other nodes run read nothing.
     known_rooms: crate::known::KnownRooms,
     /// Consumers handed each room's creation fact as soon as it is committed.
@@ -58,7 +63,7 @@ impl RoomService {
     /// The use cases over a runtime and ports.
     pub fn new(runtime: CellRuntime, ports: ServicePorts) -> Self {
         runtime.restore_presence_into(ports.presence.clone());
-        let gifts = GiftSaga::new(
+        let mut gifts = GiftSaga::new(
             runtime.clone(),
             ports.orders.clone(),
             ports.wallet.clone(),
@@ -67,10 +72,17 @@ impl RoomService {
             ports.clock.clone(),
             ports.ids.clone(),
         );
+        let profiles = Arc::new(Profiles::new(
+            ports.users.clone(),
+            ports.clock.clone(),
+            ProfileCacheConfig::default(),
+        ));
+        gifts.set_profiles(profiles.clone());
         RoomService {
             runtime,
             ports,
             gifts,
+            profiles,
             known_rooms: crate::known::KnownRooms::default(),
             early: Vec::new(),
         }
@@ -83,6 +95,22 @@ impl RoomService {
     pub fn with_early_consumer(mut self, consumer: Arc<FactConsumer>) -> Self {
         self.early.push(consumer);
         self
+    }
+
+    /// The service with its profile cache bounded by `config` instead of the default.
+    pub fn with_profile_cache(mut self, config: ProfileCacheConfig) -> Self {
+        self.profiles = Arc::new(Profiles::new(
+            self.ports.users.clone(),
+            self.ports.clock.clone(),
+            config,
+        ));
+        self.gifts.set_profiles(self.profiles.clone());
+        self
+    }
+
+    /// The profile use cases (the user directory and the node's cache of it).
+    pub fn profiles(&self) -> &Profiles {
+        &self.profiles
     }
 
     /// The runtime (for shutdown and metrics).
@@ -126,9 +154,16 @@ impl RoomService {
             (Some(key), Some(user)) => key.command_id(user, step)?,
             _ => CommandId::new(self.ports.ids.next_id()).map_err(Error::corrupt)?,
         };
-        self.runtime
-            .execute(room_id, Command::new(command_id, kind), actor, None)
-            .await
+        // The display events of a user's join and seat carry how the user is shown: looked up
+        // here, through the cache, before the command reaches the room.
+        let display = match (&kind, &actor) {
+            (CommandKind::Join { .. } | CommandKind::TakeSeat { .. }, Actor::User(user)) => {
+                self.profiles.display(&user.user_id).await
+            }
+            _ => None,
+        };
+        let command = Command::new(command_id, kind).with_display(display);
+        self.runtime.execute(room_id, command, actor, None).await
     }
 
     /// Refuses room ids that were never created, before they reach a cell: activating a cell

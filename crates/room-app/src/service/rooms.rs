@@ -114,7 +114,26 @@ impl RoomService {
             .await?
             .ok_or(Error::Rejected(Rejection::RoomNotFound))?;
         let short_id = self.ports.directory.get_short_id(room_id).await?;
-        Ok(RoomView { short_id, ..view })
+        let mut view = RoomView { short_id, ..view };
+        // Display fields at read time, through the cache, outside the room's cell.
+        let users: Vec<UserId> = view
+            .owner
+            .iter()
+            .chain(view.seats.iter().filter_map(|seat| seat.user.as_ref()))
+            .cloned()
+            .collect();
+        let displays = self.profiles.displays(&users).await;
+        if let Some(display) = view.owner.as_ref().and_then(|owner| displays.get(owner)) {
+            view.owner_nickname = display.nickname.clone();
+            view.owner_avatar_url = display.avatar_url.clone();
+        }
+        for seat in &mut view.seats {
+            if let Some(display) = seat.user.as_ref().and_then(|user| displays.get(user)) {
+                seat.nickname = display.nickname.clone();
+                seat.avatar_url = display.avatar_url.clone();
+            }
+        }
+        Ok(view)
     }
 
     /// The room with this short id.

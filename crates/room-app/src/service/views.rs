@@ -18,6 +18,10 @@ pub struct RoomView {
     pub status: RoomStatus,
     /// The owner.
     pub owner: Option<UserId>,
+    /// The owner's nickname, from the profile cache when the view is read.
+    pub owner_nickname: Option<String>,
+    /// The owner's avatar URL, from the profile cache when the view is read.
+    pub owner_avatar_url: Option<String>,
     /// Name.
     pub name: String,
     /// Notice board.
@@ -53,6 +57,10 @@ pub struct SeatView {
     pub index: SeatIndex,
     /// Its holder.
     pub user: Option<UserId>,
+    /// The holder's nickname, from the profile cache when the view is read.
+    pub nickname: Option<String>,
+    /// The holder's avatar URL, from the profile cache when the view is read.
+    pub avatar_url: Option<String>,
     /// Whether it is locked.
     pub locked: bool,
     /// Whether it is muted.
@@ -87,6 +95,10 @@ pub struct OnlineUser {
     pub vip_level: u8,
     /// When they joined.
     pub joined_at: Timestamp,
+    /// Their nickname, from the profile cache when the list is read.
+    pub nickname: Option<String>,
+    /// Their avatar URL, from the profile cache when the list is read.
+    pub avatar_url: Option<String>,
 }
 
 /// A ban as moderators see it.
@@ -105,6 +117,10 @@ pub struct RankEntry {
     pub user_id: UserId,
     /// Coins given in the period.
     pub coins: Coins,
+    /// Their nickname, from the profile cache when the rank is read.
+    pub nickname: Option<String>,
+    /// Their avatar URL, from the profile cache when the rank is read.
+    pub avatar_url: Option<String>,
 }
 
 /// The period of a contribution rank.
@@ -148,6 +164,8 @@ pub(super) fn view_of(state: &RoomState, rules: &room_domain::RoomRules) -> Opti
         short_id: None,
         status: state.status,
         owner: state.owner.clone(),
+        owner_nickname: None,
+        owner_avatar_url: None,
         name: state.profile.name.clone(),
         notice: state.profile.notice.clone(),
         cover_url: state.profile.cover_url.clone(),
@@ -162,6 +180,8 @@ pub(super) fn view_of(state: &RoomState, rules: &room_domain::RoomRules) -> Opti
             .map(|(i, seat)| SeatView {
                 index: SeatIndex(u8::try_from(i).unwrap_or(u8::MAX)),
                 user: seat.occupant.as_ref().map(|o| o.user.clone()),
+                nickname: None,
+                avatar_url: None,
                 locked: seat.locked,
                 muted: seat.muted,
                 publishing: seat
@@ -202,6 +222,8 @@ pub(super) fn rank_of(
         .map(|(user, coins)| RankEntry {
             user_id: user.clone(),
             coins: *coins,
+            nickname: None,
+            avatar_url: None,
         })
         .collect();
     entries.sort_by(|a, b| {

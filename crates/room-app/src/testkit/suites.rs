@@ -24,6 +24,7 @@ mod robot_rooms;
 mod room_directory;
 mod snapshot_store;
 mod timers;
+mod user_directory;
 mod wallet;
 mod work_claims;
 
@@ -43,5 +44,6 @@ pub use robot_rooms::robot_rooms_suite;
 pub use room_directory::room_directory_suite;
 pub use snapshot_store::snapshot_store_suite;
 pub use timers::timers_suite;
+pub use user_directory::user_directory_suite;
 pub use wallet::wallet_suite;
 pub use work_claims::work_claims_suite;

@@ -64,6 +64,8 @@ fn gift_fact(recipients: &[&str], version: Option<u64>, robot: bool) -> EventEnv
             lucky: None,
             robot,
             billing_version: version,
+            sender_nickname: None,
+            sender_avatar_url: None,
         }),
     )
 }
@@ -210,4 +212,39 @@ async fn what_a_retry_can_mend_is_retried() {
         assert_eq!(error.is_retryable(), retryable, "{error}");
     }
     assert_eq!(balance(&store, "bob").await, Coins::ZERO);
+}
+
+#[tokio::test]
+async fn an_agency_is_the_one_the_user_directory_names_when_income_is_credited() {
+    use room_app::income::DirectoryAgencies;
+    use room_app::ports::{Change, ProfilePatch, UserDirectory};
+    let store = store().await;
+    let agency = |name: &str| ProfilePatch {
+        agency: Change::Set(name.into()),
+        ..ProfilePatch::default()
+    };
+    store
+        .upsert_profile(&uid("bob"), &agency("agency-1"))
+        .await
+        .unwrap();
+    let consumer = consumer(&store, Arc::new(DirectoryAgencies(store.clone())));
+    consumer
+        .handle(&gift_fact(&["bob", "dave"], Some(1), false))
+        .await
+        .unwrap();
+    assert_eq!(balance(&store, "agency-1").await, Coins(20), "bob's agency");
+    assert_eq!(balance(&store, "bob").await, Coins(50));
+
+    // Bob moves to another agency: the next gift pays that one; the first stays paid.
+    store
+        .upsert_profile(&uid("bob"), &agency("agency-2"))
+        .await
+        .unwrap();
+    let mut next = gift_fact(&["bob"], Some(1), false);
+    if let Event::RoomGiftSent(gift) = &mut next.event {
+        gift.order_id = OrderId::new("o-2").unwrap();
+    }
+    consumer.handle(&next).await.unwrap();
+    assert_eq!(balance(&store, "agency-2").await, Coins(20));
+    assert_eq!(balance(&store, "agency-1").await, Coins(20));
 }

@@ -391,6 +391,7 @@ impl WorldBuilder {
             billing: store.clone(),
             income: store.clone(),
             directory: self.directory.unwrap_or_else(|| store.clone()),
+            users: store.clone(),
             presence: self
                 .presence
                 .unwrap_or_else(|| Arc::new(LocalPresence::new())),

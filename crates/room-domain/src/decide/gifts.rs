@@ -3,6 +3,7 @@
 
 use crate::actor::Actor;
 use crate::command::{ApplyGift, Ctx, RobotGift};
+use crate::display::UserDisplay;
 use crate::event::{Event, GiftSent, LuckyOutcome};
 use crate::ids::{CommandId, OrderId, UserId};
 use crate::money::Coins;
@@ -19,6 +20,7 @@ pub(super) fn apply_gift(
     ctx: &Ctx<'_>,
     standing: Standing,
     gift: &ApplyGift,
+    sender_display: Option<&UserDisplay>,
 ) -> Result<Vec<Event>, Rejection> {
     // Robots give only free robot gifts: a paid gift in a robot's name would be money a
     // robot spent.
@@ -72,6 +74,7 @@ pub(super) fn apply_gift(
         .checked_add(total_value)
         .ok_or(Rejection::AmountOverflow)?;
 
+    let (sender_nickname, sender_avatar_url) = UserDisplay::split(sender_display);
     let mut events = Vec::with_capacity(6);
     events.push(Event::RoomGiftSent(GiftSent {
         order_id: gift.order_id.clone(),
@@ -86,6 +89,8 @@ pub(super) fn apply_gift(
         lucky,
         robot: false,
         billing_version: gift.gift.billing_version,
+        sender_nickname,
+        sender_avatar_url,
     }));
     if heat_added != 0 {
         events.push(Event::RoomHeatChanged {
@@ -166,6 +171,8 @@ pub(super) fn robot_gift(
         lucky: None,
         robot: true,
         billing_version: None,
+        sender_nickname: None,
+        sender_avatar_url: None,
     }));
     if heat_added != 0 {
         events.push(Event::RoomHeatChanged {

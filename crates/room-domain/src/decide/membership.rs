@@ -3,6 +3,7 @@
 
 use crate::actor::{Actor, UserActor};
 use crate::command::Ctx;
+use crate::display::UserDisplay;
 use crate::event::{Event, LeaveReason, MicDownReason};
 use crate::ids::UserId;
 use crate::rejection::Rejection;
@@ -19,6 +20,7 @@ pub(super) fn join(
     ctx: &Ctx<'_>,
     password_verified: bool,
     verified_lock: Option<&PasswordHash>,
+    display: Option<&UserDisplay>,
 ) -> Result<Vec<Event>, Rejection> {
     let password_verified = password_verified
         && verified_lock.is_none_or(|lock| state.settings.lock.as_ref() == Some(lock));
@@ -54,12 +56,15 @@ pub(super) fn join(
     if state.members.len() >= max as usize {
         return Err(Rejection::RoomFull { max });
     }
+    let (nickname, avatar_url) = UserDisplay::split(display);
     Ok(vec![Event::RoomUserJoined {
         user: user.clone(),
         role,
         vip_level: actor.vip_level,
         joined_at: ctx.now,
         robot,
+        nickname,
+        avatar_url,
     }])
 }
 

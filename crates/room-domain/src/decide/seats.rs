@@ -3,6 +3,7 @@
 //! when a user leaves a seat with the room, a kick or a closing.
 
 use crate::command::{Ctx, RTC_CLOCK_SKEW_MS};
+use crate::display::UserDisplay;
 use crate::event::{Event, MicChange, MicDownReason};
 use crate::ids::{SeatIndex, SeatSessionId, UserId};
 use crate::rejection::Rejection;
@@ -19,6 +20,7 @@ pub(super) fn take_seat(
     state: &RoomState,
     ctx: &Ctx<'_>,
     seat: SeatIndex,
+    display: Option<&UserDisplay>,
 ) -> Result<Vec<Event>, Rejection> {
     let user = acting_user(ctx)?;
     require_member(state, user)?;
@@ -36,6 +38,7 @@ pub(super) fn take_seat(
     if let Some(old) = state.seat_of(user) {
         events.push(down_from(state, old, MicDownReason::Moved));
     }
+    let (nickname, avatar_url) = UserDisplay::split(display);
     events.push(Event::RoomMicChanged {
         seat,
         change: MicChange::Up {
@@ -44,6 +47,8 @@ pub(super) fn take_seat(
             since: ctx.now,
             publish_deadline: ctx.now.plus_secs(ctx.rules.mic_publish_timeout_secs),
             robot: is_robot_member(state, user),
+            nickname,
+            avatar_url,
         },
     });
     Ok(events)

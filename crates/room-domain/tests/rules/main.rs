@@ -4,6 +4,7 @@
 //! One module per rule family; `fixture` drives a room through `decide` and `evolve` and
 //! builds the commands the families share.
 
+mod display;
 mod fixture;
 mod gifts;
 mod membership;

@@ -26,6 +26,8 @@ fn joining_records_role_and_vip_level_and_joining_twice_changes_nothing() {
             vip_level: 3,
             joined_at: NOON,
             robot: false,
+            nickname: None,
+            avatar_url: None,
         }]
     );
     let version = room.state.version;

@@ -23,6 +23,8 @@ fn robot_joins_and_leaves_are_marked_and_displayed_but_not_durable() {
             vip_level: 0,
             joined_at: NOON,
             robot: true,
+            nickname: None,
+            avatar_url: None,
         }]
     );
     assert!(room.state.members[&id("bot-1")].robot);
@@ -119,6 +121,8 @@ fn a_robot_gift_adds_heat_but_no_fuel_no_rank_and_no_durable_event() {
                 lucky: None,
                 robot: true,
                 billing_version: None,
+                sender_nickname: None,
+                sender_avatar_url: None,
             }),
             Event::RoomHeatChanged {
                 heat: 60,

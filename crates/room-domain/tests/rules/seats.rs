@@ -28,6 +28,8 @@ fn taking_a_seat_opens_a_session_with_a_publish_deadline() {
                 since: NOON,
                 publish_deadline: NOON.plus_secs(room.rules.mic_publish_timeout_secs),
                 robot: false,
+                nickname: None,
+                avatar_url: None,
             },
         }]
     );
@@ -60,6 +62,8 @@ fn taking_another_seat_moves_the_user() {
                     since: NOON,
                     publish_deadline: NOON.plus_secs(30),
                     robot: false,
+                    nickname: None,
+                    avatar_url: None,
                 },
             },
         ]

@@ -337,3 +337,26 @@ fn config_doc_is_the_rendering_of_the_settings() {
          `ROOM_WRITE_DOCS=1 cargo test -p room-node config_doc` and commit the file"
     );
 }
+
+#[test]
+fn the_profile_cache_is_bounded() {
+    figment::Jail::expect_with(|jail| {
+        jail.clear_env();
+        let defaults = Settings::load(Path::new("absent.toml")).unwrap();
+        assert_eq!(defaults.profiles.cache().capacity, 50_000);
+        assert_eq!(defaults.profiles.cache().ttl, Duration::from_secs(10));
+        for (key, value, accepted) in [
+            ("ROOM__PROFILES__CACHE_CAPACITY", "0", true),
+            ("ROOM__PROFILES__CACHE_CAPACITY", "10000000", true),
+            ("ROOM__PROFILES__CACHE_CAPACITY", "10000001", false),
+            ("ROOM__PROFILES__CACHE_TTL_MS", "600000", true),
+            ("ROOM__PROFILES__CACHE_TTL_MS", "600001", false),
+        ] {
+            jail.set_env(key, value);
+            let loaded = Settings::load(Path::new("absent.toml"));
+            assert_eq!(loaded.is_ok(), accepted, "{key}={value}: {loaded:?}");
+            jail.clear_env();
+        }
+        Ok(())
+    });
+}

@@ -121,6 +121,11 @@ pub struct RoomResponse {
     pub status: String,
     /// The owner.
     pub owner: Option<String>,
+    /// The owner's nickname (`null` when they have none); a change shows within
+    /// `ROOM__PROFILES__CACHE_TTL_MS`.
+    pub owner_nickname: Option<String>,
+    /// The owner's avatar URL (`null` when they have none).
+    pub owner_avatar_url: Option<String>,
     /// Name.
     pub name: String,
     /// Notice board.
@@ -156,6 +161,10 @@ pub struct SeatResponse {
     pub index: u8,
     /// Who sits on it.
     pub user_id: Option<String>,
+    /// The holder's nickname (`null` when empty or they have none).
+    pub nickname: Option<String>,
+    /// The holder's avatar URL (`null` when empty or they have none).
+    pub avatar_url: Option<String>,
     /// Locked seats cannot be taken.
     pub locked: bool,
     /// Muted.
@@ -193,6 +202,8 @@ impl From<RoomView> for RoomResponse {
             short_id: view.short_id,
             status: enum_name(&view.status),
             owner: view.owner.map(|u| u.to_string()),
+            owner_nickname: view.owner_nickname,
+            owner_avatar_url: view.owner_avatar_url,
             name: view.name,
             notice: view.notice,
             cover_url: view.cover_url,
@@ -206,6 +217,8 @@ impl From<RoomView> for RoomResponse {
                 .map(|seat| SeatResponse {
                     index: seat.index.0,
                     user_id: seat.user.map(|u| u.to_string()),
+                    nickname: seat.nickname,
+                    avatar_url: seat.avatar_url,
                     locked: seat.locked,
                     muted: seat.muted,
                     publishing: seat.publishing,
@@ -276,6 +289,10 @@ pub struct OnlineUserResponse {
     pub vip_level: u8,
     /// When they joined.
     pub joined_at: i64,
+    /// Their nickname (`null` when they have none).
+    pub nickname: Option<String>,
+    /// Their avatar URL (`null` when they have none).
+    pub avatar_url: Option<String>,
 }
 
 impl From<OnlineUser> for OnlineUserResponse {
@@ -285,6 +302,8 @@ impl From<OnlineUser> for OnlineUserResponse {
             user_id: user.user_id.to_string(),
             vip_level: user.vip_level,
             joined_at: user.joined_at.0,
+            nickname: user.nickname,
+            avatar_url: user.avatar_url,
         }
     }
 }
@@ -330,6 +349,10 @@ pub struct RankEntryResponse {
     pub user_id: String,
     /// Coins given in the period.
     pub coins: i64,
+    /// Their nickname (`null` when they have none).
+    pub nickname: Option<String>,
+    /// Their avatar URL (`null` when they have none).
+    pub avatar_url: Option<String>,
 }
 
 impl From<RankEntry> for RankEntryResponse {
@@ -337,6 +360,8 @@ impl From<RankEntry> for RankEntryResponse {
         RankEntryResponse {
             user_id: entry.user_id.to_string(),
             coins: entry.coins.0,
+            nickname: entry.nickname,
+            avatar_url: entry.avatar_url,
         }
     }
 }

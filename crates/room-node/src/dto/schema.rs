@@ -113,6 +113,36 @@ string_schema!(
 );
 
 string_schema!(
+    /// The schema of a nickname: the room name's text rule.
+    Nickname,
+    "1 to 30 characters with at least one that is not whitespace, no control character, no \
+     bidirectional embedding, override or isolate (the room name's rule); anything else is 400 \
+     `INVALID_PROFILE`.",
+    Some(1),
+    room_app::ports::MAX_NICKNAME_CHARS,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202a-\u202f\u205f\u2066-\u2069\u3000][^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
+    /// The schema of a user's region code.
+    UserRegion,
+    "1 to 32 ASCII letters, digits, `-` or `_`; anything else is 400 `INVALID_PROFILE`.",
+    Some(1),
+    room_app::ports::MAX_REGION_CHARS,
+    r"^[A-Za-z0-9_-]+$"
+);
+
+string_schema!(
+    /// The schema of a user's country.
+    Country,
+    "An ISO 3166-1 alpha-2 code: two ASCII uppercase letters (`SA`, `EG`); anything else is \
+     400 `INVALID_PROFILE`.",
+    Some(2),
+    2,
+    r"^[A-Z]{2}$"
+);
+
+string_schema!(
     /// The schema of a catalog gift's display name.
     GiftName,
     "1 to 64 characters with at least one that is not whitespace.",

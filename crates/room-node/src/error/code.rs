@@ -102,6 +102,10 @@ api_codes! {
     /// A billing policy with a share outside 0..=10000 basis points, shares adding up to more
     /// than 10000, an invalid gift id or too many overrides.
     InvalidBillingPolicy = "INVALID_BILLING_POLICY", BAD_REQUEST, false;
+    /// A profile value that breaks its field's rule (nickname, avatar URL, region, country,
+    /// agency), or a batch of more than 500 users; the message names the field, and in a
+    /// batch the entry (`users[3].country`). Nothing was written.
+    InvalidProfile = "INVALID_PROFILE", BAD_REQUEST, false;
     /// The request body did not arrive within half the request timeout.
     BodyTimeout = "BODY_TIMEOUT", REQUEST_TIMEOUT, false;
     /// The request body is larger than 64 KiB.

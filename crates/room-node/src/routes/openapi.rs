@@ -222,7 +222,7 @@ enum KeyUse {
 
 /// The mutating routes (method and path template) that use their `Idempotency-Key` their own
 /// way: most are idempotent by an id of their own and check the header only.
-const OWN_KEYS: [(&str, &str, KeyUse); 7] = [
+const OWN_KEYS: [(&str, &str, KeyUse); 10] = [
     (
         "post",
         "/v1/rooms/{room_id}/gifts",
@@ -237,6 +237,21 @@ const OWN_KEYS: [(&str, &str, KeyUse); 7] = [
         "put",
         "/v1/admin/gifts/{gift_id}",
         KeyUse::Own("the gift id (a `PUT` of the same gift)"),
+    ),
+    (
+        "put",
+        "/v1/admin/users/{user_id}",
+        KeyUse::Own("its body (a `PUT` of the same fields writes the same profile)"),
+    ),
+    (
+        "put",
+        "/v1/admin/users",
+        KeyUse::Own("its body (a repeat of the batch writes the same profiles)"),
+    ),
+    (
+        "patch",
+        "/v1/me/profile",
+        KeyUse::Own("its body (a repeat of the change writes the same profile)"),
     ),
     (
         "post",
