@@ -12,6 +12,7 @@ use room_domain::{
 };
 
 use crate::error::{Error, Result};
+mod follows;
 mod positions;
 
 use crate::ports::{
@@ -76,6 +77,8 @@ struct Tables {
     positions: HashMap<String, i64>,
     /// Idempotency keys' records, by key.
     keyed: HashMap<String, KeyedRecord>,
+    /// Which rooms users follow.
+    follows: follows::Follows,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
