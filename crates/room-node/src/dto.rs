@@ -28,9 +28,10 @@ pub use robot_rooms::{
     RobotRoomListResponse, RobotRoomResponse,
 };
 pub use rooms::{
-    BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, JoinRequest, KickRequest,
-    LockSeatRequest, MuteSeatRequest, OnlineUsersResponse, PatchRoomRequest, RankResponse,
-    RoomListResponse, RoomResponse, UnbanRequest,
+    BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, FollowResponse, FollowedRoomItem,
+    FollowedRoomsResponse, JoinRequest, KickRequest, LockSeatRequest, MuteSeatRequest,
+    OnlineUsersResponse, PatchRoomRequest, RankResponse, RoomListResponse, RoomResponse,
+    UnbanRequest,
 };
 pub use schema::{
     Audience, GiftName, Id, ImageUrl, Notice, OrderIdSchema, Recipients, Region, RobotPool,

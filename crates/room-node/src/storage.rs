@@ -8,8 +8,9 @@ use anyhow::{Context, bail};
 use room_app::ports::{
     CellStore, CellStoreRef, ConsumerPositions, ConsumerPositionsRef, GiftCatalog, GiftCatalogRef,
     GiftOrders, GiftOrdersRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts,
-    PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore,
-    SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
+    PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, RoomFollows,
+    RoomFollowsRef, SnapshotStore, SnapshotStoreRef, Timers, TimersRef, Wallet, WalletRef,
+    WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -43,6 +44,8 @@ pub struct Storage {
     pub positions: ConsumerPositionsRef,
     /// The records of requests sent with an `Idempotency-Key`.
     pub keyed: KeyedRequestsRef,
+    /// The rooms users follow.
+    pub follows: RoomFollowsRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -66,6 +69,7 @@ impl Storage {
             + RobotRooms
             + ConsumerPositions
             + KeyedRequests
+            + RoomFollows
             + 'static,
     {
         Storage {
@@ -81,6 +85,7 @@ impl Storage {
             robots: store.clone(),
             positions: store.clone(),
             keyed: store.clone(),
+            follows: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

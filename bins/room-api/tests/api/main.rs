@@ -7,6 +7,7 @@ mod bad_input;
 mod cluster;
 mod dead_letters;
 mod flow;
+mod follows;
 mod gifts;
 mod idempotency;
 mod identity;
