@@ -47,6 +47,19 @@ enum LedgerEntry {
     Void,
 }
 
+/// The follows' "tables".
+#[derive(Default)]
+struct Follows {
+    /// Each user's follows: sequence number -> (room, followed at).
+    by_user: HashMap<UserId, BTreeMap<i64, (RoomId, Timestamp)>>,
+    /// (user, room) -> sequence number: the unique key.
+    seqs: HashMap<(UserId, RoomId), i64>,
+    /// Each room's number of followers.
+    followers: HashMap<RoomId, u64>,
+    /// The last sequence number given.
+    last_seq: i64,
+}
+
 #[derive(Default)]
 struct Tables {
     cells: HashMap<RoomId, Cell>,
@@ -78,7 +91,7 @@ struct Tables {
     /// Idempotency keys' records, by key.
     keyed: HashMap<String, KeyedRecord>,
     /// Which rooms users follow.
-    follows: follows::Follows,
+    follows: Follows,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

@@ -1,7 +1,7 @@
 //! [`RoomFollows`] of the [`InMemoryStore`]: each user's follows by sequence number, counted
 //! and written under the store's one lock, so that the maximum holds however follows race.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use room_domain::{RoomId, Timestamp, UserId};
@@ -9,19 +9,6 @@ use room_domain::{RoomId, Timestamp, UserId};
 use super::InMemoryStore;
 use crate::error::Result;
 use crate::ports::{FollowOutcome, FollowedRoom, MAX_FOLLOW_PAGE, RoomFollows};
-
-/// The follows' "tables".
-#[derive(Default)]
-pub(super) struct Follows {
-    /// Each user's follows: sequence number -> (room, followed at).
-    by_user: HashMap<UserId, BTreeMap<i64, (RoomId, Timestamp)>>,
-    /// (user, room) -> sequence number: the unique key.
-    seqs: HashMap<(UserId, RoomId), i64>,
-    /// Each room's number of followers.
-    followers: HashMap<RoomId, u64>,
-    /// The last sequence number given.
-    last_seq: i64,
-}
 
 #[async_trait]
 impl RoomFollows for InMemoryStore {
