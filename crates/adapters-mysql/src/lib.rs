@@ -31,6 +31,7 @@ mod claims;
 mod codec;
 mod connect;
 mod directory;
+mod follows;
 mod keyed;
 mod orders;
 mod outbox;

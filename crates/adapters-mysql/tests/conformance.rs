@@ -125,6 +125,14 @@ async fn robot_rooms() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn room_follows() {
+    let Some(fresh) = Fresh::new("conformance::room_follows").await else {
+        return;
+    };
+    testkit::room_follows_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn consumer_positions() {
     let Some(fresh) = Fresh::new("conformance::consumer_positions").await else {
         return;

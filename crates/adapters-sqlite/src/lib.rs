@@ -25,6 +25,7 @@ mod claims;
 mod codec;
 mod connection;
 mod directory;
+mod follows;
 mod keyed;
 mod orders;
 mod outbox;

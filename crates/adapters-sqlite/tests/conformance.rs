@@ -92,6 +92,12 @@ async fn robot_rooms() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn room_follows() {
+    let fresh = Fresh::default();
+    testkit::room_follows_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn consumer_positions() {
     let fresh = Fresh::default();
     testkit::consumer_positions_suite(|| fresh.store()).await;

@@ -13,6 +13,7 @@ pub mod consumers;
 pub mod dead_letters;
 pub mod digest;
 mod error;
+pub mod follows;
 mod footprint;
 mod gifts;
 mod ids;

@@ -13,6 +13,7 @@ use room_domain::{
 
 use crate::error::{Error, Result};
 mod billing;
+mod follows;
 mod positions;
 mod users;
 
@@ -46,6 +47,19 @@ enum LedgerEntry {
         balance_after: Coins,
     },
     Void,
+}
+
+/// The follows' "tables".
+#[derive(Default)]
+struct Follows {
+    /// Each user's follows: sequence number -> (room, followed at).
+    by_user: HashMap<UserId, BTreeMap<i64, (RoomId, Timestamp)>>,
+    /// (user, room) -> sequence number: the unique key.
+    seqs: HashMap<(UserId, RoomId), i64>,
+    /// Each room's number of followers.
+    followers: HashMap<RoomId, u64>,
+    /// The last sequence number given.
+    last_seq: i64,
 }
 
 #[derive(Default)]
@@ -88,6 +102,8 @@ struct Tables {
     income_keys: std::collections::HashSet<(UserId, OrderId, UserId, room_domain::IncomePart)>,
     /// The user directory's profiles, by user id.
     profiles: BTreeMap<UserId, crate::ports::UserProfile>,
+    /// Which rooms users follow.
+    follows: Follows,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

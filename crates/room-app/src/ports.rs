@@ -18,7 +18,8 @@
 //! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims),
 //!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
-//! - people: [`presence`](Presence), [`password_attempts`](PasswordAttempts),
+//! - people: [`presence`](Presence), [`follows`](RoomFollows) (the rooms users follow),
+//!   [`password_attempts`](PasswordAttempts),
 //!   [`rate_budgets`](RateBudgets) (per-user request budgets), [`open_streams`](OpenStreams)
 //!   (the event streams users hold over the cluster),
 //!   [`messenger`](Messenger) (display events);
@@ -31,6 +32,7 @@ mod catalog;
 mod cell_store;
 mod clock;
 mod directory;
+mod follows;
 mod forwarder;
 mod gift_orders;
 mod income;
@@ -60,6 +62,7 @@ pub use cell_store::{
 };
 pub use clock::{Clock, ClockRef, IdGen, IdGenRef};
 pub use directory::{RoomDirectory, RoomDirectoryRef, RoomSummary};
+pub use follows::{FollowOutcome, FollowedRoom, MAX_FOLLOW_PAGE, RoomFollows, RoomFollowsRef};
 pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer, ReadKind};
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
 pub use income::{
@@ -101,6 +104,7 @@ pub use self::{
     cell_store::MockCellStore,
     clock::{MockClock, MockIdGen},
     directory::MockRoomDirectory,
+    follows::MockRoomFollows,
     forwarder::MockForwarder,
     gift_orders::MockGiftOrders,
     income::{MockAgencies, MockIncomeLedger},

@@ -354,6 +354,12 @@ impl App {
             // A claim unanswered for twice the request timeout was a node that died running
             // it: a repeat takes it over.
             // Claims are dated by the store's clock, as work claims are.
+            follows: Arc::new(room_app::follows::RoomFollowing::new(
+                storage.follows.clone(),
+                storage.directory.clone(),
+                keys_clock.clone(),
+                settings.lists.max_follows_per_user,
+            )),
             keyed: room_app::keyed::KeyedGate::on_store_clock(
                 storage.keyed.clone(),
                 keys_clock,

@@ -18,6 +18,7 @@ mod im;
 mod kafka;
 mod lease;
 mod limits;
+mod lists;
 mod outbox;
 mod presence;
 mod profiles;
@@ -46,6 +47,7 @@ pub use cluster::ClusterSettings;
 pub use http::{HttpSettings, MAX_BODY_BYTES};
 pub use lease::{LeaseSettings, MIN_LEASE_TTL_MS};
 pub use limits::LimitSettings;
+pub use lists::{ListSettings, MAX_FOLLOWS_PER_USER};
 pub use outbox::OutboxSettings;
 pub use presence::PresenceSettings;
 pub use profiles::{MAX_PROFILE_CACHE_CAPACITY, MAX_PROFILE_CACHE_TTL_MS, ProfileSettings};
@@ -61,7 +63,7 @@ use crate::role::Role;
 pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 
 /// Every section as the reference describes it, in the order of [`Settings`]' fields.
-const SECTIONS: [&reference::Section; 17] = [
+const SECTIONS: [&reference::Section; 18] = [
     &http::SECTION,
     &storage::SECTION,
     &auth::SECTION,
@@ -79,6 +81,7 @@ const SECTIONS: [&reference::Section; 17] = [
     &kafka::SECTION,
     &im::SECTION,
     &robots::SECTION,
+    &lists::SECTION,
 ];
 
 /// Everything the service reads from its configuration.
@@ -120,6 +123,8 @@ pub struct Settings {
     pub im: adapters_tencent_im::ImSettings,
     /// Robot rooms.
     pub robots: RobotSettings,
+    /// The room lists and follows.
+    pub lists: ListSettings,
 }
 
 impl Settings {
@@ -197,6 +202,12 @@ impl Settings {
              characters without whitespace, control characters or `/` (empty, every user \
              would be a robot)",
             room_domain::MAX_ID_CHARS - 1
+        );
+        let follows = self.lists.max_follows_per_user;
+        anyhow::ensure!(
+            (1..=MAX_FOLLOWS_PER_USER).contains(&follows),
+            "ROOM__LISTS__MAX_FOLLOWS_PER_USER is {follows}: it must be 1 to \
+             {MAX_FOLLOWS_PER_USER}"
         );
         let window = self.rtc.callback_window_secs;
         anyhow::ensure!(

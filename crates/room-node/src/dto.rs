@@ -31,9 +31,10 @@ pub use robot_rooms::{
     RobotRoomListResponse, RobotRoomResponse,
 };
 pub use rooms::{
-    BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, JoinRequest, KickRequest,
-    LockSeatRequest, MuteSeatRequest, OnlineUsersResponse, PatchRoomRequest, RankResponse,
-    RoomListResponse, RoomResponse, UnbanRequest,
+    BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, FollowResponse, FollowedRoomItem,
+    FollowedRoomsResponse, JoinRequest, KickRequest, LockSeatRequest, MuteSeatRequest,
+    OnlineUsersResponse, PatchRoomRequest, RankResponse, RoomListResponse, RoomResponse,
+    UnbanRequest,
 };
 pub use schema::{
     Audience, Country, GiftName, Id, ImageUrl, Nickname, Notice, OrderIdSchema, Recipients, Region,

@@ -5,6 +5,7 @@ mod admin;
 mod billing;
 mod callbacks;
 mod events;
+mod follows;
 mod gifts;
 mod openapi;
 mod ops;
@@ -117,6 +118,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rooms::banned_users))
         .routes(routes!(rooms::put_admin, rooms::delete_admin))
         .routes(routes!(rooms::contribution_rank))
+        .routes(routes!(follows::follow_room, follows::unfollow_room))
+        .routes(routes!(follows::followed_rooms))
         .routes(routes!(events::room_events))
         .routes(routes!(gifts::send_gift))
         .routes(routes!(gifts::list_gifts))

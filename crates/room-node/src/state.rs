@@ -83,6 +83,8 @@ pub struct HandlerContext {
     pub links: LinkTasks,
     /// The `Idempotency-Key` rule over the shared records of keyed requests.
     pub keyed: Arc<room_app::keyed::KeyedGate>,
+    /// Following rooms.
+    pub follows: Arc<room_app::follows::RoomFollowing>,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

@@ -9,9 +9,9 @@ use room_app::ports::{
     BillingPolicies, BillingPoliciesRef, CellStore, CellStoreRef, ConsumerPositions,
     ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, IncomeLedger,
     IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts, PayoutsRef,
-    RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, SnapshotStore, SnapshotStoreRef,
-    Timers, TimersRef, UserDirectory, UserDirectoryRef, Wallet, WalletRef, WorkClaims,
-    WorkClaimsRef,
+    RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, RoomFollows, RoomFollowsRef,
+    SnapshotStore, SnapshotStoreRef, Timers, TimersRef, UserDirectory, UserDirectoryRef, Wallet,
+    WalletRef, WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -51,6 +51,8 @@ pub struct Storage {
     pub income: IncomeLedgerRef,
     /// Who people are: nickname, avatar, region, country, agency.
     pub users: UserDirectoryRef,
+    /// The rooms users follow.
+    pub follows: RoomFollowsRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -77,6 +79,7 @@ impl Storage {
             + BillingPolicies
             + IncomeLedger
             + UserDirectory
+            + RoomFollows
             + 'static,
     {
         Storage {
@@ -95,6 +98,7 @@ impl Storage {
             billing: store.clone(),
             income: store.clone(),
             users: store.clone(),
+            follows: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

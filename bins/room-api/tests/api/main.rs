@@ -8,6 +8,7 @@ mod billing;
 mod cluster;
 mod dead_letters;
 mod flow;
+mod follows;
 mod gifts;
 mod idempotency;
 mod identity;

@@ -360,3 +360,30 @@ fn the_profile_cache_is_bounded() {
         Ok(())
     });
 }
+
+#[test]
+fn the_follow_cap_is_1000_by_default_and_bounded() {
+    figment::Jail::expect_with(|jail| {
+        jail.clear_env();
+        let settings = Settings::load(Path::new("absent.toml")).unwrap();
+        assert_eq!(settings.lists.max_follows_per_user, 1000);
+        for (cap, accepted) in [("0", false), ("1", true), ("10000", true), ("10001", false)] {
+            jail.set_env("ROOM__LISTS__MAX_FOLLOWS_PER_USER", cap);
+            match Settings::load(Path::new("absent.toml")) {
+                Ok(settings) => {
+                    assert!(accepted, "{cap} was accepted");
+                    assert_eq!(settings.lists.max_follows_per_user.to_string(), cap);
+                }
+                Err(error) => {
+                    assert!(!accepted, "{cap} was refused: {error}");
+                    let message = error.to_string();
+                    assert!(
+                        message.contains("ROOM__LISTS__MAX_FOLLOWS_PER_USER"),
+                        "{message}"
+                    );
+                }
+            }
+        }
+        Ok(())
+    });
+}

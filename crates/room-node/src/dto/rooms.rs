@@ -152,6 +152,10 @@ pub struct RoomResponse {
     pub rocket: RocketResponse,
     /// The room's version: rises with every change.
     pub version: u64,
+    /// How many users follow the room; in the answer of `GET /v1/rooms/{room_id}` (absent
+    /// from the answers of changes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follower_count: Option<u64>,
 }
 
 /// A mic seat.
@@ -235,6 +239,7 @@ impl From<RoomView> for RoomResponse {
                 launch_at: view.rocket.launch_at.map(|t| t.0),
             },
             version: view.version,
+            follower_count: None,
         }
     }
 }
@@ -373,4 +378,37 @@ pub struct RankResponse {
     pub period: String,
     /// Top givers, most coins first.
     pub entries: Vec<RankEntryResponse>,
+}
+
+/// A room the caller follows, with its live status.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FollowedRoomItem {
+    /// The room id.
+    pub room_id: String,
+    /// Its name (empty when the room never committed a change).
+    pub name: String,
+    /// Whether it is open.
+    pub open: bool,
+    /// Members present.
+    pub online_count: u32,
+    /// When the caller followed it, in ms since the Unix epoch.
+    pub followed_at: i64,
+}
+
+/// A page of the rooms the caller follows: open ones first, then newest follow first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FollowedRoomsResponse {
+    /// The rooms.
+    pub rooms: Vec<FollowedRoomItem>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// The caller's follow of a room, after a `PUT` or a `DELETE`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FollowResponse {
+    /// The room id.
+    pub room_id: String,
+    /// Whether the caller follows it now.
+    pub following: bool,
 }

@@ -189,6 +189,9 @@ api_codes! {
     RoomAlreadyExists = "ROOM_ALREADY_EXISTS", CONFLICT, false;
     /// The seat is taken.
     SeatOccupied = "SEAT_OCCUPIED", CONFLICT, false;
+    /// The caller follows as many rooms as they may (`ROOM__LISTS__MAX_FOLLOWS_PER_USER`):
+    /// unfollow one first.
+    FollowLimit = "FOLLOW_LIMIT", CONFLICT, false;
     /// A timer for a state the room has moved on from.
     StaleTimer = "STALE_TIMER", CONFLICT, false;
     /// The order id was already used for another gift.

@@ -33,9 +33,9 @@ const MAX_PASSWORD_CHARS: usize = 64;
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Items per page, 1 to 100 (default 20).
-    limit: Option<u32>,
+    pub(super) limit: Option<u32>,
     /// The `next_cursor` of the previous page.
-    cursor: Option<String>,
+    pub(super) cursor: Option<String>,
 }
 
 /// `period` and `limit` of a rank.
@@ -169,7 +169,8 @@ fn parse_room_cursor(cursor: &str) -> ApiResult<(i64, RoomId)> {
     Ok((heat, room))
 }
 
-/// A room's snapshot: profile, settings, seats, online count, heat, rocket, version.
+/// A room's snapshot: profile, settings, seats, online count, heat, rocket, version, and
+/// how many users follow it.
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}", tag = "rooms",
     params(("room_id" = crate::dto::Id, Path, description = "The room id")),
@@ -185,7 +186,9 @@ pub async fn get_room(
     ApiPath(room_id): ApiPath<String>,
 ) -> ApiResult<Json<RoomResponse>> {
     let room_id = state.existing_room(&room_id).await?;
-    room_response(&state, &room_id).await
+    let Json(mut room) = room_response(&state, &room_id).await?;
+    room.follower_count = Some(state.follows.follower_count(&room_id).await?);
+    Ok(Json(room))
 }
 
 /// The room with a short numeric id.
