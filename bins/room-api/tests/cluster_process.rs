@@ -99,10 +99,22 @@ impl Node {
 
     /// `user` posts `body` to `path`: the status (0 when no answer came) and the body.
     async fn post(&self, path: &str, user: &str, body: Value) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, user, body).await
+    }
+
+    /// `user` sends `body` to `path` with `method`: the status (0 when no answer came) and
+    /// the body.
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        user: &str,
+        body: Value,
+    ) -> (u16, Value) {
         let token = token(user);
         match self
             .http
-            .post(format!("{}{path}", self.base))
+            .request(method, format!("{}{path}", self.base))
             .bearer_auth(token)
             .timeout(Duration::from_secs(20))
             .json(&body)

@@ -152,6 +152,66 @@ async fn two_claims_of_one_robot_through_two_nodes_make_one_pool() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_patches_claiming_one_robot_through_two_nodes_make_one_pool() {
+    let Some((shared, _database, _turn)) = shared("robot_patches").await else {
+        return;
+    };
+    let a = std::sync::Arc::new(Node::start(&shared, "node-a").await);
+    let b = std::sync::Arc::new(Node::start(&shared, "node-b").await);
+    const TRIES: usize = 5;
+    // Pools of one robot: one listener at most, on the one seat.
+    let config = |name: &str, robots: Vec<String>| {
+        json!({
+            "profile": { "name": name },
+            "seat_count": 8,
+            "robots": robots,
+            "audience": (0..24).map(|h| h % 2).collect::<Vec<_>>(),
+            "seats": 1,
+            "gift_rate_per_minute": 0,
+            "gift_mix": [{ "gift_id": "rose", "weight": 1 }],
+            "enabled": false
+        })
+    };
+    for round in 0..TRIES {
+        let (own_a, own_b) = (format!("robot-pa-{round}"), format!("robot-pb-{round}"));
+        let mut rooms = Vec::new();
+        for (name, own) in [("Patch A", &own_a), ("Patch B", &own_b)] {
+            let (status, created) = a
+                .post(
+                    "/v1/admin/robot-rooms",
+                    "admin",
+                    config(&format!("{name}{round}"), vec![own.clone()]),
+                )
+                .await;
+            assert_eq!(status, 201, "{created}");
+            rooms.push(created["room_id"].as_str().expect("a room id").to_owned());
+        }
+        // Both pools take the same new robot at once, each through its own node.
+        let shared_robot = format!("robot-patched-{round}");
+        let patch = |own: &str| json!({ "robots": [own, shared_robot] });
+        let (path_a, path_b) = (
+            format!("/v1/admin/robot-rooms/{}", rooms[0]),
+            format!("/v1/admin/robot-rooms/{}", rooms[1]),
+        );
+        let (left, right) = tokio::join!(
+            a.send(reqwest::Method::PATCH, &path_a, "admin", patch(&own_a)),
+            b.send(reqwest::Method::PATCH, &path_b, "admin", patch(&own_b)),
+        );
+        let mut statuses = [left.0, right.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 400], "round {round}: {left:?} {right:?}");
+        let refused = if left.0 == 400 { &left.1 } else { &right.1 };
+        assert_eq!(refused["error"]["code"], "INVALID_ROBOT_ROOM", "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains(&shared_robot)),
+            "the refusal names the robot: {refused}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_users_room_budget_and_stream_cap_hold_over_two_nodes() {
     let Some((shared, _database, _turn)) = shared("budgets").await else {
         return;
