@@ -33,6 +33,7 @@ pub async fn follow_room(
     State(state): State<AppState>,
     Auth(actor): Auth,
     ApiPath(room_id): ApiPath<String>,
+    _key: crate::extract::IdempotencyKey,
 ) -> ApiResult<Json<FollowResponse>> {
     let room_id = state.existing_room(&room_id).await?;
     match state.follows.follow(&actor.user_id, &room_id).await? {
@@ -64,6 +65,7 @@ pub async fn unfollow_room(
     State(state): State<AppState>,
     Auth(actor): Auth,
     ApiPath(room_id): ApiPath<String>,
+    _key: crate::extract::IdempotencyKey,
 ) -> ApiResult<Json<FollowResponse>> {
     let room_id = state.existing_room(&room_id).await?;
     state.follows.unfollow(&actor.user_id, &room_id).await?;

@@ -222,7 +222,7 @@ enum KeyUse {
 
 /// The mutating routes (method and path template) that use their `Idempotency-Key` their own
 /// way: most are idempotent by an id of their own and check the header only.
-const OWN_KEYS: [(&str, &str, KeyUse); 10] = [
+const OWN_KEYS: [(&str, &str, KeyUse); 12] = [
     (
         "post",
         "/v1/rooms/{room_id}/gifts",
@@ -252,6 +252,16 @@ const OWN_KEYS: [(&str, &str, KeyUse); 10] = [
         "patch",
         "/v1/me/profile",
         KeyUse::Own("its body (a repeat of the change writes the same profile)"),
+    ),
+    (
+        "put",
+        "/v1/rooms/{room_id}/follow",
+        KeyUse::Own("nature (following twice counts once)"),
+    ),
+    (
+        "delete",
+        "/v1/rooms/{room_id}/follow",
+        KeyUse::Own("nature (unfollowing a room not followed answers the same)"),
     ),
     (
         "post",
