@@ -109,6 +109,22 @@ async fn three_joins_at_once_through_two_nodes_leave_each_user_in_one_room() {
     }
 }
 
+/// Of two claims of `robot` at once, one won (`won`) and the other was refused 400
+/// `INVALID_ROBOT_ROOM` naming the robot.
+fn one_claim_won(round: usize, won: u16, left: &(u16, Value), right: &(u16, Value), robot: &str) {
+    let mut statuses = [left.0, right.0];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [won, 400], "round {round}: {left:?} {right:?}");
+    let refused = if left.0 == 400 { &left.1 } else { &right.1 };
+    assert_eq!(refused["error"]["code"], "INVALID_ROBOT_ROOM", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains(robot)),
+        "the refusal names the robot: {refused}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_claims_of_one_robot_through_two_nodes_make_one_pool() {
     let Some((shared, _database, _turn)) = shared("robot_claims").await else {
@@ -137,17 +153,7 @@ async fn two_claims_of_one_robot_through_two_nodes_make_one_pool() {
             a.post("/v1/admin/robot-rooms", "admin", first),
             b.post("/v1/admin/robot-rooms", "admin", second),
         );
-        let mut statuses = [left.0, right.0];
-        statuses.sort_unstable();
-        assert_eq!(statuses, [201, 400], "round {round}: {left:?} {right:?}");
-        let refused = if left.0 == 400 { &left.1 } else { &right.1 };
-        assert_eq!(refused["error"]["code"], "INVALID_ROBOT_ROOM", "{refused}");
-        assert!(
-            refused["error"]["message"]
-                .as_str()
-                .is_some_and(|message| message.contains(&shared_robot)),
-            "the refusal names the robot: {refused}"
-        );
+        one_claim_won(round, 201, &left, &right, &shared_robot);
     }
 }
 
@@ -197,17 +203,7 @@ async fn two_patches_claiming_one_robot_through_two_nodes_make_one_pool() {
             a.send(reqwest::Method::PATCH, &path_a, "admin", patch(&own_a)),
             b.send(reqwest::Method::PATCH, &path_b, "admin", patch(&own_b)),
         );
-        let mut statuses = [left.0, right.0];
-        statuses.sort_unstable();
-        assert_eq!(statuses, [200, 400], "round {round}: {left:?} {right:?}");
-        let refused = if left.0 == 400 { &left.1 } else { &right.1 };
-        assert_eq!(refused["error"]["code"], "INVALID_ROBOT_ROOM", "{refused}");
-        assert!(
-            refused["error"]["message"]
-                .as_str()
-                .is_some_and(|message| message.contains(&shared_robot)),
-            "the refusal names the robot: {refused}"
-        );
+        one_claim_won(round, 200, &left, &right, &shared_robot);
     }
 }
 
