@@ -235,7 +235,7 @@ impl IncomeLedger for MySqlStore {
                 )
                 .bind(user.as_str())
                 .bind(before.unwrap_or(i64::MAX))
-                .bind(i64::from(limit))
+                .bind(i64::from(limit.min(room_app::ports::MAX_INCOME_PAGE)))
                 .fetch_all(&self.pool)
                 .await?)
             })

@@ -23,11 +23,15 @@ impl RoomFollows for MySqlStore {
         let (user, room_id) = (user.as_str(), room_id.as_str());
         self.retrying("follow_room", || async move {
             // The user's counter row exists before the transaction locks it: inserting it
-            // there would let racing follows of a new user deadlock on the insert.
-            sqlx::query("INSERT IGNORE INTO room_follow_counts (user_id, follows) VALUES (?, 0)")
-                .bind(user)
-                .execute(&self.pool)
-                .await?;
+            // there would let racing follows of a new user deadlock on the insert. A no-op
+            // upsert, not INSERT IGNORE, which would turn other errors into warnings.
+            sqlx::query(
+                "INSERT INTO room_follow_counts (user_id, follows) VALUES (?, 0)
+                 ON DUPLICATE KEY UPDATE user_id = user_id",
+            )
+            .bind(user)
+            .execute(&self.pool)
+            .await?;
             let mut tx = self.pool.begin().await?;
             let follows: i64 = sqlx::query_scalar(
                 "SELECT follows FROM room_follow_counts WHERE user_id = ? FOR UPDATE",

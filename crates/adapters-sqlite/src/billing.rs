@@ -184,7 +184,7 @@ impl IncomeLedger for SqliteStore {
         )
         .bind(user.as_str())
         .bind(before.unwrap_or(i64::MAX))
-        .bind(i64::from(limit))
+        .bind(i64::from(limit.min(room_app::ports::MAX_INCOME_PAGE)))
         .fetch_all(&self.readers)
         .await
         .map_err(db)?;

@@ -67,7 +67,7 @@ pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer,
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
 pub use income::{
     Agencies, AgenciesRef, IncomeEntry, IncomeLedger, IncomeLedgerRef, IncomeRecord,
-    MAX_INCOME_CREDIT, NoAgencies, check_income_entries,
+    MAX_INCOME_CREDIT, MAX_INCOME_PAGE, NoAgencies, check_income_entries,
 };
 pub use keyed_requests::{
     KeyClaim, KeyedAnswer, KeyedRecord, KeyedRequests, KeyedRequestsRef, MAX_KEYED_ANSWER_BYTES,

@@ -107,7 +107,7 @@ impl IncomeLedger for InMemoryStore {
             .rev()
             .filter(|record| before.is_none_or(|before| record.id < before))
             .filter(|record| &record.entry.user == user)
-            .take(limit as usize)
+            .take(limit.min(crate::ports::MAX_INCOME_PAGE) as usize)
             .cloned()
             .collect())
     }

@@ -12,6 +12,9 @@ use crate::error::Result;
 /// order (three per recipient, at most the rules' 20 recipients) fit with room to spare.
 pub const MAX_INCOME_CREDIT: usize = 100;
 
+/// The most entries one [`IncomeLedger::list_income`] answers, whatever `limit` asks.
+pub const MAX_INCOME_PAGE: u32 = 200;
+
 /// One part of a gift's value credited to one user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IncomeEntry {
@@ -69,7 +72,7 @@ pub trait IncomeLedger: Send + Sync {
     /// The income balance of `user` (zero for a user never credited).
     async fn income_balance(&self, user: &UserId) -> Result<Coins>;
     /// The entries credited to `user`, newest first: those before position `before` when it
-    /// is given, at most `limit`.
+    /// is given, at most `limit` (and at most [`MAX_INCOME_PAGE`]).
     async fn list_income(
         &self,
         user: &UserId,

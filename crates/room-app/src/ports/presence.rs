@@ -7,6 +7,10 @@ use room_domain::{RoomId, Timestamp, UserId};
 
 use crate::error::Result;
 
+/// The most compare-and-sets [`Presence::move_to`] tries before it answers that the record
+/// keeps changing.
+pub const MOVE_ROUNDS: usize = 1_000;
+
 /// Who is where, by heartbeat. A user is recorded in one room at most, with the time of their
 /// last heartbeat (or join) there: the user's current-room record. Joins, leaves, kicks,
 /// closes and heartbeats change the room of the record only through
@@ -17,7 +21,8 @@ pub trait Presence: Send + Sync {
     /// Moves `user`'s record to `room_id` at `now` from whatever room it names, by
     /// [`Presence::compare_and_set`] from the room last read (retried with the room each
     /// refusal answers); returns the room it named before, if another. What a join does once
-    /// the room let the user in.
+    /// the room let the user in. After [`MOVE_ROUNDS`] refusals in a row (other requests of
+    /// the user keep moving the record) it gives up, retryably.
     async fn move_to(
         &self,
         room_id: &RoomId,
@@ -25,7 +30,7 @@ pub trait Presence: Send + Sync {
         now: Timestamp,
     ) -> Result<Option<RoomId>> {
         let mut expected = self.get_current_room(user).await?;
-        loop {
+        for _ in 0..MOVE_ROUNDS {
             let before = self
                 .compare_and_set(user, expected.clone(), Some(room_id.clone()), now)
                 .await?;
@@ -34,6 +39,9 @@ pub trait Presence: Send + Sync {
             }
             expected = before;
         }
+        Err(crate::Error::Unavailable(format!(
+            "{user}'s current room kept changing: try the join again"
+        )))
     }
     /// Records `user` in `room_id` at `now` unless they are recorded anywhere already: a room
     /// loaded from storage restores its members this way, so that members whose clients are
