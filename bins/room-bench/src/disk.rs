@@ -50,8 +50,14 @@ impl DiskSample {
     }
 }
 
-/// The tables whose rows a gift keeps for good: the order and its ledger entries.
-pub const KEPT_FOR_GOOD: &[&str] = &["gift_orders", "wallet_entries"];
+/// The tables whose rows a gift keeps for good: the order, its wallet entries, and the
+/// income its value paid (entries and balances).
+pub const KEPT_FOR_GOOD: &[&str] = &[
+    "gift_orders",
+    "wallet_entries",
+    "income_entries",
+    "income_accounts",
+];
 
 /// The bytes a gift may cost while the log is retained, and kept for good.
 pub const TARGET_RETAINED: f64 = 1_000.0;
@@ -235,7 +241,7 @@ pub fn report_per_gift(before: &DiskSample, after: &DiskSample, gifts: u64) -> (
     report(
         "bytes per gift: tables and indexes",
         &format!(
-            "{total:.0} (target {TARGET_RETAINED:.0}); kept for good (orders, ledger) {kept:.0} (target {TARGET_KEPT:.0}); files grew {files:.0}; {gifts:.0} gifts"
+            "{total:.0} (target {TARGET_RETAINED:.0}); kept for good (orders, wallet and income ledgers) {kept:.0} (target {TARGET_KEPT:.0}); files grew {files:.0}; {gifts:.0} gifts"
         ),
     );
     (total, kept)

@@ -88,6 +88,20 @@ impl FactError {
 pub trait FactHandler: Send + Sync {
     /// Does what `envelope` asks of this consumer, or says why not.
     async fn handle(&self, envelope: &EventEnvelope) -> std::result::Result<(), FactError>;
+
+    /// Does what each of `envelopes` (a run of facts in the source's order) asks, in fewer
+    /// pieces of work than one a fact (one ledger transaction for many gifts, say). It need
+    /// not be all or nothing: on an error the source hands the same facts over again one at a
+    /// time ([`handle`](Self::handle)), so what one fact cannot do is isolated, and what was
+    /// done already is done again idempotently. `None` (the default): the consumer takes
+    /// facts one at a time only.
+    async fn handle_all(
+        &self,
+        envelopes: &[EventEnvelope],
+    ) -> Option<std::result::Result<(), FactError>> {
+        let _ = envelopes;
+        None
+    }
 }
 
 /// Shared handle to a [`FactHandler`].
@@ -207,6 +221,38 @@ impl FactConsumer {
                 Attempt::Done
             }
         }
+    }
+
+    /// Tries a run of facts at once ([`FactHandler::handle_all`]): `true` when every one is
+    /// handled (each counted); `false` when the consumer takes facts one at a time or the run
+    /// failed, and the caller is to hand them over one at a time ([`attempt`](Self::attempt)).
+    /// Runs are counted in `room_facts_runs_total{consumer, outcome}` (`done`, `failed`).
+    pub async fn attempt_all(&self, envelopes: &[EventEnvelope]) -> bool {
+        let Some(last) = envelopes.last() else {
+            return true;
+        };
+        let Some(outcome) = self.handler.handle_all(envelopes).await else {
+            return false;
+        };
+        self.set_lag(Some(last.occurred_at));
+        let done = outcome.is_ok();
+        metrics::counter!("room_facts_runs_total", "consumer" => self.name.clone(), "outcome" => if done { "done" } else { "failed" })
+            .increment(1);
+        match outcome {
+            Ok(()) => {
+                metrics::counter!("room_facts_handled_total", "consumer" => self.name.clone())
+                    .increment(envelopes.len() as u64);
+            }
+            Err(error) => {
+                tracing::debug!(
+                    consumer = %self.name,
+                    facts = envelopes.len(),
+                    error = %Chain(&error),
+                    "a run of facts failed; handing them over one at a time"
+                );
+            }
+        }
+        done
     }
 
     /// Hands `envelope` over until it is done ([`Attempt::Done`]), pausing between tries

@@ -8,6 +8,8 @@
 //! to the recipient's agency ([`Agencies`]; none: the platform's), and the platform keeps the
 //! rest. The parts of one gift are credited in one call, idempotent by (sender, order id,
 //! recipient, part): a fact handled twice, by two nodes or after a restart, credits once.
+//! A run of facts from the outbox is credited together ([`FactHandler::handle_all`]): the
+//! gifts of many facts in one ledger call.
 //! Robot gifts pay nothing; a FAILED or COMPENSATED order has no fact, so it pays nothing.
 //!
 //! Metrics: the consumers' own (`room_facts_*{consumer}`), and `room_income_entries_total`
@@ -18,14 +20,15 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use room_domain::{
-    BillingPolicy, BillingShares, Coins, Event, EventEnvelope, GiftId, GiftSent, IncomePart, UserId,
+    BillingPolicy, BillingShares, Coins, Event, EventEnvelope, GiftId, GiftSent, IncomePart,
+    RoomId, UserId,
 };
 
 use crate::consumers::{FactError, FactHandler};
 use crate::error::{Error, Result};
 use crate::ports::{
     Agencies, AgenciesRef, BillingPoliciesRef, IncomeEntry, IncomeLedgerRef, IncomeRecord,
-    RoomDirectoryRef, UserDirectoryRef,
+    MAX_INCOME_CREDIT, RoomDirectoryRef, UserDirectoryRef,
 };
 
 /// The policy stored as version 1 when the store has none: `default` (its shares and
@@ -240,45 +243,105 @@ impl IncomeConsumer {
     }
 }
 
+/// What the facts of one run read once: room owners and recipients' agencies.
+#[derive(Default)]
+struct Reads {
+    owners: HashMap<RoomId, UserId>,
+    agencies: HashMap<UserId, Option<UserId>>,
+}
+
+impl IncomeConsumer {
+    /// The entries `envelope` pays: none for anything but a paid `RoomGiftSent`.
+    async fn entries_of(
+        &self,
+        envelope: &EventEnvelope,
+        reads: &mut Reads,
+    ) -> std::result::Result<Vec<IncomeEntry>, FactError> {
+        let Event::RoomGiftSent(gift) = &envelope.event else {
+            return Ok(Vec::new());
+        };
+        if gift.robot {
+            return Ok(Vec::new());
+        }
+        let policy = self.policy(gift.billed_under()).await?;
+        let owner = match reads.owners.get(&envelope.room_id) {
+            Some(owner) => owner.clone(),
+            None => {
+                // Summaries are written by the commit that created the room and never
+                // deleted; a room's owner never changes.
+                let owner = self
+                    .directory
+                    .get_summary(&envelope.room_id)
+                    .await
+                    .map_err(FactError::retryable)?
+                    .ok_or_else(|| {
+                        FactError::retryable(format!(
+                            "room {} has no summary yet",
+                            envelope.room_id
+                        ))
+                    })?
+                    .owner;
+                reads.owners.insert(envelope.room_id.clone(), owner.clone());
+                owner
+            }
+        };
+        let mut agencies = Vec::with_capacity(gift.recipients.len());
+        for recipient in &gift.recipients {
+            let agency = match reads.agencies.get(recipient) {
+                Some(agency) => agency.clone(),
+                None => {
+                    let agency = self
+                        .agencies
+                        .agency_of(recipient)
+                        .await
+                        .map_err(FactError::retryable)?;
+                    reads.agencies.insert(recipient.clone(), agency.clone());
+                    agency
+                }
+            };
+            agencies.push(agency);
+        }
+        gift_income(envelope, gift, &policy, &owner, &agencies).map_err(FactError::permanent)
+    }
+
+    /// Credits `entries`, [`MAX_INCOME_CREDIT`] at a time (each call idempotent).
+    async fn credit(&self, entries: &[IncomeEntry]) -> std::result::Result<(), FactError> {
+        for chunk in entries.chunks(MAX_INCOME_CREDIT) {
+            let credited = match self.income.credit_income(chunk).await {
+                Ok(credited) => credited,
+                // An amount or balance the ledger cannot take: no retry can mend it.
+                Err(error @ Error::Invalid(_)) => return Err(FactError::permanent(error)),
+                // Storage errors: the fact comes again.
+                Err(error) => return Err(FactError::retryable(error)),
+            };
+            metrics::counter!("room_income_entries_total").increment(u64::from(credited));
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl FactHandler for IncomeConsumer {
     async fn handle(&self, envelope: &EventEnvelope) -> std::result::Result<(), FactError> {
-        let Event::RoomGiftSent(gift) = &envelope.event else {
-            return Ok(());
-        };
-        if gift.robot {
-            return Ok(());
+        let entries = self.entries_of(envelope, &mut Reads::default()).await?;
+        self.credit(&entries).await
+    }
+
+    /// The run's gifts credited together: each room's owner and each recipient's agency read
+    /// once for the run, and one ledger call for up to [`MAX_INCOME_CREDIT`] entries (on
+    /// MySQL and SQLite one transaction), instead of one a gift.
+    async fn handle_all(
+        &self,
+        envelopes: &[EventEnvelope],
+    ) -> Option<std::result::Result<(), FactError>> {
+        let mut reads = Reads::default();
+        let mut entries = Vec::new();
+        for envelope in envelopes {
+            match self.entries_of(envelope, &mut reads).await {
+                Ok(more) => entries.extend(more),
+                Err(error) => return Some(Err(error)),
+            }
         }
-        let policy = self.policy(gift.billed_under()).await?;
-        // Summaries are written by the commit that created the room and never deleted.
-        let owner = self
-            .directory
-            .get_summary(&envelope.room_id)
-            .await
-            .map_err(FactError::retryable)?
-            .ok_or_else(|| {
-                FactError::retryable(format!("room {} has no summary yet", envelope.room_id))
-            })?
-            .owner;
-        let mut agencies = Vec::with_capacity(gift.recipients.len());
-        for recipient in &gift.recipients {
-            agencies.push(
-                self.agencies
-                    .agency_of(recipient)
-                    .await
-                    .map_err(FactError::retryable)?,
-            );
-        }
-        let entries = gift_income(envelope, gift, &policy, &owner, &agencies)
-            .map_err(FactError::permanent)?;
-        let credited = match self.income.credit_income(&entries).await {
-            Ok(credited) => credited,
-            // An amount or balance the ledger cannot take: no retry can mend it.
-            Err(error @ Error::Invalid(_)) => return Err(FactError::permanent(error)),
-            // Storage errors: the fact comes again.
-            Err(error) => return Err(FactError::retryable(error)),
-        };
-        metrics::counter!("room_income_entries_total").increment(u64::from(credited));
-        Ok(())
+        Some(self.credit(&entries).await)
     }
 }

@@ -4,7 +4,7 @@
 //! and in Kafka stay JSON.
 //!
 //! A body is the value as `serde_json` sees it (so every serde attribute of the domain types
-//! keeps its meaning), written as one tagged value after a version byte, [`VERSION_1`]. Field
+//! keeps its meaning), written as one tagged value after a version byte, [`VERSION_2`]. Field
 //! names and the common tag values are one byte each, looked up in a fixed table of words;
 //! integers are variable-length; strings are length-prefixed. Stored JSON text (bodies written
 //! before this form) starts with a byte no compact body starts with, so [`decode`] reads both:
@@ -14,7 +14,12 @@
 //! ([`encode_without`]) and put back when it is read ([`decode_with`]): each thing is stored
 //! once.
 //!
-//! Version 1, after its version byte, is one value:
+//! Version 1 and version 2 differ only in their table of words: version 2's is version 1's
+//! ([`VERSION_1_WORDS`] words) with words added after them, so a body of either version reads
+//! with the table cut at its version's length. Bodies are written in version 2; version 1
+//! bodies (written by the release before) read as they are.
+//!
+//! After its version byte, a body is one value:
 //!
 //! | first byte | value |
 //! |---|---|
@@ -34,7 +39,8 @@
 //!
 //! A key is one byte `k`: `k = 0` is followed by the key as a string (varint length, bytes),
 //! `k > 0` is [`WORDS`]`[k - 1]`. Varints are LEB128 (7 bits a byte, low bits first). The
-//! table of words is part of the version: a new word means a new version.
+//! table of words is part of the version: a new word means a new version, whose table extends
+//! the one before.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -45,8 +51,16 @@ use crate::{Error, Result};
 /// The first byte of a body in version 1 of the compact form. JSON text never starts with it.
 pub const VERSION_1: u8 = 0x01;
 
-/// The words of version 1, by their index: field names and tag values of the stored domain
-/// types, the most frequent first (the first 64 are one byte also as string values).
+/// The first byte of a body in version 2 of the compact form, the one written. JSON text
+/// never starts with it.
+pub const VERSION_2: u8 = 0x02;
+
+/// How many of [`WORDS`] version 1 knows: the first ones, never changed.
+pub const VERSION_1_WORDS: usize = 131;
+
+/// The words of version 2, by their index: field names and tag values of the stored domain
+/// types, the most frequent first (the first 64 are one byte also as string values). The
+/// first [`VERSION_1_WORDS`] are version 1's table.
 pub const WORDS: &[&str] = &[
     // 0..64: field names and tags of a gift's rows.
     "type",
@@ -181,6 +195,25 @@ pub const WORDS: &[&str] = &[
     "down",
     "published",
     "code",
+    // 131..: version 2, fields added to the stored types after version 1.
+    "billing_version",
+    "nickname",
+    "avatar_url",
+    "sender_nickname",
+    "sender_avatar_url",
+    "display",
+    "sender_display",
+    "joined_at",
+    "password_verified",
+    "ban_until",
+    "ban_seconds",
+    "by_moderator",
+    "since",
+    "publish_deadline",
+    "scheduled_at",
+    "verified_lock",
+    "outcome",
+    "balance",
 ];
 
 /// How deep arrays and objects may nest in a stored body; deeper is corrupt (no domain value
@@ -228,9 +261,18 @@ pub fn decode_with<T: DeserializeOwned>(
     from_value(value, what)
 }
 
-/// Whether `bytes` is a body in the compact form (not JSON text).
+/// Whether `bytes` is a body in the compact form, of either version (not JSON text).
 pub fn is_compact(bytes: &[u8]) -> bool {
-    bytes.first() == Some(&VERSION_1)
+    words_of(bytes).is_some()
+}
+
+/// How many of [`WORDS`] the version of the compact body `bytes` knows; `None` for JSON text.
+fn words_of(bytes: &[u8]) -> Option<usize> {
+    match bytes.first() {
+        Some(&VERSION_1) => Some(VERSION_1_WORDS),
+        Some(&VERSION_2) => Some(WORDS.len()),
+        _ => None,
+    }
 }
 
 fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value> {
@@ -243,20 +285,21 @@ fn from_value<T: DeserializeOwned>(value: Value, what: &str) -> Result<T> {
 
 fn encode_value(value: &Value) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64);
-    out.push(VERSION_1);
+    out.push(VERSION_2);
     write_value(&mut out, value);
     Ok(out)
 }
 
 /// The value of a stored body, compact or JSON text.
 fn decode_value(bytes: &[u8], what: &str) -> Result<Value> {
-    if !is_compact(bytes) {
+    let Some(words) = words_of(bytes) else {
         return serde_json::from_slice(bytes)
             .map_err(|e| Error::corrupt(format!("stored {what}: {e}")));
-    }
+    };
     let mut reader = Reader {
         bytes: &bytes[1..],
         at: 0,
+        words: &WORDS[..words],
     };
     let value = reader
         .value(0)
@@ -366,6 +409,8 @@ fn write_string(out: &mut Vec<u8>, text: &str) {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// The table of words of the body's version.
+    words: &'static [&'static str],
 }
 
 impl Reader<'_> {
@@ -404,10 +449,10 @@ impl Reader<'_> {
         String::from_utf8(slice.to_vec()).map_err(|_| "a string that is not UTF-8".into())
     }
 
-    fn word(index: u64) -> Result<String, String> {
+    fn word(&self, index: u64) -> Result<String, String> {
         usize::try_from(index)
             .ok()
-            .and_then(|i| WORDS.get(i))
+            .and_then(|i| self.words.get(i))
             .map(|word| (*word).to_owned())
             .ok_or_else(|| format!("an unknown word {index}"))
     }
@@ -446,12 +491,15 @@ impl Reader<'_> {
                 let n = self.length()?;
                 self.object(n, depth)?
             }
-            0x09 => Value::String(Self::word(self.varint()?)?),
+            0x09 => {
+                let index = self.varint()?;
+                Value::String(self.word(index)?)
+            }
             0x10..=0x1F => self.object(usize::from(tag - 0x10), depth)?,
             0x20..=0x2F => self.array(usize::from(tag - 0x20), depth)?,
             0x40..=0x7F => Value::from(tag - 0x40),
             0x80..=0xBF => Value::String(self.text(usize::from(tag - 0x80))?),
-            0xC0..=0xFF => Value::String(Self::word(u64::from(tag - 0xC0))?),
+            0xC0..=0xFF => Value::String(self.word(u64::from(tag - 0xC0))?),
             other => return Err(format!("an unknown tag {other:#04x}")),
         })
     }
@@ -472,7 +520,7 @@ impl Reader<'_> {
                     let len = self.length()?;
                     self.text(len)?
                 }
-                k => Self::word(u64::from(k) - 1)?,
+                k => self.word(u64::from(k) - 1)?,
             };
             let value = self.value(depth + 1)?;
             fields.insert(key, value);
@@ -564,6 +612,70 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    /// A `RoomGiftSent` event as a release that wrote version 1 stored it (its
+    /// `billing_version` key spelled out: version 1 has no word for it).
+    const VERSION_1_GIFT_SENT: &str = "0112021B000F62696C6C696E675F76657273696F6E410A41134A0984\
+        726F7365124A0F0005876F2D313730363807218B726563697069656E742D35068873656E6465722D35114A\
+        104A01DB";
+
+    fn unhex(text: &str) -> Vec<u8> {
+        let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        digits
+            .chunks(2)
+            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_body_written_in_version_1_reads_and_is_written_again_shorter() {
+        let old = unhex(VERSION_1_GIFT_SENT);
+        assert_eq!(old[0], VERSION_1);
+        let value: Value = decode(&old, "event").unwrap();
+        assert_eq!(
+            value,
+            json!({"type": "RoomGiftSent", "payload": {
+                "billing_version": 1, "count": 1, "fuel_added": 10, "gift_id": "rose",
+                "heat_added": 10, "lucky": null, "order_id": "o-17068",
+                "recipients": ["recipient-5"], "sender": "sender-5", "total_value": 10,
+                "unit_price": 10}})
+        );
+        let new = encode(&value).unwrap();
+        assert_eq!(new[0], VERSION_2);
+        assert_eq!(new.len() + "billing_version".len() + 1, old.len());
+        assert_eq!(decode::<Value>(&new, "event").unwrap(), value);
+    }
+
+    #[test]
+    fn a_version_1_body_knows_only_version_1_words() {
+        let index = VERSION_1_WORDS as u8;
+        // The first word of version 2, as a key and as a value.
+        let key = [VERSION_2, 0x11, index + 1, 0x41];
+        assert_eq!(
+            decode::<Value>(&key, "body").unwrap(),
+            json!({"billing_version": 1})
+        );
+        assert_eq!(encode(&json!({"billing_version": 1})).unwrap(), key);
+        for bad in [
+            vec![VERSION_1, 0x11, index + 1, 0x41],
+            vec![VERSION_1, 0x09, index],
+        ] {
+            assert!(
+                matches!(decode::<Value>(&bad, "body"), Err(Error::Corrupt(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_words_of_version_1_never_change() {
+        // FNV-1a of version 1's words, one a line: a body stored in version 1 means these.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in WORDS[..VERSION_1_WORDS].join("\n").bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        assert_eq!(hash, 0x443e_b1c3_51ff_205b);
     }
 
     #[test]

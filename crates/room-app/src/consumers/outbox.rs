@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use room_domain::EventEnvelope;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +34,9 @@ pub const GAP_WAIT: Duration = Duration::from_secs(1);
 ///   reads (renewed while it reads; another process takes over once it expires), and the
 ///   position moves only from the value the reader started from: a reader that lost its
 ///   claim without noticing cannot move it.
+/// - **Runs.** The facts of a page up to a gap are handed over as one run
+///   ([`FactHandler::handle_all`](super::FactHandler::handle_all)); when the run fails, they
+///   are handed over again one at a time, with the retries below.
 /// - **Gaps.** An id missing between two rows holds the consumer back for [`GAP_WAIT`]
 ///   (counted in `room_facts_gaps_passed_total{consumer}` once passed).
 pub struct OutboxSource {
@@ -124,12 +128,28 @@ impl Reader {
             self.gap = None;
             return Ok(0);
         }
-        let (mut saved, mut through, mut handled) = (stored, start, 0u64);
+        // The run the consumer may take now: up to a gap it still waits at.
+        let mut run = 0;
+        let mut next = start + 1;
         for row in &rows {
-            if row.id != through + 1 && !self.may_pass_gap(through + 1) {
+            if row.id != next && !self.may_pass_gap(next) {
                 self.consumer.set_lag(Some(row.envelope.occurred_at));
                 break;
             }
+            next = row.id + 1;
+            run += 1;
+        }
+        let run = &rows[..run];
+        if run.len() > 1 {
+            let envelopes: Vec<EventEnvelope> = run.iter().map(|r| r.envelope.clone()).collect();
+            if self.consumer.attempt_all(&envelopes).await {
+                let through = run.last().map_or(start, |row| row.id);
+                self.save(stored, through).await?;
+                return Ok(run.len() as u64);
+            }
+        }
+        let (mut saved, mut through, mut handled) = (stored, start, 0u64);
+        for row in run {
             if self.consumer.attempt(&row.envelope).await == Attempt::Retry {
                 // Keep what is done before waiting on this fact.
                 saved = self.save(saved, through).await?;

@@ -31,6 +31,12 @@ struct Recorder {
     failing: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// event ids refused for good (once each).
     refused: Mutex<Vec<String>>,
+    /// Whether it takes runs of facts ([`FactHandler::handle_all`]).
+    takes_runs: bool,
+    /// The runs it handled.
+    runs: Mutex<Vec<Vec<String>>>,
+    /// event ids that fail (retryably) any run holding them.
+    spoil_runs: Mutex<Vec<String>>,
 }
 
 impl Recorder {
@@ -64,6 +70,25 @@ impl FactHandler for Recorder {
         self.seen.lock().unwrap().push(id.clone());
         Ok(())
     }
+
+    async fn handle_all(
+        &self,
+        envelopes: &[EventEnvelope],
+    ) -> Option<std::result::Result<(), FactError>> {
+        if !self.takes_runs {
+            return None;
+        }
+        let ids: Vec<String> = envelopes.iter().map(|e| e.event_id.clone()).collect();
+        if let Some(id) = ids
+            .iter()
+            .find(|id| self.spoil_runs.lock().unwrap().contains(id))
+        {
+            return Some(Err(FactError::retryable(format!("a run with {id} fails"))));
+        }
+        self.seen.lock().unwrap().extend(ids.iter().cloned());
+        self.runs.lock().unwrap().push(ids);
+        Some(Ok(()))
+    }
 }
 
 fn claim(world: &World, owner: &str) -> workers::Claim {
@@ -81,7 +106,7 @@ fn start(
     outbox: OutboxRef,
     name: &str,
     owner: &str,
-    recorder: Arc<Recorder>,
+    recorder: Arc<dyn FactHandler>,
 ) -> (CancellationToken, tokio::task::JoinHandle<Result<()>>) {
     let source = OutboxSource::new(
         outbox,
@@ -144,6 +169,78 @@ async fn every_fact_is_handled_in_commit_order_and_the_position_follows() {
         std::future::ready(recorder.seen() == ids(&all))
     })
     .await;
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_consumer_that_takes_runs_gets_the_facts_of_a_page_as_one_run() {
+    let world = World::new().await;
+    world.open_room("r1", "alice", &["bob"]).await;
+    world.open_room("r2", "carol", &["dave"]).await;
+    let recorder = Arc::new(Recorder {
+        takes_runs: true,
+        ..Recorder::default()
+    });
+    let (cancel, task) = start(
+        &world,
+        world.store.clone(),
+        "stats",
+        "node-a",
+        recorder.clone(),
+    );
+    let all = rows(&world).await;
+    assert!(all.len() >= 6, "facts to consume: {all:?}");
+    eventually("every fact is handled once, in order", || {
+        std::future::ready(recorder.seen() == ids(&all))
+    })
+    .await;
+    eventually("the position is the last row's", || async {
+        position(&world, "stats").await == all.last().map(|row| row.id)
+    })
+    .await;
+    let runs = recorder.runs.lock().unwrap().clone();
+    // Pages of 3 (see `start`): runs of up to 3, in order; a page of one fact goes alone.
+    assert!(runs.iter().all(|run| run.len() <= 3), "{runs:?}");
+    assert!(
+        runs.iter().filter(|run| run.len() > 1).count() >= 2,
+        "{runs:?}"
+    );
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_failed_run_is_handed_over_one_fact_at_a_time() {
+    let world = World::new().await;
+    world.open_room("r1", "alice", &["bob", "carol"]).await;
+    let all = rows(&world).await;
+    let bad = all[1].envelope.event_id.clone();
+    let recorder = Arc::new(Recorder {
+        takes_runs: true,
+        spoil_runs: Mutex::new(vec![bad.clone()]),
+        refused: Mutex::new(vec![bad.clone()]),
+        ..Recorder::default()
+    });
+    let (cancel, task) = start(
+        &world,
+        world.store.clone(),
+        "stats",
+        "node-a",
+        recorder.clone(),
+    );
+    let others: Vec<String> = ids(&all).into_iter().filter(|id| *id != bad).collect();
+    eventually(
+        "the others are handled, each once, and the bad one passed over",
+        || std::future::ready(recorder.seen() == others),
+    )
+    .await;
+    eventually("the position passes it", || async {
+        position(&world, "stats").await == all.last().map(|row| row.id)
+    })
+    .await;
+    let runs = recorder.runs.lock().unwrap().clone();
+    assert!(runs.iter().all(|run| !run.contains(&bad)), "{runs:?}");
     cancel.cancel();
     task.await.unwrap().unwrap();
 }

@@ -248,3 +248,103 @@ async fn an_agency_is_the_one_the_user_directory_names_when_income_is_credited()
     assert_eq!(balance(&store, "agency-2").await, Coins(20));
     assert_eq!(balance(&store, "agency-1").await, Coins(20));
 }
+
+/// Carol's order `order` (fact `seq` of room r1): 4 roses of 25 coins to each of `recipients`.
+fn order_fact(order: &str, seq: u64, recipients: &[&str]) -> EventEnvelope {
+    let fact = gift_fact(recipients, Some(1), false);
+    let Event::RoomGiftSent(mut gift) = fact.event else {
+        unreachable!("a gift fact")
+    };
+    gift.order_id = OrderId::new(order).unwrap();
+    EventEnvelope::new(room(), seq, fact.occurred_at, &Event::RoomGiftSent(gift))
+}
+
+#[tokio::test]
+async fn a_run_of_gifts_is_credited_in_one_ledger_call_reading_each_owner_and_agency_once() {
+    let facts: Vec<EventEnvelope> = (0..20)
+        .map(|i| order_fact(&format!("o-{i}"), 10 + i, &["bob", "dave"]))
+        .collect();
+
+    // One at a time and as one run: the same balances and entries.
+    let one_by_one = store().await;
+    let each = consumer(&one_by_one, Arc::new(NoAgencies));
+    for fact in &facts {
+        each.handle(fact).await.unwrap();
+    }
+    let together = store().await;
+    let run = consumer(&together, Arc::new(NoAgencies));
+    run.handle_all(&facts).await.unwrap().unwrap();
+    run.handle_all(&facts).await.unwrap().unwrap();
+    for name in ["bob", "dave", "olga"] {
+        assert_eq!(
+            balance(&together, name).await,
+            balance(&one_by_one, name).await,
+            "{name}"
+        );
+    }
+    assert_eq!(balance(&together, "bob").await, Coins(20 * 50));
+    let listed = |store: Arc<InMemoryStore>| async move {
+        let mut entries: Vec<_> = store
+            .list_income(&uid("olga"), None, 200)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|record| record.entry)
+            .collect();
+        entries.sort_by(|a, b| a.key().cmp(&b.key()));
+        entries
+    };
+    assert_eq!(listed(together).await, listed(one_by_one).await);
+
+    // The reads and calls of one run: the room's owner once, each recipient's agency once,
+    // and 80 entries (bob's, dave's and olga's two of each gift) in one ledger call.
+    let mut directory = MockRoomDirectory::new();
+    directory
+        .expect_get_summary()
+        .times(1)
+        .returning(|room_id| {
+            Ok(Some(RoomSummary {
+                room_id: room_id.clone(),
+                owner: uid("olga"),
+                name: "r".into(),
+                open: true,
+                heat: 0,
+                online: 0,
+                locked: false,
+                version: 1,
+            }))
+        });
+    let mut agencies = MockAgencies::new();
+    agencies.expect_agency_of().times(2).returning(|_| Ok(None));
+    let mut ledger = MockIncomeLedger::new();
+    ledger
+        .expect_credit_income()
+        .times(1)
+        .withf(|entries| entries.len() == 80)
+        .returning(|entries| Ok(u32::try_from(entries.len()).unwrap()));
+    let policies = store().await;
+    let consumer = IncomeConsumer::new(
+        policies,
+        Arc::new(ledger),
+        Arc::new(directory),
+        Arc::new(agencies),
+    );
+    consumer.handle_all(&facts).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_run_over_the_ledger_calls_limit_is_credited_in_several_calls() {
+    // 40 gifts to 2 recipients: 160 entries, in calls of at most 100.
+    let facts: Vec<EventEnvelope> = (0..40)
+        .map(|i| order_fact(&format!("o-{i}"), 10 + i, &["bob", "dave"]))
+        .collect();
+    let mut ledger = MockIncomeLedger::new();
+    ledger
+        .expect_credit_income()
+        .times(2)
+        .withf(|entries| entries.len() <= room_app::ports::MAX_INCOME_CREDIT)
+        .returning(|entries| Ok(u32::try_from(entries.len()).unwrap()));
+    let store = store().await;
+    let consumer = IncomeConsumer::new(store, Arc::new(ledger), directory(), Arc::new(NoAgencies));
+    consumer.handle_all(&facts).await.unwrap().unwrap();
+}
