@@ -10,6 +10,8 @@
 //! - spread: 100 rooms, 64 concurrent senders, gifts per second;
 //! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
 //! - memory: the server's resident memory per idle active room and per member;
+//! - billing (`--only billing`, only when named): the hot room with income paid against
+//!   without, in turns (see [`billing`]);
 //! - soak (`--soak MINUTES`, alone): a steady open loop with every member kept present, a
 //!   line a minute and a verdict on memory, p99 and bytes per gift (see [`soak`]);
 //! - disk: after the spread and latency phases, the bytes on disk per gift they wrote, per
@@ -48,7 +50,8 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
   --server PATH    the room-api binary (default target/release/room-api)
   --seconds N      length of each measured phase (default 10)
   --rate N         offered load of the open-loop phase, gifts per second (default 1500)
-  --only PHASES    comma-separated, of: hot, single, spread, latency, memory (default: all);
+  --only PHASES    comma-separated, of: hot, single, spread, latency, memory (default: all),
+                   billing (only when named: the hot room paying income against not, in turns);
                    with --nodes 2, of: forwarding, spread, failover, renewals
   --latency-only   the same as --only latency
   --storage S      sqlite (default: a fresh file per server) or mysql (a fresh database per
@@ -63,6 +66,7 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
                    last minute within 15 % of the second's; bytes per gift within target)
 Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
 
+mod billing;
 mod cpu;
 mod disk;
 mod load;
@@ -167,6 +171,7 @@ fn options() -> Result<Options> {
                     ![
                         "hot",
                         "single",
+                        "billing",
                         "spread",
                         "latency",
                         "memory",
@@ -224,6 +229,9 @@ async fn main() -> Result<()> {
         server.stop().await?;
         // The verdict is printed: a failed one is the exit status, not an error.
         std::process::exit(if passed { 0 } else { 1 });
+    }
+    if options.only.iter().any(|p| p == "billing") {
+        billing::billing(&storage, duration).await?;
     }
     let mut hot = None;
     if options.runs("hot") {

@@ -5,15 +5,17 @@
 //! so of two nodes that put one version at once, one wins.
 //!
 //! A credit of income is one transaction, run again by [`MySqlStore::retrying`] after a
-//! deadlock (it is idempotent). It inserts the entries first, in key order, each a plain
-//! insert whose duplicate key error (the key is taken: the insert waited for a concurrent
-//! writer of it to commit) skips the entry; then it adds the inserted amounts to their users'
-//! accounts, in user order, each with an `UPDATE` whose condition refuses a balance past
-//! `BIGINT`. Any refusal rolls the whole credit back. Entries before accounts, each in one
-//! order, is the same order in every credit: two credits cannot wait for each other in a
-//! cycle.
+//! deadlock (it is idempotent), in a few round trips whatever its size: it reads which of its
+//! keys are credited already, inserts the others in one multi-row `INSERT` in key order, then
+//! adds the inserted amounts to their users' accounts, in user order, each with an `UPDATE`
+//! whose condition refuses a balance past `BIGINT`. The unique key is the arbiter: when a
+//! concurrent credit of one of the same keys commits between the read and the insert, the
+//! insert waits for it and fails on the duplicate key, nothing of this try is kept, and the
+//! credit is tried again, seeing that key taken. Any other refusal rolls the whole credit
+//! back. Entries before accounts, each in one order, is the same order in every credit: two
+//! credits cannot wait for each other in a cycle.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -21,11 +23,15 @@ use room_app::ports::{
     BillingPolicies, IncomeEntry, IncomeLedger, IncomeRecord, check_income_entries,
 };
 use room_domain::{BillingPolicy, Coins, IncomePart, Timestamp, UserId};
-use sqlx::MySqlConnection;
 use sqlx::mysql::MySqlRow;
+use sqlx::{MySql, MySqlConnection, QueryBuilder};
 
 use crate::codec::{TxError, col, from_json, id_col, is_duplicate_key, to_i64, to_json, u64_col};
 use crate::{MySqlStore, Result};
+
+/// How many times a credit is tried when a concurrent credit of the same keys commits between
+/// its read and its insert (each try after that sees those keys taken).
+const CREDIT_TRIES: u32 = 5;
 
 /// Adds `amount` to `user`'s account if it exists and the sum fits; whether it did.
 async fn add(conn: &mut MySqlConnection, user: &str, amount: i64) -> Result<bool, TxError> {
@@ -41,40 +47,78 @@ async fn add(conn: &mut MySqlConnection, user: &str, amount: i64) -> Result<bool
     Ok(updated.rows_affected() > 0)
 }
 
-async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<u32, TxError> {
+/// The keys among `entries` that are credited already (committed; under READ COMMITTED).
+async fn taken_keys(
+    conn: &mut MySqlConnection,
+    entries: &[&IncomeEntry],
+) -> Result<HashSet<(String, String, String, String)>, TxError> {
+    let mut orders: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|e| (e.sender.as_str(), e.order_id.as_str()))
+        .collect();
+    orders.dedup();
+    let mut select = QueryBuilder::<MySql>::new(
+        "SELECT sender, order_id, recipient, part FROM income_entries WHERE (sender, order_id) IN ",
+    );
+    select.push_tuples(orders, |mut row, (sender, order_id)| {
+        row.push_bind(sender).push_bind(order_id);
+    });
+    let rows: Vec<(String, String, String, String)> =
+        select.build_query_as().fetch_all(&mut *conn).await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// One try of a credit: `None` when a concurrent credit of one of the same keys committed
+/// between this one's read and its insert (the unique key refused the insert; nothing was
+/// written, and a new try sees it).
+async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Option<u32>, TxError> {
     let mut tx = store.pool.begin().await?;
-    let mut credited = 0;
+    let taken = taken_keys(&mut tx, entries).await?;
+    let fresh: Vec<&IncomeEntry> = entries
+        .iter()
+        .copied()
+        .filter(|e| {
+            !taken.contains(&(
+                e.sender.as_str().to_owned(),
+                e.order_id.as_str().to_owned(),
+                e.recipient.as_str().to_owned(),
+                e.part.as_str().to_owned(),
+            ))
+        })
+        .collect();
+    if fresh.is_empty() {
+        return Ok(Some(0));
+    }
     let mut amounts: BTreeMap<&str, i64> = BTreeMap::new();
-    for entry in entries {
-        let inserted = sqlx::query(
-            "INSERT INTO income_entries
-             (sender, order_id, recipient, part, user_id, amount, room_id, gift_id,
-              billing_version, credited_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(entry.sender.as_str())
-        .bind(entry.order_id.as_str())
-        .bind(entry.recipient.as_str())
-        .bind(entry.part.as_str())
-        .bind(entry.user.as_str())
-        .bind(entry.amount.0)
-        .bind(entry.room_id.as_str())
-        .bind(entry.gift_id.as_str())
-        .bind(to_i64(entry.billing_version, "billing version")?)
-        .bind(entry.at.as_millis())
-        .execute(&mut *tx)
-        .await;
-        match inserted {
-            Ok(_) => {
-                let total = amounts.entry(entry.user.as_str()).or_default();
-                *total = total.checked_add(entry.amount.0).ok_or_else(|| {
-                    Error::Invalid(format!("income balance overflow for {}", entry.user))
-                })?;
-                credited += 1;
-            }
-            Err(error) if is_duplicate_key(&error) => {}
-            Err(error) => return Err(error.into()),
-        }
+    let mut versions = Vec::with_capacity(fresh.len());
+    for entry in &fresh {
+        let total = amounts.entry(entry.user.as_str()).or_default();
+        *total = total
+            .checked_add(entry.amount.0)
+            .ok_or_else(|| Error::Invalid(format!("income balance overflow for {}", entry.user)))?;
+        versions.push(to_i64(entry.billing_version, "billing version")?);
+    }
+    let mut insert = QueryBuilder::<MySql>::new(
+        "INSERT INTO income_entries
+         (sender, order_id, recipient, part, user_id, amount, room_id, gift_id, billing_version,
+          credited_at) ",
+    );
+    insert.push_values(fresh.iter().zip(versions), |mut row, (entry, version)| {
+        row.push_bind(entry.sender.as_str())
+            .push_bind(entry.order_id.as_str())
+            .push_bind(entry.recipient.as_str())
+            .push_bind(entry.part.as_str())
+            .push_bind(entry.user.as_str())
+            .push_bind(entry.amount.0)
+            .push_bind(entry.room_id.as_str())
+            .push_bind(entry.gift_id.as_str())
+            .push_bind(version)
+            .push_bind(entry.at.as_millis());
+    });
+    match insert.build().execute(&mut *tx).await {
+        Ok(_) => {}
+        Err(error) if is_duplicate_key(&error) => return Ok(None),
+        Err(error) => return Err(error.into()),
     }
     for (user, amount) in amounts {
         let mut added = add(&mut tx, user, amount).await?;
@@ -96,7 +140,7 @@ async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<u32
         }
     }
     tx.commit().await?;
-    Ok(credited)
+    Ok(Some(u32::try_from(fresh.len()).unwrap_or(u32::MAX)))
 }
 
 fn record_from(row: &MySqlRow) -> Result<IncomeRecord> {
@@ -201,8 +245,19 @@ impl IncomeLedger for MySqlStore {
         // An entry named twice in one call is one entry.
         sorted.dedup_by(|a, b| a.key() == b.key());
         let sorted = &sorted;
-        self.retrying("credit_income", || credit_once(self, sorted))
-            .await
+        for _ in 0..CREDIT_TRIES {
+            if let Some(credited) = self
+                .retrying("credit_income", || credit_once(self, sorted))
+                .await?
+            {
+                return Ok(credited);
+            }
+            metrics::counter!("room_mysql_lock_retries_total", "operation" => "credit_income")
+                .increment(1);
+        }
+        Err(Error::Unavailable(format!(
+            "income credit: a concurrent credit of the same entries won {CREDIT_TRIES} times"
+        )))
     }
 
     async fn income_balance(&self, user: &UserId) -> Result<Coins> {

@@ -1,8 +1,10 @@
 //! [`BillingPolicies`] and [`IncomeLedger`]. A policy version is one row, inserted by one
 //! statement only when the newest stored version is the one before it. A credit of income is
 //! one job of the single writer, in its own savepoint: each entry is inserted unless its key
-//! is taken, and each inserted one moves its user's balance, checked for overflow; any error
-//! rolls the whole credit back.
+//! is taken, and what the inserted ones add moves each user's balance once, checked for
+//! overflow; any error rolls the whole credit back.
+
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -29,6 +31,8 @@ const CREDIT_ENTRY: &str = "INSERT INTO income_entries
 
 fn credit(conn: &Connection, entries: &[IncomeEntry]) -> Result<u32> {
     let mut credited = 0;
+    // What the inserted entries add to each user's balance, written once a user.
+    let mut amounts: BTreeMap<&str, i64> = BTreeMap::new();
     for entry in entries {
         let version = to_i64(entry.billing_version, "billing version")?;
         let inserted = conn
@@ -51,25 +55,27 @@ fn credit(conn: &Connection, entries: &[IncomeEntry]) -> Result<u32> {
         if inserted == 0 {
             continue;
         }
+        let total = amounts.entry(entry.user.as_str()).or_default();
+        *total = total
+            .checked_add(entry.amount.0)
+            .ok_or_else(|| Error::Invalid(format!("income balance overflow for {}", entry.user)))?;
+        credited += 1;
+    }
+    for (user, amount) in amounts {
         let balance: i64 = conn
             .prepare_cached("SELECT balance FROM income_accounts WHERE user_id = ?1")
-            .and_then(|mut select| {
-                select
-                    .query_row([entry.user.as_str()], |row| row.get(0))
-                    .optional()
-            })
+            .and_then(|mut select| select.query_row([user], |row| row.get(0)).optional())
             .map_err(sql)?
             .unwrap_or_default();
         let after = balance
-            .checked_add(entry.amount.0)
-            .ok_or_else(|| Error::Invalid(format!("income balance overflow for {}", entry.user)))?;
+            .checked_add(amount)
+            .ok_or_else(|| Error::Invalid(format!("income balance overflow for {user}")))?;
         conn.prepare_cached(
             "INSERT INTO income_accounts (user_id, balance) VALUES (?1, ?2)
              ON CONFLICT (user_id) DO UPDATE SET balance = excluded.balance",
         )
-        .and_then(|mut upsert| upsert.execute(params![entry.user.as_str(), after]))
+        .and_then(|mut upsert| upsert.execute(params![user, after]))
         .map_err(sql)?;
-        credited += 1;
     }
     Ok(credited)
 }

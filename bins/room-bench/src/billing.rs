@@ -1,0 +1,141 @@
+//! The cost of billing (`--only billing`): the hot room on a server that pays income (the
+//! catalog's `[billing]`: the income consumer credits every gift's parts) against one whose
+//! catalog has no billing section (the platform keeps every gift: the consumer reads the
+//! facts and credits nothing), in turns, in one run: on, off, on, off, on, off.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::load::{SENDERS, closed_loop};
+use crate::report::report;
+use crate::server::Server;
+
+/// How many turns each side gets.
+const ROUNDS: usize = 3;
+
+/// How long the income consumer may take to catch up after a loop.
+const TRAIL_WAIT: Duration = Duration::from_secs(30);
+
+/// `catalog` (the text of a gift catalog file) without its `[billing]` sections.
+fn without_billing(catalog: &str) -> String {
+    let mut out = String::with_capacity(catalog.len());
+    let mut in_billing = false;
+    for line in catalog.lines() {
+        let header = line.trim_start();
+        if header.starts_with('[') {
+            in_billing = header.starts_with("[billing]") || header.starts_with("[billing.");
+        }
+        if !in_billing {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Writes the shipped catalog (`configs/gifts.toml`, from the working directory) without
+/// billing to a temporary file; answers its path.
+fn catalog_without_billing() -> Result<PathBuf> {
+    let shipped = std::fs::read_to_string("configs/gifts.toml")
+        .context("configs/gifts.toml (run room-bench from the repository's root)")?;
+    let text = without_billing(&shipped);
+    if text.contains("recipient_bp") {
+        bail!("configs/gifts.toml: a billing key outside a [billing] section");
+    }
+    let path =
+        std::env::temp_dir().join(format!("room-bench-no-billing-{}.toml", std::process::id()));
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// A value of the server's `/metrics` page: the first sample of `name` (0 when absent).
+async fn metric(server: &Server, name: &str) -> Result<f64> {
+    let text = server.metrics().await?;
+    Ok(text
+        .lines()
+        .find_map(|line| {
+            let rest = line.strip_prefix(name)?;
+            rest.rsplit(' ').next()?.parse::<f64>().ok()
+        })
+        .unwrap_or(0.0))
+}
+
+/// Runs the comparison; `start` starts a server on fresh storage with extra environment.
+pub async fn billing(
+    start: impl AsyncFn(&[(&str, &str)]) -> Result<Server>,
+    duration: Duration,
+) -> Result<()> {
+    let catalog = catalog_without_billing()?;
+    let catalog = catalog.to_string_lossy().into_owned();
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        for billed in [true, false] {
+            let env: Vec<(&str, &str)> = if billed {
+                Vec::new()
+            } else {
+                vec![("ROOM__CATALOG__PATH", catalog.as_str())]
+            };
+            let server = start(&env).await?;
+            let setup = server.setup(1, SENDERS).await?;
+            let rate = closed_loop(&server, &setup, duration, true).await?;
+            let side = if billed { "on" } else { "off" };
+            report(
+                &format!("billing {side}, round {} (gifts/s)", round + 1),
+                &format!("{rate:.0}"),
+            );
+            // Income trails the gifts: wait for it, and check what each side credited.
+            let deadline = tokio::time::Instant::now() + TRAIL_WAIT;
+            let mut lag = metric(&server, "room_facts_lag_seconds").await?;
+            while lag > 0.0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                lag = metric(&server, "room_facts_lag_seconds").await?;
+            }
+            let entries = metric(&server, "room_income_entries_total").await?;
+            report(
+                &format!("  income entries credited (billing {side})"),
+                &format!("{entries:.0}"),
+            );
+            if billed == (entries == 0.0) {
+                bail!("billing {side}: {entries} income entries credited");
+            }
+            server.stop().await?;
+            if billed {
+                on.push(rate)
+            } else {
+                off.push(rate)
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&catalog);
+    let (on, off) = (median(&mut on), median(&mut off));
+    report(
+        "hot room, billing on against off (median gifts/s)",
+        &format!(
+            "{on:.0} against {off:.0} ({:+.1} %)",
+            (on / off.max(1.0) - 1.0) * 100.0
+        ),
+    );
+    Ok(())
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_billing_sections_and_only_they_are_left_out() {
+        let catalog = "[[gifts]]\ngift_id = \"rose\"\n\n[billing]\nrecipient_bp = 5000\n\n\
+                       [billing.overrides.lucky]\nowner_bp = 1\n\n[rules]\nmax = 3\n";
+        assert_eq!(
+            without_billing(catalog),
+            "[[gifts]]\ngift_id = \"rose\"\n\n[rules]\nmax = 3\n"
+        );
+    }
+}
