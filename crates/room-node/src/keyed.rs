@@ -40,35 +40,114 @@ impl FromRef<KeyedState> for AuthenticatorRef {
     }
 }
 
-/// How a route answers a key reused for another request, if the route is keyed at all: the
-/// routes whose key names their room commands (and a creation's room).
+/// How a route answers a key reused for another request, if the route keeps the key's record:
+/// every mutating route but those of [`OWN_KEYS`] that are idempotent their own way.
 fn keyed_route(method: &Method, route: &str) -> Option<ApiCode> {
-    let reused = ApiCode::IdempotencyKeyReused;
-    match (method.as_str(), route) {
-        ("POST", "/v1/admin/robot-rooms") => Some(ApiCode::RobotRoomExists),
-        ("POST", "/v1/rooms") | ("PATCH", "/v1/rooms/{room_id}") => Some(reused),
-        ("PUT" | "DELETE", "/v1/rooms/{room_id}/admins/{user_id}") => Some(reused),
-        ("POST", route) => {
-            let rest = route.strip_prefix("/v1/rooms/{room_id}/")?;
-            let keyed = matches!(
-                rest,
-                "close"
-                    | "join"
-                    | "leave"
-                    | "kick"
-                    | "unban"
-                    | "mute"
-                    | "seats/{seat}/take"
-                    | "seats/{seat}/leave"
-                    | "seats/{seat}/lock"
-                    | "seats/{seat}/mute"
-                    | "seats/{seat}/remove"
-            );
-            keyed.then_some(reused)
-        }
-        _ => None,
+    if !matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    ) {
+        return None;
+    }
+    let method = method.as_str().to_ascii_lowercase();
+    match OWN_KEYS
+        .iter()
+        .find(|(m, path, _)| *m == method && *path == route)
+    {
+        Some((_, _, KeyUse::Own(_))) => None,
+        Some((_, _, KeyUse::Text(_, reused))) => Some(*reused),
+        None => Some(ApiCode::IdempotencyKeyReused),
     }
 }
+
+/// How a mutating route uses its `Idempotency-Key` header, where that is not the default (the
+/// key's shared record: [`keyed_request`]).
+pub(crate) enum KeyUse {
+    /// Checked only: the route is idempotent by what this names.
+    Own(&'static str),
+    /// The shared record, with the route's own account of what the key does and its answer
+    /// to a key reused for another request.
+    Text(&'static str, ApiCode),
+}
+
+/// The mutating routes (method, lowercase, and path template) that use their
+/// `Idempotency-Key` their own way: most are idempotent by an id of their own and check the
+/// header only. Every other mutating route keeps the key's record ([`keyed_request`]), and
+/// the API document says so of each.
+pub(crate) const OWN_KEYS: [(&str, &str, KeyUse); 12] = [
+    (
+        "post",
+        "/v1/rooms/{room_id}/gifts",
+        KeyUse::Own("the body's `order_id`"),
+    ),
+    (
+        "post",
+        "/v1/admin/wallets/{user_id}/credit",
+        KeyUse::Own("the body's `op_id`"),
+    ),
+    (
+        "put",
+        "/v1/admin/gifts/{gift_id}",
+        KeyUse::Own("the gift id (a `PUT` of the same gift)"),
+    ),
+    (
+        "put",
+        "/v1/admin/users/{user_id}",
+        KeyUse::Own("its body (a `PUT` of the same fields writes the same profile)"),
+    ),
+    (
+        "put",
+        "/v1/admin/users",
+        KeyUse::Own("its body (a repeat of the batch writes the same profiles)"),
+    ),
+    (
+        "patch",
+        "/v1/me/profile",
+        KeyUse::Own("its body (a repeat of the change writes the same profile)"),
+    ),
+    (
+        "put",
+        "/v1/rooms/{room_id}/follow",
+        KeyUse::Own("nature (following twice counts once)"),
+    ),
+    (
+        "delete",
+        "/v1/rooms/{room_id}/follow",
+        KeyUse::Own("nature (unfollowing a room not followed answers the same)"),
+    ),
+    (
+        "post",
+        "/v1/rooms/{room_id}/heartbeat",
+        KeyUse::Own("nature (a heartbeat repeats harmlessly)"),
+    ),
+    (
+        "post",
+        "/v1/admin/robot-rooms",
+        KeyUse::Text(
+            "The key is the calling admin's: the same request with it gets the first answer \
+             again (`Idempotency-Replayed: true`); another request with it is 409 \
+             `ROBOT_ROOM_EXISTS`, and nothing is written; while the first runs, 409 \
+             `IDEMPOTENCY_KEY_IN_USE` (retryable). Beneath that record (kept \
+             `ROOM__HTTP__IDEMPOTENCY_RETENTION_SECS`), the key names the room, and without \
+             the header the request's content does. A key or content whose room was closed \
+             answers 409 `ROBOT_ROOM_EXISTS`: send a new key for a new room",
+            ApiCode::RobotRoomExists,
+        ),
+    ),
+    (
+        "patch",
+        "/v1/admin/robot-rooms/{room_id}",
+        KeyUse::Own(
+            "its body (a change already in effect answers 200 with the configuration, \
+             whatever `version` says)",
+        ),
+    ),
+    (
+        "delete",
+        "/v1/admin/robot-rooms/{room_id}",
+        KeyUse::Own("nature (a repeat answers 404 `ROBOT_ROOM_NOT_FOUND`)"),
+    ),
+];
 
 /// The middleware. Requests of other routes, without a key, with a key the handler will
 /// refuse, or without a valid token, pass as they are (their handler answers them).

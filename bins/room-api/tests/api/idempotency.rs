@@ -369,3 +369,45 @@ async fn a_request_refused_for_its_form_leaves_its_key_free() {
     .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
 }
+
+/// Sends `body` to `PUT /v1/admin/billing` as the platform admin with `key_text` as the key.
+async fn put_billing_keyed(
+    t: &TestApp,
+    key_text: &str,
+    body: &Value,
+) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let request = Request::builder()
+        .method(Method::PUT)
+        .uri("/v1/admin/billing")
+        .header(header::AUTHORIZATION, format!("Bearer {}", t.admin_token()))
+        .header("idempotency-key", key_text)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, headers, body) = t.send(request).await;
+    (status, headers, parse(&body))
+}
+
+/// A mutating route not idempotent its own way keeps the key's record, as the API document
+/// says of it: the billing policy's change, repeated with its key, is answered again rather
+/// than refused as stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_change_repeated_with_its_key_gets_its_first_answer() {
+    let t = TestApp::new().await;
+    let change = json!({"expected_version": 1, "recipient_bp": 6_000, "owner_bp": 0,
+                        "agency_bp": 0});
+    let (status, headers, first) = put_billing_keyed(&t, "billing-1", &change).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert!(headers.get("idempotency-replayed").is_none());
+    let (status, headers, again) = put_billing_keyed(&t, "billing-1", &change).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(headers["idempotency-replayed"], "true");
+    assert_eq!(again, first);
+    let other = json!({"expected_version": 2, "recipient_bp": 1_000, "owner_bp": 0,
+                       "agency_bp": 0});
+    let (status, _, reused) = put_billing_keyed(&t, "billing-1", &other).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{reused}");
+    assert_eq!(error_code(&reused), "IDEMPOTENCY_KEY_REUSED");
+    let (_, current) = t.get("/v1/admin/billing", &t.admin_token()).await;
+    assert_eq!(current["version"], 2, "{current}");
+}

@@ -24,6 +24,8 @@ use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response, ResponseBuilder};
 
+use crate::keyed::{KeyUse, OWN_KEYS};
+
 /// A reusable error response: its name in `components.responses`, its status, and what it
 /// says.
 struct Reusable {
@@ -159,7 +161,7 @@ pub(super) fn complete(document: &mut OpenApi) {
                 add_idempotency_key(operation, key_use);
                 let keyed = match key_use {
                     None => Some("422"),
-                    Some(KeyUse::Text(_)) => Some("409"),
+                    Some(KeyUse::Text(_, _)) => Some("409"),
                     Some(KeyUse::Own(_)) => None,
                 };
                 if let Some(reused) = keyed
@@ -211,94 +213,10 @@ fn add_last_event_id(operation: &mut Operation) {
         .push(RefOr::T(parameter));
 }
 
-/// How a mutating route uses its `Idempotency-Key` header, where that is not the default
-/// [`add_idempotency_key`] describes.
-enum KeyUse {
-    /// Checked only: the route is idempotent by what this names.
-    Own(&'static str),
-    /// The route's own account of what the key does.
-    Text(&'static str),
-}
-
-/// The mutating routes (method and path template) that use their `Idempotency-Key` their own
-/// way: most are idempotent by an id of their own and check the header only.
-const OWN_KEYS: [(&str, &str, KeyUse); 12] = [
-    (
-        "post",
-        "/v1/rooms/{room_id}/gifts",
-        KeyUse::Own("the body's `order_id`"),
-    ),
-    (
-        "post",
-        "/v1/admin/wallets/{user_id}/credit",
-        KeyUse::Own("the body's `op_id`"),
-    ),
-    (
-        "put",
-        "/v1/admin/gifts/{gift_id}",
-        KeyUse::Own("the gift id (a `PUT` of the same gift)"),
-    ),
-    (
-        "put",
-        "/v1/admin/users/{user_id}",
-        KeyUse::Own("its body (a `PUT` of the same fields writes the same profile)"),
-    ),
-    (
-        "put",
-        "/v1/admin/users",
-        KeyUse::Own("its body (a repeat of the batch writes the same profiles)"),
-    ),
-    (
-        "patch",
-        "/v1/me/profile",
-        KeyUse::Own("its body (a repeat of the change writes the same profile)"),
-    ),
-    (
-        "put",
-        "/v1/rooms/{room_id}/follow",
-        KeyUse::Own("nature (following twice counts once)"),
-    ),
-    (
-        "delete",
-        "/v1/rooms/{room_id}/follow",
-        KeyUse::Own("nature (unfollowing a room not followed answers the same)"),
-    ),
-    (
-        "post",
-        "/v1/rooms/{room_id}/heartbeat",
-        KeyUse::Own("nature (a heartbeat repeats harmlessly)"),
-    ),
-    (
-        "post",
-        "/v1/admin/robot-rooms",
-        KeyUse::Text(
-            "The key is the calling admin's: the same request with it gets the first answer \
-             again (`Idempotency-Replayed: true`); another request with it is 409 \
-             `ROBOT_ROOM_EXISTS`, and nothing is written; while the first runs, 409 \
-             `IDEMPOTENCY_KEY_IN_USE` (retryable). Beneath that record (kept \
-             `ROOM__HTTP__IDEMPOTENCY_RETENTION_SECS`), the key names the room, and without \
-             the header the request's content does. A key or content whose room was closed \
-             answers 409 `ROBOT_ROOM_EXISTS`: send a new key for a new room",
-        ),
-    ),
-    (
-        "patch",
-        "/v1/admin/robot-rooms/{room_id}",
-        KeyUse::Own(
-            "its body (a change already in effect answers 200 with the configuration, \
-             whatever `version` says)",
-        ),
-    ),
-    (
-        "delete",
-        "/v1/admin/robot-rooms/{room_id}",
-        KeyUse::Own("nature (a repeat answers 404 `ROBOT_ROOM_NOT_FOUND`)"),
-    ),
-];
-
 /// Every mutating route of a signed-in user takes an `Idempotency-Key` header: a repeat of the
-/// same key by the same user on the same route gets the first answer. The routes of
-/// [`OWN_KEYS`] use the header their own way, and say how.
+/// same key by the same user on the same route gets the first answer (the edge's
+/// [`keyed_request`](crate::keyed::keyed_request) does it). The routes of [`OWN_KEYS`] use the
+/// header their own way, and say how.
 fn add_idempotency_key(operation: &mut Operation, key_use: Option<&KeyUse>) {
     let authenticated = operation
         .security
@@ -321,7 +239,7 @@ fn add_idempotency_key(operation: &mut Operation, key_use: Option<&KeyUse>) {
         Some(KeyUse::Own(own)) => {
             format!("{CHECK} Checked only: this route is idempotent by {own}, not by this header")
         }
-        Some(KeyUse::Text(text)) => format!("{CHECK} {text}"),
+        Some(KeyUse::Text(text, _)) => format!("{CHECK} {text}"),
     };
     let parameter = ParameterBuilder::new()
         .name("Idempotency-Key")
