@@ -2,10 +2,10 @@
 //! listed hottest first.
 
 use async_trait::async_trait;
-use room_app::ports::{RoomDirectory, RoomSummary};
+use room_app::ports::{RoomDirectory, RoomSummary, check_summaries_read};
 use room_domain::RoomId;
-use sqlx::MySqlConnection;
 use sqlx::mysql::MySqlRow;
+use sqlx::{MySql, MySqlConnection, QueryBuilder};
 
 use crate::codec::{TxError, col, id_col, is_duplicate_key, to_i64, u64_col};
 use crate::{MySqlStore, Result};
@@ -151,6 +151,28 @@ impl RoomDirectory for MySqlStore {
             })
             .await?;
         row.as_ref().map(summary).transpose()
+    }
+
+    async fn get_summaries(&self, room_ids: &[RoomId]) -> Result<Vec<RoomSummary>> {
+        check_summaries_read(room_ids)?;
+        if room_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self
+            .retrying("get_summaries", || async move {
+                let mut select = QueryBuilder::<MySql>::new(
+                    "SELECT room_id, owner, name, open, heat, online, locked, version
+                     FROM room_summaries WHERE room_id IN (",
+                );
+                let mut ids = select.separated(", ");
+                for room_id in room_ids {
+                    ids.push_bind(room_id.as_str());
+                }
+                select.push(")");
+                Ok(select.build().fetch_all(&self.pool).await?)
+            })
+            .await?;
+        rows.iter().map(summary).collect()
     }
 
     async fn list_open_by_heat(

@@ -2,10 +2,11 @@
 //! listed hottest first.
 
 use async_trait::async_trait;
-use room_app::ports::{RoomDirectory, RoomSummary};
+use room_app::ports::{RoomDirectory, RoomSummary, check_summaries_read};
 use room_domain::RoomId;
 use rusqlite::{Connection, OptionalExtension, params};
 use sqlx::sqlite::SqliteRow;
+use sqlx::{QueryBuilder, Sqlite};
 
 use crate::codec::{col, db, id_col, sql, to_i64, u32_col, u64_col};
 use crate::{Result, SqliteStore};
@@ -132,6 +133,24 @@ impl RoomDirectory for SqliteStore {
         .await
         .map_err(db)?;
         row.as_ref().map(summary).transpose()
+    }
+
+    async fn get_summaries(&self, room_ids: &[RoomId]) -> Result<Vec<RoomSummary>> {
+        check_summaries_read(room_ids)?;
+        if room_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut select = QueryBuilder::<Sqlite>::new(
+            "SELECT room_id, owner, name, open, heat, online, locked, version
+             FROM room_summaries WHERE room_id IN (",
+        );
+        let mut ids = select.separated(", ");
+        for room_id in room_ids {
+            ids.push_bind(room_id.as_str());
+        }
+        select.push(")");
+        let rows = select.build().fetch_all(&self.readers).await.map_err(db)?;
+        rows.iter().map(summary).collect()
     }
 
     async fn list_open_by_heat(

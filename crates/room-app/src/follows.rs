@@ -3,11 +3,14 @@
 //! room directory (no room is activated to answer).
 
 use std::cmp::Reverse;
+use std::collections::HashMap;
 
 use room_domain::{RoomId, Timestamp, UserId};
 
 use crate::error::Result;
-use crate::ports::{ClockRef, FollowOutcome, MAX_FOLLOW_PAGE, RoomDirectoryRef, RoomFollowsRef};
+use crate::ports::{
+    ClockRef, FollowOutcome, MAX_FOLLOW_PAGE, MAX_SUMMARIES_READ, RoomDirectoryRef, RoomFollowsRef,
+};
 
 /// Where a page of [`RoomFollowing::followed_rooms`] starts: after the room with this key.
 /// Rooms come open first, then newest follow first.
@@ -86,8 +89,8 @@ impl RoomFollowing {
     }
 
     /// A page of the rooms `user` follows, open ones first, then newest follow first, after
-    /// `after`, at most `limit`. Reads at most [`max_follows`](Self::max_follows) follows
-    /// and one directory summary per follow.
+    /// `after`, at most `limit`. Reads at most [`max_follows`](Self::max_follows) follows,
+    /// and their rooms' summaries [`MAX_SUMMARIES_READ`] at a time.
     pub async fn followed_rooms(
         &self,
         user: &UserId,
@@ -110,9 +113,16 @@ impl RoomFollowing {
             }
         }
         follows.truncate(bound);
+        let mut summaries = HashMap::with_capacity(follows.len());
+        let ids: Vec<RoomId> = follows.iter().map(|f| f.room_id.clone()).collect();
+        for chunk in ids.chunks(MAX_SUMMARIES_READ) {
+            for summary in self.directory.get_summaries(chunk).await? {
+                summaries.insert(summary.room_id.clone(), summary);
+            }
+        }
         let mut rooms = Vec::with_capacity(follows.len());
         for follow in follows {
-            let summary = self.directory.get_summary(&follow.room_id).await?;
+            let summary = summaries.remove(&follow.room_id);
             let (name, open, online) = summary
                 .map(|s| (s.name, s.open, s.online))
                 .unwrap_or_default();
@@ -153,17 +163,20 @@ mod tests {
     fn following(open: &'static [&'static str], max: u32) -> (RoomFollowing, UserId) {
         let store = Arc::new(InMemoryStore::new());
         let mut directory = MockRoomDirectory::new();
-        directory.expect_get_summary().returning(move |id| {
-            Ok(Some(RoomSummary {
-                room_id: id.clone(),
-                owner: UserId::new("owner").unwrap(),
-                name: format!("name of {id}"),
-                open: open.contains(&id.as_str()),
-                heat: 0,
-                online: 3,
-                locked: false,
-                version: 1,
-            }))
+        directory.expect_get_summaries().returning(move |ids| {
+            Ok(ids
+                .iter()
+                .map(|id| RoomSummary {
+                    room_id: id.clone(),
+                    owner: UserId::new("owner").unwrap(),
+                    name: format!("name of {id}"),
+                    open: open.contains(&id.as_str()),
+                    heat: 0,
+                    online: 3,
+                    locked: false,
+                    version: 1,
+                })
+                .collect())
         });
         let mut clock = MockClock::new();
         clock.expect_now().returning(|| Timestamp(1_000));

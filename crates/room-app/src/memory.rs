@@ -796,6 +796,17 @@ impl RoomDirectory for InMemoryStore {
         Ok(self.lock().summaries.get(room_id).cloned())
     }
 
+    async fn get_summaries(&self, room_ids: &[RoomId]) -> Result<Vec<RoomSummary>> {
+        crate::ports::check_summaries_read(room_ids)?;
+        let state = self.lock();
+        let mut seen = std::collections::HashSet::new();
+        Ok(room_ids
+            .iter()
+            .filter(|id| seen.insert(*id))
+            .filter_map(|id| state.summaries.get(id).cloned())
+            .collect())
+    }
+
     async fn list_open_by_heat(
         &self,
         cursor: Option<(i64, RoomId)>,

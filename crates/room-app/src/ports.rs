@@ -61,7 +61,9 @@ pub use cell_store::{
     Activation, CellStore, CellStoreRef, CommandRecord, CommandReply, CommitBatch, StoredEvent,
 };
 pub use clock::{Clock, ClockRef, IdGen, IdGenRef};
-pub use directory::{RoomDirectory, RoomDirectoryRef, RoomSummary};
+pub use directory::{
+    MAX_SUMMARIES_READ, RoomDirectory, RoomDirectoryRef, RoomSummary, check_summaries_read,
+};
 pub use follows::{FollowOutcome, FollowedRoom, MAX_FOLLOW_PAGE, RoomFollows, RoomFollowsRef};
 pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer, ReadKind};
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};

@@ -9,6 +9,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 
+/// The most rooms one [`RoomDirectory::get_summaries`] reads.
+pub const MAX_SUMMARIES_READ: usize = 200;
+
+/// Refuses a [`RoomDirectory::get_summaries`] of more than [`MAX_SUMMARIES_READ`] rooms.
+pub fn check_summaries_read(room_ids: &[RoomId]) -> Result<()> {
+    if room_ids.len() > MAX_SUMMARIES_READ {
+        return Err(crate::Error::Invalid(format!(
+            "{} room summaries in one read: at most {MAX_SUMMARIES_READ}",
+            room_ids.len()
+        )));
+    }
+    Ok(())
+}
+
 /// What the room directory shows of a room; written in every commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoomSummary {
@@ -42,6 +56,9 @@ pub trait RoomDirectory: Send + Sync {
     async fn get_by_short_id(&self, short_id: u32) -> Result<Option<RoomId>>;
     /// The summary of a room.
     async fn get_summary(&self, room_id: &RoomId) -> Result<Option<RoomSummary>>;
+    /// The summaries of those of `room_ids` that have one, in one read, in no order; more
+    /// than [`MAX_SUMMARIES_READ`] ids: [`Error::Invalid`](crate::Error::Invalid).
+    async fn get_summaries(&self, room_ids: &[RoomId]) -> Result<Vec<RoomSummary>>;
     /// Open rooms, hottest first (ties by room id), after `cursor` (heat, room id), at most
     /// `limit`.
     async fn list_open_by_heat(

@@ -19,6 +19,7 @@ where
 {
     short_ids_are_unique_both_ways(fresh().await).await;
     summaries_come_from_commits(fresh().await).await;
+    summaries_are_read_many_at_once(fresh().await).await;
     open_rooms_by_heat_with_paging(fresh().await).await;
 }
 
@@ -135,6 +136,49 @@ async fn summaries_come_from_commits<S: RoomDirectory + CellStore>(store: Arc<S>
         ok(store.get_summary(&a).await, "get_summary"),
         Some(second),
         "a batch without a summary keeps the stored one",
+    );
+}
+
+async fn summaries_are_read_many_at_once<S: RoomDirectory + CellStore>(store: Arc<S>) {
+    same(
+        ok(store.get_summaries(&[]).await, "get_summaries"),
+        Vec::new(),
+        "no rooms asked, none read",
+    );
+    let mut written = Vec::new();
+    for (i, id) in ["room-a", "room-b", "room-c"].into_iter().enumerate() {
+        let id = room(id);
+        let s = summary(&id, 10 * i as i64, i != 1, 1);
+        commit_summary(&*store, &id, s.clone()).await;
+        written.push(s);
+    }
+    let asked = [
+        room("room-c"),
+        room("room-none"),
+        room("room-a"),
+        room("room-c"),
+    ];
+    let mut read = ok(store.get_summaries(&asked).await, "get_summaries");
+    read.sort_by(|x, y| x.room_id.cmp(&y.room_id));
+    same(
+        read,
+        vec![written[0].clone(), written[2].clone()],
+        "each room asked that has a summary, once; closed or open alike",
+    );
+    let many: Vec<RoomId> = (0..=crate::ports::MAX_SUMMARIES_READ)
+        .map(|i| room(&format!("room-{i}")))
+        .collect();
+    assert!(
+        matches!(
+            store.get_summaries(&many).await,
+            Err(crate::Error::Invalid(_))
+        ),
+        "more than the bound is refused"
+    );
+    let at_bound = &many[..crate::ports::MAX_SUMMARIES_READ];
+    ok(
+        store.get_summaries(at_bound).await,
+        "get_summaries at the bound",
     );
 }
 
