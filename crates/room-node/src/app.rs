@@ -294,6 +294,7 @@ impl App {
                 income: storage.income.clone(),
                 directory: storage.directory.clone(),
                 users: storage.users.clone(),
+                vip: storage.vip.clone(),
                 presence: shared.presence,
                 attempts: shared.attempts,
                 clock,

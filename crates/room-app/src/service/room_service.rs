@@ -15,9 +15,10 @@ use crate::error::{Error, Result};
 use crate::gifts::GiftSaga;
 use crate::ports::{
     ClockRef, CommandReply, GiftCatalogRef, IdGenRef, PasswordAttemptsRef, PresenceRef,
-    RoomDirectoryRef, UserDirectoryRef, WalletRef,
+    RoomDirectoryRef, UserDirectoryRef, VipGrantsRef, WalletRef,
 };
 use crate::profiles::{ProfileCacheConfig, Profiles};
+use crate::vip::{Vip, VipCacheConfig};
 
 /// The ports the use cases need besides the runtime's.
 #[derive(Clone)]
@@ -36,6 +37,8 @@ pub struct ServicePorts {
     pub directory: RoomDirectoryRef,
     /// Who people are: the profiles rooms show.
     pub users: UserDirectoryRef,
+    /// VIP grants and the level table.
+    pub vip: VipGrantsRef,
     /// Heartbeats.
     pub presence: PresenceRef,
     /// Wrong room passwords, against brute force.
@@ -53,6 +56,8 @@ pub struct RoomService {
     pub(super) gifts: GiftSaga,
     /// Profiles, read for display through the node's cache.
     pub(super) profiles: Arc<Profiles>,
+    /// VIP levels, read by the rooms through the node's cache.
+    pub(super) vip: Vip,
     /// Rooms found created, so that requests for rooms other nodes run read nothing.
     known_rooms: crate::known::KnownRooms,
     /// Consumers handed each room's creation fact as soon as it is committed.
@@ -78,11 +83,17 @@ impl RoomService {
             ProfileCacheConfig::default(),
         ));
         gifts.set_profiles(profiles.clone());
+        let vip = Vip::new(
+            ports.vip.clone(),
+            ports.clock.clone(),
+            VipCacheConfig::default(),
+        );
         RoomService {
             runtime,
             ports,
             gifts,
             profiles,
+            vip,
             known_rooms: crate::known::KnownRooms::default(),
             early: Vec::new(),
         }
@@ -106,6 +117,17 @@ impl RoomService {
         ));
         self.gifts.set_profiles(self.profiles.clone());
         self
+    }
+
+    /// The service with its VIP cache bounded by `config` instead of the default.
+    pub fn with_vip_cache(mut self, config: VipCacheConfig) -> Self {
+        self.vip = Vip::new(self.ports.vip.clone(), self.ports.clock.clone(), config);
+        self
+    }
+
+    /// The VIP use cases (grants, the level table, and the node's cache of them).
+    pub fn vip(&self) -> &Vip {
+        &self.vip
     }
 
     /// The profile use cases (the user directory and the node's cache of it).

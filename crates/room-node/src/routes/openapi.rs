@@ -222,7 +222,7 @@ enum KeyUse {
 
 /// The mutating routes (method and path template) that use their `Idempotency-Key` their own
 /// way: most are idempotent by an id of their own and check the header only.
-const OWN_KEYS: [(&str, &str, KeyUse); 12] = [
+const OWN_KEYS: [(&str, &str, KeyUse); 15] = [
     (
         "post",
         "/v1/rooms/{room_id}/gifts",
@@ -247,6 +247,21 @@ const OWN_KEYS: [(&str, &str, KeyUse); 12] = [
         "put",
         "/v1/admin/users",
         KeyUse::Own("its body (a repeat of the batch writes the same profiles)"),
+    ),
+    (
+        "put",
+        "/v1/admin/users/{user_id}/vip",
+        KeyUse::Own("its body (a `PUT` of the same grant writes the same grant)"),
+    ),
+    (
+        "delete",
+        "/v1/admin/users/{user_id}/vip",
+        KeyUse::Own("nature (revoking a grant that is gone answers the same)"),
+    ),
+    (
+        "put",
+        "/v1/admin/vip-levels",
+        KeyUse::Own("the body's `expected_version` (a repeat answers 409 `VIP_LEVELS_STALE`)"),
     ),
     (
         "patch",
