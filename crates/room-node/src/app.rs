@@ -301,7 +301,9 @@ impl App {
                 ids,
             },
         );
-        let service = service.with_profile_cache(settings.profiles.cache());
+        let service = service
+            .with_profile_cache(settings.profiles.cache())
+            .with_vip_cache(settings.vip.cache());
         // A new room's IM group is created before the room's creation is answered.
         let service = Arc::new(match early {
             Some(consumer) => service.with_early_consumer(consumer),

@@ -225,3 +225,78 @@ async fn admins_grant_read_and_revoke_a_users_level() {
     let (status, _) = t.get("/v1/admin/users/vera/vip", &t.admin_token()).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_level_shields_its_holder_from_room_admins() {
+    let t = TestApp::new().await;
+    let (status, _) = put_levels(
+        &t,
+        json!({ "expected_version": 0, "levels": [
+            {},
+            { "kick_shield": true, "mute_shield": true, "entry_effect_id": "fx-2" },
+        ] }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = put_vip(&t, "vera", json!({ "level": 2, "expires_at_ms": LATER })).await;
+    assert_eq!(status, StatusCode::OK);
+
+    let room_id = t.room_with_members(0).await;
+    let base = format!("/v1/rooms/{room_id}");
+    let (status, _) = t
+        .call(
+            Method::PUT,
+            &format!("{base}/admins/bob"),
+            Some(&t.token("alice")),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    t.join(&room_id, "vera").await;
+    let (status, online) = t
+        .get(&format!("{base}/online-users"), &t.token("bob"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{online}");
+    let vera = online["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["user_id"] == "vera")
+        .cloned()
+        .unwrap();
+    assert_eq!(vera["vip_level"], 2, "{online}");
+
+    // bob, a room admin, is held back by both shields.
+    for (path, body) in [
+        ("mute", json!({ "user_id": "vera", "seconds": 60 })),
+        ("kick", json!({ "user_id": "vera" })),
+    ] {
+        let (status, answer) = t
+            .post(&format!("{base}/{path}"), &t.token("bob"), body)
+            .await;
+        assert_eq!(
+            (status, error_code(&answer)),
+            (StatusCode::FORBIDDEN, "VIP_PROTECTED"),
+            "{path}: {answer}"
+        );
+    }
+    // Revoked: bob mutes and kicks her.
+    let (status, _) = t
+        .call(
+            Method::DELETE,
+            "/v1/admin/users/vera/vip",
+            Some(&t.admin_token()),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    for (path, body) in [
+        ("mute", json!({ "user_id": "vera", "seconds": 60 })),
+        ("kick", json!({ "user_id": "vera" })),
+    ] {
+        let (status, answer) = t
+            .post(&format!("{base}/{path}"), &t.token("bob"), body)
+            .await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{path}: {answer}");
+    }
+}

@@ -184,8 +184,41 @@ impl RoomService {
             }
             _ => None,
         };
-        let command = Command::new(command_id, kind).with_display(display);
+        let mut actor = actor;
+        let vip = self.vip_standing(&kind, &mut actor).await?;
+        let command = Command::new(command_id, kind)
+            .with_display(display)
+            .with_vip(vip);
         self.runtime.execute(room_id, command, actor, None).await
+    }
+
+    /// The VIP standing a user's command carries, looked up here through the node's cache
+    /// (the service keeps VIP levels, not the token): a join's (the joining user's level is
+    /// set on the actor, and a level's entry effect and vehicle go with the command), a
+    /// kick's and a muting `chat_mute`'s (the target's shields). A join goes on without VIP
+    /// when the grants cannot be read now; a kick or a mute fails, retryably, rather than
+    /// guess a shield.
+    async fn vip_standing(
+        &self,
+        kind: &CommandKind,
+        actor: &mut Actor,
+    ) -> Result<Option<room_domain::VipStanding>> {
+        let Actor::User(user) = actor else {
+            return Ok(None);
+        };
+        match kind {
+            CommandKind::Join { .. } => {
+                let standing = self.vip.standing_or_none(&user.user_id).await;
+                user.vip_level = standing.as_ref().map_or(0, |standing| standing.level);
+                Ok(standing.filter(|standing| standing.level > 0))
+            }
+            CommandKind::Kick { user: target, .. } => Ok(Some(self.vip.standing(target).await?)),
+            CommandKind::ChatMute {
+                user: target,
+                seconds,
+            } if *seconds > 0 => Ok(Some(self.vip.standing(target).await?)),
+            _ => Ok(None),
+        }
     }
 
     /// Refuses room ids that were never created, before they reach a cell: activating a cell
