@@ -37,6 +37,8 @@ fn envelope(n: usize) -> OutboxMessage {
             robot: false,
             nickname: None,
             avatar_url: None,
+            entry_effect_id: None,
+            vehicle_id: None,
         }
     } else {
         Event::RoomGiftSent(GiftSent {

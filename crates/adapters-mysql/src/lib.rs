@@ -43,6 +43,7 @@ mod schema;
 mod store;
 mod timers;
 mod users;
+mod vip;
 mod wallet;
 
 pub use connect::MySqlSettings;

@@ -171,3 +171,11 @@ async fn user_directory() {
     };
     testkit::user_directory_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn vip_grants() {
+    let Some(fresh) = Fresh::new("conformance::vip_grants").await else {
+        return;
+    };
+    testkit::vip_grants_suite(|| fresh.store()).await;
+}

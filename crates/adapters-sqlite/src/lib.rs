@@ -37,6 +37,7 @@ mod robots;
 mod store;
 mod timers;
 mod users;
+mod vip;
 mod wallet;
 mod writer;
 

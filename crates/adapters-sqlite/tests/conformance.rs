@@ -126,3 +126,9 @@ async fn user_directory() {
     let fresh = Fresh::default();
     testkit::user_directory_suite(|| fresh.store()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn vip_grants() {
+    let fresh = Fresh::default();
+    testkit::vip_grants_suite(|| fresh.store()).await;
+}

@@ -936,3 +936,72 @@ async fn robot_pools_stored_before_the_pool_key_are_brought_over() {
         None
     );
 }
+
+/// A database of the release before VIP grants (every migration before 0090), with a
+/// profile in it: opening it adds the VIP tables (the level table at version 0, empty), the
+/// profile stays, and grants and tables go in and read back.
+#[tokio::test]
+async fn a_database_before_vip_grants_gets_them_on_opening() {
+    use room_app::ports::{UserDirectory, VipGrant, VipGrants, VipLevels};
+
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let before = dir.path().join("before-vip");
+    std::fs::create_dir(&before).unwrap();
+    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let name = entry.unwrap().file_name();
+        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
+        if version < 90 {
+            std::fs::copy(migrations.join(&name), before.join(&name)).unwrap();
+        }
+    }
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(before.as_path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO user_profiles (user_id, nickname) VALUES ('alice', 'Alice')")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    assert_eq!(
+        store
+            .get_profile(&user("alice"))
+            .await
+            .unwrap()
+            .and_then(|p| p.nickname)
+            .as_deref(),
+        Some("Alice"),
+        "the profile written before the upgrade stays"
+    );
+    assert_eq!(store.vip_levels().await.unwrap(), VipLevels::default());
+    assert_eq!(store.get_vip_grant(&user("alice")).await.unwrap(), None);
+    let levels = vec![room_domain::VipPrivileges {
+        kick_shield: true,
+        ..Default::default()
+    }];
+    assert_eq!(store.put_vip_levels(0, &levels).await.unwrap(), 1);
+    store
+        .grant_vip(&user("alice"), 1, T0.plus_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_vip_grant(&user("alice")).await.unwrap(),
+        Some(VipGrant {
+            level: 1,
+            expires_at: T0.plus_secs(60)
+        })
+    );
+    assert_eq!(store.vip_levels().await.unwrap().levels, levels);
+}

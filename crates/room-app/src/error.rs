@@ -52,6 +52,14 @@ pub enum Error {
     /// (the message names the field, and in a batch the entry): nothing was written.
     #[error("invalid profile: {0}")]
     InvalidProfile(String),
+    /// A VIP grant of a level the level table does not have, or with an expiry not after
+    /// now: nothing was written.
+    #[error("invalid VIP grant: {0}")]
+    InvalidVipGrant(String),
+    /// A VIP level table that breaks a rule (too many levels, a bad id; the message names
+    /// the level and the field): nothing was written.
+    #[error("invalid VIP levels: {0}")]
+    InvalidVipLevels(String),
     /// A gift request names a gift the catalog does not have, or has disabled.
     #[error("no such gift: {0}")]
     GiftNotFound(room_domain::GiftId),

@@ -33,6 +33,8 @@ mod service;
 pub mod stored;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+mod ttl_map;
+pub mod vip;
 pub mod visitors;
 pub mod workers;
 

@@ -16,6 +16,7 @@ mod billing;
 mod follows;
 mod positions;
 mod users;
+mod vip;
 
 use crate::ports::{
     Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,
@@ -104,6 +105,10 @@ struct Tables {
     profiles: BTreeMap<UserId, crate::ports::UserProfile>,
     /// Which rooms users follow.
     follows: Follows,
+    /// VIP grants, by user id.
+    vip_grants: HashMap<UserId, crate::ports::VipGrant>,
+    /// The VIP level table.
+    vip_levels: crate::ports::VipLevels,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

@@ -23,7 +23,8 @@
 //!   [`rate_budgets`](RateBudgets) (per-user request budgets), [`open_streams`](OpenStreams)
 //!   (the event streams users hold over the cluster),
 //!   [`messenger`](Messenger) (display events);
-//! - who people are: [`users`](UserDirectory) (nickname, avatar, region, country, agency);
+//! - who people are: [`users`](UserDirectory) (nickname, avatar, region, country, agency),
+//!   [`vip`](VipGrants) (VIP grants and the level table);
 //! - robots: [`robot_rooms`](RobotRooms);
 //! - time and ids: [`clock`](Clock).
 
@@ -50,6 +51,7 @@ mod robot_rooms;
 mod snapshots;
 mod timers;
 mod users;
+mod vip;
 mod wallet;
 mod work_claims;
 
@@ -96,6 +98,7 @@ pub use users::{
     Change, MAX_AGENCY_CHARS, MAX_NICKNAME_CHARS, MAX_PROFILE_BATCH, MAX_REGION_CHARS,
     ProfilePatch, UserDirectory, UserDirectoryRef, UserProfile, batch_too_large,
 };
+pub use vip::{VipGrant, VipGrants, VipGrantsRef, VipLevels, check_grant_level, check_level_count};
 pub use wallet::{CreditKind, DebitStatus, Wallet, WalletRef};
 pub use work_claims::{WorkClaims, WorkClaimsRef};
 
@@ -124,6 +127,7 @@ pub use self::{
     snapshots::MockSnapshotStore,
     timers::MockTimers,
     users::MockUserDirectory,
+    vip::MockVipGrants,
     wallet::MockWallet,
     work_claims::MockWorkClaims,
 };

@@ -88,6 +88,11 @@ async fn user_directory() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn vip_grants() {
+    testkit::vip_grants_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn room_follows() {
     testkit::room_follows_suite(fresh).await;
 }

@@ -11,6 +11,7 @@ use crate::rejection::Rejection;
 use crate::rules::RoomRules;
 use crate::state::PasswordHash;
 use crate::time::Timestamp;
+use crate::vip::VipStanding;
 
 /// How far the RTC vendor's clock may lag ours, in milliseconds: an RTC event dated earlier
 /// than a seat session's start by more than this is taken to be about an earlier session.
@@ -34,6 +35,14 @@ pub struct Command {
     /// display fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<UserDisplay>,
+    /// The VIP standing of the user the command is about, as the service looked it up before
+    /// it sent the command: the joining user of `join` (their entry effect and vehicle go into
+    /// `RoomUserJoined`), the target of `kick` and of a `chat_mute` that mutes (their shields
+    /// against room admins). Absent when the service did not look it up: a kick then falls
+    /// back on the member's level at their join and
+    /// [`RoomRules::vip_kick_protection_level`], and a mute has no shield.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vip: Option<VipStanding>,
 }
 
 impl Command {
@@ -43,12 +52,19 @@ impl Command {
             command_id,
             kind,
             display: None,
+            vip: None,
         }
     }
 
     /// The command with the display fields of the user it is about.
     pub fn with_display(mut self, display: Option<UserDisplay>) -> Self {
         self.display = display;
+        self
+    }
+
+    /// The command with the VIP standing of the user it is about.
+    pub fn with_vip(mut self, vip: Option<VipStanding>) -> Self {
+        self.vip = vip;
         self
     }
 }

@@ -54,6 +54,7 @@ pub fn decide(
     let standing = Standing::of(state, ctx.actor);
     let by = ctx.actor.user_id().cloned();
     let display = command.display.as_ref();
+    let vip = command.vip.as_ref();
     match kind {
         CommandKind::CreateRoom { .. } => Err(Rejection::RoomAlreadyExists),
         CommandKind::UpdateProfile {
@@ -87,6 +88,7 @@ pub fn decide(
             *password_verified,
             verified_lock.as_ref(),
             display,
+            vip,
         ),
         CommandKind::Leave => membership::leave(state, ctx),
         CommandKind::Evict { user, seen } => membership::evict(state, standing, user, *seen),
@@ -109,11 +111,11 @@ pub fn decide(
         }
         CommandKind::RtcUserLeft { user, at } => seats::rtc_user_left(state, standing, user, *at),
         CommandKind::Kick { user, ban_seconds } => {
-            moderation::kick(state, ctx, standing, by, user, *ban_seconds)
+            moderation::kick(state, ctx, standing, by, user, *ban_seconds, vip)
         }
         CommandKind::Unban { user } => moderation::unban(state, ctx, standing, by, user),
         CommandKind::ChatMute { user, seconds } => {
-            moderation::chat_mute(state, ctx, standing, by, user, *seconds)
+            moderation::chat_mute(state, ctx, standing, by, user, *seconds, vip)
         }
         CommandKind::SetAdmin { user, admin } => {
             moderation::set_admin(state, ctx, standing, by, user, *admin)

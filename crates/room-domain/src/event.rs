@@ -91,6 +91,13 @@ pub enum Event {
         /// The user's avatar URL as of the join; absent when they have none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         avatar_url: Option<String>,
+        /// The entry animation of the user's VIP level as of the join, for the client to
+        /// play; absent when the level has none (or the user no VIP level).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        entry_effect_id: Option<String>,
+        /// The vehicle of the user's VIP level as of the join; absent when it has none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        vehicle_id: Option<String>,
     },
     /// A user left (by themselves, by eviction, or to another room).
     RoomUserLeft {

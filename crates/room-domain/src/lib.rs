@@ -83,6 +83,7 @@ mod saga;
 mod snapshot;
 mod state;
 mod time;
+mod vip;
 
 pub use actor::{Actor, UserActor};
 pub use billing::{
@@ -120,6 +121,9 @@ pub use state::{
     RoomProfile, RoomSettings, RoomState, RoomStatus, Seat,
 };
 pub use time::{DayKey, Timestamp, WeekKey};
+pub use vip::{
+    MAX_VIP_ASSET_ID_CHARS, MAX_VIP_LEVELS, VipPrivileges, VipStanding, check_vip_levels,
+};
 
 /// The domain's result type: a command either yields events or is refused.
 pub type Result<T, E = Rejection> = std::result::Result<T, E>;

@@ -118,7 +118,8 @@ pub enum Rejection {
         /// Who was targeted.
         target: UserId,
     },
-    /// The target's VIP level protects them from kicks by admins.
+    /// The target's VIP level protects them from this act of a room admin: a kick (or ban),
+    /// or a chat mute, as their level's privileges say.
     #[error("{target} is protected by VIP level {vip_level}")]
     VipProtected {
         /// Who was targeted.

@@ -20,8 +20,11 @@ pub struct RoomRules {
     pub max_recipients: u32,
     /// Most units of one gift in one order.
     pub max_gift_count: u32,
-    /// Members with at least this VIP level cannot be kicked by admins (the owner and platform
-    /// admins still can). `None` turns the protection off.
+    /// For a kick the service sent without the target's VIP standing (a command built
+    /// without the lookup, or forwarded by an older node): members who joined with at least
+    /// this VIP level cannot be kicked by admins (the owner and platform admins still can).
+    /// `None` turns this fallback off. The service sends the standing with every kick, and
+    /// then the level table's kick shield decides.
     pub vip_kick_protection_level: Option<u8>,
     /// How long a new seat holder has to start publishing audio before the seat is freed.
     pub mic_publish_timeout_secs: u32,

@@ -27,7 +27,7 @@ use room_domain::{
     LuckyOutcome, Member, MicChange, MicDownReason, Occupant, OrderId, PasswordHash, RobotGift,
     Rocket, RocketId, RocketReward, RocketStatus, Role, RoomId, RoomProfile, RoomSettings,
     RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot, Timestamp, UserActor,
-    UserDisplay, UserId,
+    UserDisplay, UserId, VipPrivileges, VipStanding,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -126,6 +126,8 @@ fn sample_events() -> Vec<Event> {
             robot: false,
             nickname: Some("Carol ✨".into()),
             avatar_url: Some("https://cdn.example/avatars/carol.png".into()),
+            entry_effect_id: Some("fx-gold-wings".into()),
+            vehicle_id: Some("car:7".into()),
         },
         Event::RoomUserLeft {
             user: user("carol"),
@@ -333,6 +335,8 @@ fn variant_events() -> Vec<Event> {
             robot: false,
             nickname: None,
             avatar_url: None,
+            entry_effect_id: None,
+            vehicle_id: None,
         },
         Event::RoomUserJoined {
             user: user("alice"),
@@ -342,6 +346,8 @@ fn variant_events() -> Vec<Event> {
             robot: false,
             nickname: None,
             avatar_url: None,
+            entry_effect_id: None,
+            vehicle_id: None,
         },
         Event::RoomLockChanged {
             locked: false,
@@ -469,6 +475,8 @@ fn sample_robot_events() -> Vec<Event> {
             robot: true,
             nickname: None,
             avatar_url: None,
+            entry_effect_id: None,
+            vehicle_id: None,
         },
         Event::RoomGiftSent(GiftSent {
             order_id: OrderId::new("c-robot-1").unwrap(),
@@ -650,6 +658,42 @@ fn sample_commands() -> Vec<Command> {
             CommandKind::ApplyGift(gift),
         )
         .with_display(Some(display)),
+    ]);
+    // The commands that carry the VIP standing of the user they are about.
+    let vip = VipStanding {
+        level: 3,
+        privileges: VipPrivileges {
+            kick_shield: true,
+            mute_shield: true,
+            entry_effect_id: Some("fx-gold-wings".into()),
+            vehicle_id: Some("car:7".into()),
+        },
+    };
+    commands.extend([
+        Command::new(
+            CommandId::new("c-vip-join").unwrap(),
+            CommandKind::Join {
+                password_verified: false,
+                verified_lock: None,
+            },
+        )
+        .with_vip(Some(vip.clone())),
+        Command::new(
+            CommandId::new("c-vip-kick").unwrap(),
+            CommandKind::Kick {
+                user: user("carol"),
+                ban_seconds: None,
+            },
+        )
+        .with_vip(Some(vip)),
+        Command::new(
+            CommandId::new("c-vip-mute").unwrap(),
+            CommandKind::ChatMute {
+                user: user("bob"),
+                seconds: 60,
+            },
+        )
+        .with_vip(Some(VipStanding::default())),
     ]);
     commands
 }
@@ -1115,10 +1159,13 @@ fn envelopes_and_commands_written_before_display_fields_still_decode() {
                 user: who,
                 nickname,
                 avatar_url,
+                entry_effect_id,
+                vehicle_id,
                 ..
             } => {
                 assert_eq!(who, &user("carol"));
                 assert_eq!((nickname, avatar_url), (&None, &None));
+                assert_eq!((entry_effect_id, vehicle_id), (&None, &None));
             }
             Event::RoomMicChanged {
                 change:
@@ -1149,6 +1196,7 @@ fn envelopes_and_commands_written_before_display_fields_still_decode() {
         serde_json::from_str(r#"{"command_id": "c-7", "type": "join", "password_verified": true}"#)
             .expect("an old command decodes");
     assert_eq!(join.display, None);
+    assert_eq!(join.vip, None);
     assert_eq!(
         serde_json::to_value(&join).unwrap(),
         serde_json::json!({"command_id": "c-7", "type": "join", "password_verified": true})

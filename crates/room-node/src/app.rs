@@ -294,13 +294,16 @@ impl App {
                 income: storage.income.clone(),
                 directory: storage.directory.clone(),
                 users: storage.users.clone(),
+                vip: storage.vip.clone(),
                 presence: shared.presence,
                 attempts: shared.attempts,
                 clock,
                 ids,
             },
         );
-        let service = service.with_profile_cache(settings.profiles.cache());
+        let service = service
+            .with_profile_cache(settings.profiles.cache())
+            .with_vip_cache(settings.vip.cache());
         // A new room's IM group is created before the room's creation is answered.
         let service = Arc::new(match early {
             Some(consumer) => service.with_early_consumer(consumer),

@@ -1,5 +1,6 @@
 //! Bearer tokens: JWTs signed with HS256. `sub` is the user id, `exp` is required, platform
-//! admins carry `"roles":["admin"]`, and an optional `vip` claim gives the user's VIP level.
+//! admins carry `"roles":["admin"]`. A `vip` claim, which older issuers wrote, is ignored: the
+//! service keeps VIP levels itself (`/v1/admin/users/{user_id}/vip`).
 //! When the service is configured with an issuer or an audience, tokens must carry that `iss`
 //! or `aud`.
 //!
@@ -33,9 +34,6 @@ pub struct Claims {
     /// Roles; `"admin"` makes a platform admin.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<String>,
-    /// The user's VIP level (0 when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vip: Option<u8>,
     /// The issuer; checked when the service is configured with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iss: Option<String>,
@@ -137,7 +135,6 @@ impl Authenticator {
             } else {
                 Vec::new()
             },
-            vip: None,
             iss: self.issuer.clone(),
             aud: self.audience.clone().map(Audience::One),
         };
@@ -173,7 +170,8 @@ impl Authenticator {
         }
         Ok(UserActor {
             user_id,
-            vip_level: claims.vip.unwrap_or(0),
+            // The room service looks the level up where it counts (a join, a kick, a mute).
+            vip_level: 0,
             platform_admin: claims.roles.iter().any(|role| role == ADMIN_ROLE),
         })
     }
@@ -282,6 +280,23 @@ mod tests {
     }
 
     #[test]
+    fn a_vip_claim_of_an_older_issuer_is_accepted_and_ignored() {
+        let auth = authenticator("k");
+        let token = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &serde_json::json!({ "sub": "vera", "exp": u64::MAX / 2, "vip": 9 }),
+            &EncodingKey::from_secret(b"k").unwrap(),
+        )
+        .unwrap();
+        let actor = auth.verify(&token).unwrap();
+        assert_eq!(actor.user_id.as_str(), "vera");
+        assert_eq!(
+            actor.vip_level, 0,
+            "the service, not the token, keeps VIP levels"
+        );
+    }
+
+    #[test]
     fn minted_tokens_verify() {
         let auth = authenticator("k");
         let alice = UserId::new("alice").unwrap();
@@ -342,7 +357,6 @@ mod tests {
                 sub: "alice".into(),
                 exp: 1_000,
                 roles: vec![],
-                vip: None,
                 iss: None,
                 aud: None,
             })
@@ -356,7 +370,6 @@ mod tests {
                 sub: "x".repeat(65),
                 exp: u64::MAX / 2,
                 roles: vec![],
-                vip: Some(3),
                 iss: None,
                 aud: None,
             })
@@ -371,7 +384,6 @@ mod tests {
                     sub: sub.into(),
                     exp: u64::MAX / 2,
                     roles: vec![],
-                    vip: None,
                     iss: None,
                     aud: None,
                 })

@@ -30,6 +30,7 @@ mod sse;
 mod storage;
 #[cfg(test)]
 mod tests;
+mod vip;
 mod workers;
 
 use std::path::Path;
@@ -55,6 +56,7 @@ pub use robots::RobotSettings;
 pub use rtc::{MAX_CALLBACK_WINDOW_SECS, RtcSettings};
 pub use sse::SseSettings;
 pub use storage::StorageSettings;
+pub use vip::{MAX_VIP_CACHE_CAPACITY, MAX_VIP_CACHE_TTL_MS, VipSettings};
 pub use workers::{GROUP_EFFECTS_CONSUMER_GROUP, INCOME_CONSUMER_GROUP, WorkerSettings};
 
 use crate::role::Role;
@@ -63,7 +65,7 @@ use crate::role::Role;
 pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 
 /// Every section as the reference describes it, in the order of [`Settings`]' fields.
-const SECTIONS: [&reference::Section; 18] = [
+const SECTIONS: [&reference::Section; 19] = [
     &http::SECTION,
     &storage::SECTION,
     &auth::SECTION,
@@ -71,6 +73,7 @@ const SECTIONS: [&reference::Section; 18] = [
     &cell::SECTION,
     &presence::SECTION,
     &profiles::SECTION,
+    &vip::SECTION,
     &workers::SECTION,
     &outbox::SECTION,
     &catalog::SECTION,
@@ -102,6 +105,8 @@ pub struct Settings {
     pub presence: PresenceSettings,
     /// The node's cache of profiles.
     pub profiles: ProfileSettings,
+    /// The node's cache of VIP grants.
+    pub vip: VipSettings,
     /// Background passes.
     pub workers: WorkerSettings,
     /// Publishing and pruning the outbox.
@@ -193,6 +198,7 @@ impl Settings {
         }
         self.validate_cluster()?;
         self.profiles.validate()?;
+        self.vip.validate()?;
         let prefix = &self.robots.id_prefix;
         anyhow::ensure!(
             !prefix.is_empty()

@@ -15,6 +15,7 @@ mod robot_rooms;
 mod rooms;
 mod schema;
 mod users;
+mod vip;
 mod wallet;
 
 pub use billing::{BillingPolicyResponse, IncomeResponse, PutBillingRequest};
@@ -43,4 +44,5 @@ pub use schema::{
 pub use users::{
     PatchMyProfileRequest, PutUserRequest, PutUsersRequest, PutUsersResponse, UserProfileResponse,
 };
+pub use vip::{PutVipLevelsRequest, PutVipRequest, VipGrantResponse, VipLevelsResponse};
 pub use wallet::{CreditRequest, CreditResponse, WalletResponse};

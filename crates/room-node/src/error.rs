@@ -164,6 +164,8 @@ impl From<room_app::Error> for ApiError {
             ),
             E::Invalid(message) => Self::of(ApiCode::InvalidRequest, message),
             E::InvalidProfile(message) => Self::of(ApiCode::InvalidProfile, message),
+            E::InvalidVipGrant(message) => Self::of(ApiCode::InvalidVipGrant, message),
+            E::InvalidVipLevels(message) => Self::of(ApiCode::InvalidVipLevels, message),
             E::GiftNotFound(gift_id) => Self::of(
                 ApiCode::GiftNotFound,
                 format!("no such gift to send: {gift_id}"),

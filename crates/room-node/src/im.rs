@@ -402,6 +402,8 @@ mod tests {
             robot,
             nickname: None,
             avatar_url: None,
+            entry_effect_id: None,
+            vehicle_id: None,
         };
         DisplayMessage {
             envelope: EventEnvelope::new(room.clone(), seq, Timestamp(0), &event),
@@ -499,6 +501,8 @@ mod tests {
                 robot: true,
                 nickname: None,
                 avatar_url: None,
+                entry_effect_id: None,
+                vehicle_id: None,
             };
             let left = Event::RoomUserLeft {
                 user: robot,

@@ -74,7 +74,7 @@ pub(crate) enum KeyUse {
 /// `Idempotency-Key` their own way: most are idempotent by an id of their own and check the
 /// header only. Every other mutating route keeps the key's record ([`keyed_request`]), and
 /// the API document says so of each.
-pub(crate) const OWN_KEYS: [(&str, &str, KeyUse); 12] = [
+pub(crate) const OWN_KEYS: [(&str, &str, KeyUse); 14] = [
     (
         "post",
         "/v1/rooms/{room_id}/gifts",
@@ -99,6 +99,16 @@ pub(crate) const OWN_KEYS: [(&str, &str, KeyUse); 12] = [
         "put",
         "/v1/admin/users",
         KeyUse::Own("its body (a repeat of the batch writes the same profiles)"),
+    ),
+    (
+        "put",
+        "/v1/admin/users/{user_id}/vip",
+        KeyUse::Own("its body (a `PUT` of the same grant writes the same grant)"),
+    ),
+    (
+        "delete",
+        "/v1/admin/users/{user_id}/vip",
+        KeyUse::Own("nature (revoking a grant that is gone answers the same)"),
     ),
     (
         "patch",

@@ -44,9 +44,10 @@ pub use config::{
     AuthSettings, CatalogSettings, CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE,
     DEV_JWT_SECRET, GROUP_EFFECTS_CONSUMER_GROUP, HttpSettings, INCOME_CONSUMER_GROUP,
     LeaseSettings, LimitSettings, MAX_BODY_BYTES, MAX_CALLBACK_WINDOW_SECS,
-    MAX_PROFILE_CACHE_CAPACITY, MAX_PROFILE_CACHE_TTL_MS, MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS,
-    OutboxSettings, PresenceSettings, ProfileSettings, RtcSettings, Settings, SseSettings,
-    StorageSettings, WorkerSettings,
+    MAX_PROFILE_CACHE_CAPACITY, MAX_PROFILE_CACHE_TTL_MS, MAX_VIP_CACHE_CAPACITY,
+    MAX_VIP_CACHE_TTL_MS, MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS, OutboxSettings, PresenceSettings,
+    ProfileSettings, RtcSettings, Settings, SseSettings, StorageSettings, VipSettings,
+    WorkerSettings,
 };
 pub use error::{ApiCode, ApiError, ErrorBody, ErrorResponse};
 pub use link::{ForwardAnswer, LINK_PATH, LINK_PROTOCOL, MAX_FRAME, MAX_LINKS};

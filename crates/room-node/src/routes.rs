@@ -11,6 +11,7 @@ mod openapi;
 mod ops;
 mod rooms;
 mod users;
+mod vip;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -137,6 +138,12 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(users::put_user, users::get_user))
         .routes(routes!(users::put_users))
         .routes(routes!(users::patch_my_profile))
+        .routes(routes!(
+            vip::put_user_vip,
+            vip::get_user_vip,
+            vip::delete_user_vip
+        ))
+        .routes(routes!(vip::get_vip_levels, vip::put_vip_levels))
         .routes(routes!(admin::list_dead_letters))
         .routes(routes!(admin::replay_dead_letter))
         .routes(routes!(billing::get_billing, billing::put_billing))

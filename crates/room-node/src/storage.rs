@@ -10,8 +10,8 @@ use room_app::ports::{
     ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, IncomeLedger,
     IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts, PayoutsRef,
     RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, RoomFollows, RoomFollowsRef,
-    SnapshotStore, SnapshotStoreRef, Timers, TimersRef, UserDirectory, UserDirectoryRef, Wallet,
-    WalletRef, WorkClaims, WorkClaimsRef,
+    SnapshotStore, SnapshotStoreRef, Timers, TimersRef, UserDirectory, UserDirectoryRef, VipGrants,
+    VipGrantsRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -53,6 +53,8 @@ pub struct Storage {
     pub users: UserDirectoryRef,
     /// The rooms users follow.
     pub follows: RoomFollowsRef,
+    /// VIP grants and the level table.
+    pub vip: VipGrantsRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -80,6 +82,7 @@ impl Storage {
             + IncomeLedger
             + UserDirectory
             + RoomFollows
+            + VipGrants
             + 'static,
     {
         Storage {
@@ -99,6 +102,7 @@ impl Storage {
             income: store.clone(),
             users: store.clone(),
             follows: store.clone(),
+            vip: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

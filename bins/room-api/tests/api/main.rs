@@ -24,4 +24,5 @@ mod rooms;
 mod rtc;
 mod socket;
 mod support;
+mod vip;
 mod workers;

@@ -131,6 +131,8 @@ pub fn event(seq: u64) -> Event {
             robot: false,
             nickname: None,
             avatar_url: None,
+            entry_effect_id: None,
+            vehicle_id: None,
         },
         _ => Event::RoomChatEnabledChanged {
             enabled: seq.is_multiple_of(2),

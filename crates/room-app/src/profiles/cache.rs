@@ -7,7 +7,7 @@
 //! holds at most its capacity: inserting into a full map drops the entry read longest ago
 //! (every entry lives as long, so the expired ones go first), in constant time.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -16,6 +16,7 @@ use room_domain::{Timestamp, UserId};
 
 use crate::error::Result;
 use crate::ports::{ClockRef, MAX_PROFILE_BATCH, UserDirectoryRef, UserProfile};
+use crate::ttl_map::TtlMap;
 
 /// How the cache is bounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,75 +47,12 @@ pub struct CacheStats {
     pub misses: u64,
 }
 
-struct Entry {
-    profile: Option<UserProfile>,
-    read_at: Timestamp,
-    /// Which insertion of the user this is: the queue's older records of the user are stale.
-    generation: u64,
-}
-
-#[derive(Default)]
-struct Inner {
-    entries: HashMap<UserId, Entry>,
-    /// Users in the order they were inserted, each with its insertion's generation; records
-    /// whose generation is not the entry's are left over from a replaced or dropped entry.
-    order: VecDeque<(UserId, u64)>,
-    next_generation: u64,
-}
-
-impl Inner {
-    fn insert(
-        &mut self,
-        capacity: usize,
-        user: UserId,
-        profile: Option<UserProfile>,
-        now: Timestamp,
-    ) {
-        if capacity == 0 {
-            return;
-        }
-        while !self.entries.contains_key(&user) && self.entries.len() >= capacity {
-            let Some((oldest, generation)) = self.order.pop_front() else {
-                break;
-            };
-            if self
-                .entries
-                .get(&oldest)
-                .is_some_and(|entry| entry.generation == generation)
-            {
-                self.entries.remove(&oldest);
-            }
-        }
-        let generation = self.next_generation;
-        self.next_generation += 1;
-        self.order.push_back((user.clone(), generation));
-        self.entries.insert(
-            user,
-            Entry {
-                profile,
-                read_at: now,
-                generation,
-            },
-        );
-        // Stale records are dropped once they are as many as the live ones, so the queue
-        // stays within twice the capacity.
-        if self.order.len() > capacity.saturating_mul(2) {
-            let entries = &self.entries;
-            self.order.retain(|(user, generation)| {
-                entries
-                    .get(user)
-                    .is_some_and(|entry| entry.generation == *generation)
-            });
-        }
-    }
-}
-
 /// A bounded, time-limited cache of the user directory. See the [module](self).
 pub struct ProfileCache {
     directory: UserDirectoryRef,
     clock: ClockRef,
     config: ProfileCacheConfig,
-    inner: Mutex<Inner>,
+    inner: Mutex<TtlMap<UserId, Option<UserProfile>>>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -126,7 +64,7 @@ impl ProfileCache {
             directory,
             clock,
             config,
-            inner: Mutex::default(),
+            inner: Mutex::new(TtlMap::new(config.capacity, config.ttl)),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -147,7 +85,7 @@ impl ProfileCache {
 
     /// How many users the cache holds now (expired entries included until they are dropped).
     pub fn len(&self) -> usize {
-        self.lock().entries.len()
+        self.lock().len()
     }
 
     /// Whether the cache holds nobody.
@@ -155,13 +93,9 @@ impl ProfileCache {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TtlMap<UserId, Option<UserProfile>>> {
         // Every change of the map is complete before the lock is released.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn ttl_ms(&self) -> i64 {
-        i64::try_from(self.config.ttl.as_millis()).unwrap_or(i64::MAX)
     }
 
     fn count(&self, hits: u64, misses: u64) {
@@ -178,26 +112,25 @@ impl ProfileCache {
     }
 
     /// The cached answer for `user`, if there is one not expired at `now`.
-    fn cached(&self, inner: &Inner, user: &UserId, now: Timestamp) -> Option<Option<UserProfile>> {
-        inner
-            .entries
-            .get(user)
-            .filter(|entry| now.0.saturating_sub(entry.read_at.0) < self.ttl_ms())
-            .map(|entry| entry.profile.clone())
+    fn cached(
+        inner: &TtlMap<UserId, Option<UserProfile>>,
+        user: &UserId,
+        now: Timestamp,
+    ) -> Option<Option<UserProfile>> {
+        inner.get(user, now).cloned()
     }
 
     /// The profile of `user`: from the cache while its entry is fresh, else from the directory
     /// (and then kept).
     pub async fn get(&self, user: &UserId) -> Result<Option<UserProfile>> {
         let now = self.clock.now();
-        if let Some(profile) = self.cached(&self.lock(), user, now) {
+        if let Some(profile) = Self::cached(&self.lock(), user, now) {
             self.count(1, 0);
             return Ok(profile);
         }
         self.count(0, 1);
         let profile = self.directory.get_profile(user).await?;
-        self.lock()
-            .insert(self.config.capacity, user.clone(), profile.clone(), now);
+        self.lock().insert(user.clone(), profile.clone(), now);
         Ok(profile)
     }
 
@@ -214,7 +147,7 @@ impl ProfileCache {
                 if !seen.insert(user) {
                     continue;
                 }
-                match self.cached(&inner, user, now) {
+                match Self::cached(&inner, user, now) {
                     Some(Some(profile)) => {
                         found.insert(user.clone(), profile);
                     }
@@ -236,7 +169,7 @@ impl ProfileCache {
             let mut inner = self.lock();
             for user in chunk {
                 let profile = read.remove(user);
-                inner.insert(self.config.capacity, user.clone(), profile.clone(), now);
+                inner.insert(user.clone(), profile.clone(), now);
                 if let Some(profile) = profile {
                     found.insert(user.clone(), profile);
                 }
@@ -248,7 +181,7 @@ impl ProfileCache {
     /// Drops the entry of `user` (after a write through this node), so that the next read
     /// here sees the change.
     pub fn forget(&self, user: &UserId) {
-        self.lock().entries.remove(user);
+        self.lock().remove(user);
     }
 }
 
@@ -383,9 +316,9 @@ mod tests {
             cache.get(&user("a")).await.unwrap();
         }
         assert!(
-            cache.lock().order.len() <= 4,
+            cache.lock().queue_len() <= 4,
             "{}",
-            cache.lock().order.len()
+            cache.lock().queue_len()
         );
     }
 

@@ -15,9 +15,10 @@ use crate::error::{Error, Result};
 use crate::gifts::GiftSaga;
 use crate::ports::{
     ClockRef, CommandReply, GiftCatalogRef, IdGenRef, PasswordAttemptsRef, PresenceRef,
-    RoomDirectoryRef, UserDirectoryRef, WalletRef,
+    RoomDirectoryRef, UserDirectoryRef, VipGrantsRef, WalletRef,
 };
 use crate::profiles::{ProfileCacheConfig, Profiles};
+use crate::vip::{Vip, VipCacheConfig};
 
 /// The ports the use cases need besides the runtime's.
 #[derive(Clone)]
@@ -36,6 +37,8 @@ pub struct ServicePorts {
     pub directory: RoomDirectoryRef,
     /// Who people are: the profiles rooms show.
     pub users: UserDirectoryRef,
+    /// VIP grants and the level table.
+    pub vip: VipGrantsRef,
     /// Heartbeats.
     pub presence: PresenceRef,
     /// Wrong room passwords, against brute force.
@@ -53,6 +56,8 @@ pub struct RoomService {
     pub(super) gifts: GiftSaga,
     /// Profiles, read for display through the node's cache.
     pub(super) profiles: Arc<Profiles>,
+    /// VIP levels, read by the rooms through the node's cache.
+    pub(super) vip: Vip,
     /// Rooms found created, so that requests for rooms other nodes run read nothing.
     known_rooms: crate::known::KnownRooms,
     /// Consumers handed each room's creation fact as soon as it is committed.
@@ -78,11 +83,17 @@ impl RoomService {
             ProfileCacheConfig::default(),
         ));
         gifts.set_profiles(profiles.clone());
+        let vip = Vip::new(
+            ports.vip.clone(),
+            ports.clock.clone(),
+            VipCacheConfig::default(),
+        );
         RoomService {
             runtime,
             ports,
             gifts,
             profiles,
+            vip,
             known_rooms: crate::known::KnownRooms::default(),
             early: Vec::new(),
         }
@@ -106,6 +117,17 @@ impl RoomService {
         ));
         self.gifts.set_profiles(self.profiles.clone());
         self
+    }
+
+    /// The service with its VIP cache bounded by `config` instead of the default.
+    pub fn with_vip_cache(mut self, config: VipCacheConfig) -> Self {
+        self.vip = Vip::new(self.ports.vip.clone(), self.ports.clock.clone(), config);
+        self
+    }
+
+    /// The VIP use cases (grants, the level table, and the node's cache of them).
+    pub fn vip(&self) -> &Vip {
+        &self.vip
     }
 
     /// The profile use cases (the user directory and the node's cache of it).
@@ -162,8 +184,41 @@ impl RoomService {
             }
             _ => None,
         };
-        let command = Command::new(command_id, kind).with_display(display);
+        let mut actor = actor;
+        let vip = self.vip_standing(&kind, &mut actor).await?;
+        let command = Command::new(command_id, kind)
+            .with_display(display)
+            .with_vip(vip);
         self.runtime.execute(room_id, command, actor, None).await
+    }
+
+    /// The VIP standing a user's command carries, looked up here through the node's cache
+    /// (the service keeps VIP levels, not the token): a join's (the joining user's level is
+    /// set on the actor, and a level's entry effect and vehicle go with the command), a
+    /// kick's and a muting `chat_mute`'s (the target's shields). A join goes on without VIP
+    /// when the grants cannot be read now; a kick or a mute fails, retryably, rather than
+    /// guess a shield.
+    async fn vip_standing(
+        &self,
+        kind: &CommandKind,
+        actor: &mut Actor,
+    ) -> Result<Option<room_domain::VipStanding>> {
+        let Actor::User(user) = actor else {
+            return Ok(None);
+        };
+        match kind {
+            CommandKind::Join { .. } => {
+                let standing = self.vip.standing_or_none(&user.user_id).await;
+                user.vip_level = standing.as_ref().map_or(0, |standing| standing.level);
+                Ok(standing.filter(|standing| standing.level > 0))
+            }
+            CommandKind::Kick { user: target, .. } => Ok(Some(self.vip.standing(target).await?)),
+            CommandKind::ChatMute {
+                user: target,
+                seconds,
+            } if *seconds > 0 => Ok(Some(self.vip.standing(target).await?)),
+            _ => Ok(None),
+        }
     }
 
     /// Refuses room ids that were never created, before they reach a cell: activating a cell

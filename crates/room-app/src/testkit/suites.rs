@@ -26,6 +26,7 @@ mod room_follows;
 mod snapshot_store;
 mod timers;
 mod user_directory;
+mod vip_grants;
 mod wallet;
 mod work_claims;
 
@@ -47,5 +48,6 @@ pub use room_follows::room_follows_suite;
 pub use snapshot_store::snapshot_store_suite;
 pub use timers::timers_suite;
 pub use user_directory::user_directory_suite;
+pub use vip_grants::vip_grants_suite;
 pub use wallet::wallet_suite;
 pub use work_claims::work_claims_suite;

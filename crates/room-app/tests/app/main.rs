@@ -28,5 +28,6 @@ mod runtime;
 mod saga_interactions;
 mod saga_state;
 mod support;
+mod vip;
 mod visitors;
 mod workers;

@@ -392,6 +392,7 @@ impl WorldBuilder {
             income: store.clone(),
             directory: self.directory.unwrap_or_else(|| store.clone()),
             users: store.clone(),
+            vip: store.clone(),
             presence: self
                 .presence
                 .unwrap_or_else(|| Arc::new(LocalPresence::new())),

@@ -9,18 +9,22 @@ use crate::ids::UserId;
 use crate::rejection::Rejection;
 use crate::state::{PasswordHash, RoomState};
 use crate::time::Timestamp;
+use crate::vip::VipStanding;
 
 use super::seats::down_from;
 use super::standing::{Standing, acting_user, require_system};
 
 /// `Join`: the actor joins, unless banned, shut out by the lock or the member limit. The
 /// password's verdict holds only against the lock it was checked against, if one is named.
+/// A user's VIP standing, when the service looked it up, gives the event its entry effect
+/// and vehicle; a robot has none.
 pub(super) fn join(
     state: &RoomState,
     ctx: &Ctx<'_>,
     password_verified: bool,
     verified_lock: Option<&PasswordHash>,
     display: Option<&UserDisplay>,
+    vip: Option<&VipStanding>,
 ) -> Result<Vec<Event>, Rejection> {
     let password_verified = password_verified
         && verified_lock.is_none_or(|lock| state.settings.lock.as_ref() == Some(lock));
@@ -57,6 +61,7 @@ pub(super) fn join(
         return Err(Rejection::RoomFull { max });
     }
     let (nickname, avatar_url) = UserDisplay::split(display);
+    let privileges = vip.filter(|_| !robot).map(|vip| &vip.privileges);
     Ok(vec![Event::RoomUserJoined {
         user: user.clone(),
         role,
@@ -65,6 +70,8 @@ pub(super) fn join(
         robot,
         nickname,
         avatar_url,
+        entry_effect_id: privileges.and_then(|p| p.entry_effect_id.clone()),
+        vehicle_id: privileges.and_then(|p| p.vehicle_id.clone()),
     }])
 }
 

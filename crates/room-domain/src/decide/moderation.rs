@@ -1,17 +1,19 @@
-//! The rules of moderation: kicks and bans (with the VIP protection from admins), chat mutes,
-//! and appointing admins.
+//! The rules of moderation: kicks and bans and chat mutes (each with its VIP shield from room
+//! admins), and appointing admins.
 
 use crate::command::Ctx;
 use crate::event::{Event, MicDownReason};
 use crate::ids::UserId;
 use crate::rejection::Rejection;
 use crate::state::RoomState;
+use crate::vip::VipStanding;
 
 use super::seats::down_from;
 use super::standing::{Standing, may_moderate, require_member, require_moderator};
 
 /// `Kick`: moderators remove a member (off their seat first), optionally banning them; a ban
-/// also ends an admin's role.
+/// also ends an admin's role. A room admin may not kick (or ban) a user whose VIP standing
+/// has the kick shield; see [`kick_shield`].
 pub(super) fn kick(
     state: &RoomState,
     ctx: &Ctx<'_>,
@@ -19,6 +21,7 @@ pub(super) fn kick(
     by: Option<UserId>,
     user: &UserId,
     ban_seconds: Option<u32>,
+    vip: Option<&VipStanding>,
 ) -> Result<Vec<Event>, Rejection> {
     require_moderator(standing)?;
     may_moderate(state, ctx, standing, user)?;
@@ -27,13 +30,12 @@ pub(super) fn kick(
     if member.is_none() && ban_seconds.is_none() {
         return Err(Rejection::NotAMember { user: user.clone() });
     }
-    if let (Some(member), Some(level)) = (member, ctx.rules.vip_kick_protection_level)
-        && standing == Standing::Admin
-        && member.vip_level >= level
+    if standing == Standing::Admin
+        && let Some(vip_level) = kick_shield(state, ctx, user, vip)
     {
         return Err(Rejection::VipProtected {
             target: user.clone(),
-            vip_level: member.vip_level,
+            vip_level,
         });
     }
     let mut events = Vec::with_capacity(3);
@@ -58,6 +60,28 @@ pub(super) fn kick(
     Ok(events)
 }
 
+/// The VIP level that shields `user` from a room admin's kick, if any: with the standing the
+/// service looked up, its level's kick shield (an expired or revoked grant shields no more,
+/// from the first command after); without one (a command built without the lookup), a
+/// member's level at their join against [`RoomRules::vip_kick_protection_level`].
+///
+/// [`RoomRules::vip_kick_protection_level`]: crate::RoomRules::vip_kick_protection_level
+fn kick_shield(
+    state: &RoomState,
+    ctx: &Ctx<'_>,
+    user: &UserId,
+    vip: Option<&VipStanding>,
+) -> Option<u8> {
+    match vip {
+        Some(vip) => vip.privileges.kick_shield.then_some(vip.level),
+        None => {
+            let member = state.members.get(user)?;
+            let threshold = ctx.rules.vip_kick_protection_level?;
+            (member.vip_level >= threshold).then_some(member.vip_level)
+        }
+    }
+}
+
 /// `Unban`: moderators lift a ban that is in force.
 pub(super) fn unban(
     state: &RoomState,
@@ -78,7 +102,9 @@ pub(super) fn unban(
     }])
 }
 
-/// `ChatMute`: moderators mute a member on the public screen for a while, or unmute them.
+/// `ChatMute`: moderators mute a member on the public screen for a while, or unmute them. A
+/// room admin may not mute a member whose VIP standing has the mute shield (the owner and
+/// platform admins may, as with the kick shield); anyone who may moderate may unmute.
 pub(super) fn chat_mute(
     state: &RoomState,
     ctx: &Ctx<'_>,
@@ -86,10 +112,20 @@ pub(super) fn chat_mute(
     by: Option<UserId>,
     user: &UserId,
     seconds: u32,
+    vip: Option<&VipStanding>,
 ) -> Result<Vec<Event>, Rejection> {
     require_moderator(standing)?;
     may_moderate(state, ctx, standing, user)?;
     require_member(state, user)?;
+    if seconds > 0
+        && standing == Standing::Admin
+        && let Some(vip) = vip.filter(|vip| vip.privileges.mute_shield)
+    {
+        return Err(Rejection::VipProtected {
+            target: user.clone(),
+            vip_level: vip.level,
+        });
+    }
     let until = (seconds > 0).then(|| ctx.now.plus_secs(seconds));
     if until.is_none() && state.chat_mute_of(user, ctx.now).is_none() {
         return Ok(Vec::new());

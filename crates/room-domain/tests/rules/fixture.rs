@@ -4,8 +4,8 @@
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Ctx, Event, GiftId, GiftSnapshot,
     MicChange, MicDownReason, OrderId, Rejection, RobotGift, RocketId, RocketLevel, RocketStatus,
-    RoomId, RoomRules, RoomState, SeatIndex, SeatSessionId, Timestamp, UserActor, UserId, decide,
-    evolve,
+    RoomId, RoomRules, RoomState, SeatIndex, SeatSessionId, Timestamp, UserActor, UserId,
+    VipStanding, decide, evolve,
 };
 
 /// Wednesday 2025-11-26, 12:00 UTC: far from any day or week boundary between UTC-8 and
@@ -118,7 +118,15 @@ impl Room {
 
     /// What `decide` answers, without applying anything.
     pub fn ask(&self, actor: &Actor, kind: CommandKind) -> Result<Vec<Event>, Rejection> {
-        let command = Command::new(CommandId::new("cmd-1").expect("a valid id"), kind);
+        self.ask_command(
+            actor,
+            Command::new(CommandId::new("cmd-1").expect("a valid id"), kind),
+        )
+    }
+
+    /// What `decide` answers to a whole command (with its display fields or VIP standing),
+    /// without applying anything.
+    pub fn ask_command(&self, actor: &Actor, command: Command) -> Result<Vec<Event>, Rejection> {
         let ctx = Ctx {
             now: self.now,
             actor,
@@ -131,7 +139,20 @@ impl Room {
     /// Decides, applies the events of an accepted command and checks the invariants.
     #[track_caller]
     pub fn run(&mut self, actor: &Actor, kind: CommandKind) -> Result<Vec<Event>, Rejection> {
-        let result = self.ask(actor, kind);
+        self.run_command(
+            actor,
+            Command::new(CommandId::new("cmd-1").expect("a valid id"), kind),
+        )
+    }
+
+    /// Like [`Room::run`], for a whole command.
+    #[track_caller]
+    pub fn run_command(
+        &mut self,
+        actor: &Actor,
+        command: Command,
+    ) -> Result<Vec<Event>, Rejection> {
+        let result = self.ask_command(actor, command);
         if let Ok(events) = &result {
             for event in events {
                 evolve(&mut self.state, event);
@@ -161,6 +182,19 @@ impl Room {
             Ok(events) => panic!("{shown} by {actor:?} was accepted: {events:?}"),
             Err(rejection) => rejection,
         }
+    }
+
+    /// Runs `kind` as `actor` with the VIP standing `vip` of the user it is about.
+    #[track_caller]
+    pub fn run_vip(
+        &mut self,
+        actor: &Actor,
+        kind: CommandKind,
+        vip: VipStanding,
+    ) -> Result<Vec<Event>, Rejection> {
+        let command =
+            Command::new(CommandId::new("cmd-1").expect("a valid id"), kind).with_vip(Some(vip));
+        self.run_command(actor, command)
     }
 
     #[track_caller]

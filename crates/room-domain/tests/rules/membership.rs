@@ -28,6 +28,8 @@ fn joining_records_role_and_vip_level_and_joining_twice_changes_nothing() {
             robot: false,
             nickname: None,
             avatar_url: None,
+            entry_effect_id: None,
+            vehicle_id: None,
         }]
     );
     let version = room.state.version;

@@ -1,7 +1,10 @@
-//! Moderation: kicks and bans (and the VIP protection from admins' kicks), chat mutes, and
+//! Moderation: kicks and bans and chat mutes (and the VIP shields from admins), and
 //! appointing admins.
 
-use room_domain::{CommandKind, Event, MicDownReason, Rejection, Role, RoomRules, Timestamp};
+use room_domain::{
+    CommandKind, Event, MicDownReason, Rejection, Role, RoomRules, Timestamp, VipPrivileges,
+    VipStanding,
+};
 
 use crate::fixture::{
     NOON, Room, cannot_moderate, chat_mute, downs, id, join, kick, not_a_member, platform_admin,
@@ -70,6 +73,130 @@ fn vip_protection_level_is_configurable_and_can_be_off() {
     room.join_as(&vip("vera", u8::MAX));
     room.ok(&user("admin"), kick("vera"));
     assert!(!room.is_member("vera"));
+}
+
+fn standing(level: u8, kick_shield: bool, mute_shield: bool) -> VipStanding {
+    VipStanding {
+        level,
+        privileges: VipPrivileges {
+            kick_shield,
+            mute_shield,
+            ..VipPrivileges::default()
+        },
+    }
+}
+
+#[test]
+fn the_looked_up_standing_decides_the_kick_shield_not_the_level_at_join() {
+    let mut room = Room::open();
+    // Joined with level 9 (above the rules' fallback), but the service says: no shield now
+    // (the grant expired, or the level has no kick shield).
+    room.join_as(&vip("vera", 9));
+    room.run_vip(&user("admin"), kick("vera"), standing(0, false, false))
+        .expect("no shield: the admin kicks");
+    assert!(!room.is_member("vera"));
+
+    // Joined with level 0, but the service says level 2 with a kick shield.
+    room.join("vic");
+    assert_eq!(
+        room.run_vip(&user("admin"), kick("vic"), standing(2, true, false))
+            .unwrap_err(),
+        Rejection::VipProtected {
+            target: id("vic"),
+            vip_level: 2
+        }
+    );
+    // A ban of a user who is not in the room is shielded too.
+    assert!(matches!(
+        room.run_vip(
+            &user("admin"),
+            CommandKind::Kick {
+                user: id("absent"),
+                ban_seconds: Some(60),
+            },
+            standing(2, true, false),
+        ),
+        Err(Rejection::VipProtected { vip_level: 2, .. })
+    ));
+    // The owner kicks a shielded member.
+    room.run_vip(&user("owner"), kick("vic"), standing(2, true, false))
+        .expect("the owner is not held back by the shield");
+}
+
+#[test]
+fn the_mute_shield_holds_against_room_admins_only() {
+    let mut room = Room::open();
+    room.join("vera");
+    let shielded = standing(4, false, true);
+    assert_eq!(
+        room.run_vip(&user("admin"), chat_mute("vera", 60), shielded.clone())
+            .unwrap_err(),
+        Rejection::VipProtected {
+            target: id("vera"),
+            vip_level: 4
+        }
+    );
+    // A kick shield alone does not hold off a mute, and no standing means no mute shield.
+    room.run_vip(
+        &user("admin"),
+        chat_mute("vera", 60),
+        standing(4, true, false),
+    )
+    .expect("no mute shield");
+    room.ok(&user("admin"), chat_mute("vera", 0));
+    room.ok(&user("admin"), chat_mute("vera", 60));
+    // Unmuting is never shielded.
+    room.run_vip(&user("admin"), chat_mute("vera", 0), shielded.clone())
+        .expect("an admin may unmute a shielded member");
+    // The owner and platform admins mute a shielded member.
+    room.run_vip(&user("owner"), chat_mute("vera", 60), shielded.clone())
+        .expect("the owner mutes");
+    room.join_as(&platform_admin("staff"));
+    room.run_vip(&platform_admin("staff"), chat_mute("vera", 120), shielded)
+        .expect("a platform admin mutes");
+}
+
+#[test]
+fn a_join_carries_the_entry_effect_and_vehicle_of_the_standing() {
+    let mut room = Room::open();
+    let standing = VipStanding {
+        level: 3,
+        privileges: VipPrivileges {
+            entry_effect_id: Some("fx-3".into()),
+            vehicle_id: Some("car-3".into()),
+            ..VipPrivileges::default()
+        },
+    };
+    let events = room
+        .run_vip(&vip("vera", 3), join(false), standing.clone())
+        .unwrap();
+    match &events[..] {
+        [
+            Event::RoomUserJoined {
+                vip_level,
+                entry_effect_id,
+                vehicle_id,
+                ..
+            },
+        ] => {
+            assert_eq!(*vip_level, 3);
+            assert_eq!(entry_effect_id.as_deref(), Some("fx-3"));
+            assert_eq!(vehicle_id.as_deref(), Some("car-3"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A robot shows none, whatever it is sent with.
+    let events = room
+        .run_vip(&crate::fixture::robot("robot-1"), join(false), standing)
+        .unwrap();
+    assert!(matches!(
+        &events[..],
+        [Event::RoomUserJoined {
+            entry_effect_id: None,
+            vehicle_id: None,
+            ..
+        }]
+    ));
 }
 
 // ---------------------------------------------------------------------------------------------

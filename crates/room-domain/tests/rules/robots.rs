@@ -25,6 +25,8 @@ fn robot_joins_and_leaves_are_marked_and_displayed_but_not_durable() {
             robot: true,
             nickname: None,
             avatar_url: None,
+            entry_effect_id: None,
+            vehicle_id: None,
         }]
     );
     assert!(room.state.members[&id("bot-1")].robot);

@@ -362,6 +362,29 @@ fn the_profile_cache_is_bounded() {
 }
 
 #[test]
+fn the_vip_cache_is_bounded() {
+    figment::Jail::expect_with(|jail| {
+        jail.clear_env();
+        let defaults = Settings::load(Path::new("absent.toml")).unwrap();
+        assert_eq!(defaults.vip.cache().capacity, 50_000);
+        assert_eq!(defaults.vip.cache().ttl, Duration::from_secs(5));
+        for (key, value, accepted) in [
+            ("ROOM__VIP__CACHE_CAPACITY", "0", true),
+            ("ROOM__VIP__CACHE_CAPACITY", "10000000", true),
+            ("ROOM__VIP__CACHE_CAPACITY", "10000001", false),
+            ("ROOM__VIP__CACHE_TTL_MS", "60000", true),
+            ("ROOM__VIP__CACHE_TTL_MS", "60001", false),
+        ] {
+            jail.set_env(key, value);
+            let loaded = Settings::load(Path::new("absent.toml"));
+            assert_eq!(loaded.is_ok(), accepted, "{key}={value}: {loaded:?}");
+            jail.clear_env();
+        }
+        Ok(())
+    });
+}
+
+#[test]
 fn the_follow_cap_is_1000_by_default_and_bounded() {
     figment::Jail::expect_with(|jail| {
         jail.clear_env();

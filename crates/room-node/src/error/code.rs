@@ -106,6 +106,12 @@ api_codes! {
     /// agency), or a batch of more than 500 users; the message names the field, and in a
     /// batch the entry (`users[3].country`). Nothing was written.
     InvalidProfile = "INVALID_PROFILE", BAD_REQUEST, false;
+    /// A VIP grant of a level the level table does not have, or with an expiry not in the
+    /// future. Nothing was written.
+    InvalidVipGrant = "INVALID_VIP_GRANT", BAD_REQUEST, false;
+    /// A VIP level table with more than 32 levels or a bad entry effect or vehicle id (the
+    /// message names the level and the field). Nothing was written.
+    InvalidVipLevels = "INVALID_VIP_LEVELS", BAD_REQUEST, false;
     /// The request body did not arrive within half the request timeout.
     BodyTimeout = "BODY_TIMEOUT", REQUEST_TIMEOUT, false;
     /// The request body is larger than 64 KiB.
@@ -161,7 +167,8 @@ api_codes! {
     WrongPassword = "WRONG_PASSWORD", FORBIDDEN, false;
     /// The member outranks the caller (the owner, another admin, or the caller themselves).
     CannotModerate = "CANNOT_MODERATE", FORBIDDEN, false;
-    /// The member's VIP level protects them from kicks by admins.
+    /// The member's VIP level protects them from this act of a room admin (a kick or a chat
+    /// mute, as the level table says).
     VipProtected = "VIP_PROTECTED", FORBIDDEN, false;
     /// Only robots send robot gifts, and robots send no other.
     NotARobot = "NOT_A_ROBOT", FORBIDDEN, false;
@@ -206,6 +213,9 @@ api_codes! {
     RobotRoomChanged = "ROBOT_ROOM_CHANGED", CONFLICT, false;
     /// The billing policy is no longer at the `expected_version` of the change: read it again.
     BillingVersionStale = "BILLING_VERSION_STALE", CONFLICT, false;
+    /// The VIP level table is no longer at the `expected_version` of the change: read it
+    /// again.
+    VipLevelsStale = "VIP_LEVELS_STALE", CONFLICT, false;
     /// A request with this `Idempotency-Key` is running (on this node or another): retry it
     /// shortly, and it gets that request's answer.
     IdempotencyKeyInUse = "IDEMPOTENCY_KEY_IN_USE", CONFLICT, true;

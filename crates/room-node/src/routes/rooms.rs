@@ -585,7 +585,8 @@ async fn moderate(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Removes a member, optionally banning them (owner, admins).
+/// Removes a member, optionally banning them (owner, admins). A room admin may not kick or
+/// ban a user whose VIP level has the kick shield (403 `VIP_PROTECTED`).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/kick", tag = "moderation",
     params(("room_id" = crate::dto::Id, Path, description = "The room id")),
@@ -639,7 +640,8 @@ pub async fn unban(
     moderate(&state, &actor, &key, &room_id, CommandKind::Unban { user }).await
 }
 
-/// Mutes a member on the public screen for `seconds`; 0 unmutes (owner, admins).
+/// Mutes a member on the public screen for `seconds`; 0 unmutes (owner, admins). A room
+/// admin may not mute a member whose VIP level has the mute shield (403 `VIP_PROTECTED`).
 #[utoipa::path(
     post, path = "/v1/rooms/{room_id}/mute", tag = "moderation",
     params(("room_id" = crate::dto::Id, Path, description = "The room id")),

@@ -1,0 +1,162 @@
+//! VIP privileges: what a VIP level gives its holder in rooms ([`VipPrivileges`]), and the
+//! level and privileges of the user a command is about, as the service looked them up before
+//! it sent the command ([`VipStanding`]). Who holds which level, and what each level gives,
+//! are kept by the service outside the room; the room is told with each command that needs
+//! them, so that a grant that expired or changed counts from the next command on.
+
+use serde::{Deserialize, Serialize};
+
+/// The most VIP levels a level table may have.
+pub const MAX_VIP_LEVELS: usize = 32;
+
+/// The most characters of an entry effect's or a vehicle's id.
+pub const MAX_VIP_ASSET_ID_CHARS: usize = 64;
+
+/// What one VIP level gives its holder.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct VipPrivileges {
+    /// Room admins cannot kick the holder (the owner and platform admins still can).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kick_shield: bool,
+    /// Room admins cannot mute the holder on the public screen (the owner and platform
+    /// admins still can).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mute_shield: bool,
+    /// The entry animation clients play when the holder joins a room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_effect_id: Option<String>,
+    /// The vehicle clients show the holder arriving in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vehicle_id: Option<String>,
+}
+
+impl VipPrivileges {
+    /// What is wrong with these privileges, if anything: the field and the problem. An id is
+    /// 1 to [`MAX_VIP_ASSET_ID_CHARS`] ASCII letters, digits, `-`, `_`, `.` or `:`.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        for (field, id) in [
+            ("entry_effect_id", &self.entry_effect_id),
+            ("vehicle_id", &self.vehicle_id),
+        ] {
+            if let Some(id) = id
+                && let Some(problem) = asset_id_problem(id)
+            {
+                return Some((field, problem));
+            }
+        }
+        None
+    }
+}
+
+fn asset_id_problem(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return Some("must not be empty".into());
+    }
+    let chars = id.chars().count();
+    if chars > MAX_VIP_ASSET_ID_CHARS {
+        return Some(format!(
+            "{chars} characters; at most {MAX_VIP_ASSET_ID_CHARS}"
+        ));
+    }
+    if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+    {
+        return Some("only ASCII letters, digits, '-', '_', '.' and ':'".into());
+    }
+    None
+}
+
+/// Checks a level table: at most [`MAX_VIP_LEVELS`] levels (the first is level 1), each
+/// with valid privileges. The error names the level and the field (`levels[2].vehicle_id`).
+pub fn check_vip_levels(levels: &[VipPrivileges]) -> Result<(), String> {
+    if levels.len() > MAX_VIP_LEVELS {
+        return Err(format!("{} levels; at most {MAX_VIP_LEVELS}", levels.len()));
+    }
+    for (index, level) in levels.iter().enumerate() {
+        if let Some((field, problem)) = level.problem() {
+            return Err(format!("levels[{index}].{field}: {problem}"));
+        }
+    }
+    Ok(())
+}
+
+/// The VIP level of a user and what it gives, as of a command: the joining user of `join`
+/// (their entry effect and vehicle go into `RoomUserJoined`), the target of `kick` and
+/// `chat_mute` (their shields). Level 0 with no privileges: no VIP (none granted, or the
+/// grant expired). Serialized flat: `{"level": 3, "kick_shield": true, ...}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VipStanding {
+    /// The level in force; 0 for none.
+    pub level: u8,
+    /// What it gives.
+    #[serde(flatten)]
+    pub privileges: VipPrivileges,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_bounded_and_plain() {
+        let good = VipPrivileges {
+            kick_shield: true,
+            mute_shield: false,
+            entry_effect_id: Some("fx.gold-01".into()),
+            vehicle_id: Some("car:7".into()),
+        };
+        assert_eq!(good.problem(), None);
+        let long = VipPrivileges {
+            vehicle_id: Some("v".repeat(MAX_VIP_ASSET_ID_CHARS + 1)),
+            ..VipPrivileges::default()
+        };
+        assert_eq!(long.problem().map(|p| p.0), Some("vehicle_id"));
+        let spaced = VipPrivileges {
+            entry_effect_id: Some("a b".into()),
+            ..VipPrivileges::default()
+        };
+        assert_eq!(spaced.problem().map(|p| p.0), Some("entry_effect_id"));
+        let empty = VipPrivileges {
+            entry_effect_id: Some(String::new()),
+            ..VipPrivileges::default()
+        };
+        assert!(empty.problem().is_some());
+    }
+
+    #[test]
+    fn a_table_has_at_most_32_levels() {
+        let levels = vec![VipPrivileges::default(); MAX_VIP_LEVELS];
+        assert_eq!(check_vip_levels(&levels), Ok(()));
+        let more = vec![VipPrivileges::default(); MAX_VIP_LEVELS + 1];
+        assert!(check_vip_levels(&more).is_err());
+        let mut bad = vec![VipPrivileges::default(); 3];
+        bad[2].vehicle_id = Some(String::new());
+        assert!(
+            check_vip_levels(&bad)
+                .unwrap_err()
+                .starts_with("levels[2].vehicle_id")
+        );
+    }
+
+    #[test]
+    fn a_standing_is_flat_json() {
+        let standing = VipStanding {
+            level: 3,
+            privileges: VipPrivileges {
+                kick_shield: true,
+                entry_effect_id: Some("fx".into()),
+                ..VipPrivileges::default()
+            },
+        };
+        let json = serde_json::to_value(&standing).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"level": 3, "kick_shield": true, "entry_effect_id": "fx"})
+        );
+        assert_eq!(
+            serde_json::from_value::<VipStanding>(json).unwrap(),
+            standing
+        );
+    }
+}
