@@ -819,11 +819,11 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
         }
     }
     let compact: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM room_events WHERE substr(event, 1, 1) = X'01'")
+        sqlx::query_scalar("SELECT count(*) FROM room_events WHERE substr(event, 1, 1) = X'02'")
             .fetch_one(&mut conn)
             .await
             .unwrap();
-    assert_eq!(compact, 1, "the new event is compact, the old one JSON");
+    assert_eq!(compact, 1, "the new event is compact (version 2), the old one JSON");
     // The pruning pass finds the room through its first command's time (migration 0031).
     let first: Option<i64> =
         sqlx::query_scalar("SELECT first_command_at FROM room_cells WHERE room_id = 'room-a'")
