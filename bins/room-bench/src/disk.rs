@@ -56,6 +56,9 @@ pub const KEPT_FOR_GOOD: &[&str] = &[
     "gift_orders",
     "wallet_entries",
     "income_entries",
+    "income_gifts",
+    "income_credits",
+    "income_sequence",
     "income_accounts",
 ];
 

@@ -6,7 +6,8 @@
 //!
 //! A credit of income is one transaction, run again by [`MySqlStore::retrying`] after a
 //! deadlock (it is idempotent), in a few round trips whatever its size: it reads which of its
-//! keys are credited already, inserts the others in one multi-row `INSERT` in key order, then
+//! keys are credited already (and the gift fields their orders were first credited with,
+//! which later parts keep), inserts the others in one multi-row `INSERT` in key order, then
 //! adds the inserted amounts to their users' accounts, in user order, each with an `UPDATE`
 //! whose condition refuses a balance past `BIGINT`. The unique key is the arbiter: when a
 //! concurrent credit of one of the same keys commits between the read and the insert, the
@@ -15,7 +16,7 @@
 //! back. Entries before accounts, each in one order, is the same order in every credit: two
 //! credits cannot wait for each other in a cycle.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -47,25 +48,61 @@ async fn add(conn: &mut MySqlConnection, user: &str, amount: i64) -> Result<bool
     Ok(updated.rows_affected() > 0)
 }
 
-/// The keys among `entries` that are credited already (committed; under READ COMMITTED).
-async fn taken_keys(
+/// What is stored of the orders of `entries`: the keys credited already (committed; under
+/// READ COMMITTED), and each order's gift fields as its first credit stored them.
+struct Stored {
+    keys: HashSet<(String, String, String, String)>,
+    gifts: HashMap<(String, String), GiftFields>,
+}
+
+/// The fields of a gift (room, gift, billing version, time) every part of its order is
+/// stored with.
+#[derive(Clone)]
+struct GiftFields {
+    room_id: String,
+    gift_id: String,
+    billing_version: i64,
+    at: i64,
+}
+
+/// A stored entry's key and gift fields.
+type StoredRow = (String, String, String, String, String, String, i64, i64);
+
+async fn stored_of(
     conn: &mut MySqlConnection,
     entries: &[&IncomeEntry],
-) -> Result<HashSet<(String, String, String, String)>, TxError> {
+) -> Result<Stored, TxError> {
     let mut orders: Vec<(&str, &str)> = entries
         .iter()
         .map(|e| (e.sender.as_str(), e.order_id.as_str()))
         .collect();
     orders.dedup();
     let mut select = QueryBuilder::<MySql>::new(
-        "SELECT sender, order_id, recipient, part FROM income_entries WHERE (sender, order_id) IN ",
+        "SELECT sender, order_id, recipient, part, room_id, gift_id, billing_version,
+                credited_at
+         FROM income_entries WHERE (sender, order_id) IN ",
     );
     select.push_tuples(orders, |mut row, (sender, order_id)| {
         row.push_bind(sender).push_bind(order_id);
     });
-    let rows: Vec<(String, String, String, String)> =
-        select.build_query_as().fetch_all(&mut *conn).await?;
-    Ok(rows.into_iter().collect())
+    let rows: Vec<StoredRow> = select.build_query_as().fetch_all(&mut *conn).await?;
+    let mut stored = Stored {
+        keys: HashSet::with_capacity(rows.len()),
+        gifts: HashMap::new(),
+    };
+    for (sender, order_id, recipient, part, room_id, gift_id, billing_version, at) in rows {
+        stored
+            .gifts
+            .entry((sender.clone(), order_id.clone()))
+            .or_insert(GiftFields {
+                room_id,
+                gift_id,
+                billing_version,
+                at,
+            });
+        stored.keys.insert((sender, order_id, recipient, part));
+    }
+    Ok(stored)
 }
 
 /// One try of a credit: `None` when a concurrent credit of one of the same keys committed
@@ -73,12 +110,12 @@ async fn taken_keys(
 /// written, and a new try sees it).
 async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Option<u32>, TxError> {
     let mut tx = store.pool.begin().await?;
-    let taken = taken_keys(&mut tx, entries).await?;
+    let mut stored = stored_of(&mut tx, entries).await?;
     let fresh: Vec<&IncomeEntry> = entries
         .iter()
         .copied()
         .filter(|e| {
-            !taken.contains(&(
+            !stored.keys.contains(&(
                 e.sender.as_str().to_owned(),
                 e.order_id.as_str().to_owned(),
                 e.recipient.as_str().to_owned(),
@@ -90,30 +127,48 @@ async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Opt
         return Ok(Some(0));
     }
     let mut amounts: BTreeMap<&str, i64> = BTreeMap::new();
-    let mut versions = Vec::with_capacity(fresh.len());
+    let mut gifts = Vec::with_capacity(fresh.len());
     for entry in &fresh {
         let total = amounts.entry(entry.user.as_str()).or_default();
         *total = total
             .checked_add(entry.amount.0)
             .ok_or_else(|| Error::Invalid(format!("income balance overflow for {}", entry.user)))?;
-        versions.push(to_i64(entry.billing_version, "billing version")?);
+        // Every part of an order is stored with its first credited entry's gift fields.
+        let order = (
+            entry.sender.as_str().to_owned(),
+            entry.order_id.as_str().to_owned(),
+        );
+        let fields = match stored.gifts.get(&order) {
+            Some(fields) => fields.clone(),
+            None => {
+                let fields = GiftFields {
+                    room_id: entry.room_id.as_str().to_owned(),
+                    gift_id: entry.gift_id.as_str().to_owned(),
+                    billing_version: to_i64(entry.billing_version, "billing version")?,
+                    at: entry.at.as_millis(),
+                };
+                stored.gifts.insert(order, fields.clone());
+                fields
+            }
+        };
+        gifts.push(fields);
     }
     let mut insert = QueryBuilder::<MySql>::new(
         "INSERT INTO income_entries
          (sender, order_id, recipient, part, user_id, amount, room_id, gift_id, billing_version,
           credited_at) ",
     );
-    insert.push_values(fresh.iter().zip(versions), |mut row, (entry, version)| {
+    insert.push_values(fresh.iter().zip(gifts), |mut row, (entry, gift)| {
         row.push_bind(entry.sender.as_str())
             .push_bind(entry.order_id.as_str())
             .push_bind(entry.recipient.as_str())
             .push_bind(entry.part.as_str())
             .push_bind(entry.user.as_str())
             .push_bind(entry.amount.0)
-            .push_bind(entry.room_id.as_str())
-            .push_bind(entry.gift_id.as_str())
-            .push_bind(version)
-            .push_bind(entry.at.as_millis());
+            .push_bind(gift.room_id)
+            .push_bind(gift.gift_id)
+            .push_bind(gift.billing_version)
+            .push_bind(gift.at);
     });
     match insert.build().execute(&mut *tx).await {
         Ok(_) => {}

@@ -1,10 +1,12 @@
 //! [`BillingPolicies`] and [`IncomeLedger`]. A policy version is one row, inserted by one
 //! statement only when the newest stored version is the one before it. A credit of income is
-//! one job of the single writer, in its own savepoint: each entry is inserted unless its key
-//! is taken, and what the inserted ones add moves each user's balance once, checked for
+//! one job of the single writer, in its own savepoint. Income is stored by gift (migration
+//! 0080): an order's row holds the gift's fields and the keys of the parts credited, so the
+//! writer, reading it, skips the parts credited already; each new part is one row keyed by
+//! (user, position), and what the new parts add moves each user's balance once, checked for
 //! overflow; any error rolls the whole credit back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
 use room_app::Error;
@@ -22,45 +24,131 @@ use crate::{Result, SqliteStore};
 const PUT_POLICY: &str = "INSERT INTO billing_policies (version, body)
      SELECT ?1, ?2 WHERE COALESCE((SELECT MAX(version) FROM billing_policies), 0) = ?1 - 1";
 
-/// Inserts an income entry unless its key is taken.
-const CREDIT_ENTRY: &str = "INSERT INTO income_entries
-     (sender, order_id, recipient, part, user_id, amount, room_id, gift_id, billing_version,
-      credited_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-     ON CONFLICT (sender, order_id, recipient, part) DO NOTHING";
+/// A part's number in `income_credits` (migration 0080).
+fn part_code(part: IncomePart) -> i64 {
+    match part {
+        IncomePart::Recipient => 1,
+        IncomePart::Owner => 2,
+        IncomePart::Agency | IncomePart::Platform => 3,
+    }
+}
+
+fn part_of_code(code: i64) -> Result<IncomePart> {
+    Ok(match code {
+        1 => IncomePart::Recipient,
+        2 => IncomePart::Owner,
+        3 => IncomePart::Agency,
+        other => return Err(Error::corrupt(format!("stored income part {other}"))),
+    })
+}
 
 fn credit(conn: &Connection, entries: &[IncomeEntry]) -> Result<u32> {
     let mut credited = 0;
     // What the inserted entries add to each user's balance, written once a user.
     let mut amounts: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut last_id: i64 = conn
+        .prepare_cached("SELECT last_id FROM income_sequence WHERE one = 1")
+        .and_then(|mut select| select.query_row([], |row| row.get(0)).optional())
+        .map_err(sql)?
+        .unwrap_or_default();
+    // The entries by order, each order's in the order given.
+    let mut orders: BTreeMap<(&str, &str), Vec<&IncomeEntry>> = BTreeMap::new();
     for entry in entries {
-        let version = to_i64(entry.billing_version, "billing version")?;
-        let inserted = conn
-            .prepare_cached(CREDIT_ENTRY)
+        orders
+            .entry((entry.order_id.as_str(), entry.sender.as_str()))
+            .or_default()
+            .push(entry);
+    }
+    for ((order_id, sender), parts) in orders {
+        // The keys of the parts credited: `part recipient`, a line each.
+        let stored: Option<String> = conn
+            .prepare_cached("SELECT parts FROM income_gifts WHERE order_id = ?1 AND sender = ?2")
+            .and_then(|mut select| {
+                select
+                    .query_row(params![order_id, sender], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(sql)?;
+        let mut keys: HashSet<String> = stored
+            .as_deref()
+            .map(|parts| parts.lines().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let fresh: Vec<&IncomeEntry> = parts
+            .into_iter()
+            .filter(|e| keys.insert(format!("{} {}", e.part.as_str(), e.recipient)))
+            .collect();
+        let Some(first) = fresh.first() else {
+            continue;
+        };
+        let mut lines: Vec<&String> = keys.iter().collect();
+        lines.sort();
+        let parts_text = lines
+            .iter()
+            .map(|line| line.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if stored.is_some() {
+            conn.prepare_cached(
+                "UPDATE income_gifts SET parts = ?3 WHERE order_id = ?1 AND sender = ?2",
+            )
+            .and_then(|mut update| update.execute(params![order_id, sender, parts_text]))
+            .map_err(sql)?;
+        } else {
+            // The first credit of an order stores the gift's fields; later parts keep them.
+            let version = to_i64(first.billing_version, "billing version")?;
+            conn.prepare_cached(
+                "INSERT INTO income_gifts
+                 (order_id, sender, room_id, gift_id, billing_version, credited_at, parts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
             .and_then(|mut insert| {
                 insert.execute(params![
-                    entry.sender.as_str(),
-                    entry.order_id.as_str(),
-                    entry.recipient.as_str(),
-                    entry.part.as_str(),
-                    entry.user.as_str(),
-                    entry.amount.0,
-                    entry.room_id.as_str(),
-                    entry.gift_id.as_str(),
+                    order_id,
+                    sender,
+                    first.room_id.as_str(),
+                    first.gift_id.as_str(),
                     version,
-                    entry.at.as_millis(),
+                    first.at.as_millis(),
+                    parts_text,
                 ])
             })
             .map_err(sql)?;
-        if inserted == 0 {
-            continue;
         }
-        let total = amounts.entry(entry.user.as_str()).or_default();
-        *total = total
-            .checked_add(entry.amount.0)
-            .ok_or_else(|| Error::Invalid(format!("income balance overflow for {}", entry.user)))?;
-        credited += 1;
+        for entry in fresh {
+            last_id += 1;
+            conn.prepare_cached(
+                "INSERT INTO income_credits
+                 (user_id, id, order_id, sender, recipient, part, amount)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut insert| {
+                insert.execute(params![
+                    entry.user.as_str(),
+                    last_id,
+                    order_id,
+                    sender,
+                    entry.recipient.as_str(),
+                    part_code(entry.part),
+                    entry.amount.0,
+                ])
+            })
+            .map_err(sql)?;
+            let total = amounts.entry(entry.user.as_str()).or_default();
+            *total = total.checked_add(entry.amount.0).ok_or_else(|| {
+                Error::Invalid(format!("income balance overflow for {}", entry.user))
+            })?;
+            credited += 1;
+        }
     }
+    if credited == 0 {
+        return Ok(0);
+    }
+    conn.prepare_cached(
+        "INSERT INTO income_sequence (one, last_id) VALUES (1, ?1)
+         ON CONFLICT (one) DO UPDATE SET last_id = excluded.last_id",
+    )
+    .and_then(|mut upsert| upsert.execute([last_id]))
+    .map_err(sql)?;
     for (user, amount) in amounts {
         let balance: i64 = conn
             .prepare_cached("SELECT balance FROM income_accounts WHERE user_id = ?1")
@@ -81,15 +169,13 @@ fn credit(conn: &Connection, entries: &[IncomeEntry]) -> Result<u32> {
 }
 
 fn record_from(row: &SqliteRow) -> Result<IncomeRecord> {
-    let part: String = col(row, "part")?;
     Ok(IncomeRecord {
         id: col(row, "id")?,
         entry: IncomeEntry {
             sender: id_col(row, "sender")?,
             order_id: id_col(row, "order_id")?,
             recipient: id_col(row, "recipient")?,
-            part: IncomePart::parse(&part)
-                .ok_or_else(|| Error::corrupt(format!("stored income part {part:?}")))?,
+            part: part_of_code(col(row, "part")?)?,
             user: id_col(row, "user_id")?,
             amount: Coins(col(row, "amount")?),
             room_id: id_col(row, "room_id")?,
@@ -184,9 +270,11 @@ impl IncomeLedger for SqliteStore {
         limit: u32,
     ) -> Result<Vec<IncomeRecord>> {
         let rows = sqlx::query(
-            "SELECT id, sender, order_id, recipient, part, user_id, amount, room_id, gift_id,
-                    billing_version, credited_at
-             FROM income_entries WHERE user_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+            "SELECT c.id, c.sender, c.order_id, c.recipient, c.part, c.user_id, c.amount,
+                    g.room_id, g.gift_id, g.billing_version, g.credited_at
+             FROM income_credits AS c
+             JOIN income_gifts AS g ON g.order_id = c.order_id AND g.sender = c.sender
+             WHERE c.user_id = ?1 AND c.id < ?2 ORDER BY c.id DESC LIMIT ?3",
         )
         .bind(user.as_str())
         .bind(before.unwrap_or(i64::MAX))

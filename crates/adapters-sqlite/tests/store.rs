@@ -823,7 +823,10 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
             .fetch_one(&mut conn)
             .await
             .unwrap();
-    assert_eq!(compact, 1, "the new event is compact (version 2), the old one JSON");
+    assert_eq!(
+        compact, 1,
+        "the new event is compact (version 2), the old one JSON"
+    );
     // The pruning pass finds the room through its first command's time (migration 0031).
     let first: Option<i64> =
         sqlx::query_scalar("SELECT first_command_at FROM room_cells WHERE room_id = 'room-a'")
@@ -1004,4 +1007,110 @@ async fn a_database_before_vip_grants_gets_them_on_opening() {
         })
     );
     assert_eq!(store.vip_levels().await.unwrap().levels, levels);
+}
+
+/// A database whose income was credited under the ledger of a row per part (migrations before
+/// 0080): opening it stores income by gift, and every entry, its position and every balance
+/// read back as they were; new credits take positions after the old ones and skip the parts
+/// credited before.
+#[tokio::test]
+async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgrade() {
+    use room_app::ports::{IncomeEntry, IncomeLedger};
+    use room_domain::{Coins, GiftId, IncomePart, OrderId};
+
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let previous = dir.path().join("previous-migrations");
+    std::fs::create_dir(&previous).unwrap();
+    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let name = entry.unwrap().file_name();
+        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
+        if version < 80 {
+            std::fs::copy(migrations.join(&name), previous.join(&name)).unwrap();
+        }
+    }
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(previous.as_path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    let entry =
+        |order: &str, recipient: &str, part: IncomePart, to: &str, amount: i64| IncomeEntry {
+            sender: user("carol"),
+            order_id: OrderId::new(order).unwrap(),
+            recipient: user(recipient),
+            part,
+            user: user(to),
+            amount: Coins(amount),
+            room_id: room("room-a"),
+            gift_id: GiftId::new("rose").unwrap(),
+            billing_version: 3,
+            at: T0,
+        };
+    // As the previous release wrote them: two orders, three parts, ids 1, 2 and 4.
+    let old = [
+        (1, entry("o-1", "alice", IncomePart::Recipient, "alice", 50)),
+        (2, entry("o-1", "alice", IncomePart::Owner, "olga", 10)),
+        (4, entry("o-2", "bob", IncomePart::Agency, "agency-1", 20)),
+    ];
+    for (id, e) in &old {
+        sqlx::query(
+            "INSERT INTO income_entries
+             (id, sender, order_id, recipient, part, user_id, amount, room_id, gift_id,
+              billing_version, credited_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )
+        .bind(id)
+        .bind(e.sender.as_str())
+        .bind(e.order_id.as_str())
+        .bind(e.recipient.as_str())
+        .bind(e.part.as_str())
+        .bind(e.user.as_str())
+        .bind(e.amount.0)
+        .bind(e.room_id.as_str())
+        .bind(e.gift_id.as_str())
+        .bind(3_i64)
+        .bind(T0.as_millis())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    for (who, balance) in [("alice", 50), ("olga", 10), ("agency-1", 20)] {
+        sqlx::query("INSERT INTO income_accounts (user_id, balance) VALUES (?1, ?2)")
+            .bind(who)
+            .bind(balance)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    for (id, e) in &old {
+        let listed = store.list_income(&e.user, None, 10).await.unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!((listed[0].id, &listed[0].entry), (*id, e));
+    }
+    // A repeat credits nothing; a new part goes after every old position.
+    let owner_of_o2 = entry("o-2", "bob", IncomePart::Owner, "olga", 5);
+    let again = [old[1].1.clone(), owner_of_o2.clone()];
+    assert_eq!(store.credit_income(&again).await.unwrap(), 1);
+    let olga = store.list_income(&user("olga"), None, 10).await.unwrap();
+    assert_eq!(olga.len(), 2);
+    assert_eq!((olga[0].id, &olga[0].entry), (5, &owner_of_o2));
+    for (who, balance) in [("alice", 50), ("olga", 15), ("agency-1", 20), ("bob", 0)] {
+        assert_eq!(
+            store.income_balance(&user(who)).await.unwrap(),
+            Coins(balance),
+            "{who}"
+        );
+    }
 }

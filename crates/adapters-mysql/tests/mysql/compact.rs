@@ -205,7 +205,10 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
             .fetch_one(&mut conn)
             .await
             .unwrap();
-    assert_eq!(compact, 1, "the new event is compact (version 2), the old one JSON");
+    assert_eq!(
+        compact, 1,
+        "the new event is compact (version 2), the old one JSON"
+    );
     // The pruning pass finds the room through its first command's time (migration 0031).
     let first: Option<i64> =
         sqlx::query_scalar("SELECT first_command_at FROM room_cells WHERE room_id = 'room-a'")

@@ -77,10 +77,19 @@ impl IncomeLedger for InMemoryStore {
                 entry.part,
             ));
             let id = i64::try_from(t.income_entries.len()).unwrap_or(i64::MAX) + 1;
-            t.income_entries.push(IncomeRecord {
-                id,
-                entry: (*entry).clone(),
-            });
+            let mut entry = (*entry).clone();
+            // A later part of an order keeps the gift's fields of its first credit.
+            if let Some(first) = t
+                .income_entries
+                .iter()
+                .find(|r| r.entry.sender == entry.sender && r.entry.order_id == entry.order_id)
+            {
+                entry.room_id = first.entry.room_id.clone();
+                entry.gift_id = first.entry.gift_id.clone();
+                entry.billing_version = first.entry.billing_version;
+                entry.at = first.entry.at;
+            }
+            t.income_entries.push(IncomeRecord { id, entry });
         }
         t.income_balances.extend(balances);
         Ok(u32::try_from(fresh.len()).unwrap_or(u32::MAX))

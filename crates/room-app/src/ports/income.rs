@@ -57,7 +57,10 @@ pub struct IncomeRecord {
 }
 
 /// Income balances and their ledger. Income is not coins: it cannot be spent on gifts.
-/// Each entry is credited at most once, by its key (sender, order id, recipient, part).
+/// Each entry is credited at most once, by its key (sender, order id, recipient, part). The
+/// entries of one order (sender, order id) are parts of one gift: they are stored with the
+/// gift's fields (room, gift, billing version, time) of the order's first credited entry,
+/// which later parts keep.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait IncomeLedger: Send + Sync {

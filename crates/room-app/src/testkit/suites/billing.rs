@@ -35,6 +35,7 @@ where
     a_refused_credit_credits_nothing(fresh().await).await;
     concurrent_credits_of_the_same_entries_credit_once(fresh().await).await;
     entries_page_newest_first(fresh().await).await;
+    later_parts_of_an_order_keep_its_gift(fresh().await).await;
 }
 
 fn policy(version: u64, recipient_bp: u32) -> BillingPolicy {
@@ -409,5 +410,47 @@ async fn entries_page_newest_first<S: IncomeLedger>(store: Arc<S>) {
         ok(store.list_income(&user("alice"), None, 0).await, "list"),
         Vec::new(),
         "limit 0",
+    );
+}
+
+async fn later_parts_of_an_order_keep_its_gift<S: IncomeLedger>(store: Arc<S>) {
+    let first = entries("carol", "o-1", &["alice"], "olga");
+    ok(store.credit_income(&first[..1]).await, "credit");
+    // The owner's part of the same order, later, naming another room, gift, version and time.
+    let mut later = first[1].clone();
+    later.room_id = room("room-2");
+    later.gift_id = gift_id("lily");
+    later.billing_version = 2;
+    later.at = at(5);
+    // And the same of a new order, whose two parts disagree with each other.
+    let mut other = entries("carol", "o-2", &["alice"], "olga");
+    other[1].room_id = room("room-2");
+    other[1].at = at(5);
+    let mut batch = vec![later];
+    batch.extend(other);
+    same(
+        ok(store.credit_income(&batch).await, "credit"),
+        3,
+        "three new parts",
+    );
+    let listed = ok(store.list_income(&user("olga"), None, 10).await, "list");
+    for record in &listed {
+        let entry = &record.entry;
+        same(
+            (
+                entry.room_id.clone(),
+                entry.gift_id.clone(),
+                entry.billing_version,
+                entry.at,
+            ),
+            (room("room-1"), gift_id("rose"), 1, at(0)),
+            "each part keeps its order's first credited gift",
+        );
+    }
+    same(listed.len(), 2, "olga's parts of both orders");
+    same(
+        ok(store.income_balance(&user("olga")).await, "balance"),
+        Coins(20),
+        "both owner's parts",
     );
 }
