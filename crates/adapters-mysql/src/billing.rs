@@ -5,16 +5,14 @@
 //! so of two nodes that put one version at once, one wins.
 //!
 //! A credit of income is one transaction, run again by [`MySqlStore::retrying`] after a
-//! deadlock (it is idempotent), in a few round trips whatever its size: it reads which of its
-//! keys are credited already (and the gift fields their orders were first credited with,
-//! which later parts keep), inserts the others in one multi-row `INSERT` in key order, then
-//! adds the inserted amounts to their users' accounts, in user order, each with an `UPDATE`
-//! whose condition refuses a balance past `BIGINT`. The unique key is the arbiter: when a
-//! concurrent credit of one of the same keys commits between the read and the insert, the
-//! insert waits for it and fails on the duplicate key, nothing of this try is kept, and the
-//! credit is tried again, seeing that key taken. Any other refusal rolls the whole credit
-//! back. Entries before accounts, each in one order, is the same order in every credit: two
-//! credits cannot wait for each other in a cycle.
+//! deadlock (it is idempotent), in a few round trips whatever its size. Income is stored by
+//! gift (migration 0080): an order's row holds the gift's fields and the keys of its parts
+//! credited, each credited part is one row keyed by (user, position). A credit locks the one
+//! row of `income_sequence` first, so credits run one at a time and each sees every part
+//! credited before it; it reads its orders' rows, skips the parts credited already, inserts
+//! the new orders' rows and the new parts in one multi-row `INSERT` each, then adds the
+//! amounts to their users' accounts, in user order, each with an `UPDATE` whose condition
+//! refuses a balance past `BIGINT`. Any refusal rolls the whole credit back.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -48,133 +46,154 @@ async fn add(conn: &mut MySqlConnection, user: &str, amount: i64) -> Result<bool
     Ok(updated.rows_affected() > 0)
 }
 
-/// What is stored of the orders of `entries`: the keys credited already (committed; under
-/// READ COMMITTED), and each order's gift fields as its first credit stored them.
-struct Stored {
-    keys: HashSet<(String, String, String, String)>,
-    gifts: HashMap<(String, String), GiftFields>,
-}
-
-/// The fields of a gift (room, gift, billing version, time) every part of its order is
-/// stored with.
-#[derive(Clone)]
-struct GiftFields {
-    room_id: String,
-    gift_id: String,
-    billing_version: i64,
-    at: i64,
-}
-
-/// A stored entry's key and gift fields.
-type StoredRow = (String, String, String, String, String, String, i64, i64);
-
-async fn stored_of(
-    conn: &mut MySqlConnection,
-    entries: &[&IncomeEntry],
-) -> Result<Stored, TxError> {
-    let mut orders: Vec<(&str, &str)> = entries
-        .iter()
-        .map(|e| (e.sender.as_str(), e.order_id.as_str()))
-        .collect();
-    orders.dedup();
-    let mut select = QueryBuilder::<MySql>::new(
-        "SELECT sender, order_id, recipient, part, room_id, gift_id, billing_version,
-                credited_at
-         FROM income_entries WHERE (sender, order_id) IN ",
-    );
-    select.push_tuples(orders, |mut row, (sender, order_id)| {
-        row.push_bind(sender).push_bind(order_id);
-    });
-    let rows: Vec<StoredRow> = select.build_query_as().fetch_all(&mut *conn).await?;
-    let mut stored = Stored {
-        keys: HashSet::with_capacity(rows.len()),
-        gifts: HashMap::new(),
-    };
-    for (sender, order_id, recipient, part, room_id, gift_id, billing_version, at) in rows {
-        stored
-            .gifts
-            .entry((sender.clone(), order_id.clone()))
-            .or_insert(GiftFields {
-                room_id,
-                gift_id,
-                billing_version,
-                at,
-            });
-        stored.keys.insert((sender, order_id, recipient, part));
+/// A part's number in `income_credits` (migration 0080).
+fn part_code(part: IncomePart) -> i8 {
+    match part {
+        IncomePart::Recipient => 1,
+        IncomePart::Owner => 2,
+        IncomePart::Agency | IncomePart::Platform => 3,
     }
-    Ok(stored)
 }
 
-/// One try of a credit: `None` when a concurrent credit of one of the same keys committed
-/// between this one's read and its insert (the unique key refused the insert; nothing was
-/// written, and a new try sees it).
+fn part_of_code(code: i8) -> Result<IncomePart> {
+    Ok(match code {
+        1 => IncomePart::Recipient,
+        2 => IncomePart::Owner,
+        3 => IncomePart::Agency,
+        other => return Err(Error::corrupt(format!("stored income part {other}"))),
+    })
+}
+
+/// A part credited now: its user, position and entry.
+struct Credit<'a> {
+    id: i64,
+    entry: &'a IncomeEntry,
+}
+
+/// One try of a credit: `None` when an order's row was inserted by another credit meanwhile
+/// (which the lock on the sequence rules out; kept as a safe answer: nothing was written,
+/// and a new try sees the row).
 async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Option<u32>, TxError> {
     let mut tx = store.pool.begin().await?;
-    let mut stored = stored_of(&mut tx, entries).await?;
-    let fresh: Vec<&IncomeEntry> = entries
-        .iter()
-        .copied()
-        .filter(|e| {
-            !stored.keys.contains(&(
-                e.sender.as_str().to_owned(),
-                e.order_id.as_str().to_owned(),
-                e.recipient.as_str().to_owned(),
-                e.part.as_str().to_owned(),
-            ))
-        })
+    // Credits run one at a time: each locks the sequence first.
+    let mut last_id: i64 =
+        sqlx::query_scalar("SELECT last_id FROM income_sequence WHERE one = 1 FOR UPDATE")
+            .fetch_optional(&mut *tx)
+            .await?
+            .unwrap_or_default();
+    // The entries by order (key order: sender, then order id).
+    let mut orders: Vec<((&str, &str), Vec<&IncomeEntry>)> = Vec::new();
+    for entry in entries {
+        let order = (entry.sender.as_str(), entry.order_id.as_str());
+        match orders.last_mut() {
+            Some((last, parts)) if *last == order => parts.push(entry),
+            _ => orders.push((order, vec![entry])),
+        }
+    }
+    let mut select = QueryBuilder::<MySql>::new(
+        "SELECT sender, order_id, parts FROM income_gifts WHERE (order_id, sender) IN ",
+    );
+    select.push_tuples(orders.iter(), |mut row, ((sender, order_id), _)| {
+        row.push_bind(*order_id).push_bind(*sender);
+    });
+    let rows: Vec<(String, String, String)> = select.build_query_as().fetch_all(&mut *tx).await?;
+    let stored: HashMap<(String, String), String> = rows
+        .into_iter()
+        .map(|(sender, order_id, parts)| ((sender, order_id), parts))
         .collect();
-    if fresh.is_empty() {
+    let mut new_gifts: Vec<(&IncomeEntry, String)> = Vec::new();
+    let mut changed_gifts: Vec<(&IncomeEntry, String)> = Vec::new();
+    let mut credits: Vec<Credit<'_>> = Vec::new();
+    let mut amounts: BTreeMap<&str, i64> = BTreeMap::new();
+    for ((sender, order_id), parts) in &orders {
+        let before = stored.get(&((*sender).to_owned(), (*order_id).to_owned()));
+        let mut keys: HashSet<String> = before
+            .map(|parts| parts.lines().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let fresh: Vec<&IncomeEntry> = parts
+            .iter()
+            .copied()
+            .filter(|e| keys.insert(format!("{} {}", e.part.as_str(), e.recipient)))
+            .collect();
+        let Some(first) = fresh.first().copied() else {
+            continue;
+        };
+        let mut lines: Vec<&str> = keys.iter().map(String::as_str).collect();
+        lines.sort_unstable();
+        let text = lines.join("\n");
+        if before.is_some() {
+            changed_gifts.push((first, text));
+        } else {
+            new_gifts.push((first, text));
+        }
+        for entry in fresh {
+            last_id += 1;
+            credits.push(Credit { id: last_id, entry });
+            let total = amounts.entry(entry.user.as_str()).or_default();
+            *total = total.checked_add(entry.amount.0).ok_or_else(|| {
+                Error::Invalid(format!("income balance overflow for {}", entry.user))
+            })?;
+        }
+    }
+    if credits.is_empty() {
         return Ok(Some(0));
     }
-    let mut amounts: BTreeMap<&str, i64> = BTreeMap::new();
-    let mut gifts = Vec::with_capacity(fresh.len());
-    for entry in &fresh {
-        let total = amounts.entry(entry.user.as_str()).or_default();
-        *total = total
-            .checked_add(entry.amount.0)
-            .ok_or_else(|| Error::Invalid(format!("income balance overflow for {}", entry.user)))?;
-        // Every part of an order is stored with its first credited entry's gift fields.
-        let order = (
-            entry.sender.as_str().to_owned(),
-            entry.order_id.as_str().to_owned(),
+    if !new_gifts.is_empty() {
+        let mut versions = Vec::with_capacity(new_gifts.len());
+        for (first, _) in &new_gifts {
+            versions.push(to_i64(first.billing_version, "billing version")?);
+        }
+        let mut insert = QueryBuilder::<MySql>::new(
+            "INSERT INTO income_gifts
+             (order_id, sender, room_id, gift_id, billing_version, credited_at, parts) ",
         );
-        let fields = match stored.gifts.get(&order) {
-            Some(fields) => fields.clone(),
-            None => {
-                let fields = GiftFields {
-                    room_id: entry.room_id.as_str().to_owned(),
-                    gift_id: entry.gift_id.as_str().to_owned(),
-                    billing_version: to_i64(entry.billing_version, "billing version")?,
-                    at: entry.at.as_millis(),
-                };
-                stored.gifts.insert(order, fields.clone());
-                fields
-            }
-        };
-        gifts.push(fields);
+        insert.push_values(
+            new_gifts.iter().zip(versions),
+            |mut row, ((first, parts), version)| {
+                row.push_bind(first.order_id.as_str())
+                    .push_bind(first.sender.as_str())
+                    .push_bind(first.room_id.as_str())
+                    .push_bind(first.gift_id.as_str())
+                    .push_bind(version)
+                    .push_bind(first.at.as_millis())
+                    .push_bind(parts.as_str());
+            },
+        );
+        match insert.build().execute(&mut *tx).await {
+            Ok(_) => {}
+            Err(error) if is_duplicate_key(&error) => return Ok(None),
+            Err(error) => return Err(error.into()),
+        }
+    }
+    for (first, parts) in &changed_gifts {
+        sqlx::query("UPDATE income_gifts SET parts = ? WHERE order_id = ? AND sender = ?")
+            .bind(parts.as_str())
+            .bind(first.order_id.as_str())
+            .bind(first.sender.as_str())
+            .execute(&mut *tx)
+            .await?;
     }
     let mut insert = QueryBuilder::<MySql>::new(
-        "INSERT INTO income_entries
-         (sender, order_id, recipient, part, user_id, amount, room_id, gift_id, billing_version,
-          credited_at) ",
+        "INSERT INTO income_credits (user_id, id, order_id, sender, recipient, part, amount) ",
     );
-    insert.push_values(fresh.iter().zip(gifts), |mut row, (entry, gift)| {
-        row.push_bind(entry.sender.as_str())
+    insert.push_values(credits.iter(), |mut row, credit| {
+        let entry = credit.entry;
+        row.push_bind(entry.user.as_str())
+            .push_bind(credit.id)
             .push_bind(entry.order_id.as_str())
+            .push_bind(entry.sender.as_str())
             .push_bind(entry.recipient.as_str())
-            .push_bind(entry.part.as_str())
-            .push_bind(entry.user.as_str())
-            .push_bind(entry.amount.0)
-            .push_bind(gift.room_id)
-            .push_bind(gift.gift_id)
-            .push_bind(gift.billing_version)
-            .push_bind(gift.at);
+            .push_bind(part_code(entry.part))
+            .push_bind(entry.amount.0);
     });
-    match insert.build().execute(&mut *tx).await {
-        Ok(_) => {}
-        Err(error) if is_duplicate_key(&error) => return Ok(None),
-        Err(error) => return Err(error.into()),
-    }
+    insert.build().execute(&mut *tx).await?;
+    sqlx::query(
+        "INSERT INTO income_sequence (one, last_id) VALUES (1, ?)
+         ON DUPLICATE KEY UPDATE last_id = VALUES(last_id)",
+    )
+    .bind(last_id)
+    .execute(&mut *tx)
+    .await?;
     for (user, amount) in amounts {
         let mut added = add(&mut tx, user, amount).await?;
         if !added {
@@ -195,19 +214,17 @@ async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Opt
         }
     }
     tx.commit().await?;
-    Ok(Some(u32::try_from(fresh.len()).unwrap_or(u32::MAX)))
+    Ok(Some(u32::try_from(credits.len()).unwrap_or(u32::MAX)))
 }
 
 fn record_from(row: &MySqlRow) -> Result<IncomeRecord> {
-    let part: String = col(row, "part")?;
     Ok(IncomeRecord {
         id: col(row, "id")?,
         entry: IncomeEntry {
             sender: id_col(row, "sender")?,
             order_id: id_col(row, "order_id")?,
             recipient: id_col(row, "recipient")?,
-            part: IncomePart::parse(&part)
-                .ok_or_else(|| Error::corrupt(format!("stored income part {part:?}")))?,
+            part: part_of_code(col(row, "part")?)?,
             user: id_col(row, "user_id")?,
             amount: Coins(col(row, "amount")?),
             room_id: id_col(row, "room_id")?,
@@ -338,10 +355,12 @@ impl IncomeLedger for MySqlStore {
         let rows = self
             .retrying("list_income", || async move {
                 Ok(sqlx::query(
-                    "SELECT id, sender, order_id, recipient, part, user_id, amount, room_id,
-                            gift_id, billing_version, credited_at
-                     FROM income_entries WHERE user_id = ? AND id < ?
-                     ORDER BY id DESC LIMIT ?",
+                    "SELECT c.id, c.sender, c.order_id, c.recipient, c.part, c.user_id, c.amount,
+                            g.room_id, g.gift_id, g.billing_version, g.credited_at
+                     FROM income_credits AS c
+                     JOIN income_gifts AS g ON g.order_id = c.order_id AND g.sender = c.sender
+                     WHERE c.user_id = ? AND c.id < ?
+                     ORDER BY c.id DESC LIMIT ?",
                 )
                 .bind(user.as_str())
                 .bind(before.unwrap_or(i64::MAX))

@@ -79,7 +79,7 @@ async fn parts_credited_at_once_on_two_nodes_are_credited_once() {
     }
     let mut conn = f.database.connect().await;
     let (sum, count): (i64, i64) = sqlx::query_as(
-        "SELECT CAST(COALESCE(SUM(amount), 0) AS SIGNED), COUNT(*) FROM income_entries",
+        "SELECT CAST(COALESCE(SUM(amount), 0) AS SIGNED), COUNT(*) FROM income_credits",
     )
     .fetch_one(&mut conn)
     .await
@@ -89,4 +89,98 @@ async fn parts_credited_at_once_on_two_nodes_are_credited_once() {
         (120 * orders, 4 * orders),
         "one entry per key"
     );
+}
+
+/// A database whose income was credited as a row per part (every migration before 0080)
+/// upgraded by `migrate`: every entry, its position and every balance read back as they were;
+/// a new credit takes positions after the old ones and skips the parts credited before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgrade() {
+    let Some(server) = room_testkit::mysql::MySqlServer::from_env("mysql::income_upgrade").await
+    else {
+        return;
+    };
+    let database = server.database().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let migrations =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/mysql");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let name = entry.unwrap().file_name();
+        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
+        if version < 80 {
+            std::fs::copy(migrations.join(&name), dir.path().join(&name)).unwrap();
+        }
+    }
+    let mut conn = database.connect().await;
+    sqlx::migrate::Migrator::new(dir.path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    let part = |order: &str, recipient: &str, part: IncomePart, to: &str, amount: i64| {
+        let mut entry = entries(order)[0].clone();
+        entry.recipient = user(recipient);
+        entry.part = part;
+        entry.user = user(to);
+        entry.amount = Coins(amount);
+        entry
+    };
+    // As the previous release wrote them: two orders, three parts, ids 1, 2 and 4.
+    let old = [
+        (1, part("o-1", "alice", IncomePart::Recipient, "alice", 50)),
+        (2, part("o-1", "alice", IncomePart::Owner, "olga", 10)),
+        (4, part("o-2", "bob", IncomePart::Agency, "agency-1", 20)),
+    ];
+    for (id, e) in &old {
+        sqlx::query(
+            "INSERT INTO income_entries
+             (id, sender, order_id, recipient, part, user_id, amount, room_id, gift_id,
+              billing_version, credited_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id)
+        .bind(e.sender.as_str())
+        .bind(e.order_id.as_str())
+        .bind(e.recipient.as_str())
+        .bind(e.part.as_str())
+        .bind(e.user.as_str())
+        .bind(e.amount.0)
+        .bind(e.room_id.as_str())
+        .bind(e.gift_id.as_str())
+        .bind(1_i64)
+        .bind(e.at.as_millis())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    for (who, balance) in [("alice", 50), ("olga", 10), ("agency-1", 20)] {
+        sqlx::query("INSERT INTO income_accounts (user_id, balance) VALUES (?, ?)")
+            .bind(who)
+            .bind(balance)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let settings = MySqlSettings::new(database.url.clone());
+    MySqlStore::migrate(&settings).await.unwrap();
+    let store = MySqlStore::open(&settings).await.unwrap();
+    for (id, e) in &old {
+        let listed = store.list_income(&e.user, None, 10).await.unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!((listed[0].id, &listed[0].entry), (*id, e));
+    }
+    let owner_of_o2 = part("o-2", "bob", IncomePart::Owner, "olga", 5);
+    let again = [old[1].1.clone(), owner_of_o2.clone()];
+    assert_eq!(store.credit_income(&again).await.unwrap(), 1);
+    let olga = store.list_income(&user("olga"), None, 10).await.unwrap();
+    assert_eq!(olga.len(), 2);
+    assert_eq!((olga[0].id, &olga[0].entry), (5, &owner_of_o2));
+    for (who, balance) in [("alice", 50), ("olga", 15), ("agency-1", 20), ("bob", 0)] {
+        assert_eq!(
+            store.income_balance(&user(who)).await.unwrap(),
+            Coins(balance),
+            "{who}"
+        );
+    }
 }
