@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::cpu;
 use crate::load::{SENDERS, closed_loop};
 use crate::report::report;
-use crate::server::Server;
+use crate::server::{Server, gifts_completed};
 
 /// How many turns each side gets.
 const ROUNDS: usize = 3;
@@ -62,6 +63,18 @@ async fn metric(server: &Server, name: &str) -> Result<f64> {
         .unwrap_or(0.0))
 }
 
+/// The process id of a local MariaDB or MySQL server, if one runs on this machine.
+fn database_pid() -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(entry.path().join("comm")).ok()?;
+            matches!(comm.trim(), "mariadbd" | "mysqld").then_some(pid)
+        })
+}
+
 /// Runs the comparison; `start` starts a server on fresh storage with extra environment.
 pub async fn billing(
     start: impl AsyncFn(&[(&str, &str)]) -> Result<Server>,
@@ -79,8 +92,19 @@ pub async fn billing(
             };
             let server = start(&env).await?;
             let setup = server.setup(1, SENDERS).await?;
+            let database = database_pid();
+            let before = database.map(|pid| cpu::sample(&[pid])).transpose()?;
+            let gifts_before = gifts_completed();
             let rate = closed_loop(&server, &setup, duration, true).await?;
             let side = if billed { "on" } else { "off" };
+            if let (Some(pid), Some(before)) = (database, before) {
+                let used = cpu::sample(&[pid])?.since(&before);
+                let gifts = gifts_completed().saturating_sub(gifts_before).max(1);
+                report(
+                    "  database server CPU per gift (all its work)",
+                    &format!("{:.0} us", used.node_secs[0] * 1e6 / gifts as f64),
+                );
+            }
             report(
                 &format!("billing {side}, round {} (gifts/s)", round + 1),
                 &format!("{rate:.0}"),

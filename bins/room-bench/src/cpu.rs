@@ -84,7 +84,7 @@ pub struct CpuSample {
 /// What happened between two [`CpuSample`]s.
 pub struct CpuUse {
     /// Seconds of CPU each server used.
-    node_secs: Vec<f64>,
+    pub node_secs: Vec<f64>,
     /// Context switches of each server's threads.
     node_switches: Vec<u64>,
     /// The share of the machine's CPU time the hypervisor gave to other guests: when it is

@@ -74,7 +74,7 @@ struct Credit<'a> {
 /// (which the lock on the sequence rules out; kept as a safe answer: nothing was written,
 /// and a new try sees the row).
 async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Option<u32>, TxError> {
-    let mut tx = store.pool.begin().await?;
+    let mut tx = store.background.begin().await?;
     // Credits run one at a time: each locks the sequence first.
     let mut last_id: i64 =
         sqlx::query_scalar("SELECT last_id FROM income_sequence WHERE one = 1 FOR UPDATE")

@@ -48,7 +48,7 @@ mod wallet;
 
 pub use connect::MySqlSettings;
 pub use schema::SchemaStatus;
-pub use store::MySqlStore;
+pub use store::{BACKGROUND_CONNECTIONS, MySqlStore};
 
 /// The errors of this crate are the ports' errors.
 pub use room_app::Error;

@@ -97,7 +97,7 @@ impl Outbox for MySqlStore {
                 )
                 .bind(after)
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&self.background)
                 .await?)
             })
             .await?;
@@ -113,7 +113,7 @@ impl Outbox for MySqlStore {
             .bind(at.as_millis())
             .bind(through)
             .bind(i64::from(limit))
-            .execute(&self.pool)
+            .execute(&self.background)
             .await?;
             Ok(marked.rows_affected())
         })

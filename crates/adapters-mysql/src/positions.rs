@@ -14,7 +14,7 @@ impl ConsumerPositions for MySqlStore {
             let position: Option<(i64,)> =
                 sqlx::query_as("SELECT position FROM room_consumer_positions WHERE name = ?")
                     .bind(consumer)
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&self.background)
                     .await?;
             Ok(position.map(|(position,)| position))
         })
@@ -30,7 +30,7 @@ impl ConsumerPositions for MySqlStore {
                     )
                     .bind(consumer)
                     .bind(to)
-                    .execute(&self.pool)
+                    .execute(&self.background)
                     .await?,
                     Some(from) => {
                         sqlx::query(
@@ -40,7 +40,7 @@ impl ConsumerPositions for MySqlStore {
                         .bind(to)
                         .bind(consumer)
                         .bind(from)
-                        .execute(&self.pool)
+                        .execute(&self.background)
                         .await?
                     }
                 };

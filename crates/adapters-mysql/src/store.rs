@@ -23,9 +23,17 @@ use crate::schema::{self, SchemaStatus};
 #[derive(Clone)]
 pub struct MySqlStore {
     pub(crate) pool: Pool,
+    /// The connections of the in-process consumers of the durable facts (their outbox reads,
+    /// positions and income credits): [`BACKGROUND_CONNECTIONS`] of their own, so that work
+    /// behind the gifts never takes a connection the requests wait for.
+    pub(crate) background: Pool,
     lock_attempts: u32,
     lock_retries: Arc<AtomicU64>,
 }
+
+/// The connections a store keeps for the in-process consumers of the durable facts, beside
+/// [`MySqlSettings::max_connections`]: one reads the outbox while another credits income.
+pub const BACKGROUND_CONNECTIONS: u32 = 2;
 
 impl std::fmt::Debug for MySqlStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -51,8 +59,10 @@ impl MySqlStore {
             pool.close().await;
             return Err(error);
         }
+        let background = connect(settings, BACKGROUND_CONNECTIONS).await?;
         Ok(MySqlStore {
             pool,
+            background,
             lock_attempts: settings.lock_attempts.max(1),
             lock_retries: Arc::new(AtomicU64::new(0)),
         })
@@ -61,6 +71,7 @@ impl MySqlStore {
     /// Closes every connection. Later calls fail with [`Error::Unavailable`].
     pub async fn close(&self) {
         self.pool.close().await;
+        self.background.close().await;
     }
 
     /// How many times so far a transaction was run again after a deadlock or a lock wait

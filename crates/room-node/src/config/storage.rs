@@ -119,7 +119,10 @@ pub(super) const SECTION: Section = Section {
         ),
         (
             "max_connections",
-            "MySQL: the most connections of this node.",
+            "MySQL: the most connections of this node's requests and room commits. Two more \
+             are kept apart for the in-process consumers of the durable facts (reading the \
+             outbox, crediting income), so that they never hold a connection a request waits \
+             for.",
         ),
         (
             "max_read_connections",
