@@ -457,7 +457,7 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
     }
     let income: (i64, i64) = sqlx::query_as(
         "SELECT CAST(COALESCE((SELECT SUM(balance) FROM income_accounts), 0) AS SIGNED),
-                CAST(COALESCE((SELECT SUM(amount) FROM income_entries), 0) AS SIGNED)",
+                CAST(COALESCE((SELECT SUM(amount) FROM income_credits), 0) AS SIGNED)",
     )
     .fetch_one(&mut conn)
     .await

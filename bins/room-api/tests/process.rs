@@ -504,7 +504,7 @@ fn income_credited(db: &Path) -> (i64, i64) {
         .unwrap();
     let entries = conn
         .query_row(
-            "SELECT COALESCE(SUM(amount), 0) FROM income_entries",
+            "SELECT COALESCE(SUM(amount), 0) FROM income_credits",
             [],
             |row| row.get(0),
         )

@@ -55,7 +55,6 @@ impl DiskSample {
 pub const KEPT_FOR_GOOD: &[&str] = &[
     "gift_orders",
     "wallet_entries",
-    "income_entries",
     "income_gifts",
     "income_credits",
     "income_sequence",
