@@ -39,6 +39,33 @@ async fn open(path: &Path) -> SqliteStore {
         .expect("the store opens")
 }
 
+/// A new database at `path` with the migrations numbered below `version` applied, as a
+/// release before them left it; answers the connection to write its rows with.
+async fn schema_before(path: &Path, version: u32) -> sqlx::SqliteConnection {
+    let previous = TempDir::new().unwrap();
+    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let name = entry.unwrap().file_name();
+        let number: u32 = name.to_str().unwrap()[..4].parse().unwrap();
+        if number < version {
+            std::fs::copy(migrations.join(&name), previous.path().join(&name)).unwrap();
+        }
+    }
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(previous.path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    conn
+}
+
 /// A batch of `commands` (one heat event each) on top of `version`, with an outbox row per
 /// event and the room's summary.
 fn batch(room_id: &RoomId, activation: Activation, version: u64, commands: &[&str]) -> CommitBatch {
@@ -627,28 +654,7 @@ async fn orders_stored_under_the_first_schema_move_to_the_sender_key() {
 async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("room.db");
-    let previous = dir.path().join("previous-migrations");
-    std::fs::create_dir(&previous).unwrap();
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
-    for entry in std::fs::read_dir(&migrations).unwrap() {
-        let name = entry.unwrap().file_name();
-        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
-        if version < 30 {
-            std::fs::copy(migrations.join(&name), previous.join(&name)).unwrap();
-        }
-    }
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&path)
-        .create_if_missing(true)
-        .connect()
-        .await
-        .unwrap();
-    sqlx::migrate::Migrator::new(previous.as_path())
-        .await
-        .unwrap()
-        .run(&mut conn)
-        .await
-        .unwrap();
+    let mut conn = schema_before(&path, 30).await;
 
     // Rows as the previous release wrote them.
     let a = room("room-a");
@@ -871,28 +877,7 @@ async fn robot_pools_stored_before_the_pool_key_are_brought_over() {
 
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("room.db");
-    let before = dir.path().join("before-pools");
-    std::fs::create_dir(&before).unwrap();
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
-    for entry in std::fs::read_dir(&migrations).unwrap() {
-        let name = entry.unwrap().file_name();
-        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
-        if version < 10 {
-            std::fs::copy(migrations.join(&name), before.join(&name)).unwrap();
-        }
-    }
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&path)
-        .create_if_missing(true)
-        .connect()
-        .await
-        .unwrap();
-    sqlx::migrate::Migrator::new(before.as_path())
-        .await
-        .unwrap()
-        .run(&mut conn)
-        .await
-        .unwrap();
+    let mut conn = schema_before(&path, 10).await;
     let (a, b) = (
         robot_room("room-a", &["robot-1", "robot-2"]),
         robot_room("room-b", &["robot-3", "robot-2"]),
@@ -949,28 +934,7 @@ async fn a_database_before_vip_grants_gets_them_on_opening() {
 
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("room.db");
-    let before = dir.path().join("before-vip");
-    std::fs::create_dir(&before).unwrap();
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
-    for entry in std::fs::read_dir(&migrations).unwrap() {
-        let name = entry.unwrap().file_name();
-        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
-        if version < 90 {
-            std::fs::copy(migrations.join(&name), before.join(&name)).unwrap();
-        }
-    }
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&path)
-        .create_if_missing(true)
-        .connect()
-        .await
-        .unwrap();
-    sqlx::migrate::Migrator::new(before.as_path())
-        .await
-        .unwrap()
-        .run(&mut conn)
-        .await
-        .unwrap();
+    let mut conn = schema_before(&path, 90).await;
     sqlx::query("INSERT INTO user_profiles (user_id, nickname) VALUES ('alice', 'Alice')")
         .execute(&mut conn)
         .await
@@ -1020,28 +984,7 @@ async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgra
 
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("room.db");
-    let previous = dir.path().join("previous-migrations");
-    std::fs::create_dir(&previous).unwrap();
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
-    for entry in std::fs::read_dir(&migrations).unwrap() {
-        let name = entry.unwrap().file_name();
-        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
-        if version < 80 {
-            std::fs::copy(migrations.join(&name), previous.join(&name)).unwrap();
-        }
-    }
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&path)
-        .create_if_missing(true)
-        .connect()
-        .await
-        .unwrap();
-    sqlx::migrate::Migrator::new(previous.as_path())
-        .await
-        .unwrap()
-        .run(&mut conn)
-        .await
-        .unwrap();
+    let mut conn = schema_before(&path, 80).await;
     let entry =
         |order: &str, recipient: &str, part: IncomePart, to: &str, amount: i64| IncomeEntry {
             sender: user("carol"),

@@ -3,8 +3,6 @@
 //! the fields their columns hold and keep their refusal in its column, new rows go in
 //! compact beside them, and each room knows its log's first command time.
 
-use std::path::Path;
-
 use adapters_mysql::{Error, MySqlSettings, MySqlStore};
 use room_app::ports::{Activation, CellStore, GiftOrders, Outbox, StoredEvent};
 use room_domain::{
@@ -14,7 +12,7 @@ use room_domain::{
 use room_testkit::mysql::MySqlServer;
 use sqlx::{AssertSqlSafe, Connection};
 
-use crate::fixtures::{T0, batch, room, user};
+use crate::fixtures::{T0, batch, room, schema_before, user};
 
 /// `value` as JSON text, as the previous release stored it.
 fn json<T: serde::Serialize>(value: &T) -> String {
@@ -46,22 +44,8 @@ async fn rows_written_before_the_compact_bodies_read_back_after_the_upgrade() {
         return;
     };
     let database = server.database().await;
-    let dir = tempfile::TempDir::new().unwrap();
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/mysql");
-    for entry in std::fs::read_dir(&migrations).unwrap() {
-        let name = entry.unwrap().file_name();
-        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
-        if version < 30 {
-            std::fs::copy(migrations.join(&name), dir.path().join(&name)).unwrap();
-        }
-    }
     let mut conn = database.connect().await;
-    sqlx::migrate::Migrator::new(dir.path())
-        .await
-        .unwrap()
-        .run(&mut conn)
-        .await
-        .unwrap();
+    schema_before(&mut conn, 30).await;
 
     let a = room("room-a");
     let event = Event::RoomHeatChanged { heat: 7, delta: 7 };

@@ -110,3 +110,24 @@ pub(crate) async fn fixture(test: &str, tune: impl FnOnce(&mut MySqlSettings)) -
     let store = Arc::new(MySqlStore::open(&settings).await.expect("the store opens"));
     Some(Fixture { database, store })
 }
+
+/// Applies to the empty database of `conn` the migrations numbered below `version`, as a
+/// release before them left it.
+pub(crate) async fn schema_before(conn: &mut sqlx::MySqlConnection, version: u32) {
+    let previous = tempfile::TempDir::new().unwrap();
+    let migrations =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/mysql");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let name = entry.unwrap().file_name();
+        let number: u32 = name.to_str().unwrap()[..4].parse().unwrap();
+        if number < version {
+            std::fs::copy(migrations.join(&name), previous.path().join(&name)).unwrap();
+        }
+    }
+    sqlx::migrate::Migrator::new(previous.path())
+        .await
+        .unwrap()
+        .run(conn)
+        .await
+        .unwrap();
+}

@@ -7,7 +7,7 @@ use adapters_mysql::{MySqlSettings, MySqlStore};
 use room_app::ports::{IncomeEntry, IncomeLedger};
 use room_domain::{Coins, GiftId, IncomePart, OrderId, RoomId, Timestamp};
 
-use crate::fixtures::{fixture, user};
+use crate::fixtures::{fixture, schema_before, user};
 
 /// The recipient's and the owner's parts of `order`, to alice and bob, and olga (the owner).
 fn entries(order: &str) -> Vec<IncomeEntry> {
@@ -101,23 +101,8 @@ async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgra
         return;
     };
     let database = server.database().await;
-    let dir = tempfile::TempDir::new().unwrap();
-    let migrations =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/mysql");
-    for entry in std::fs::read_dir(&migrations).unwrap() {
-        let name = entry.unwrap().file_name();
-        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
-        if version < 80 {
-            std::fs::copy(migrations.join(&name), dir.path().join(&name)).unwrap();
-        }
-    }
     let mut conn = database.connect().await;
-    sqlx::migrate::Migrator::new(dir.path())
-        .await
-        .unwrap()
-        .run(&mut conn)
-        .await
-        .unwrap();
+    schema_before(&mut conn, 80).await;
     let part = |order: &str, recipient: &str, part: IncomePart, to: &str, amount: i64| {
         let mut entry = entries(order)[0].clone();
         entry.recipient = user(recipient);

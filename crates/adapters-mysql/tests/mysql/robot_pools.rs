@@ -2,7 +2,6 @@
 //! claiming one robot at once leave it in exactly one pool, for creations and for changes; a
 //! database whose pools were stored before the pool key gets them brought over by `migrate`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use adapters_mysql::{Error, MySqlSettings, MySqlStore};
@@ -11,7 +10,7 @@ use room_domain::GiftId;
 use room_testkit::mysql::MySqlServer;
 use sqlx::Connection;
 
-use crate::fixtures::{T0, fixture, room, user};
+use crate::fixtures::{T0, fixture, room, schema_before, user};
 
 /// A robot room configuration of `room_id` with `robots`, as the service stores one.
 fn robot_room(room_id: &str, robots: &[String]) -> RobotRoomConfig {
@@ -128,22 +127,8 @@ async fn pools_stored_before_the_pool_key_are_brought_over() {
         return;
     };
     let database = server.database().await;
-    let before = tempfile::TempDir::new().unwrap();
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/mysql");
-    for entry in std::fs::read_dir(&migrations).unwrap() {
-        let name = entry.unwrap().file_name();
-        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
-        if version < 10 {
-            std::fs::copy(migrations.join(&name), before.path().join(&name)).unwrap();
-        }
-    }
     let mut conn = database.connect().await;
-    sqlx::migrate::Migrator::new(before.path())
-        .await
-        .unwrap()
-        .run(&mut conn)
-        .await
-        .unwrap();
+    schema_before(&mut conn, 10).await;
     let a = robot_room("room-a", &["robot-1".into(), "robot-2".into()]);
     let b = robot_room("room-b", &["robot-3".into(), "robot-2".into()]);
     for config in [&b, &a] {

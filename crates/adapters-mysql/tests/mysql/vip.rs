@@ -2,14 +2,12 @@
 //! `migrate`: the VIP tables appear (the level table at version 0, empty), the profiles
 //! written before stay, and grants and tables go in and read back.
 
-use std::path::Path;
-
 use adapters_mysql::{MySqlSettings, MySqlStore};
 use room_app::ports::{UserDirectory, VipGrant, VipGrants, VipLevels};
 use room_domain::VipPrivileges;
 use room_testkit::mysql::MySqlServer;
 
-use crate::fixtures::{T0, user};
+use crate::fixtures::{T0, schema_before, user};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_before_vip_grants_gets_them_on_migrating() {
@@ -17,22 +15,8 @@ async fn a_database_before_vip_grants_gets_them_on_migrating() {
         return;
     };
     let database = server.database().await;
-    let dir = tempfile::TempDir::new().unwrap();
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/mysql");
-    for entry in std::fs::read_dir(&migrations).unwrap() {
-        let name = entry.unwrap().file_name();
-        let version: u32 = name.to_str().unwrap()[..4].parse().unwrap();
-        if version < 90 {
-            std::fs::copy(migrations.join(&name), dir.path().join(&name)).unwrap();
-        }
-    }
     let mut conn = database.connect().await;
-    sqlx::migrate::Migrator::new(dir.path())
-        .await
-        .unwrap()
-        .run(&mut conn)
-        .await
-        .unwrap();
+    schema_before(&mut conn, 90).await;
     sqlx::query("INSERT INTO user_profiles (user_id, nickname) VALUES ('alice', 'Alice')")
         .execute(&mut conn)
         .await

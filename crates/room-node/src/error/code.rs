@@ -106,9 +106,6 @@ api_codes! {
     /// agency), or a batch of more than 500 users; the message names the field, and in a
     /// batch the entry (`users[3].country`). Nothing was written.
     InvalidProfile = "INVALID_PROFILE", BAD_REQUEST, false;
-    /// A VIP grant of a level the level table does not have, or with an expiry not in the
-    /// future. Nothing was written.
-    InvalidVipGrant = "INVALID_VIP_GRANT", BAD_REQUEST, false;
     /// A VIP level table with more than 32 levels or a bad entry effect or vehicle id (the
     /// message names the level and the field). Nothing was written.
     InvalidVipLevels = "INVALID_VIP_LEVELS", BAD_REQUEST, false;
@@ -220,6 +217,10 @@ api_codes! {
     /// shortly, and it gets that request's answer.
     IdempotencyKeyInUse = "IDEMPOTENCY_KEY_IN_USE", CONFLICT, true;
 
+    /// A VIP grant of a level the current level table does not have, or with an expiry not
+    /// in the future (both depend on the moment, not on the request's form). Nothing was
+    /// written.
+    InvalidVipGrant = "INVALID_VIP_GRANT", UNPROCESSABLE_ENTITY, false;
     // The room's rules (`RejectionKind::Rule`) and the wallet.
     /// The room is closed.
     RoomClosed = "ROOM_CLOSED", UNPROCESSABLE_ENTITY, false;

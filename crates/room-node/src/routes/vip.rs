@@ -22,7 +22,8 @@ use crate::state::AppState;
     request_body = PutVipRequest,
     responses(
         (status = 200, description = "The grant as written", body = VipGrantResponse),
-        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, or `INVALID_VIP_GRANT`: the level is not in the level table, or `expires_at_ms` is not in the future; nothing was written", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY` or `INVALID_ID`; nothing was written", body = ErrorResponse),
+        (status = 422, description = "`INVALID_VIP_GRANT`: the level is not in the current level table, or `expires_at_ms` is not in the future; nothing was written", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
     ),
     security(("bearer" = []))
