@@ -1,7 +1,9 @@
 //! The cost of billing (`--only billing`): the hot room on a server that pays income (the
 //! catalog's `[billing]`: the income consumer credits every gift's parts) against one whose
 //! catalog has no billing section (the platform keeps every gift: the consumer reads the
-//! facts and credits nothing), in turns, in one run: on, off, on, off, on, off.
+//! facts and credits nothing), in turns, in one run: on, off, on, off, on, off. Each side
+//! also reports the consumer's lag, read every 100 ms during the loop: on the paying side, how
+//! far income trails the gifts.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use crate::cpu;
 use crate::load::{SENDERS, closed_loop};
 use crate::report::report;
-use crate::server::{Server, gifts_completed};
+use crate::server::{ClientView, Server, gifts_completed};
 
 /// How many turns each side gets.
 const ROUNDS: usize = 3;
@@ -53,14 +55,50 @@ fn catalog_without_billing() -> Result<PathBuf> {
 
 /// A value of the server's `/metrics` page: the first sample of `name` (0 when absent).
 async fn metric(server: &Server, name: &str) -> Result<f64> {
-    let text = server.metrics().await?;
-    Ok(text
-        .lines()
+    Ok(sample_of(&server.metrics().await?, name))
+}
+
+/// How often the income consumer's lag is read during a loop.
+const LAG_EVERY: Duration = Duration::from_millis(100);
+
+/// The first sample of `name` on a `/metrics` page (0 when absent).
+fn sample_of(text: &str, name: &str) -> f64 {
+    text.lines()
         .find_map(|line| {
             let rest = line.strip_prefix(name)?;
             rest.rsplit(' ').next()?.parse::<f64>().ok()
         })
-        .unwrap_or(0.0))
+        .unwrap_or(0.0)
+}
+
+/// Reads the income consumer's lag (`room_facts_lag_seconds`: how old the fact in hand is,
+/// 0 once caught up) every [`LAG_EVERY`] for `length`; answers the samples, in seconds.
+async fn lag_samples(client: ClientView, length: Duration) -> Vec<f64> {
+    let mut samples = Vec::new();
+    let end = tokio::time::Instant::now() + length;
+    while tokio::time::Instant::now() < end {
+        if let Ok(response) = client
+            .http
+            .get(format!("{}/metrics", client.base))
+            .send()
+            .await
+            && let Ok(text) = response.text().await
+        {
+            samples.push(sample_of(&text, "room_facts_lag_seconds"));
+        }
+        tokio::time::sleep(LAG_EVERY).await;
+    }
+    samples
+}
+
+/// The `q` quantile of `values` (sorted here), 0 for none.
+fn quantile(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    if values.is_empty() {
+        return 0.0;
+    }
+    let at = ((values.len() as f64 - 1.0) * q).round() as usize;
+    values[at.min(values.len() - 1)]
 }
 
 /// The process id of a local MariaDB or MySQL server, if one runs on this machine.
@@ -75,10 +113,12 @@ fn database_pid() -> Option<u32> {
         })
 }
 
-/// Runs the comparison; `start` starts a server on fresh storage with extra environment.
+/// Runs the comparison; `start` starts a server on fresh storage with extra environment, on a
+/// local MySQL server when `on_mysql` (whose own CPU is then reported too).
 pub async fn billing(
     start: impl AsyncFn(&[(&str, &str)]) -> Result<Server>,
     duration: Duration,
+    on_mysql: bool,
 ) -> Result<()> {
     let catalog = catalog_without_billing()?;
     let catalog = catalog.to_string_lossy().into_owned();
@@ -92,11 +132,25 @@ pub async fn billing(
             };
             let server = start(&env).await?;
             let setup = server.setup(1, SENDERS).await?;
-            let database = database_pid();
+            let database = if on_mysql { database_pid() } else { None };
             let before = database.map(|pid| cpu::sample(&[pid])).transpose()?;
             let gifts_before = gifts_completed();
-            let rate = closed_loop(&server, &setup, duration, true).await?;
+            let (rate, mut lags) = tokio::join!(
+                closed_loop(&server, &setup, duration, true),
+                lag_samples(server.client.clone(), duration)
+            );
+            let rate = rate?;
             let side = if billed { "on" } else { "off" };
+            // Read on both sides alike (reading `/metrics` costs the server a little).
+            report(
+                &format!("  consumer lag, billing {side} (p50 / p99 / max)"),
+                &format!(
+                    "{:.0} / {:.0} / {:.0} ms",
+                    quantile(&mut lags, 0.5) * 1e3,
+                    quantile(&mut lags, 0.99) * 1e3,
+                    quantile(&mut lags, 1.0) * 1e3
+                ),
+            );
             if let (Some(pid), Some(before)) = (database, before) {
                 let used = cpu::sample(&[pid])?.since(&before);
                 let gifts = gifts_completed().saturating_sub(gifts_before).max(1);

@@ -231,7 +231,8 @@ async fn main() -> Result<()> {
         std::process::exit(if passed { 0 } else { 1 });
     }
     if options.only.iter().any(|p| p == "billing") {
-        billing::billing(&storage, duration).await?;
+        let on_mysql = matches!(options.storage, nodes::Storage::MySql(_));
+        billing::billing(&storage, duration, on_mysql).await?;
     }
     let mut hot = None;
     if options.runs("hot") {
