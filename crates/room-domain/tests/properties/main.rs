@@ -32,7 +32,7 @@ mod strategies;
 
 use std::cell::RefCell;
 
-use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
+use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestRunner};
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Ctx, GiftId, GiftSnapshot, OrderId,
     RoomRules, RoomState, Timestamp, UserId, decide, evolve_all,
@@ -44,18 +44,30 @@ use run::run_scenario;
 use scenario::{DEFAULT_CASES, EPOCH, MS_PER_DAY, USERS};
 use strategies::scenario;
 
+/// The seed of the cases when `PROPTEST_RNG_SEED` names none.
+const SEED: u64 = 20_261_205;
+
 #[test]
 fn random_command_sequences_keep_the_room_consistent() {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(DEFAULT_CASES);
+    let base = Config::with_source_file(file!());
     let config = Config {
         cases,
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
             "proptest-regressions",
         ))),
-        ..Config::with_source_file(file!())
+        // The coverage checks below count situations some random runs never reach (a gift
+        // stamped on an earlier day is rare): the cases come from a fixed seed, the same on
+        // every run, unless `PROPTEST_RNG_SEED` names another to explore.
+        rng_seed: if std::env::var_os("PROPTEST_RNG_SEED").is_some() {
+            base.rng_seed
+        } else {
+            RngSeed::Fixed(SEED)
+        },
+        ..base
     };
     let coverage = RefCell::new(Coverage::default());
     let mut runner = TestRunner::new(config);
