@@ -23,28 +23,15 @@ use room_app::ports::{
 };
 use room_domain::{BillingPolicy, Coins, IncomePart, Timestamp, UserId};
 use sqlx::mysql::MySqlRow;
-use sqlx::{MySql, MySqlConnection, QueryBuilder};
+use sqlx::{MySql, QueryBuilder};
 
+use crate::accounts::Accounts;
 use crate::codec::{TxError, col, from_json, id_col, is_duplicate_key, to_i64, to_json, u64_col};
 use crate::{MySqlStore, Result};
 
-/// How many times a credit is tried when a concurrent credit of the same keys commits between
-/// its read and its insert (each try after that sees those keys taken).
+/// How many times a credit is tried when an order's row is found inserted by another credit
+/// (which the sequence's lock rules out; a safe answer kept all the same).
 const CREDIT_TRIES: u32 = 5;
-
-/// Adds `amount` to `user`'s account if it exists and the sum fits; whether it did.
-async fn add(conn: &mut MySqlConnection, user: &str, amount: i64) -> Result<bool, TxError> {
-    let updated = sqlx::query(
-        "UPDATE income_accounts SET balance = balance + ?
-         WHERE user_id = ? AND balance <= 9223372036854775807 - ?",
-    )
-    .bind(amount)
-    .bind(user)
-    .bind(amount)
-    .execute(&mut *conn)
-    .await?;
-    Ok(updated.rows_affected() > 0)
-}
 
 /// A part's number in `income_credits` (migration 0080).
 fn part_code(part: IncomePart) -> i8 {
@@ -195,20 +182,7 @@ async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Opt
     .execute(&mut *tx)
     .await?;
     for (user, amount) in amounts {
-        let mut added = add(&mut tx, user, amount).await?;
-        if !added {
-            // No account yet, or one the amount would overflow: open it (a no-op on an
-            // existing row) and try once more.
-            sqlx::query(
-                "INSERT INTO income_accounts (user_id, balance) VALUES (?, 0)
-                 ON DUPLICATE KEY UPDATE user_id = user_id",
-            )
-            .bind(user)
-            .execute(&mut *tx)
-            .await?;
-            added = add(&mut tx, user, amount).await?;
-        }
-        if !added {
+        if !Accounts::Income.add(&mut tx, user, amount).await? {
             // The transaction is dropped: rolled back, nothing credited.
             return Err(Error::Invalid(format!("income balance overflow for {user}")).into());
         }

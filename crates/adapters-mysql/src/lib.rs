@@ -24,6 +24,7 @@
 //! database lacks (`room-api migrate`), and [`MySqlStore::open`] refuses a database whose
 //! schema is behind or ahead of this build ([`SchemaStatus`]) instead of changing it.
 
+mod accounts;
 mod billing;
 mod catalog;
 mod cells;

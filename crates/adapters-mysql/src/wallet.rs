@@ -34,6 +34,7 @@ use room_app::ports::{CreditKind, DebitStatus, Wallet};
 use room_domain::{Coins, UserId};
 use sqlx::MySqlConnection;
 
+use crate::accounts::Accounts;
 use crate::pool::Tx;
 
 use crate::codec::{TxError, col, is_duplicate_key};
@@ -175,22 +176,6 @@ async fn debit_once(
     }
 }
 
-/// Adds `amount` to the account of `user` if it exists and the sum fits a `BIGINT`;
-/// returns whether it did.
-async fn add(conn: &mut MySqlConnection, user: &str, amount: i64) -> Result<bool, TxError> {
-    // The driver asks for matched rather than changed rows, so a zero credit counts.
-    let updated = sqlx::query(
-        "UPDATE wallet_accounts SET balance = balance + ?
-         WHERE user_id = ? AND balance <= 9223372036854775807 - ?",
-    )
-    .bind(amount)
-    .bind(user)
-    .bind(amount)
-    .execute(&mut *conn)
-    .await?;
-    Ok(updated.rows_affected() > 0)
-}
-
 async fn credit_once(
     store: &MySqlStore,
     op_id: &str,
@@ -200,20 +185,7 @@ async fn credit_once(
 ) -> Result<Coins, TxError> {
     let mut tx = store.pool.begin().await?;
     if amount >= 0 {
-        let mut added = add(&mut tx, user, amount).await?;
-        if !added {
-            // No account yet, or one the amount would overflow. Open it (a no-op on an
-            // existing row) and try once more: the upsert locks the row, whichever
-            // transaction inserts it, so two first credits of one user queue.
-            sqlx::query(
-                "INSERT INTO wallet_accounts (user_id, balance) VALUES (?, 0)
-                 ON DUPLICATE KEY UPDATE user_id = user_id",
-            )
-            .bind(user)
-            .execute(&mut *tx)
-            .await?;
-            added = add(&mut tx, user, amount).await?;
-        }
+        let added = Accounts::Wallet.add(&mut tx, user, amount).await?;
         if added {
             let after = changed_balance(&mut tx, user).await?;
             return finish(tx, kind, op_id, user, amount, after).await;
