@@ -18,6 +18,8 @@
 //! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims),
 //!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
+//! - the room lists: [`pins`](RoomPins) (rooms admins pin into a list), [`list_cache`](ListCache)
+//!   (the ranked lists every node reads);
 //! - people: [`presence`](Presence), [`follows`](RoomFollows) (the rooms users follow),
 //!   [`password_attempts`](PasswordAttempts),
 //!   [`rate_budgets`](RateBudgets) (per-user request budgets), [`open_streams`](OpenStreams)
@@ -39,11 +41,13 @@ mod gift_orders;
 mod income;
 mod keyed_requests;
 mod lease;
+mod list_cache;
 mod messenger;
 mod open_streams;
 mod outbox;
 mod password_attempts;
 mod payouts;
+mod pins;
 mod positions;
 mod presence;
 mod rate_budgets;
@@ -77,6 +81,7 @@ pub use keyed_requests::{
     KeyClaim, KeyedAnswer, KeyedRecord, KeyedRequests, KeyedRequestsRef, MAX_KEYED_ANSWER_BYTES,
 };
 pub use lease::{Lease, LeaseHolder, LeaseRef};
+pub use list_cache::{CachedLists, ListCache, ListCacheRef, MAX_LIST_CACHE_BYTES};
 pub use messenger::{DisplayMessage, Messenger, MessengerRef};
 pub use open_streams::{OpenStreams, OpenStreamsRef};
 pub use outbox::{
@@ -84,6 +89,10 @@ pub use outbox::{
 };
 pub use password_attempts::{Counted, PasswordAttempts, PasswordAttemptsRef};
 pub use payouts::{Payout, Payouts, PayoutsRef};
+pub use pins::{
+    MAX_LIVE_PINS, MAX_PIN_ID_BYTES, MAX_PIN_PAGE, MAX_PIN_POSITION, PinnedList, RoomPin, RoomPins,
+    RoomPinsRef,
+};
 pub use positions::{ConsumerPositions, ConsumerPositionsRef};
 pub use presence::{Presence, PresenceRef, StaleCursor, StaleMember};
 pub use rate_budgets::{RateBudgets, RateBudgetsRef, gcra};
@@ -115,11 +124,13 @@ pub use self::{
     income::{MockAgencies, MockIncomeLedger},
     keyed_requests::MockKeyedRequests,
     lease::MockLease,
+    list_cache::MockListCache,
     messenger::MockMessenger,
     open_streams::MockOpenStreams,
     outbox::{MockEventPublisher, MockOutbox},
     password_attempts::MockPasswordAttempts,
     payouts::MockPayouts,
+    pins::MockRoomPins,
     positions::MockConsumerPositions,
     presence::MockPresence,
     rate_budgets::MockRateBudgets,
