@@ -54,7 +54,7 @@ pub use local::{
     BroadcastMessenger, FanOutMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch,
     SystemClock,
 };
-pub use memory::InMemoryStore;
+pub use memory::{InMemoryStore, MemoryListCache};
 pub use ports::CommandReply;
 pub use robot_admin::RobotRoomAdmin;
 pub use service::{

@@ -1,6 +1,7 @@
 //! [`InMemoryStore`]: every storage port in one mutex, so a commit is atomic across "tables"
 //! the way one SQL transaction is. Nothing survives the process: for tests and demos. It
-//! passes every conformance suite of the `testkit` feature.
+//! passes every conformance suite of the `testkit` feature. Beside it, [`MemoryListCache`]: the
+//! room lists' cache of a single process.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,9 +15,12 @@ use room_domain::{
 use crate::error::{Error, Result};
 mod billing;
 mod follows;
+mod list_cache;
 mod positions;
 mod users;
 mod vip;
+
+pub use list_cache::MemoryListCache;
 
 use crate::ports::{
     Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,

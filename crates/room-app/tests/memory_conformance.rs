@@ -1,12 +1,12 @@
 //! Runs every conformance suite of the testkit against the in-process adapters:
-//! [`InMemoryStore`] for storage, [`LocalPresence`] and [`LocalPasswordAttempts`] for the state
-//! that nodes of a cluster share through Redis instead.
+//! [`InMemoryStore`] for storage, [`LocalPresence`], [`LocalPasswordAttempts`] and
+//! [`MemoryListCache`] for the state that nodes of a cluster share through Redis instead.
 #![cfg(feature = "testkit")]
 
 use std::sync::Arc;
 
 use room_app::testkit::{self, InMemoryStore};
-use room_app::{LocalPasswordAttempts, LocalPresence};
+use room_app::{LocalPasswordAttempts, LocalPresence, MemoryListCache};
 
 async fn fresh() -> Arc<InMemoryStore> {
     Arc::new(InMemoryStore::new())
@@ -131,4 +131,9 @@ async fn billing_policies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn income_ledger() {
     testkit::income_ledger_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_list_cache() {
+    testkit::list_cache_suite(|| async { Arc::new(MemoryListCache::new()) }).await;
 }

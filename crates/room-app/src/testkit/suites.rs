@@ -1,7 +1,7 @@
 //! The conformance suites: one per storage port, and one each for the state nodes share
-//! (lease, presence, password attempts). Each takes a factory of fresh, empty instances, runs
-//! every check of its port against its own instance, and panics with a message naming the
-//! check that failed.
+//! (lease, presence, password attempts, the room lists' cache). Each takes a factory of fresh,
+//! empty instances, runs every check of its port against its own instance, and panics with a
+//! message naming the check that failed.
 //!
 //! A port whose rows are written only by [`CellStore::commit`](crate::ports::CellStore::commit)
 //! (outbox, timers, payouts, directory summaries) is tested through commits, so its suite also
@@ -15,6 +15,7 @@ mod gift_catalog;
 mod gift_orders;
 mod keyed_requests;
 mod lease;
+mod list_cache;
 mod outbox;
 mod password_attempts;
 mod payouts;
@@ -37,6 +38,7 @@ pub use gift_catalog::gift_catalog_suite;
 pub use gift_orders::gift_orders_suite;
 pub use keyed_requests::keyed_requests_suite;
 pub use lease::{LeaseBackend, lease_suite};
+pub use list_cache::list_cache_suite;
 pub use outbox::outbox_suite;
 pub use password_attempts::password_attempts_suite;
 pub use payouts::payouts_suite;
