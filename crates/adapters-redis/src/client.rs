@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use deadpool_redis::{Config, Connection, Pool, Runtime};
-use redis::{FromRedisValue, ScriptInvocation};
+use deadpool_redis::{Connection, Manager, Pool, PoolConfig, Runtime};
+use redis::{AsyncConnectionConfig, FromRedisValue, ScriptInvocation};
 use room_app::Error;
 
 use crate::Result;
@@ -32,15 +32,21 @@ impl Client {
     /// A pool of at most `pool_size` connections to `url`, once the server answered a `PING`
     /// within `op_timeout` (at least 10 ms).
     pub(crate) async fn connect(url: &str, pool_size: usize, op_timeout: Duration) -> Result<Self> {
-        let mut config = Config::from_url(url);
-        config.pool = Some(deadpool_redis::PoolConfig::new(pool_size.max(1)));
-        let pool = config
-            .create_pool(Some(Runtime::Tokio1))
-            .map_err(|error| Error::Invalid(format!("bad Redis URL: {error}")))?;
-        let client = Client {
-            pool,
-            op_timeout: op_timeout.max(MIN_OP_TIMEOUT),
-        };
+        let op_timeout = op_timeout.max(MIN_OP_TIMEOUT);
+        // The driver's own wait for an answer (500 ms unless set) would cut a call short of
+        // the per-call timeout, and large values take longer to move: the per-call timeout
+        // is the one limit.
+        let manager = Manager::new_with_config(
+            url,
+            AsyncConnectionConfig::new().set_response_timeout(Some(op_timeout)),
+        )
+        .map_err(|error| Error::Invalid(format!("bad Redis URL: {error}")))?;
+        let pool = Pool::builder(manager)
+            .config(PoolConfig::new(pool_size.max(1)))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|error| Error::Invalid(format!("bad Redis pool: {error}")))?;
+        let client = Client { pool, op_timeout };
         client
             .timed(async {
                 let mut conn = client.connection().await?;
