@@ -15,6 +15,8 @@
 //!   passwords of one user for one room within a minute) holds whichever node a guess reaches.
 //!   `{prefix}room:attempts:{user_id}/{room_id}` is a hash of the window's count and start,
 //!   expiring with the window.
+//! - [`RedisListCache`]: the newest room lists the refresher computed, for every node to read.
+//!   `{prefix}room:lists` is a hash of the lists' generation and encoded body, without expiry.
 //!
 //! Every change is one Lua script, so it is atomic on the server. Scripts touch several keys
 //! (a lease and the registration, up to 1,000 leases per renewal call; a user's hash and the
@@ -28,12 +30,14 @@ mod budgets;
 mod client;
 mod display;
 mod lease;
+mod lists;
 mod presence;
 
 pub use attempts::{RedisPasswordAttempts, RedisPasswordAttemptsSettings};
 pub use budgets::{RedisOpenStreams, RedisRateBudgets, RedisRateBudgetsSettings};
 pub use display::{RedisDisplay, RedisDisplaySettings};
 pub use lease::{DEFAULT_LEASE_TTL, RedisLease, RedisLeaseSettings};
+pub use lists::{RedisListCache, RedisListCacheSettings};
 pub use presence::{DEFAULT_PRESENCE_ENTRY_TTL, RedisPresence, RedisPresenceSettings};
 
 /// The crate's result type: the port errors of `room-app`.
