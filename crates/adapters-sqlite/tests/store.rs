@@ -113,6 +113,12 @@ fn batch(room_id: &RoomId, activation: Activation, version: u64, commands: &[&st
         online: 2,
         locked: false,
         version: version + commands.len() as u64,
+        region: "eu-west".into(),
+        cover_url: Some("https://img.example/night.png".into()),
+        seats_taken: 2,
+        created_at: T0,
+        recent_heat_milli: (version + commands.len() as u64) as i64 * 1_000,
+        recent_heat_at: T0,
     });
     b
 }
