@@ -1,9 +1,9 @@
 //! [`RoomDirectory`]: short ids (unique both ways) and the room summaries that commits write,
-//! listed hottest first.
+//! listed hottest first and scanned open room by open room.
 
 use async_trait::async_trait;
-use room_app::ports::{RoomDirectory, RoomSummary, check_summaries_read};
-use room_domain::RoomId;
+use room_app::ports::{MAX_OPEN_SCAN, OpenRoom, RoomDirectory, RoomSummary, check_summaries_read};
+use room_domain::{RoomId, Timestamp};
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, MySqlConnection, QueryBuilder};
 
@@ -20,6 +20,12 @@ pub(crate) struct SummaryRow {
     online: u32,
     locked: bool,
     version: i64,
+    region: String,
+    cover_url: Option<String>,
+    seats_taken: u32,
+    created_at: i64,
+    recent_heat_milli: i64,
+    recent_heat_at: i64,
 }
 
 impl SummaryRow {
@@ -33,16 +39,24 @@ impl SummaryRow {
             online: summary.online,
             locked: summary.locked,
             version: to_i64(summary.version, "version")?,
+            region: summary.region.clone(),
+            cover_url: summary.cover_url.clone(),
+            seats_taken: summary.seats_taken,
+            created_at: summary.created_at.as_millis(),
+            recent_heat_milli: summary.recent_heat_milli,
+            recent_heat_at: summary.recent_heat_at.as_millis(),
         })
     }
 
     /// Writes the summary over the room's previous one. Runs inside a commit.
     pub(crate) async fn upsert(&self, conn: &mut MySqlConnection) -> Result<(), TxError> {
         sqlx::query(
-            "INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked, version)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            "INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked, version,
+                 region, cover_url, seats_taken, created_at, recent_heat_milli, recent_heat_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON DUPLICATE KEY UPDATE owner = ?, name = ?, open = ?, heat = ?, online = ?,
-                 locked = ?, version = ?",
+                 locked = ?, version = ?, region = ?, cover_url = ?, seats_taken = ?,
+                 created_at = ?, recent_heat_milli = ?, recent_heat_at = ?",
         )
         .bind(&self.room_id)
         .bind(&self.owner)
@@ -52,6 +66,12 @@ impl SummaryRow {
         .bind(self.online)
         .bind(self.locked)
         .bind(self.version)
+        .bind(&self.region)
+        .bind(&self.cover_url)
+        .bind(self.seats_taken)
+        .bind(self.created_at)
+        .bind(self.recent_heat_milli)
+        .bind(self.recent_heat_at)
         .bind(&self.owner)
         .bind(&self.name)
         .bind(self.open)
@@ -59,10 +79,24 @@ impl SummaryRow {
         .bind(self.online)
         .bind(self.locked)
         .bind(self.version)
+        .bind(&self.region)
+        .bind(&self.cover_url)
+        .bind(self.seats_taken)
+        .bind(self.created_at)
+        .bind(self.recent_heat_milli)
+        .bind(self.recent_heat_at)
         .execute(&mut *conn)
         .await?;
         Ok(())
     }
+}
+
+/// The columns [`summary`] reads, of `room_summaries AS s`, as a literal for `concat!`.
+macro_rules! summary_columns {
+    () => {
+        "s.room_id, s.owner, s.name, s.open, s.heat, s.online, s.locked, s.version, s.region,
+         s.cover_url, s.seats_taken, s.created_at, s.recent_heat_milli, s.recent_heat_at"
+    };
 }
 
 fn summary(row: &MySqlRow) -> Result<RoomSummary> {
@@ -75,6 +109,33 @@ fn summary(row: &MySqlRow) -> Result<RoomSummary> {
         online: col(row, "online")?,
         locked: col(row, "locked")?,
         version: u64_col(row, "version")?,
+        region: col(row, "region")?,
+        cover_url: col(row, "cover_url")?,
+        seats_taken: col(row, "seats_taken")?,
+        created_at: Timestamp(col(row, "created_at")?),
+        recent_heat_milli: col(row, "recent_heat_milli")?,
+        recent_heat_at: Timestamp(col(row, "recent_heat_at")?),
+    })
+}
+
+/// Open rooms with their short ids, in room id order, after a room id, at most a page:
+/// [`RoomDirectory::scan_open`]. The rows come off `room_summaries_open_by_id` (open,
+/// room_id) in order, so the scan reads no closed room and stops at the limit; the index hint
+/// keeps the planner off the primary key, whose walk would read every closed room.
+const SCAN_OPEN: &str = concat!(
+    "SELECT ",
+    summary_columns!(),
+    ", i.short_id
+     FROM room_summaries AS s FORCE INDEX (room_summaries_open_by_id)
+     LEFT JOIN room_short_ids AS i ON i.room_id = s.room_id
+     WHERE s.open = TRUE AND s.room_id > ?
+     ORDER BY s.room_id LIMIT ?"
+);
+
+fn open_room(row: &MySqlRow) -> Result<OpenRoom> {
+    Ok(OpenRoom {
+        summary: summary(row)?,
+        short_id: col(row, "short_id")?,
     })
 }
 
@@ -141,10 +202,11 @@ impl RoomDirectory for MySqlStore {
     async fn get_summary(&self, room_id: &RoomId) -> Result<Option<RoomSummary>> {
         let row = self
             .retrying("get_summary", || async move {
-                Ok(sqlx::query(
-                    "SELECT room_id, owner, name, open, heat, online, locked, version
-                     FROM room_summaries WHERE room_id = ?",
-                )
+                Ok(sqlx::query(concat!(
+                    "SELECT ",
+                    summary_columns!(),
+                    " FROM room_summaries AS s WHERE s.room_id = ?"
+                ))
                 .bind(room_id.as_str())
                 .fetch_optional(&self.pool)
                 .await?)
@@ -160,10 +222,11 @@ impl RoomDirectory for MySqlStore {
         }
         let rows = self
             .retrying("get_summaries", || async move {
-                let mut select = QueryBuilder::<MySql>::new(
-                    "SELECT room_id, owner, name, open, heat, online, locked, version
-                     FROM room_summaries WHERE room_id IN (",
-                );
+                let mut select = QueryBuilder::<MySql>::new(concat!(
+                    "SELECT ",
+                    summary_columns!(),
+                    " FROM room_summaries AS s WHERE s.room_id IN ("
+                ));
                 let mut ids = select.separated(", ");
                 for room_id in room_ids {
                     ids.push_bind(room_id.as_str());
@@ -188,13 +251,14 @@ impl RoomDirectory for MySqlStore {
         };
         let rows = self
             .retrying("list_open_rooms", || async move {
-                Ok(sqlx::query(
-                    "SELECT room_id, owner, name, open, heat, online, locked, version
-                     FROM room_summaries
-                     WHERE open = TRUE
-                       AND (? IS NULL OR heat < ? OR (heat = ? AND room_id > ?))
-                     ORDER BY heat DESC, room_id LIMIT ?",
-                )
+                Ok(sqlx::query(concat!(
+                    "SELECT ",
+                    summary_columns!(),
+                    " FROM room_summaries AS s
+                     WHERE s.open = TRUE
+                       AND (? IS NULL OR s.heat < ? OR (s.heat = ? AND s.room_id > ?))
+                     ORDER BY s.heat DESC, s.room_id LIMIT ?"
+                ))
                 .bind(heat)
                 .bind(heat)
                 .bind(heat)
@@ -205,5 +269,91 @@ impl RoomDirectory for MySqlStore {
             })
             .await?;
         rows.iter().map(summary).collect()
+    }
+
+    async fn scan_open(&self, after: Option<RoomId>, limit: u32) -> Result<Vec<OpenRoom>> {
+        // Room ids are never empty, so "after the empty id" is from the first, and the
+        // condition stays a plain range.
+        let after = after.as_ref().map_or("", RoomId::as_str);
+        let limit = limit.min(MAX_OPEN_SCAN);
+        let rows = self
+            .retrying("scan_open_rooms", || async move {
+                Ok(sqlx::query(SCAN_OPEN)
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await?)
+            })
+            .await?;
+        rows.iter().map(open_room).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use room_testkit::mysql as test_server;
+    use sqlx::{AssertSqlSafe, Executor};
+
+    use super::*;
+    use crate::MySqlSettings;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_scan_of_open_rooms_reads_them_through_their_index() {
+        let Some(server) = test_server::MySqlServer::from_env("directory::scan_plan").await else {
+            return;
+        };
+        let database = server.database().await;
+        let settings = MySqlSettings::new(database.url.clone());
+        MySqlStore::migrate(&settings).await.unwrap();
+        let mut conn = database.connect().await;
+        // Many rooms, most of them closed, some with short ids, and the statistics a
+        // long-running database has, so that the planner weighs the indexes against real
+        // tables.
+        let summaries = (0..4_000)
+            .map(|i| {
+                format!(
+                    "('room-{i}', 'owner', 'r', {}, {i}, 0, FALSE, 1)",
+                    i % 20 == 0
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let short_ids = (0..4_000)
+            .step_by(3)
+            .map(|i| format!("({i}, 'room-{i}')"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        for statement in [
+            format!(
+                "INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked,
+                     version)
+                 VALUES {summaries}"
+            ),
+            format!("INSERT INTO room_short_ids (short_id, room_id) VALUES {short_ids}"),
+            "ANALYZE TABLE room_summaries, room_short_ids".to_owned(),
+        ] {
+            conn.execute(AssertSqlSafe(statement)).await.unwrap();
+        }
+        let plan: String = sqlx::query_scalar(AssertSqlSafe(format!(
+            "EXPLAIN FORMAT=JSON {}",
+            SCAN_OPEN
+                .replacen('?', "'room-100'", 1)
+                .replacen('?', "100", 1)
+        )))
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        assert!(
+            plan.contains(r#""key": "room_summaries_open_by_id""#),
+            "the open rooms' index serves the scan\n{plan}"
+        );
+        assert!(
+            !plan.contains(r#""access_type": "ALL""#),
+            "no table is scanned whole\n{plan}"
+        );
+        assert!(
+            !plan.contains("filesort"),
+            "the rows come in index order, unsorted, so the scan stops at its page\n{plan}"
+        );
     }
 }

@@ -221,6 +221,12 @@ async fn run_cell(store: Arc<SqliteStore>, room_id: RoomId, mut gifts: mpsc::Rec
             online: 50,
             locked: false,
             version,
+            region: "load".into(),
+            cover_url: None,
+            seats_taken: 8,
+            created_at: T0,
+            recent_heat_milli: version as i64 * 10_000,
+            recent_heat_at: T0,
         });
         store.commit(&batch).await.unwrap();
         for (_, reply) in queued.drain(..) {

@@ -113,6 +113,12 @@ fn batch(room_id: &RoomId, activation: Activation, version: u64, commands: &[&st
         online: 2,
         locked: false,
         version: version + commands.len() as u64,
+        region: "eu-west".into(),
+        cover_url: Some("https://img.example/night.png".into()),
+        seats_taken: 2,
+        created_at: T0,
+        recent_heat_milli: (version + commands.len() as u64) as i64 * 1_000,
+        recent_heat_at: T0,
     });
     b
 }
@@ -971,6 +977,77 @@ async fn a_database_before_vip_grants_gets_them_on_opening() {
         })
     );
     assert_eq!(store.vip_levels().await.unwrap().levels, levels);
+}
+
+/// A room summarised before the room lists' fields (every migration before 0100): opening
+/// the database gives its summary the defaults (no region or cover, no seat taken, created and
+/// heated at 0), it joins the scan of open rooms with its short id (a closed one does not),
+/// and the room's next commit writes the new fields.
+#[tokio::test]
+async fn summaries_written_before_the_room_list_fields_read_back_after_the_upgrade() {
+    use room_app::ports::OpenRoom;
+
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let mut conn = schema_before(&path, 100).await;
+    sqlx::raw_sql(
+        "INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked, version)
+         VALUES ('room-old', 'owner', 'Old times', 1, 42, 3, 1, 7),
+                ('room-shut', 'owner', 'Shut', 0, 9, 0, 0, 2);
+         INSERT INTO room_short_ids (short_id, room_id) VALUES (555, 'room-old');",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    let old = room("room-old");
+    let upgraded = RoomSummary {
+        room_id: old.clone(),
+        owner: user("owner"),
+        name: "Old times".into(),
+        open: true,
+        heat: 42,
+        online: 3,
+        locked: true,
+        version: 7,
+        region: String::new(),
+        cover_url: None,
+        seats_taken: 0,
+        created_at: Timestamp(0),
+        recent_heat_milli: 0,
+        recent_heat_at: Timestamp(0),
+    };
+    assert_eq!(
+        store.get_summary(&old).await.unwrap(),
+        Some(upgraded.clone())
+    );
+    assert_eq!(
+        store.scan_open(None, 10).await.unwrap(),
+        [OpenRoom {
+            summary: upgraded,
+            short_id: Some(555)
+        }],
+        "the open room, with its short id; the closed one left out"
+    );
+
+    let activation = store.activate(&old, "node-1").await.unwrap();
+    let b = batch(&old, activation, activation.version, &["c-new"]);
+    store.commit(&b).await.unwrap();
+    let written = b.summary.clone().unwrap();
+    assert!(written.cover_url.is_some() && written.created_at != Timestamp(0));
+    assert_eq!(
+        store.get_summary(&old).await.unwrap(),
+        Some(written.clone())
+    );
+    assert_eq!(
+        store.scan_open(None, 10).await.unwrap(),
+        [OpenRoom {
+            summary: written,
+            short_id: Some(555)
+        }]
+    );
 }
 
 /// A database whose income was credited under the ledger of a row per part (migrations before

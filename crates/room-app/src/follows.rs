@@ -175,6 +175,12 @@ mod tests {
                     online: 3,
                     locked: false,
                     version: 1,
+                    region: "eu-west".into(),
+                    cover_url: None,
+                    seats_taken: 1,
+                    created_at: Timestamp(500),
+                    recent_heat_milli: 0,
+                    recent_heat_at: Timestamp(500),
                 })
                 .collect())
         });

@@ -25,9 +25,9 @@ pub use list_cache::MemoryListCache;
 use crate::ports::{
     Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,
     DeadLetter, DebitStatus, GiftCatalog, GiftOrders, KeyClaim, KeyedAnswer, KeyedRecord,
-    KeyedRequests, MAX_ROBOT_ROOM_PAGE, OrderCursor, Outbox, OutboxMessage, Payout, Payouts,
-    RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary, SnapshotStore, StoredEvent, Timer,
-    TimerCursor, Timers, Wallet, WorkClaims,
+    KeyedRequests, MAX_OPEN_SCAN, MAX_ROBOT_ROOM_PAGE, OpenRoom, OrderCursor, Outbox,
+    OutboxMessage, Payout, Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary,
+    SnapshotStore, StoredEvent, Timer, TimerCursor, Timers, Wallet, WorkClaims,
 };
 
 #[derive(Default)]
@@ -838,6 +838,24 @@ impl RoomDirectory for InMemoryStore {
         rooms.truncate(limit as usize);
         Ok(rooms)
     }
+
+    async fn scan_open(&self, after: Option<RoomId>, limit: u32) -> Result<Vec<OpenRoom>> {
+        let t = self.lock();
+        let mut rooms: Vec<&RoomSummary> = t
+            .summaries
+            .values()
+            .filter(|s| s.open && after.as_ref().is_none_or(|after| s.room_id > *after))
+            .collect();
+        rooms.sort_by(|a, b| a.room_id.cmp(&b.room_id));
+        Ok(rooms
+            .into_iter()
+            .take(limit.min(MAX_OPEN_SCAN) as usize)
+            .map(|summary| OpenRoom {
+                summary: summary.clone(),
+                short_id: t.room_short.get(&summary.room_id).copied(),
+            })
+            .collect())
+    }
 }
 
 /// The first robot of `robots` that a pool other than `room_id`'s holds, as
@@ -992,5 +1010,53 @@ impl KeyedRequests for InMemoryStore {
             t.keyed.remove(key);
         }
         Ok(old.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use room_domain::{Timestamp, UserId};
+
+    use super::*;
+
+    /// The conformance suite cannot afford a commit per room past the bound; here the
+    /// summaries go straight into the tables.
+    #[tokio::test]
+    async fn one_scan_of_open_rooms_stops_at_the_bound() {
+        let store = InMemoryStore::new();
+        {
+            let mut t = store.lock();
+            for i in 0..=MAX_OPEN_SCAN {
+                let room_id = RoomId::new(format!("room-{i:05}")).unwrap();
+                t.summaries.insert(
+                    room_id.clone(),
+                    RoomSummary {
+                        room_id,
+                        owner: UserId::new("owner").unwrap(),
+                        name: "r".into(),
+                        open: true,
+                        heat: 0,
+                        online: 0,
+                        locked: false,
+                        version: 1,
+                        region: String::new(),
+                        cover_url: None,
+                        seats_taken: 0,
+                        created_at: Timestamp(0),
+                        recent_heat_milli: 0,
+                        recent_heat_at: Timestamp(0),
+                    },
+                );
+            }
+        }
+        let page = store.scan_open(None, u32::MAX).await.unwrap();
+        assert_eq!(page.len(), MAX_OPEN_SCAN as usize);
+        let last = page.last().unwrap().summary.room_id.clone();
+        let rest = store.scan_open(Some(last), u32::MAX).await.unwrap();
+        assert_eq!(
+            rest.len(),
+            1,
+            "the room past the bound comes on the next page"
+        );
     }
 }

@@ -88,6 +88,12 @@ pub(crate) fn batch(
             online: 1,
             locked: false,
             version: seq,
+            region: "eu-west".into(),
+            cover_url: Some(format!("https://img.example/{command}.png")),
+            seats_taken: 1,
+            created_at: T0,
+            recent_heat_milli: 10_000,
+            recent_heat_at: T0,
         }),
     }
 }

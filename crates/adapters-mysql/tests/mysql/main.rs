@@ -7,7 +7,7 @@
 //! (skipped or failed as `room_app::testkit::service_url` says).
 //!
 //! By family: [`commits`], [`compact`], [`schema`], [`wallet`], [`gift_orders`],
-//! [`robot_pools`], [`keyed`], [`vip`]; [`fixtures`] holds what they share.
+//! [`robot_pools`], [`keyed`], [`vip`], [`summaries`]; [`fixtures`] holds what they share.
 
 mod commits;
 mod compact;
@@ -17,5 +17,6 @@ mod income;
 mod keyed;
 mod robot_pools;
 mod schema;
+mod summaries;
 mod vip;
 mod wallet;

@@ -254,6 +254,13 @@ fn summary_of(state: &RoomState) -> Option<RoomSummary> {
         online: u32::try_from(state.members.len()).unwrap_or(u32::MAX),
         locked: state.settings.lock.is_some(),
         version: state.version,
+        region: state.settings.region.clone(),
+        cover_url: state.profile.cover_url.clone(),
+        seats_taken: u32::try_from(state.seats.iter().filter(|s| s.occupant.is_some()).count())
+            .unwrap_or(u32::MAX),
+        created_at: state.created_at,
+        recent_heat_milli: 0,
+        recent_heat_at: room_domain::Timestamp(0),
     })
 }
 

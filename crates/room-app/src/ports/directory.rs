@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use room_domain::{RoomId, UserId};
+use room_domain::{RoomId, Timestamp, UserId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -42,7 +42,35 @@ pub struct RoomSummary {
     pub locked: bool,
     /// Its version.
     pub version: u64,
+    /// Its region (the one it was created in; empty for a room summarised before regions
+    /// were kept, until its next commit).
+    pub region: String,
+    /// Its cover picture.
+    pub cover_url: Option<String>,
+    /// Seats with someone on them.
+    pub seats_taken: u32,
+    /// When it was created (0 for a room summarised before this was kept, until its next
+    /// commit).
+    pub created_at: Timestamp,
+    /// Its recent heat, in thousandths of a heat point, as of [`RoomSummary::recent_heat_at`]:
+    /// the heat its gifts brought, each decayed by the lists' half-life since it came. The
+    /// room lists decay it further to the time they rank at; nothing rewrites it on a timer.
+    pub recent_heat_milli: i64,
+    /// When [`RoomSummary::recent_heat_milli`] was last brought up to date (its last commit).
+    pub recent_heat_at: Timestamp,
 }
+
+/// An open room as the room lists' refresher reads it: its summary and its short id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenRoom {
+    /// The room's summary.
+    pub summary: RoomSummary,
+    /// Its short id, if it has one.
+    pub short_id: Option<u32>,
+}
+
+/// The most rooms one [`RoomDirectory::scan_open`] returns, whatever it asks.
+pub const MAX_OPEN_SCAN: u32 = 5_000;
 
 /// The room directory: short ids and the list of open rooms by heat.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -66,6 +94,10 @@ pub trait RoomDirectory: Send + Sync {
         cursor: Option<(i64, RoomId)>,
         limit: u32,
     ) -> Result<Vec<RoomSummary>>;
+    /// Open rooms in room id order, after `after` (from the first without it), at most
+    /// `limit` (and at most [`MAX_OPEN_SCAN`]), each with its short id: one page of the
+    /// refresher's scan of every open room.
+    async fn scan_open(&self, after: Option<RoomId>, limit: u32) -> Result<Vec<OpenRoom>>;
 }
 
 /// Shared handle to a [`RoomDirectory`].

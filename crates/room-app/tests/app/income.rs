@@ -38,6 +38,12 @@ fn directory() -> RoomDirectoryRef {
             online: 0,
             locked: false,
             version: 1,
+            region: "eu-west".into(),
+            cover_url: None,
+            seats_taken: 0,
+            created_at: Timestamp(0),
+            recent_heat_milli: 0,
+            recent_heat_at: Timestamp(0),
         }))
     });
     Arc::new(directory)
@@ -312,6 +318,12 @@ async fn a_run_of_gifts_is_credited_in_one_ledger_call_reading_each_owner_and_ag
                 online: 0,
                 locked: false,
                 version: 1,
+                region: "eu-west".into(),
+                cover_url: None,
+                seats_taken: 0,
+                created_at: Timestamp(0),
+                recent_heat_milli: 0,
+                recent_heat_at: Timestamp(0),
             }))
         });
     let mut agencies = MockAgencies::new();

@@ -170,6 +170,12 @@ pub(crate) fn summary(room_id: &RoomId, heat: i64, open: bool, version: u64) -> 
         online: 3,
         locked: false,
         version,
+        region: "eu-west".into(),
+        cover_url: None,
+        seats_taken: 2,
+        created_at: at(-86_400_000),
+        recent_heat_milli: heat.saturating_mul(1_000),
+        recent_heat_at: at(1_000 * version as i64),
     }
 }
 

@@ -1,13 +1,14 @@
 //! The conformance suite of [`RoomDirectory`]: short ids unique both ways, summaries written
-//! by commits, and the list of open rooms by heat with cursor paging.
+//! by commits (every field, the cover set and cleared), the list of open rooms by heat with
+//! cursor paging, and the scan of open rooms by room id with their short ids.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use room_domain::RoomId;
 
-use super::fixtures::{batch, ok, room, same, summary};
-use crate::ports::{CellStore, RoomDirectory, RoomSummary};
+use super::fixtures::{at, batch, ok, room, same, summary};
+use crate::ports::{CellStore, OpenRoom, RoomDirectory, RoomSummary};
 
 /// Runs every [`RoomDirectory`] check, each against a fresh store from `fresh`. Summaries are
 /// written only by [`CellStore::commit`], so the store must implement both.
@@ -21,6 +22,7 @@ where
     summaries_come_from_commits(fresh().await).await;
     summaries_are_read_many_at_once(fresh().await).await;
     open_rooms_by_heat_with_paging(fresh().await).await;
+    open_rooms_scanned_by_room_id(fresh().await).await;
 }
 
 async fn short_ids_are_unique_both_ways<S: RoomDirectory>(store: Arc<S>) {
@@ -121,15 +123,35 @@ async fn summaries_come_from_commits<S: RoomDirectory + CellStore>(store: Arc<S>
     second.locked = true;
     second.online = 0;
     second.name = "Renamed".into();
+    second.region = "ap-south_2".into();
+    second.cover_url = Some("https://img.example/covers/room-a.png?v=2".into());
+    second.seats_taken = 20;
+    second.created_at = at(-1);
+    // Beyond 32 bits, and in the past of the commit: the lists decay it, the store keeps it.
+    second.recent_heat_milli = 9_000_000_000_123;
+    second.recent_heat_at = at(-5_000);
     commit_summary(&*store, &a, second.clone()).await;
     same(
         ok(store.get_summary(&a).await, "get_summary"),
         Some(second.clone()),
-        "a later commit's summary replaces the earlier",
+        "a later commit's summary replaces the earlier, with its cover",
     );
+    let mut third = second.clone();
+    third.version = 3;
+    third.cover_url = None;
+    third.seats_taken = 0;
+    third.recent_heat_milli = 0;
+    third.recent_heat_at = at(7_000);
+    commit_summary(&*store, &a, third.clone()).await;
+    same(
+        ok(store.get_summary(&a).await, "get_summary"),
+        Some(third.clone()),
+        "a commit without a cover clears the one before",
+    );
+    let second = third;
     // A batch without a summary leaves the directory as it was.
     let activation = ok(store.activate(&a, "node-1").await, "activate");
-    let mut b = batch(&a, activation, 2, &[("no-summary", 1)]);
+    let mut b = batch(&a, activation, activation.version, &[("no-summary", 1)]);
     b.summary = None;
     ok(store.commit(&b).await, "commit");
     same(
@@ -277,4 +299,122 @@ async fn open_rooms_by_heat_with_paging<S: RoomDirectory + CellStore>(store: Arc
         "a room closed by a later commit leaves the list"
     );
     same(all.len(), 5, "the other open rooms stay");
+}
+
+async fn open_rooms_scanned_by_room_id<S: RoomDirectory + CellStore>(store: Arc<S>) {
+    same(
+        ok(store.scan_open(None, 10).await, "scan_open"),
+        Vec::new(),
+        "no rooms, nothing scanned",
+    );
+    // Short ids for some rooms only, one of them the largest; one for a room without a
+    // summary, which the scan never shows.
+    for (id, short_id) in [
+        ("room-a", 101),
+        ("room-c", u32::MAX),
+        ("room-closed", 103),
+        ("room-unsummarised", 104),
+    ] {
+        assert!(
+            ok(store.reserve_short_id(&room(id), short_id).await, "reserve"),
+            "{id}'s short id is reserved"
+        );
+    }
+    let rooms = [
+        ("room-d", 10, true),
+        ("room-b", 80, true),
+        ("room-closed", 1000, false),
+        ("room-a", 50, true),
+        ("room-e", 0, true),
+        ("room-c", 50, true),
+    ];
+    let mut written = std::collections::HashMap::new();
+    for (id, heat, open) in rooms {
+        let r = room(id);
+        let mut s = summary(&r, heat, open, 1);
+        if id == "room-c" {
+            s.cover_url = Some("https://img.example/c.png".into());
+        }
+        commit_summary(&*store, &r, s.clone()).await;
+        written.insert(id, s);
+    }
+    let open_room = |id: &str, short_id: Option<u32>| OpenRoom {
+        summary: written[id].clone(),
+        short_id,
+    };
+    let names = |list: &[OpenRoom]| -> Vec<String> {
+        list.iter().map(|r| r.summary.room_id.to_string()).collect()
+    };
+
+    let all = ok(store.scan_open(None, 100).await, "scan_open");
+    same(
+        all.clone(),
+        vec![
+            open_room("room-a", Some(101)),
+            open_room("room-b", None),
+            open_room("room-c", Some(u32::MAX)),
+            open_room("room-d", None),
+            open_room("room-e", None),
+        ],
+        "open rooms in room id order, whole, each with its short id or none; closed rooms \
+         and short ids without a room left out",
+    );
+
+    // Paging with the last room as `after` walks the same list.
+    let mut paged = Vec::new();
+    let mut after = None;
+    loop {
+        let page = ok(store.scan_open(after.clone(), 2).await, "scan_open");
+        assert!(page.len() <= 2, "a page is at most `limit` long");
+        let Some(last) = page.last() else { break };
+        after = Some(last.summary.room_id.clone());
+        paged.extend(page);
+        assert!(paged.len() <= all.len(), "paging does not end");
+    }
+    same(paged, all.clone(), "pages add up to the whole scan");
+
+    same(
+        names(&ok(
+            store.scan_open(Some(room("room-bb")), 2).await,
+            "scan_open",
+        )),
+        ["room-c", "room-d"].map(String::from).to_vec(),
+        "`after` need not name a room, and the limit holds after it",
+    );
+    same(
+        names(&ok(
+            store.scan_open(Some(room("room-closed")), 10).await,
+            "scan_open",
+        )),
+        ["room-d", "room-e"].map(String::from).to_vec(),
+        "after a closed room: the open rooms past its id",
+    );
+    same(
+        ok(store.scan_open(Some(room("room-e")), 10).await, "scan_open"),
+        Vec::new(),
+        "nothing after the last open room",
+    );
+    same(
+        ok(store.scan_open(None, 0).await, "scan_open"),
+        Vec::new(),
+        "a limit of 0 scans nothing",
+    );
+    same(
+        ok(store.scan_open(None, u32::MAX).await, "scan_open"),
+        all,
+        "a limit past the bound scans up to the bound",
+    );
+
+    // A room closes, another opens.
+    let d = room("room-d");
+    commit_summary(&*store, &d, summary(&d, 10, false, 2)).await;
+    let closed = room("room-closed");
+    commit_summary(&*store, &closed, summary(&closed, 1000, true, 2)).await;
+    same(
+        names(&ok(store.scan_open(None, 100).await, "scan_open")),
+        ["room-a", "room-b", "room-c", "room-closed", "room-e"]
+            .map(String::from)
+            .to_vec(),
+        "a room closed by a later commit leaves the scan, a reopened one joins it",
+    );
 }
