@@ -14,6 +14,7 @@ use room_domain::{
 use crate::error::{Error, Result};
 mod billing;
 mod follows;
+mod pins;
 mod positions;
 mod users;
 mod vip;
@@ -109,6 +110,8 @@ struct Tables {
     vip_grants: HashMap<UserId, crate::ports::VipGrant>,
     /// The VIP level table.
     vip_levels: crate::ports::VipLevels,
+    /// Pins, by pin id.
+    pins: BTreeMap<String, crate::ports::RoomPin>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.
