@@ -37,6 +37,7 @@ mod keyed;
 mod orders;
 mod outbox;
 mod payouts;
+mod pins;
 mod pool;
 mod positions;
 mod robots;

@@ -133,6 +133,14 @@ async fn room_follows() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn room_pins() {
+    let Some(fresh) = Fresh::new("conformance::room_pins").await else {
+        return;
+    };
+    testkit::room_pins_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn consumer_positions() {
     let Some(fresh) = Fresh::new("conformance::consumer_positions").await else {
         return;

@@ -30,6 +30,7 @@ mod keyed;
 mod orders;
 mod outbox;
 mod payouts;
+mod pins;
 #[cfg(test)]
 mod plans;
 mod positions;

@@ -98,6 +98,12 @@ async fn room_follows() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn room_pins() {
+    let fresh = Fresh::default();
+    testkit::room_pins_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn consumer_positions() {
     let fresh = Fresh::default();
     testkit::consumer_positions_suite(|| fresh.store()).await;

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 mod billing;
 mod follows;
 mod list_cache;
+mod pins;
 mod positions;
 mod users;
 mod vip;
@@ -113,6 +114,8 @@ struct Tables {
     vip_grants: HashMap<UserId, crate::ports::VipGrant>,
     /// The VIP level table.
     vip_levels: crate::ports::VipLevels,
+    /// Pins, by pin id.
+    pins: BTreeMap<String, crate::ports::RoomPin>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

@@ -98,6 +98,11 @@ async fn room_follows() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn room_pins() {
+    testkit::room_pins_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn keyed_requests() {
     testkit::keyed_requests_suite(fresh).await;
 }
