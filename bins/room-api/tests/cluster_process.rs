@@ -8,7 +8,7 @@
 //! income its gifts pay is credited once: once the surviving node's income consumer has caught
 //! up, the income credited equals the non-platform parts of the applied gifts. `races`: the
 //! same thing sent twice at once through both nodes (a user's joins, robot pool claims, a
-//! user's budgets).
+//! user's budgets). `lists`: both nodes answer the same room list pages, a pin included.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -163,6 +163,8 @@ fn token(user: &str) -> String {
         .unwrap()
 }
 
+#[path = "cluster_process/lists.rs"]
+mod lists;
 #[path = "cluster_process/races.rs"]
 mod races;
 

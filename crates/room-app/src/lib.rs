@@ -21,6 +21,7 @@ pub mod income;
 pub mod keyed;
 mod known;
 pub mod ledger;
+pub mod lists;
 mod local;
 mod memory;
 pub mod ports;

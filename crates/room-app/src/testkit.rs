@@ -17,8 +17,7 @@ pub use suites::{
     list_cache_suite, open_streams_suite, outbox_suite, password_attempts_suite, payouts_suite,
     presence_suite, rate_budgets_suite, robot_rooms_suite, room_directory_suite,
     room_follows_suite, room_pins_suite, snapshot_store_suite, timers_suite, user_directory_suite,
-    vip_grants_suite,
-    wallet_suite, work_claims_suite,
+    vip_grants_suite, wallet_suite, work_claims_suite,
 };
 
 use std::future::Future;

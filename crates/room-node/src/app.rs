@@ -15,6 +15,7 @@ use anyhow::Context;
 use axum::Router;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use room_app::consumers::FactConsumer;
+use room_app::lists::{ListDeps, RoomLists};
 use room_app::ports::{
     ClockRef, EventPublisherRef, IdGenRef, LeaseRef, MessengerRef, PasswordAttemptsRef, PresenceRef,
 };
@@ -75,6 +76,9 @@ struct SharedState {
     budgets: Option<room_app::ports::RateBudgetsRef>,
     /// The event streams users hold over the cluster, in Redis; `None` embedded.
     streams: Option<room_app::ports::OpenStreamsRef>,
+    /// The room lists the cluster's refresher leaves for every node, in Redis; `None`
+    /// embedded.
+    lists: Option<room_app::ports::ListCacheRef>,
 }
 
 impl SharedState {
@@ -93,6 +97,7 @@ impl SharedState {
                 messenger: local,
                 budgets: None,
                 streams: None,
+                lists: None,
             });
         };
         let unreachable = "cannot reach Redis (ROOM__LEASE__REDIS_URL)";
@@ -114,6 +119,8 @@ impl SharedState {
         budgets.pool_size = lease.pool_size;
         // A limiter waits on Redis no longer than this; past it, the node's own limits answer.
         budgets.op_timeout = lease.op_timeout.min(Duration::from_millis(100));
+        let mut lists = adapters_redis::RedisListCacheSettings::new(lease.url.clone());
+        lists.key_prefix = lease.key_prefix.clone();
         let mut display = RedisDisplaySettings::new(lease.url.clone(), &settings.cell.node_id);
         display.key_prefix = lease.key_prefix.clone();
         display.op_timeout = lease.op_timeout;
@@ -141,6 +148,11 @@ impl SharedState {
             )),
             streams: Some(Arc::new(
                 adapters_redis::RedisOpenStreams::connect(&budgets)
+                    .await
+                    .context(unreachable)?,
+            )),
+            lists: Some(Arc::new(
+                adapters_redis::RedisListCache::connect(&lists)
                     .await
                     .context(unreachable)?,
             )),
@@ -260,6 +272,7 @@ impl App {
                 messenger: display,
                 clock: clock.clone(),
                 ids: ids.clone(),
+                directory: storage.directory.clone(),
             },
             room_app::CellConfig {
                 background_forwards: role == Role::Worker,
@@ -313,6 +326,27 @@ impl App {
             crate::facts::consumers(&settings, im.as_ref().map(|im| &im.client), &service)?;
 
         let keys_clock = service.ports().clock.clone();
+        let follows = Arc::new(room_app::follows::RoomFollowing::new(
+            storage.follows.clone(),
+            storage.directory.clone(),
+            keys_clock.clone(),
+            settings.lists.max_follows_per_user,
+        ));
+        let lists = Arc::new(RoomLists::new(
+            ListDeps {
+                directory: storage.directory.clone(),
+                users: storage.users.clone(),
+                profiles: service.profiles_handle(),
+                robots: storage.robots.clone(),
+                pins: storage.pins.clone(),
+                store_clock: storage.claims.clone(),
+                clock: keys_clock.clone(),
+                ids: service.ports().ids.clone(),
+                following: follows.clone(),
+                cache: shared.lists.clone(),
+            },
+            settings.lists.lists(),
+        ));
         // Not ready until `start` has recovered and started the background work: 0 from
         // here, so that a node stuck in start-up recovery shows as one.
         let metrics = prometheus();
@@ -357,12 +391,8 @@ impl App {
             // A claim unanswered for twice the request timeout was a node that died running
             // it: a repeat takes it over.
             // Claims are dated by the store's clock, as work claims are.
-            follows: Arc::new(room_app::follows::RoomFollowing::new(
-                storage.follows.clone(),
-                storage.directory.clone(),
-                keys_clock.clone(),
-                settings.lists.max_follows_per_user,
-            )),
+            follows,
+            lists,
             keyed: room_app::keyed::KeyedGate::on_store_clock(
                 storage.keyed.clone(),
                 keys_clock,
@@ -456,6 +486,7 @@ impl App {
     pub async fn start(&self) -> anyhow::Result<()> {
         self.recover_gifts_at_start().await?;
         self.spawn_workers();
+        self.spawn_lists();
         self.state.ready.store(true, Ordering::Release);
         metrics::gauge!("room_node_ready").set(1.0);
         Ok(())
@@ -574,6 +605,56 @@ impl App {
             self.tasks
                 .spawn(workers::run_every("robot_visitors", every, cancel, pass));
         }
+    }
+
+    /// The room lists' refresher, on nodes that serve the API: on one node it ranks every
+    /// `refresh_ms` into its own memory; in a cluster one node at a time ranks (under a
+    /// claim) into Redis, and every node polls Redis four times a period.
+    fn spawn_lists(&self) {
+        if self.role != Role::Api {
+            return;
+        }
+        let lists = self.state.lists.clone();
+        let every = self.settings.lists.refresh_every();
+        let refresh = move || {
+            let lists = lists.clone();
+            async move {
+                // Before the refresh: a refresh that keeps failing shows as a growing age.
+                lists.record_age();
+                lists.refresh().await?;
+                // Answering 0 keeps the period (a pass answering work done runs again at once).
+                Ok(0)
+            }
+        };
+        if !self.settings.is_clustered() {
+            self.tasks.spawn(workers::run_every(
+                "room_lists",
+                every,
+                self.root.child_token(),
+                refresh,
+            ));
+            return;
+        }
+        self.tasks.spawn(workers::run_claimed(
+            "room_lists",
+            every,
+            self.claim(),
+            self.root.child_token(),
+            refresh,
+        ));
+        let lists = self.state.lists.clone();
+        self.tasks.spawn(workers::run_every(
+            "room_lists_poll",
+            (every / 4).max(Duration::from_millis(25)),
+            self.root.child_token(),
+            move || {
+                let lists = lists.clone();
+                async move {
+                    lists.poll().await?;
+                    Ok(0)
+                }
+            },
+        ));
     }
 
     fn spawn_workers(&self) {

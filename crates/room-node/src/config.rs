@@ -48,7 +48,7 @@ pub use cluster::ClusterSettings;
 pub use http::{HttpSettings, MAX_BODY_BYTES};
 pub use lease::{LeaseSettings, MIN_LEASE_TTL_MS};
 pub use limits::LimitSettings;
-pub use lists::{ListSettings, MAX_FOLLOWS_PER_USER};
+pub use lists::ListSettings;
 pub use outbox::OutboxSettings;
 pub use presence::PresenceSettings;
 pub use profiles::{MAX_PROFILE_CACHE_CAPACITY, MAX_PROFILE_CACHE_TTL_MS, ProfileSettings};
@@ -209,12 +209,7 @@ impl Settings {
              would be a robot)",
             room_domain::MAX_ID_CHARS - 1
         );
-        let follows = self.lists.max_follows_per_user;
-        anyhow::ensure!(
-            (1..=MAX_FOLLOWS_PER_USER).contains(&follows),
-            "ROOM__LISTS__MAX_FOLLOWS_PER_USER is {follows}: it must be 1 to \
-             {MAX_FOLLOWS_PER_USER}"
-        );
+        self.lists.validate()?;
         let window = self.rtc.callback_window_secs;
         anyhow::ensure!(
             window > 0,
@@ -472,6 +467,7 @@ impl Settings {
             background_forwards: false,
             background_own_rooms_only: false,
             release_robot_rooms: None,
+            heat_half_life: self.lists.heat_half_life(),
         }
     }
 }

@@ -8,6 +8,7 @@ mod billing;
 mod events;
 mod fields;
 mod gifts;
+mod lists;
 mod me;
 mod ops;
 mod outbox;
@@ -24,6 +25,7 @@ pub use gifts::{
     GiftCatalogEntry, GiftCatalogResponse, GiftErrorResponse, GiftResponse, PutGiftRequest,
     SendGiftRequest,
 };
+pub use lists::{CreatePinRequest, PinListResponse, PinResponse, RoomListResponse};
 pub use me::{CurrentRoomResponse, ImCredentialsResponse};
 pub use ops::{HealthResponse, RtcAck};
 pub use outbox::{DeadLetterListResponse, DeadLetterResponse};
@@ -34,8 +36,7 @@ pub use robot_rooms::{
 pub use rooms::{
     BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, FollowResponse, FollowedRoomItem,
     FollowedRoomsResponse, JoinRequest, KickRequest, LockSeatRequest, MuteSeatRequest,
-    OnlineUsersResponse, PatchRoomRequest, RankResponse, RoomListResponse, RoomResponse,
-    UnbanRequest,
+    OnlineUsersResponse, PatchRoomRequest, RankResponse, RoomResponse, UnbanRequest,
 };
 pub use schema::{
     Audience, Country, GiftName, Id, ImageUrl, Nickname, Notice, OrderIdSchema, Recipients, Region,

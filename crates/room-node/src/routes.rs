@@ -7,6 +7,7 @@ mod callbacks;
 mod events;
 mod follows;
 mod gifts;
+mod lists;
 mod openapi;
 mod ops;
 mod rooms;
@@ -100,7 +101,7 @@ impl Modify for BearerAuth {
 /// The routes and their OpenAPI document.
 fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .routes(routes!(rooms::create_room, rooms::list_rooms))
+        .routes(routes!(rooms::create_room, lists::list_rooms))
         .routes(routes!(rooms::get_room, rooms::patch_room))
         .routes(routes!(rooms::get_room_by_short_id))
         .routes(routes!(rooms::close_room))
@@ -144,6 +145,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
             vip::delete_user_vip
         ))
         .routes(routes!(vip::get_vip_levels, vip::put_vip_levels))
+        .routes(routes!(lists::create_pin, lists::list_pins))
+        .routes(routes!(lists::delete_pin))
         .routes(routes!(admin::list_dead_letters))
         .routes(routes!(admin::replay_dead_letter))
         .routes(routes!(billing::get_billing, billing::put_billing))

@@ -85,6 +85,8 @@ pub struct HandlerContext {
     pub keyed: Arc<room_app::keyed::KeyedGate>,
     /// Following rooms.
     pub follows: Arc<room_app::follows::RoomFollowing>,
+    /// The room lists and their pins.
+    pub lists: Arc<room_app::lists::RoomLists>,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

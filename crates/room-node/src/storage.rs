@@ -10,8 +10,8 @@ use room_app::ports::{
     ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, IncomeLedger,
     IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts, PayoutsRef,
     RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, RoomFollows, RoomFollowsRef,
-    SnapshotStore, SnapshotStoreRef, Timers, TimersRef, UserDirectory, UserDirectoryRef, VipGrants,
-    VipGrantsRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
+    RoomPins, RoomPinsRef, SnapshotStore, SnapshotStoreRef, Timers, TimersRef, UserDirectory,
+    UserDirectoryRef, VipGrants, VipGrantsRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -55,6 +55,8 @@ pub struct Storage {
     pub follows: RoomFollowsRef,
     /// VIP grants and the level table.
     pub vip: VipGrantsRef,
+    /// Pins of the room lists.
+    pub pins: RoomPinsRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -83,6 +85,7 @@ impl Storage {
             + UserDirectory
             + RoomFollows
             + VipGrants
+            + RoomPins
             + 'static,
     {
         Storage {
@@ -103,6 +106,7 @@ impl Storage {
             users: store.clone(),
             follows: store.clone(),
             vip: store.clone(),
+            pins: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

@@ -43,4 +43,19 @@ pub(super) struct Cell {
     /// Whether the commands being planned are the fresh ones of [`Cell::resolve_duplicates`]:
     /// a second clash on a command id then is an id the log no longer answers.
     pub(super) resolving: bool,
+    /// The room's recent heat as its last commit wrote it into the directory's summary.
+    pub(super) recent_heat: RecentHeat,
+}
+
+/// A room's recent heat (the room lists' decayed heat) as of its last commit, and the
+/// lifetime heat it was brought up to date with: the next commit decays it to its own time
+/// and adds the heat that came since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RecentHeat {
+    /// Thousandths of a heat point.
+    pub(super) milli: i64,
+    /// As of when.
+    pub(super) at: Timestamp,
+    /// The room's lifetime heat then.
+    pub(super) heat: i64,
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use room_domain::RoomRules;
 
-use crate::ports::{CellStoreRef, ClockRef, IdGenRef, LeaseRef, MessengerRef, SnapshotStoreRef};
+use crate::ports::{
+    CellStoreRef, ClockRef, IdGenRef, LeaseRef, MessengerRef, RoomDirectoryRef, SnapshotStoreRef,
+};
 
 /// Tuning of the Room Cell runtime.
 #[derive(Debug, Clone)]
@@ -48,6 +50,9 @@ pub struct CellConfig {
     /// orchestrator takes it at its next round. `None`: this node keeps robot rooms like any
     /// other (embedded mode, orchestrators).
     pub release_robot_rooms: Option<String>,
+    /// The half-life of a room's recent heat, which each commit decays and writes into the
+    /// directory's summary for the room lists.
+    pub heat_half_life: Duration,
 }
 
 impl CellConfig {
@@ -79,6 +84,7 @@ impl Default for CellConfig {
             background_forwards: false,
             background_own_rooms_only: false,
             release_robot_rooms: None,
+            heat_half_life: Duration::from_secs(1800),
         }
     }
 }
@@ -98,4 +104,7 @@ pub struct CellDeps {
     pub clock: ClockRef,
     /// Random values.
     pub ids: IdGenRef,
+    /// The room directory: a cell reads its room's summary when it activates (the recent
+    /// heat its commits carry on).
+    pub directory: RoomDirectoryRef,
 }

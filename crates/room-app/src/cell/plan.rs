@@ -12,6 +12,7 @@ use room_domain::{
 use super::active::Cell;
 use super::mailbox::CommandRequest;
 use crate::error::{Error, Result};
+use crate::lists::score::add_heat;
 use crate::ports::{
     CommandRecord, CommandReply, CommitBatch, CreditKind, DisplayMessage, Payout, RoomSummary,
     StoredEvent, Timer,
@@ -128,7 +129,17 @@ impl Cell {
             }))));
         }
         if !batch.events.is_empty() {
-            batch.summary = summary_of(&self.state);
+            batch.summary = summary_of(&self.state).map(|mut summary| {
+                let recent = &mut self.recent_heat;
+                let added = self.state.heat.saturating_sub(recent.heat);
+                let half_life = self.inner.config.heat_half_life;
+                recent.milli = add_heat(recent.milli, recent.at, now, added, half_life);
+                recent.at = now;
+                recent.heat = self.state.heat;
+                summary.recent_heat_milli = recent.milli;
+                summary.recent_heat_at = now;
+                summary
+            });
             dedup_timers(&mut batch.timers);
             let armed = self.reset_armed_at;
             batch

@@ -6,9 +6,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use room_domain::{RoomId, RoomState, RoomStatus, Snapshot, evolve};
+use room_domain::{RoomId, RoomState, RoomStatus, Snapshot, Timestamp, evolve};
 
-use super::active::{Cell, Stop};
+use super::active::{Cell, RecentHeat, Stop};
 use super::registry::Inner;
 use crate::error::{Error, Result};
 
@@ -33,6 +33,7 @@ impl Cell {
         }
         let activation = deps.store.activate(room_id, &inner.config.node_id).await?;
         let (state, snapshot_version) = load_state(inner, room_id).await?;
+        let recent_heat = load_recent_heat(inner, room_id, &state).await?;
         if state.version != activation.version {
             return Err(Error::corrupt(format!(
                 "room {room_id}: replay reached version {}, the log says {}",
@@ -61,13 +62,21 @@ impl Cell {
             recent_bytes: 0,
             reset_armed_at: None,
             resolving: false,
+            recent_heat,
         })
     }
 
     /// Rebuilds the state from storage after a commit of unknown outcome.
     pub(super) async fn reload(&mut self) -> Option<Stop> {
-        match load_state(&self.inner, &self.room_id).await {
-            Ok((state, snapshot_version)) => {
+        let loaded = match load_state(&self.inner, &self.room_id).await {
+            Ok((state, snapshot_version)) => load_recent_heat(&self.inner, &self.room_id, &state)
+                .await
+                .map(|recent_heat| (state, snapshot_version, recent_heat)),
+            Err(error) => Err(error),
+        };
+        match loaded {
+            Ok((state, snapshot_version, recent_heat)) => {
+                self.recent_heat = recent_heat;
                 self.state = state;
                 self.snapshot_version = snapshot_version;
                 self.recent.clear();
@@ -98,6 +107,26 @@ impl Cell {
             }
         }
     }
+}
+
+/// The recent heat the room's last commit wrote into its summary; none before its first.
+async fn load_recent_heat(
+    inner: &Inner,
+    room_id: &RoomId,
+    state: &RoomState,
+) -> Result<RecentHeat> {
+    Ok(match inner.deps.directory.get_summary(room_id).await? {
+        Some(summary) => RecentHeat {
+            milli: summary.recent_heat_milli,
+            at: summary.recent_heat_at,
+            heat: summary.heat,
+        },
+        None => RecentHeat {
+            milli: 0,
+            at: Timestamp(0),
+            heat: state.heat,
+        },
+    })
 }
 
 /// The newest snapshot plus every event after it. Returns the state and the snapshot's version.

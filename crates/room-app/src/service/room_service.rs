@@ -135,6 +135,11 @@ impl RoomService {
         &self.profiles
     }
 
+    /// A shared handle to [`RoomService::profiles`], for use cases beside the service.
+    pub fn profiles_handle(&self) -> Arc<Profiles> {
+        self.profiles.clone()
+    }
+
     /// The runtime (for shutdown and metrics).
     pub fn runtime(&self) -> &CellRuntime {
         &self.runtime

@@ -13,6 +13,7 @@ mod forwarding;
 mod income;
 mod keyed;
 mod lease;
+mod lists;
 mod log_pruning;
 mod orchestrator;
 mod order_identity;

@@ -382,6 +382,7 @@ impl WorldBuilder {
             messenger: Arc::new(BroadcastMessenger::new(64)),
             clock: clock.clone(),
             ids: ids.clone(),
+            directory: store.clone(),
         };
         let runtime = CellRuntime::new(deps, self.config, CancellationToken::new());
         let ports = ServicePorts {

@@ -1,7 +1,6 @@
 //! The bodies of the room routes: creating, changing, joining and moderating a room, its
 //! seats, and the room, member, ban and rank views.
 
-use room_app::ports::RoomSummary;
 use room_app::{BannedUser, OnlineUser, RankEntry, RoomView};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -242,45 +241,6 @@ impl From<RoomView> for RoomResponse {
             follower_count: None,
         }
     }
-}
-
-/// One room of the list.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct RoomListItem {
-    /// The room id.
-    pub room_id: String,
-    /// The owner.
-    pub owner: String,
-    /// Name.
-    pub name: String,
-    /// Popularity.
-    pub heat: i64,
-    /// Members present.
-    pub online_count: u32,
-    /// Whether joining needs a password.
-    pub locked: bool,
-}
-
-impl From<RoomSummary> for RoomListItem {
-    fn from(summary: RoomSummary) -> Self {
-        RoomListItem {
-            room_id: summary.room_id.to_string(),
-            owner: summary.owner.to_string(),
-            name: summary.name,
-            heat: summary.heat,
-            online_count: summary.online,
-            locked: summary.locked,
-        }
-    }
-}
-
-/// `GET /v1/rooms`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct RoomListResponse {
-    /// Open rooms, hottest first.
-    pub rooms: Vec<RoomListItem>,
-    /// Pass as `cursor` for the next page; absent on the last page.
-    pub next_cursor: Option<String>,
 }
 
 /// A member present in a room.

@@ -109,6 +109,10 @@ api_codes! {
     /// A VIP level table with more than 32 levels or a bad entry effect or vehicle id (the
     /// message names the level and the field). Nothing was written.
     InvalidVipLevels = "INVALID_VIP_LEVELS", BAD_REQUEST, false;
+    /// A pin that breaks a rule: an unknown tab, a scope missing or given to a tab of the
+    /// whole app, a position outside 1..=100, a window that does not end after it starts or
+    /// has ended; the message names the field. Nothing was written.
+    InvalidPin = "INVALID_PIN", BAD_REQUEST, false;
     /// The request body did not arrive within half the request timeout.
     BodyTimeout = "BODY_TIMEOUT", REQUEST_TIMEOUT, false;
     /// The request body is larger than 64 KiB.
@@ -181,6 +185,8 @@ api_codes! {
     GiftNotFound = "GIFT_NOT_FOUND", NOT_FOUND, false;
     /// No such robot room.
     RobotRoomNotFound = "ROBOT_ROOM_NOT_FOUND", NOT_FOUND, false;
+    /// No such pin.
+    PinNotFound = "PIN_NOT_FOUND", NOT_FOUND, false;
     /// Tencent IM is not configured on this service.
     ImDisabled = "IM_DISABLED", NOT_FOUND, false;
 

@@ -97,7 +97,7 @@ pub async fn followed_rooms(
     let limit = page_limit(query.limit)?;
     let cursor = match query.cursor.as_deref() {
         None | Some("") => None,
-        Some(cursor) => Some(parse_cursor(cursor)?),
+        Some(cursor) => Some(parse_followed_cursor(cursor)?),
     };
     let rooms = state
         .follows
@@ -126,7 +126,8 @@ pub async fn followed_rooms(
 }
 
 /// `"{open: 0 or 1}.{seq}"`.
-fn parse_cursor(cursor: &str) -> ApiResult<FollowedCursor> {
+/// A `following` cursor: `"{open}.{seq}"` (open is 0 or 1).
+pub(super) fn parse_followed_cursor(cursor: &str) -> ApiResult<FollowedCursor> {
     let bad = || {
         ApiError::of(
             ApiCode::InvalidCursor,

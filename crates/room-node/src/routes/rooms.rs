@@ -16,7 +16,7 @@ use crate::auth::Auth;
 use crate::dto::{
     BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, JoinRequest, KickRequest,
     LockSeatRequest, MuteSeatRequest, OnlineUsersResponse, PatchRoomRequest, RankResponse,
-    RoomListResponse, RoomResponse, UnbanRequest,
+    RoomResponse, UnbanRequest,
 };
 use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey, OptionalJson, parse_id};
@@ -120,53 +120,6 @@ pub async fn create_room(
         )
         .await?;
     Ok((StatusCode::CREATED, Json(RoomResponse::from(view))))
-}
-
-/// Open rooms, hottest first.
-#[utoipa::path(
-    get, path = "/v1/rooms", tag = "rooms",
-    params(
-        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Items per page, 1 to 100 (default 20)"),
-        ("cursor" = Option<String>, Query, max_length = 84, pattern = r"^(-?[0-9]{1,18}\.[\u0021-\u002e\u0030-\u007e\u00a1-\u00ac\u00ae-\u034e\u0350-\u05ff\u0606-\u061b\u061d-\u06dc\u06de-\u070e\u0710-\u088f\u0892-\u08e1\u08e3-\u115e\u1161-\u167f\u1681-\u17b3\u17b6-\u180a\u1810-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\u3163\u3165-\ud7ff\ue000-\ufdcf\ufdf0-\ufdff\ufe10-\ufefe\uff00-\uff9f\uffa1-\uffef\ufffc-\ufffd]{1,64})?$", description = "The `next_cursor` of the previous page"),
-    ),
-    responses(
-        (status = 200, description = "A page of rooms", body = RoomListResponse),
-        (status = 400, description = "`INVALID_QUERY`, `INVALID_LIMIT` or `INVALID_CURSOR`", body = ErrorResponse),
-    ),
-    security(("bearer" = []))
-)]
-pub async fn list_rooms(
-    State(state): State<AppState>,
-    Auth(_): Auth,
-    ApiQuery(query): ApiQuery<PageQuery>,
-) -> ApiResult<Json<RoomListResponse>> {
-    let limit = page_limit(query.limit)?;
-    let cursor = match query.cursor.as_deref() {
-        None | Some("") => None,
-        Some(cursor) => Some(parse_room_cursor(cursor)?),
-    };
-    let rooms = state.service.list_rooms(cursor, limit).await?;
-    let next_cursor = (rooms.len() == limit as usize)
-        .then(|| rooms.last().map(|r| format!("{}.{}", r.heat, r.room_id)))
-        .flatten();
-    Ok(Json(RoomListResponse {
-        rooms: rooms.into_iter().map(Into::into).collect(),
-        next_cursor,
-    }))
-}
-
-/// `"{heat}.{room_id}"`: heat is an integer, so the first dot ends it.
-fn parse_room_cursor(cursor: &str) -> ApiResult<(i64, RoomId)> {
-    let bad = || {
-        ApiError::of(
-            ApiCode::InvalidCursor,
-            "the cursor is not one this API gave",
-        )
-    };
-    let (heat, room) = cursor.split_once('.').ok_or_else(bad)?;
-    let heat = heat.parse::<i64>().map_err(|_| bad())?;
-    let room = RoomId::new(room).map_err(|_| bad())?;
-    Ok((heat, room))
 }
 
 /// A room's snapshot: profile, settings, seats, online count, heat, rocket, version, and
