@@ -440,6 +440,12 @@ impl App {
         self.router.clone()
     }
 
+    /// The room lists (tests rank them at once with [`RoomLists::refresh`] instead of waiting
+    /// for the refresher).
+    pub fn lists(&self) -> &Arc<RoomLists> {
+        &self.state.lists
+    }
+
     /// The use cases.
     pub fn service(&self) -> &Arc<RoomService> {
         &self.state.service

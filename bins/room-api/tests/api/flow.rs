@@ -109,10 +109,13 @@ async fn the_walkthrough_moves_coins_and_fills_the_room() {
     assert_eq!(week["entries"][0]["coins"], 30);
 
     // The room list shows it; the online list shows both.
+    t.refresh_lists().await;
     let (status, list) = t.get("/v1/rooms?limit=10", &bob).await;
     assert_eq!(status, StatusCode::OK, "{list}");
     assert_eq!(list["rooms"][0]["room_id"], room_id.as_str());
-    assert_eq!(list["rooms"][0]["heat"], 30);
+    // 30 heat points just now, plus the boosts of a new room and of someone on the mic.
+    assert_eq!(list["rooms"][0]["score"], 230, "{list}");
+    assert_eq!(list["rooms"][0]["seats_taken"], 1, "{list}");
     let (_, online) = t
         .get(&format!("/v1/rooms/{room_id}/online-users?limit=1"), &bob)
         .await;

@@ -57,6 +57,7 @@ async fn a_room_created_twice_with_one_key_is_one_room() {
     assert_eq!(again["short_id"], first["short_id"]);
     assert_eq!(again["version"], first["version"]);
 
+    t.refresh_lists().await;
     let (status, page) = t.get("/v1/rooms", &t.token("reader")).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     let rooms = page["rooms"].as_array().expect("a list of rooms");
@@ -252,6 +253,7 @@ async fn a_key_with_the_same_request_replays_its_answer_and_with_another_is_refu
         (StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED"),
         "{reused}"
     );
+    t.refresh_lists().await;
     let (_, page) = t.get("/v1/rooms", &t.token("reader")).await;
     assert_eq!(page["rooms"].as_array().unwrap().len(), 1, "{page}");
 

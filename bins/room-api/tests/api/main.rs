@@ -15,6 +15,7 @@ mod identity;
 mod im;
 mod im_effects;
 mod limits;
+mod lists;
 mod mysql;
 mod openapi;
 mod outbox_retention;

@@ -82,6 +82,11 @@ impl TestApp {
         }
     }
 
+    /// Ranks the room lists now, as the refresher does every `lists.refresh_ms`.
+    pub async fn refresh_lists(&self) {
+        self.app.lists().refresh().await.expect("lists ranked");
+    }
+
     pub fn token(&self, user: &str) -> String {
         self.app
             .authenticator()
