@@ -33,6 +33,25 @@ impl Node {
     }
 }
 
+impl Node {
+    /// The refreshes of the room lists this node has done (`room_lists_refreshes_total`).
+    async fn refreshes_done(&self) -> f64 {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .expect("metrics answered")
+            .text()
+            .await
+            .expect("metrics text");
+        text.lines()
+            .filter(|line| line.starts_with("room_lists_refreshes_total{outcome=\"done\"}"))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+}
+
 /// Polls both nodes until each answers `expected` for `query`, or the deadline passes.
 async fn both_answer(a: &Node, b: &Node, query: &str, expected: &[String]) {
     let started = Instant::now();
@@ -115,4 +134,11 @@ async fn two_nodes_answer_the_same_pages_and_pins() {
     let hot_a = a.list("tab=hot", "reader").await;
     assert!(hot_a.iter().all(|r| !r.ends_with('*')), "{hot_a:?}");
     assert_eq!(b.list("tab=hot", "reader").await, hot_a);
+
+    // One node ranked (under the claim); the other took its rankings from Redis.
+    let (by_a, by_b) = (a.refreshes_done().await, b.refreshes_done().await);
+    assert!(
+        (by_a > 0.0) != (by_b > 0.0),
+        "refreshes by node a {by_a}, by node b {by_b}: exactly one node ranks"
+    );
 }
