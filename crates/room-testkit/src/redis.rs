@@ -30,11 +30,14 @@ pub fn prefix() -> String {
     )
 }
 
-/// A connection of the test's own, beside the adapters' pools.
+/// A connection of the test's own, beside the adapters' pools. It waits up to 10 s for an
+/// answer (the driver's default is 500 ms, which a machine busy with parallel tests can miss).
 pub async fn raw(url: &str) -> MultiplexedConnection {
+    let config = ::redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(std::time::Duration::from_secs(10)));
     ::redis::Client::open(url)
         .unwrap()
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .unwrap()
 }
