@@ -75,7 +75,7 @@ async fn tabs_list_rooms_with_the_owners_display_fields() {
 
     // Pages: one room each, the cursor a place in the list.
     let (_, first) = t.get("/v1/rooms?tab=new&limit=1", &reader).await;
-    assert_eq!(ids(&first), [bobs.clone()]);
+    assert_eq!(ids(&first), [bobs.as_str()]);
     let cursor = first["next_cursor"]
         .as_str()
         .expect("a next page")
@@ -86,7 +86,7 @@ async fn tabs_list_rooms_with_the_owners_display_fields() {
             &reader,
         )
         .await;
-    assert_eq!(ids(&second), [anns.clone()]);
+    assert_eq!(ids(&second), [anns.as_str()]);
     assert!(second["next_cursor"].is_null(), "{second}");
 
     // Following: the rooms the caller follows.
@@ -100,7 +100,7 @@ async fn tabs_list_rooms_with_the_owners_display_fields() {
         .await;
     assert_eq!(status, StatusCode::OK);
     let (_, page) = t.get("/v1/rooms?tab=following", &reader).await;
-    assert_eq!(ids(&page), [bobs.clone()]);
+    assert_eq!(ids(&page), [bobs.as_str()]);
 }
 
 #[tokio::test]
