@@ -1,6 +1,6 @@
 //! [`RedisListCache`] against the real Redis of `ROOM_TEST_REDIS_URL`: the list cache
 //! conformance suite, then what only a shared server shows: nodes on one key prefix read what
-//! another stored, the one hash Redis holds, its scripts lost (as in a restart), and a hash
+//! another stored, the one hash Redis holds, and a hash
 //! edited by hand. Each test uses its own key prefix, so tests run in parallel.
 
 use std::sync::Arc;
@@ -79,29 +79,6 @@ async fn nodes_on_one_prefix_read_what_the_refresher_stored_in_one_hash() {
         ("3", &b"lists 3"[..])
     );
     assert_eq!(pttl(&mut conn, &key).await, -1, "the lists do not expire");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn scripts_lost_with_the_server_state_are_loaded_again() {
-    let prefix = prefix();
-    let Some(cache) = cache(&prefix).await else {
-        return;
-    };
-    assert!(cache.put(1, b"one").await.unwrap());
-    let mut conn = raw(&room_testkit::redis::url().unwrap()).await;
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(cache.get_newer(Some(0)).await.unwrap(), lists(1, b"one"));
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert!(cache.put(2, b"two").await.unwrap());
-    assert_eq!(cache.get_newer(Some(1)).await.unwrap(), lists(2, b"two"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
