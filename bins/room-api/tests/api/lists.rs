@@ -109,6 +109,10 @@ async fn bad_list_queries_are_refused_with_their_codes() {
     let reader = t.token("reader");
     for (query, code) in [
         ("tab=popular", "INVALID_QUERY"),
+        ("tab=", "INVALID_QUERY"),
+        ("tab=region&region=", "INVALID_QUERY"),
+        ("tab=country&country=", "INVALID_QUERY"),
+        ("tab=agency&agency=", "INVALID_QUERY"),
         ("tab=hot&region=eu", "INVALID_QUERY"),
         ("tab=region&country=SA", "INVALID_QUERY"),
         ("tab=country&country=sa", "INVALID_QUERY"),

@@ -74,19 +74,15 @@ pub async fn list_rooms(
 ) -> ApiResult<Json<RoomListResponse>> {
     let limit = page_limit(params.limit)?;
     let tab = match params.tab.as_deref() {
-        None | Some("") => Tab::Hot,
+        None => Tab::Hot,
         Some(name) => Tab::from_name(name).ok_or_else(|| {
             bad_query(format!(
                 "tab {name:?} is not one of hot, new, following, region, country, agency"
             ))
         })?,
     };
-    let nonempty = |value: Option<String>| value.filter(|v| !v.is_empty());
-    let (region, country, agency) = (
-        nonempty(params.region),
-        nonempty(params.country),
-        nonempty(params.agency),
-    );
+    // An empty scope is a bad one (refused below), not a missing one.
+    let (region, country, agency) = (params.region, params.country, params.agency);
     for (name, given, takes) in [
         ("region", region.is_some(), Tab::Region),
         ("country", country.is_some(), Tab::Country),
