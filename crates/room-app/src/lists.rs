@@ -23,9 +23,9 @@ use room_domain::{RoomId, UserId};
 use crate::error::{Error, Result};
 use crate::follows::{FollowedCursor, RoomFollowing};
 use crate::ports::{
-    Change, ClockRef, IdGenRef, ListCacheRef, MAX_OPEN_SCAN, MAX_PROFILE_BATCH,
-    MAX_ROBOT_ROOM_PAGE, MAX_SUMMARIES_READ, ProfilePatch, RobotRoomsRef, RoomDirectoryRef,
-    RoomPinsRef, UserDirectoryRef, UserProfile, WorkClaimsRef,
+    Change, ClockRef, IdGenRef, ListCacheRef, MAX_OPEN_SCAN, MAX_ROBOT_ROOM_PAGE,
+    MAX_SUMMARIES_READ, ProfilePatch, RobotRoomsRef, RoomDirectoryRef, RoomPinsRef, UserProfile,
+    WorkClaimsRef,
 };
 use crate::profiles::Profiles;
 
@@ -61,9 +61,8 @@ impl Default for ListsConfig {
 pub struct ListDeps {
     /// Open rooms and their summaries.
     pub directory: RoomDirectoryRef,
-    /// Owners' profiles, read in batches by the refresher.
-    pub users: UserDirectoryRef,
-    /// The caller's profile (their default region, country and agency), cached.
+    /// Profiles, through the node's cache: the owners' (country, agency, display fields) and
+    /// the caller's (their default region, country and agency).
     pub profiles: Arc<Profiles>,
     /// Which rooms robots run.
     pub robots: RobotRoomsRef,
@@ -278,12 +277,10 @@ impl RoomLists {
         let mut owners: Vec<UserId> = rooms.iter().map(|r| r.summary.owner.clone()).collect();
         owners.sort_unstable();
         owners.dedup();
-        let mut profiles: HashMap<UserId, UserProfile> = HashMap::with_capacity(owners.len());
-        for chunk in owners.chunks(MAX_PROFILE_BATCH) {
-            for profile in deps.users.get_profiles(chunk).await? {
-                profiles.insert(profile.user_id.clone(), profile);
-            }
-        }
+        // Through the node's profile cache: a refresh every few seconds reads from the
+        // directory only the owners whose entries expired (display fields are as fresh as in
+        // every other view: `profiles.cache_ttl_ms`).
+        let profiles = deps.profiles.cache().get_many(&owners).await?;
         let robots = self.robot_rooms().await?;
         let pins = deps.pins.list_live(now).await?;
         // Newer than any held, whatever the clocks: a refresh in the same millisecond as the

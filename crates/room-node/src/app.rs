@@ -335,7 +335,6 @@ impl App {
         let lists = Arc::new(RoomLists::new(
             ListDeps {
                 directory: storage.directory.clone(),
-                users: storage.users.clone(),
                 profiles: service.profiles_handle(),
                 robots: storage.robots.clone(),
                 pins: storage.pins.clone(),

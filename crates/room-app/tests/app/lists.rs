@@ -22,7 +22,6 @@ fn lists_of(world: &World, rules: ScoreRules) -> RoomLists {
     RoomLists::new(
         ListDeps {
             directory: store.clone(),
-            users: store.clone(),
             profiles: world.service.profiles_handle(),
             robots: store.clone(),
             pins: store.clone(),
