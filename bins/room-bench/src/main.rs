@@ -12,6 +12,9 @@
 //! - memory: the server's resident memory per idle active room and per member;
 //! - billing (`--only billing`, only when named): the hot room with income paid against
 //!   without, in turns (see [`billing`]);
+//! - lists (`--only lists`, only when named): the room lists at 10,000 open rooms, first
+//!   pages of `hot` against authenticated wallet reads, and the CPU a refresh costs (see
+//!   [`lists`]);
 //! - soak (`--soak MINUTES`, alone): a steady open loop with every member kept present, a
 //!   line a minute and a verdict on memory, p99 and bytes per gift (see [`soak`]);
 //! - disk: after the spread and latency phases, the bytes on disk per gift they wrote, per
@@ -51,7 +54,8 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
   --seconds N      length of each measured phase (default 10)
   --rate N         offered load of the open-loop phase, gifts per second (default 1500)
   --only PHASES    comma-separated, of: hot, single, spread, latency, memory (default: all),
-                   billing (only when named: the hot room paying income against not, in turns);
+                   billing (only when named: the hot room paying income against not, in turns),
+                   lists (only when named: hot pages and refreshes at 10,000 rooms);
                    with --nodes 2, of: forwarding, spread, failover, renewals
   --latency-only   the same as --only latency
   --storage S      sqlite (default: a fresh file per server) or mysql (a fresh database per
@@ -69,6 +73,7 @@ Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS)
 mod billing;
 mod cpu;
 mod disk;
+mod lists;
 mod load;
 mod nodes;
 mod raw;
@@ -172,6 +177,7 @@ fn options() -> Result<Options> {
                         "hot",
                         "single",
                         "billing",
+                        "lists",
                         "spread",
                         "latency",
                         "memory",
@@ -233,6 +239,9 @@ async fn main() -> Result<()> {
     if options.only.iter().any(|p| p == "billing") {
         let on_mysql = matches!(options.storage, nodes::Storage::MySql(_));
         billing::billing(&storage, duration, on_mysql).await?;
+    }
+    if options.only.iter().any(|p| p == "lists") {
+        lists::lists(&storage, duration).await?;
     }
     let mut hot = None;
     if options.runs("hot") {
