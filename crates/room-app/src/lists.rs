@@ -439,26 +439,14 @@ impl RoomLists {
             .filter_map(|followed| {
                 let room = match ranking.places.get(&followed.room_id) {
                     Some(place) => ranking.rooms[*place as usize].clone(),
-                    None => {
-                        let summary = summaries.remove(&followed.room_id)?;
-                        ListedRoom {
-                            score: self.config.score.score(&summary, now),
-                            room_id: summary.room_id,
-                            short_id: None,
-                            name: summary.name,
-                            cover_url: summary.cover_url,
-                            owner: summary.owner,
-                            owner_nickname: None,
-                            owner_avatar_url: None,
-                            online: summary.online,
-                            seats_taken: summary.seats_taken,
-                            region: summary.region,
-                            country: None,
-                            locked: summary.locked,
-                            robot: false,
-                            created_at: summary.created_at,
-                        }
-                    }
+                    None => ListedRoom::of(
+                        summaries.remove(&followed.room_id)?,
+                        None,
+                        None,
+                        false,
+                        &self.config.score,
+                        now,
+                    ),
                 };
                 Some(ListItem {
                     room,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::score::ScoreRules;
 use crate::error::{Error, Result};
-use crate::ports::{OpenRoom, PinnedList, RoomPin, UserProfile};
+use crate::ports::{OpenRoom, PinnedList, RoomPin, RoomSummary, UserProfile};
 
 /// A tab of the room lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -134,6 +134,37 @@ pub struct ListedRoom {
     pub score: f64,
 }
 
+impl ListedRoom {
+    /// A room as the lists show it at `now`: its summary, its short id, its owner's profile
+    /// (country, display fields) when the directory has one, and whether a robot runs it.
+    pub fn of(
+        summary: RoomSummary,
+        short_id: Option<u32>,
+        owner: Option<&UserProfile>,
+        robot: bool,
+        rules: &ScoreRules,
+        now: Timestamp,
+    ) -> ListedRoom {
+        ListedRoom {
+            score: rules.score(&summary, now),
+            robot,
+            short_id,
+            owner_nickname: owner.and_then(|o| o.nickname.clone()),
+            owner_avatar_url: owner.and_then(|o| o.avatar_url.clone()),
+            country: owner.and_then(|o| o.country.clone()),
+            room_id: summary.room_id,
+            name: summary.name,
+            cover_url: summary.cover_url,
+            owner: summary.owner,
+            online: summary.online,
+            seats_taken: summary.seats_taken,
+            region: summary.region,
+            locked: summary.locked,
+            created_at: summary.created_at,
+        }
+    }
+}
+
 /// Every list ranked at one moment, with the pins that had not ended then.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ranking {
@@ -189,24 +220,16 @@ impl Ranking {
             .into_iter()
             .map(|open| {
                 let summary = open.summary;
+                let open_id = summary.room_id.clone();
                 let owner = input.owners.get(&summary.owner);
-                ListedRoom {
-                    score: rules.score(&summary, now),
-                    robot: input.robots.contains(&summary.room_id),
-                    room_id: summary.room_id,
-                    short_id: open.short_id,
-                    name: summary.name,
-                    cover_url: summary.cover_url,
-                    owner_nickname: owner.and_then(|o| o.nickname.clone()),
-                    owner_avatar_url: owner.and_then(|o| o.avatar_url.clone()),
-                    country: owner.and_then(|o| o.country.clone()),
-                    owner: summary.owner,
-                    online: summary.online,
-                    seats_taken: summary.seats_taken,
-                    region: summary.region,
-                    locked: summary.locked,
-                    created_at: summary.created_at,
-                }
+                ListedRoom::of(
+                    summary,
+                    open.short_id,
+                    owner,
+                    input.robots.contains(&open_id),
+                    rules,
+                    now,
+                )
             })
             .collect();
         let by_score = |a: &u32, b: &u32| {
