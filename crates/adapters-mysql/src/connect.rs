@@ -33,6 +33,13 @@ pub struct MySqlSettings {
     /// How many times a transaction runs when the server rolls it back as a deadlock victim
     /// or after a lock wait timeout (at least 1). The last failure is [`Error::Unavailable`].
     pub lock_attempts: u32,
+    /// How long the server lets a connection sit idle inside a transaction before it closes
+    /// it and rolls the transaction back, in whole seconds (MariaDB's
+    /// `idle_transaction_timeout`; MySQL has no such setting and runs without it). A node
+    /// frozen in the middle of a commit (a paused process, a stalled VM) then holds its rows'
+    /// locks this long at most, not until it wakes: the node that takes its rooms over is
+    /// not blocked behind them. Keep it under the lease. 0 leaves the server's own.
+    pub idle_transaction_timeout_secs: u32,
 }
 
 impl Default for MySqlSettings {
@@ -45,6 +52,10 @@ impl Default for MySqlSettings {
             // would outlive the ownership it commits for.
             lock_wait_timeout_secs: 2,
             lock_attempts: 3,
+            // A commit's statements follow each other within milliseconds; seconds of
+            // silence inside one is a node that stopped, and the lease (10 s) is lost
+            // after it.
+            idle_transaction_timeout_secs: 4,
         }
     }
 }
@@ -81,6 +92,10 @@ impl std::fmt::Debug for MySqlSettings {
             .field("acquire_timeout_ms", &self.acquire_timeout_ms)
             .field("lock_wait_timeout_secs", &self.lock_wait_timeout_secs)
             .field("lock_attempts", &self.lock_attempts)
+            .field(
+                "idle_transaction_timeout_secs",
+                &self.idle_transaction_timeout_secs,
+            )
             .finish()
     }
 }
@@ -101,8 +116,13 @@ pub(crate) async fn connect(settings: &MySqlSettings, max_connections: u32) -> R
     // READ COMMITTED: no gap locks, so upserts of neighbouring keys by different rooms'
     // commits do not deadlock each other; every check that needs a stable row locks it.
     // Strict mode: a value its column cannot hold is an error, never silently truncated.
+    // The idle transaction bound is in a comment only MariaDB (10.3 and later) executes.
+    let idle = match settings.idle_transaction_timeout_secs {
+        0 => String::new(),
+        secs => format!("/*M!100300 SESSION idle_transaction_timeout = {secs}, */"),
+    };
     let session = format!(
-        "SET SESSION innodb_lock_wait_timeout = {lock_wait},
+        "SET SESSION innodb_lock_wait_timeout = {lock_wait}, {idle}
              SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES')"
     );
     Pool::open(
@@ -120,7 +140,53 @@ pub(crate) async fn connect(settings: &MySqlSettings, max_connections: u32) -> R
 
 #[cfg(test)]
 mod tests {
+    use room_testkit::mysql::MySqlServer;
+    use sqlx::Executor;
+
     use super::*;
+
+    /// A node frozen in the middle of a commit (its transaction open, its rows locked, its
+    /// connection alive) blocks the node that takes its rooms over no longer than the idle
+    /// transaction bound: the server rolls the frozen transaction back and closes its
+    /// connection.
+    #[tokio::test]
+    async fn a_transaction_left_idle_by_a_frozen_node_stops_holding_its_rows() {
+        let Some(server) = MySqlServer::from_env("idle_transaction").await else {
+            return;
+        };
+        let database = server.database().await;
+        let mut settings = MySqlSettings::new(database.url.clone());
+        settings.idle_transaction_timeout_secs = 1;
+        let frozen = connect(&settings, 1).await.expect("a pool");
+        sqlx::query("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+            .execute(&frozen)
+            .await
+            .expect("a table");
+        sqlx::query("INSERT INTO t VALUES (1, 0)")
+            .execute(&frozen)
+            .await
+            .expect("a row");
+        let mut commit = frozen.begin().await.expect("a transaction");
+        sqlx::query("UPDATE t SET v = 1 WHERE id = 1")
+            .execute(&mut *commit)
+            .await
+            .expect("the row locked");
+
+        // The next owner waits for the row longer than the bound, and no longer.
+        let mut next = database.connect().await;
+        next.execute("SET SESSION innodb_lock_wait_timeout = 10")
+            .await
+            .expect("a setting");
+        let v: i32 = sqlx::query_scalar("SELECT v FROM t WHERE id = 1 FOR UPDATE")
+            .fetch_one(&mut next)
+            .await
+            .expect("the frozen transaction let the row go");
+        assert_eq!(v, 0, "the frozen transaction was rolled back");
+        assert!(
+            commit.commit().await.is_err(),
+            "the frozen node's commit fails when it wakes"
+        );
+    }
 
     #[test]
     fn debug_hides_the_password() {
