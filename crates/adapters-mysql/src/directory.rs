@@ -1,8 +1,11 @@
-//! [`RoomDirectory`]: short ids (unique both ways) and the room summaries that commits write,
-//! listed hottest first and scanned open room by open room.
+//! [`RoomDirectory`]: short ids (unique both ways), the room summaries that commits write,
+//! listed hottest first and scanned open room by open room, and cover claims (unique by
+//! cover).
 
 use async_trait::async_trait;
-use room_app::ports::{MAX_OPEN_SCAN, OpenRoom, RoomDirectory, RoomSummary, check_summaries_read};
+use room_app::ports::{
+    CoverHolder, MAX_OPEN_SCAN, OpenRoom, RoomDirectory, RoomSummary, check_summaries_read,
+};
 use room_domain::{RoomId, Timestamp};
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, MySqlConnection, QueryBuilder};
@@ -287,6 +290,93 @@ impl RoomDirectory for MySqlStore {
             .await?;
         rows.iter().map(open_room).collect()
     }
+
+    async fn claim_cover(
+        &self,
+        cover_url: &str,
+        room_id: &RoomId,
+        now: Timestamp,
+    ) -> Result<CoverHolder> {
+        self.retrying("claim_cover", || {
+            claim_cover_once(self, cover_url, room_id, now)
+        })
+        .await
+    }
+
+    async fn take_over_cover(
+        &self,
+        cover_url: &str,
+        from: &RoomId,
+        to: &RoomId,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let moved = self
+            .retrying("take_over_cover", || async move {
+                Ok(sqlx::query(
+                    "UPDATE room_covers SET room_id = ?, claimed_at = ?
+                     WHERE cover_url = ? AND room_id = ?",
+                )
+                .bind(to.as_str())
+                .bind(now.as_millis())
+                .bind(cover_url.as_bytes())
+                .bind(from.as_str())
+                .execute(&self.pool)
+                .await?)
+            })
+            .await?;
+        Ok(moved.rows_affected() == 1)
+    }
+
+    async fn release_cover(&self, cover_url: &str, room_id: &RoomId) -> Result<()> {
+        self.retrying("release_cover", || async move {
+            Ok(
+                sqlx::query("DELETE FROM room_covers WHERE cover_url = ? AND room_id = ?")
+                    .bind(cover_url.as_bytes())
+                    .bind(room_id.as_str())
+                    .execute(&self.pool)
+                    .await?,
+            )
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+/// One try of [`RoomDirectory::claim_cover`]: the insert the cover's key decides (a no-op
+/// update when the cover is held), then the holder. A claim let go between the two is
+/// claimed again.
+async fn claim_cover_once(
+    store: &MySqlStore,
+    cover_url: &str,
+    room_id: &RoomId,
+    now: Timestamp,
+) -> Result<CoverHolder, TxError> {
+    let mut conn = store.pool.acquire().await?;
+    for _ in 0..3 {
+        sqlx::query(
+            "INSERT INTO room_covers (cover_url, room_id, claimed_at) VALUES (?, ?, ?)
+             ON DUPLICATE KEY UPDATE cover_url = cover_url",
+        )
+        .bind(cover_url.as_bytes())
+        .bind(room_id.as_str())
+        .bind(now.as_millis())
+        .execute(&mut *conn)
+        .await?;
+        let holder = sqlx::query("SELECT room_id, claimed_at FROM room_covers WHERE cover_url = ?")
+            .bind(cover_url.as_bytes())
+            .fetch_optional(&mut *conn)
+            .await?;
+        if let Some(row) = holder {
+            conn.release();
+            return Ok(CoverHolder {
+                room_id: id_col(&row, "room_id")?,
+                claimed_at: Timestamp(col(&row, "claimed_at")?),
+            });
+        }
+    }
+    Err(TxError::Port(room_app::Error::Unavailable(
+        "the cover was let go at each of three claims".into(),
+    )))
 }
 
 #[cfg(test)]

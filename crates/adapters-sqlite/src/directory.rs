@@ -1,15 +1,19 @@
-//! [`RoomDirectory`]: short ids (unique both ways) and the room summaries that commits write,
-//! listed hottest first and scanned open room by open room.
+//! [`RoomDirectory`]: short ids (unique both ways), the room summaries that commits write,
+//! listed hottest first and scanned open room by open room, and cover claims (unique by
+//! cover).
 
 use async_trait::async_trait;
-use room_app::ports::{MAX_OPEN_SCAN, OpenRoom, RoomDirectory, RoomSummary, check_summaries_read};
+use room_app::ports::{
+    CoverHolder, MAX_OPEN_SCAN, OpenRoom, RoomDirectory, RoomSummary, check_summaries_read,
+};
 use room_domain::{RoomId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Sqlite};
 
-use crate::codec::{col, db, id_col, sql, to_i64, u32_col, u64_col};
+use crate::codec::{col, db, id_col, sql, stored_u64, to_i64, u32_col, u64_col};
 use crate::{Result, SqliteStore};
+use room_app::Error;
 
 /// A summary encoded for its table.
 pub(crate) struct SummaryRow {
@@ -128,11 +132,51 @@ const SCAN_OPEN: &str = concat!(
      ORDER BY room_id LIMIT ?2"
 );
 
-fn open_room(row: &SqliteRow) -> Result<OpenRoom> {
-    let short_id: Option<i64> = col(row, "short_id")?;
+/// A row of [`SCAN_OPEN`], read by the scanner's rusqlite connection: by position, in the
+/// order of [`summary_columns`] and then the short id.
+fn open_room(row: &rusqlite::Row<'_>) -> Result<OpenRoom> {
+    fn id<T>(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<T>
+    where
+        T: for<'a> TryFrom<&'a str, Error = room_domain::IdError>,
+    {
+        let text = row
+            .get_ref(index)
+            .and_then(|v| Ok(v.as_str()?))
+            .map_err(sql)?;
+        T::try_from(text).map_err(|e| Error::corrupt(format!("stored {name}: {e}")))
+    }
+    fn int(row: &rusqlite::Row<'_>, index: usize) -> Result<i64> {
+        row.get(index).map_err(sql)
+    }
+    fn small(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<u32> {
+        let value = int(row, index)?;
+        u32::try_from(value)
+            .map_err(|_| Error::corrupt(format!("stored {name} {value} is out of range")))
+    }
+    let short_id: Option<i64> = row.get(14).map_err(sql)?;
     Ok(OpenRoom {
-        summary: summary(row)?,
-        short_id: short_id.map(|_| u32_col(row, "short_id")).transpose()?,
+        summary: RoomSummary {
+            room_id: id(row, 0, "room_id")?,
+            owner: id(row, 1, "owner")?,
+            name: row.get(2).map_err(sql)?,
+            open: row.get(3).map_err(sql)?,
+            heat: int(row, 4)?,
+            online: small(row, 5, "online")?,
+            locked: row.get(6).map_err(sql)?,
+            version: stored_u64(int(row, 7)?, "version")?,
+            region: row.get(8).map_err(sql)?,
+            cover_url: row.get(9).map_err(sql)?,
+            seats_taken: small(row, 10, "seats_taken")?,
+            created_at: Timestamp(int(row, 11)?),
+            recent_heat_milli: int(row, 12)?,
+            recent_heat_at: Timestamp(int(row, 13)?),
+        },
+        short_id: short_id
+            .map(|value| {
+                u32::try_from(value)
+                    .map_err(|_| Error::corrupt(format!("stored short_id {value} is out of range")))
+            })
+            .transpose()?,
     })
 }
 
@@ -243,13 +287,80 @@ impl RoomDirectory for SqliteStore {
 
     async fn scan_open(&self, after: Option<RoomId>, limit: u32) -> Result<Vec<OpenRoom>> {
         // Room ids are never empty, so "after the empty id" is from the first.
-        let rows = sqlx::query(SCAN_OPEN)
-            .bind(after.as_ref().map_or("", RoomId::as_str))
-            .bind(i64::from(limit.min(MAX_OPEN_SCAN)))
-            .fetch_all(&self.readers)
+        let after = after.map_or_else(String::new, |room| room.to_string());
+        let limit = i64::from(limit.min(MAX_OPEN_SCAN));
+        self.scanner
+            .scan(move |conn| {
+                let mut scan = conn.prepare_cached(SCAN_OPEN).map_err(sql)?;
+                let mut rows = scan.query(params![after, limit]).map_err(sql)?;
+                let mut rooms = Vec::new();
+                while let Some(row) = rows.next().map_err(sql)? {
+                    rooms.push(open_room(row)?);
+                }
+                Ok(rooms)
+            })
             .await
-            .map_err(db)?;
-        rows.iter().map(open_room).collect()
+    }
+
+    async fn claim_cover(
+        &self,
+        cover_url: &str,
+        room_id: &RoomId,
+        now: Timestamp,
+    ) -> Result<CoverHolder> {
+        let (cover_url, room_id) = (cover_url.to_owned(), room_id.to_string());
+        // One job of the single writer: the insert and the read of the holder see one state.
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO room_covers (cover_url, room_id, claimed_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (cover_url) DO NOTHING",
+            )
+            .and_then(|mut insert| insert.execute(params![cover_url, room_id, now.as_millis()]))
+            .map_err(sql)?;
+            let (holder, claimed_at): (String, i64) = conn
+                .prepare_cached("SELECT room_id, claimed_at FROM room_covers WHERE cover_url = ?1")
+                .and_then(|mut select| {
+                    select.query_row([&cover_url], |row| Ok((row.get(0)?, row.get(1)?)))
+                })
+                .map_err(sql)?;
+            Ok(CoverHolder {
+                room_id: RoomId::try_from(holder.as_str())
+                    .map_err(|e| Error::corrupt(format!("stored room_id: {e}")))?,
+                claimed_at: Timestamp(claimed_at),
+            })
+        })
+        .await
+    }
+
+    async fn take_over_cover(
+        &self,
+        cover_url: &str,
+        from: &RoomId,
+        to: &RoomId,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let moved = self
+            .execute(
+                "UPDATE room_covers SET room_id = ?1, claimed_at = ?2
+                 WHERE cover_url = ?3 AND room_id = ?4",
+                (
+                    to.to_string(),
+                    now.as_millis(),
+                    cover_url.to_owned(),
+                    from.to_string(),
+                ),
+            )
+            .await?;
+        Ok(moved == 1)
+    }
+
+    async fn release_cover(&self, cover_url: &str, room_id: &RoomId) -> Result<()> {
+        self.execute(
+            "DELETE FROM room_covers WHERE cover_url = ?1 AND room_id = ?2",
+            (cover_url.to_owned(), room_id.to_string()),
+        )
+        .await?;
+        Ok(())
     }
 }
 

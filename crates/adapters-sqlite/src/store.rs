@@ -17,6 +17,7 @@ use crate::Result;
 use crate::checkpoint::Checkpointer;
 use crate::codec::{db, sql};
 use crate::connection::open_writer;
+use crate::scanner::Scanner;
 use crate::writer::{WriteStats, Writer};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -78,6 +79,8 @@ impl SqliteSettings {
 pub struct SqliteStore {
     pub(crate) writer: Writer,
     pub(crate) readers: SqlitePool,
+    /// The read-only connection of scans over thousands of rows.
+    pub(crate) scanner: Scanner,
     checkpointer: Arc<Checkpointer>,
     /// The file's exclusive advisory lock, held until [`SqliteStore::close`] (or the last
     /// clone is dropped, or the process ends, however it ends).
@@ -166,6 +169,7 @@ impl SqliteStore {
 
         let path = options.get_filename().to_owned();
         let busy_timeout = Duration::from_millis(settings.busy_timeout_ms);
+        let scanner = Scanner::new(&path, busy_timeout);
         let restart_wanted = Arc::new(AtomicBool::new(false));
         let wal_limit = i64::try_from(settings.wal_size_limit_bytes).unwrap_or(i64::MAX);
         let checkpointer = Arc::new(Checkpointer::spawn(
@@ -192,6 +196,7 @@ impl SqliteStore {
                 busy_timeout,
             )?,
             readers,
+            scanner,
             checkpointer,
             owner: Arc::new(Mutex::new(Some(owner))),
         })
@@ -202,6 +207,8 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.writer.close().await;
         self.readers.close().await;
+        let scanner = self.scanner.clone();
+        let _ = tokio::task::spawn_blocking(move || scanner.close()).await;
         let checkpointer = self.checkpointer.clone();
         let _ = tokio::task::spawn_blocking(move || checkpointer.stop()).await;
         // Another process may open the file now.

@@ -23,9 +23,8 @@ use room_domain::{RoomId, UserId};
 use crate::error::{Error, Result};
 use crate::follows::{FollowedCursor, RoomFollowing};
 use crate::ports::{
-    Change, ClockRef, IdGenRef, ListCacheRef, MAX_OPEN_SCAN, MAX_ROBOT_ROOM_PAGE,
-    MAX_SUMMARIES_READ, ProfilePatch, RobotRoomsRef, RoomDirectoryRef, RoomPinsRef, UserProfile,
-    WorkClaimsRef,
+    Change, ClockRef, IdGenRef, ListCacheRef, MAX_ROBOT_ROOM_PAGE, MAX_SUMMARIES_READ,
+    ProfilePatch, RobotRoomsRef, RoomDirectoryRef, RoomPinsRef, UserProfile, WorkClaimsRef,
 };
 use crate::profiles::Profiles;
 
@@ -43,6 +42,13 @@ pub struct ListsConfig {
     /// The most open rooms one refresh ranks; the lists end there.
     pub max_rooms: u32,
 }
+
+/// Open rooms per read of a refresh's scan: a read's rows are decoded in one go, and
+/// requests arriving meanwhile on the same worker wait for it; smaller reads let them in
+/// between (at most [`MAX_OPEN_SCAN`]).
+///
+/// [`MAX_OPEN_SCAN`]: crate::ports::MAX_OPEN_SCAN
+const SCAN_PAGE: u32 = 1_000;
 
 impl Default for ListsConfig {
     fn default() -> Self {
@@ -250,11 +256,8 @@ impl RoomLists {
         let mut after = None;
         let mut truncated = false;
         loop {
-            let page = deps
-                .directory
-                .scan_open(after.take(), MAX_OPEN_SCAN)
-                .await?;
-            let full = page.len() == MAX_OPEN_SCAN as usize;
+            let page = deps.directory.scan_open(after.take(), SCAN_PAGE).await?;
+            let full = page.len() == SCAN_PAGE as usize;
             after = page.last().map(|r| r.summary.room_id.clone());
             rooms.extend(page);
             if rooms.len() >= max {
@@ -287,19 +290,29 @@ impl RoomLists {
         // last (or on a node whose clock is behind the one that ranked it) still replaces it.
         let held = self.held().map_or(0, |h| h.generation);
         let generation = u64::try_from(now.0).unwrap_or(0).max(held + 1);
-        Ok(Ranking::build(
-            rank::RankInput {
-                rooms,
-                owners: &profiles,
-                robots: &robots,
-                pins,
-                truncated,
-            },
-            &self.config.score,
-            &self.config.robots_left_out,
-            generation,
-            now,
-        ))
+        // Off the runtime's workers: ranking every room is milliseconds of CPU that requests
+        // arriving meanwhile would otherwise wait behind.
+        let (rules, left_out) = (
+            self.config.score.clone(),
+            self.config.robots_left_out.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            Ranking::build(
+                rank::RankInput {
+                    rooms,
+                    owners: &profiles,
+                    robots: &robots,
+                    pins,
+                    truncated,
+                },
+                &rules,
+                &left_out,
+                generation,
+                now,
+            )
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("the room lists' ranking failed: {e}")))
     }
 
     /// Every robot room.

@@ -24,9 +24,9 @@ mod vip;
 pub use list_cache::MemoryListCache;
 
 use crate::ports::{
-    Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CreditKind,
-    DeadLetter, DebitStatus, GiftCatalog, GiftOrders, KeyClaim, KeyedAnswer, KeyedRecord,
-    KeyedRequests, MAX_OPEN_SCAN, MAX_ROBOT_ROOM_PAGE, OpenRoom, OrderCursor, Outbox,
+    Activation, CatalogGift, CellStore, ClockRef, CommandRecord, CommitBatch, CoverHolder,
+    CreditKind, DeadLetter, DebitStatus, GiftCatalog, GiftOrders, KeyClaim, KeyedAnswer,
+    KeyedRecord, KeyedRequests, MAX_OPEN_SCAN, MAX_ROBOT_ROOM_PAGE, OpenRoom, OrderCursor, Outbox,
     OutboxMessage, Payout, Payouts, RobotRoomConfig, RobotRooms, RoomDirectory, RoomSummary,
     SnapshotStore, StoredEvent, Timer, TimerCursor, Timers, Wallet, WorkClaims,
 };
@@ -86,6 +86,8 @@ struct Tables {
     payouts: HashMap<String, (u64, Payout)>,
     next_payout: u64,
     short_ids: HashMap<u32, RoomId>,
+    /// Cover claims: the holder of each cover picture.
+    covers: HashMap<String, CoverHolder>,
     room_short: HashMap<RoomId, u32>,
     summaries: HashMap<RoomId, RoomSummary>,
     /// Work claims: name -> (owner, until).
@@ -858,6 +860,54 @@ impl RoomDirectory for InMemoryStore {
                 short_id: t.room_short.get(&summary.room_id).copied(),
             })
             .collect())
+    }
+
+    async fn claim_cover(
+        &self,
+        cover_url: &str,
+        room_id: &RoomId,
+        now: Timestamp,
+    ) -> Result<CoverHolder> {
+        Ok(self
+            .lock()
+            .covers
+            .entry(cover_url.to_owned())
+            .or_insert_with(|| CoverHolder {
+                room_id: room_id.clone(),
+                claimed_at: now,
+            })
+            .clone())
+    }
+
+    async fn take_over_cover(
+        &self,
+        cover_url: &str,
+        from: &RoomId,
+        to: &RoomId,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let mut t = self.lock();
+        match t.covers.get_mut(cover_url) {
+            Some(holder) if holder.room_id == *from => {
+                *holder = CoverHolder {
+                    room_id: to.clone(),
+                    claimed_at: now,
+                };
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn release_cover(&self, cover_url: &str, room_id: &RoomId) -> Result<()> {
+        let mut t = self.lock();
+        if t.covers
+            .get(cover_url)
+            .is_some_and(|h| h.room_id == *room_id)
+        {
+            t.covers.remove(cover_url);
+        }
+        Ok(())
     }
 }
 

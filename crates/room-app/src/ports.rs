@@ -68,8 +68,8 @@ pub use cell_store::{
 };
 pub use clock::{Clock, ClockRef, IdGen, IdGenRef};
 pub use directory::{
-    MAX_OPEN_SCAN, MAX_SUMMARIES_READ, OpenRoom, RoomDirectory, RoomDirectoryRef, RoomSummary,
-    check_summaries_read,
+    CoverHolder, MAX_OPEN_SCAN, MAX_SUMMARIES_READ, OpenRoom, RoomDirectory, RoomDirectoryRef,
+    RoomSummary, check_summaries_read,
 };
 pub use follows::{FollowOutcome, FollowedRoom, MAX_FOLLOW_PAGE, RoomFollows, RoomFollowsRef};
 pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer, ReadKind};

@@ -1,5 +1,5 @@
-//! The room directory ([`RoomDirectory`]): short ids, and the summaries of rooms every commit
-//! writes, listed open rooms by heat.
+//! The room directory ([`RoomDirectory`]): short ids, the summaries of rooms every commit
+//! writes, listed open rooms by heat, and which room holds each cover picture.
 
 use std::sync::Arc;
 
@@ -72,7 +72,16 @@ pub struct OpenRoom {
 /// The most rooms one [`RoomDirectory::scan_open`] returns, whatever it asks.
 pub const MAX_OPEN_SCAN: u32 = 5_000;
 
-/// The room directory: short ids and the list of open rooms by heat.
+/// Which room holds a cover picture, since when ([`RoomDirectory::claim_cover`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoverHolder {
+    /// The room.
+    pub room_id: RoomId,
+    /// When it claimed the cover.
+    pub claimed_at: Timestamp,
+}
+
+/// The room directory: short ids, the list of open rooms by heat, and cover claims.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait RoomDirectory: Send + Sync {
@@ -98,6 +107,27 @@ pub trait RoomDirectory: Send + Sync {
     /// `limit` (and at most [`MAX_OPEN_SCAN`]), each with its short id: one page of the
     /// refresher's scan of every open room.
     async fn scan_open(&self, after: Option<RoomId>, limit: u32) -> Result<Vec<OpenRoom>>;
+    /// Claims the cover picture `cover_url` for `room_id` at `now` if no room holds it, in
+    /// one write the store's key on the cover decides: of rooms claiming one cover at once,
+    /// one gets it. Answers the cover's holder after: `room_id` when the cover was free or the
+    /// room held it already (with its first claim's time), another room otherwise.
+    async fn claim_cover(
+        &self,
+        cover_url: &str,
+        room_id: &RoomId,
+        now: Timestamp,
+    ) -> Result<CoverHolder>;
+    /// Moves the cover from `from` to `to` at `now` if `from` holds it still (a compare and
+    /// set): `true` when it moved.
+    async fn take_over_cover(
+        &self,
+        cover_url: &str,
+        from: &RoomId,
+        to: &RoomId,
+        now: Timestamp,
+    ) -> Result<bool>;
+    /// Lets the cover go if `room_id` holds it; nothing otherwise.
+    async fn release_cover(&self, cover_url: &str, room_id: &RoomId) -> Result<()>;
 }
 
 /// Shared handle to a [`RoomDirectory`].

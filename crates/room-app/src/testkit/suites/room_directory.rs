@@ -1,6 +1,7 @@
 //! The conformance suite of [`RoomDirectory`]: short ids unique both ways, summaries written
 //! by commits (every field, the cover set and cleared), the list of open rooms by heat with
-//! cursor paging, and the scan of open rooms by room id with their short ids.
+//! cursor paging, the scan of open rooms by room id with their short ids, and cover claims
+//! (one holder per cover, also when rooms claim it at once; take-over by compare and set).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use room_domain::RoomId;
 
 use super::fixtures::{at, batch, ok, room, same, summary};
-use crate::ports::{CellStore, OpenRoom, RoomDirectory, RoomSummary};
+use crate::ports::{CellStore, CoverHolder, OpenRoom, RoomDirectory, RoomSummary};
 
 /// Runs every [`RoomDirectory`] check, each against a fresh store from `fresh`. Summaries are
 /// written only by [`CellStore::commit`], so the store must implement both.
@@ -23,6 +24,117 @@ where
     summaries_are_read_many_at_once(fresh().await).await;
     open_rooms_by_heat_with_paging(fresh().await).await;
     open_rooms_scanned_by_room_id(fresh().await).await;
+    a_cover_has_one_holder(fresh().await).await;
+    rooms_claiming_one_cover_at_once_leave_one_holder(fresh().await).await;
+}
+
+async fn a_cover_has_one_holder<S: RoomDirectory>(store: Arc<S>) {
+    let (a, b, c) = (room("room-a"), room("room-b"), room("room-c"));
+    let cover = "https://cdn.example.com/covers/Sunset.png?v=2";
+    let holder = |room_id: &RoomId, ms: i64| CoverHolder {
+        room_id: room_id.clone(),
+        claimed_at: at(ms),
+    };
+    same(
+        ok(store.claim_cover(cover, &a, at(100)).await, "claim_cover"),
+        holder(&a, 100),
+        "a free cover is claimed",
+    );
+    same(
+        ok(store.claim_cover(cover, &a, at(200)).await, "claim_cover"),
+        holder(&a, 100),
+        "claiming one's own cover again keeps the first claim",
+    );
+    same(
+        ok(store.claim_cover(cover, &b, at(300)).await, "claim_cover"),
+        holder(&a, 100),
+        "another room's claim answers the holder",
+    );
+    let other = "https://cdn.example.com/covers/sunset.png?v=2";
+    same(
+        ok(store.claim_cover(other, &b, at(300)).await, "claim_cover"),
+        holder(&b, 300),
+        "covers differing in case are two covers",
+    );
+    assert!(
+        !ok(
+            store.take_over_cover(cover, &c, &b, at(400)).await,
+            "take_over_cover"
+        ),
+        "a take-over from a room that does not hold the cover moves nothing"
+    );
+    assert!(
+        ok(
+            store.take_over_cover(cover, &a, &b, at(500)).await,
+            "take_over_cover"
+        ),
+        "a take-over from the holder moves the cover"
+    );
+    same(
+        ok(store.claim_cover(cover, &a, at(600)).await, "claim_cover"),
+        holder(&b, 500),
+        "the cover is the new holder's, from the take-over",
+    );
+    assert!(
+        !ok(
+            store.take_over_cover(cover, &a, &c, at(700)).await,
+            "take_over_cover"
+        ),
+        "a second take-over from the old holder moves nothing"
+    );
+    ok(store.release_cover(cover, &a).await, "release_cover");
+    same(
+        ok(store.claim_cover(cover, &c, at(800)).await, "claim_cover"),
+        holder(&b, 500),
+        "a room that does not hold the cover cannot let it go",
+    );
+    ok(store.release_cover(cover, &b).await, "release_cover");
+    same(
+        ok(store.claim_cover(cover, &c, at(900)).await, "claim_cover"),
+        holder(&c, 900),
+        "a cover let go is claimed anew",
+    );
+    let longest = format!("https://cdn.example.com/{}.png", "x".repeat(2020));
+    assert_eq!(longest.len(), 2048);
+    same(
+        ok(
+            store.claim_cover(&longest, &a, at(1000)).await,
+            "claim_cover",
+        ),
+        holder(&a, 1000),
+        "a cover of the longest allowed URL is claimed",
+    );
+}
+
+async fn rooms_claiming_one_cover_at_once_leave_one_holder<S: RoomDirectory + 'static>(
+    store: Arc<S>,
+) {
+    let cover = "https://cdn.example.com/covers/raced.png";
+    let claims: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let room_id = room(&format!("room-{i}"));
+                let holder = store.claim_cover(cover, &room_id, at(i)).await;
+                (room_id, holder)
+            })
+        })
+        .collect();
+    let mut holders = Vec::new();
+    let mut winners = 0;
+    for claim in claims {
+        let (room_id, holder) = claim.await.expect("a claim");
+        let holder = ok(holder, "claim_cover");
+        if holder.room_id == room_id {
+            winners += 1;
+        }
+        holders.push(holder);
+    }
+    assert_eq!(winners, 1, "one room got the cover: {holders:?}");
+    assert!(
+        holders.windows(2).all(|w| w[0] == w[1]),
+        "every claim answered the same holder: {holders:?}"
+    );
 }
 
 async fn short_ids_are_unique_both_ways<S: RoomDirectory>(store: Arc<S>) {
