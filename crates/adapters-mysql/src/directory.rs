@@ -306,7 +306,7 @@ impl RoomDirectory for MySqlStore {
     async fn take_over_cover(
         &self,
         cover_url: &str,
-        from: &RoomId,
+        from: &CoverHolder,
         to: &RoomId,
         now: Timestamp,
     ) -> Result<bool> {
@@ -314,12 +314,13 @@ impl RoomDirectory for MySqlStore {
             .retrying("take_over_cover", || async move {
                 Ok(sqlx::query(
                     "UPDATE room_covers SET room_id = ?, claimed_at = ?
-                     WHERE cover_url = ? AND room_id = ?",
+                     WHERE cover_url = ? AND room_id = ? AND claimed_at = ?",
                 )
                 .bind(to.as_str())
                 .bind(now.as_millis())
                 .bind(cover_url.as_bytes())
-                .bind(from.as_str())
+                .bind(from.room_id.as_str())
+                .bind(from.claimed_at.as_millis())
                 .execute(&self.pool)
                 .await?)
             })

@@ -335,19 +335,20 @@ impl RoomDirectory for SqliteStore {
     async fn take_over_cover(
         &self,
         cover_url: &str,
-        from: &RoomId,
+        from: &CoverHolder,
         to: &RoomId,
         now: Timestamp,
     ) -> Result<bool> {
         let moved = self
             .execute(
                 "UPDATE room_covers SET room_id = ?1, claimed_at = ?2
-                 WHERE cover_url = ?3 AND room_id = ?4",
+                 WHERE cover_url = ?3 AND room_id = ?4 AND claimed_at = ?5",
                 (
                     to.to_string(),
                     now.as_millis(),
                     cover_url.to_owned(),
-                    from.to_string(),
+                    from.room_id.to_string(),
+                    from.claimed_at.as_millis(),
                 ),
             )
             .await?;

@@ -94,6 +94,9 @@ pub enum Error {
         /// When the user may try again.
         retry_at: room_domain::Timestamp,
     },
+    /// Another open room shows the cover picture a room was to set: nothing was changed.
+    #[error("the cover is in use by another room: {0}")]
+    CoverInUse(String),
 }
 
 impl Error {

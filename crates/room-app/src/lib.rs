@@ -59,6 +59,7 @@ pub use memory::{InMemoryStore, MemoryListCache};
 pub use ports::CommandReply;
 pub use robot_admin::RobotRoomAdmin;
 pub use service::{
-    BannedUser, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS, OnlineUser, RankEntry,
-    RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView, ServicePorts,
+    BannedUser, COVER_CLAIM_GRACE, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS,
+    OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView,
+    ServicePorts,
 };

@@ -882,13 +882,13 @@ impl RoomDirectory for InMemoryStore {
     async fn take_over_cover(
         &self,
         cover_url: &str,
-        from: &RoomId,
+        from: &CoverHolder,
         to: &RoomId,
         now: Timestamp,
     ) -> Result<bool> {
         let mut t = self.lock();
         match t.covers.get_mut(cover_url) {
-            Some(holder) if holder.room_id == *from => {
+            Some(holder) if holder == from => {
                 *holder = CoverHolder {
                     room_id: to.clone(),
                     claimed_at: now,

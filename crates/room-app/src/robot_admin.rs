@@ -145,6 +145,12 @@ impl RobotRoomAdmin {
         };
         let room_id = key.room_id(&owner.user_id)?;
         check_pool(&self.configs, &room_id, &config.robots).await?;
+        // The cover is claimed before the room is made: another open room's cover is refused
+        // with nothing written (a claim left by a request that fails later is taken over
+        // once its grace passed, or claimed again by the request's repeat).
+        if let Some(cover) = &config.profile.cover_url {
+            self.service.claim_cover(&room_id, cover).await?;
+        }
         let exists = |why| RobotAdminError::Exists {
             room_id: room_id.clone(),
             why,
@@ -302,18 +308,28 @@ impl RobotRoomAdmin {
                 return Err(RobotAdminError::RoomClosed(room_id));
             }
         }
+        // A new cover is claimed before anything is written: another open room's cover is
+        // refused with the configuration unchanged.
+        let new_cover =
+            config.profile.cover_url.clone().filter(|cover| {
+                profile_changed && stored.profile.cover_url.as_ref() != Some(cover)
+            });
+        if let Some(cover) = &new_cover {
+            self.service.claim_cover(&room_id, cover).await?;
+        }
         config.version = stored.version + 1;
         config.updated_at = self.service.ports().clock.now();
         // The configuration first: if it lost a race, nothing was written to the room either.
-        self.configs
-            .update(&config, stored.version)
-            .await
-            .map_err(|error| match error {
-                Error::Conflict(_) => RobotAdminError::Changed(room_id.clone()),
-                Error::NotFound(_) => RobotAdminError::NotFound(room_id.clone()),
-                Error::RobotTaken { robot, room_id } => taken(&config.robots, &robot, &room_id),
-                other => other.into(),
-            })?;
+        let updated = self.configs.update(&config, stored.version).await;
+        if let (Err(_), Some(cover)) = (&updated, &new_cover) {
+            self.service.release_cover(&room_id, cover).await;
+        }
+        updated.map_err(|error| match error {
+            Error::Conflict(_) => RobotAdminError::Changed(room_id.clone()),
+            Error::NotFound(_) => RobotAdminError::NotFound(room_id.clone()),
+            Error::RobotTaken { robot, room_id } => taken(&config.robots, &robot, &room_id),
+            other => other.into(),
+        })?;
         if profile_changed {
             self.show_profile(&room_id)
                 .await

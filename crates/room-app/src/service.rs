@@ -2,12 +2,14 @@
 //! commands for the room's cell, or reads the cell's state or the directory.
 //!
 //! `room_service` holds the service and how a use case reaches a room; the use cases are
-//! grouped by what they touch: `rooms` (creation, profile, closing), `members` (joins and
+//! grouped by what they touch: `rooms` (creation, profile, closing), `covers` (one open room
+//! per cover picture), `members` (joins and
 //! leaves), `current_room` (the user's current-room record and how rooms follow it), `commands` (commands of users, the system and robots, and the room's lists),
 //! `money` (gifts, the catalog, balances). `views` is what clients see, `idempotency` the
 //! keys that make a request repeatable, `password` how room passwords are kept.
 
 mod commands;
+mod covers;
 mod current_room;
 mod idempotency;
 mod members;
@@ -17,6 +19,7 @@ mod room_service;
 mod rooms;
 mod views;
 
+pub use covers::COVER_CLAIM_GRACE;
 pub use idempotency::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
 pub use money::MAX_ADMIN_CREDIT;
 pub use room_service::{RoomService, ServicePorts};

@@ -165,6 +165,7 @@ impl From<room_app::Error> for ApiError {
             E::Invalid(message) => Self::of(ApiCode::InvalidRequest, message),
             E::InvalidProfile(message) => Self::of(ApiCode::InvalidProfile, message),
             E::InvalidVipGrant(message) => Self::of(ApiCode::InvalidVipGrant, message),
+            E::CoverInUse(message) => Self::of(ApiCode::CoverInUse, message),
             E::InvalidVipLevels(message) => Self::of(ApiCode::InvalidVipLevels, message),
             E::GiftNotFound(gift_id) => Self::of(
                 ApiCode::GiftNotFound,

@@ -408,3 +408,53 @@ async fn image_urls_are_absolute_web_addresses_or_refused_naming_the_field() {
         (StatusCode::BAD_REQUEST, "INVALID_URL")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cover_another_open_room_shows_is_refused_as_in_use() {
+    let t = TestApp::new().await;
+    let first = t.create_room("alice").await;
+    let second = t.create_room("bob").await;
+    let cover = json!({ "cover_url": "https://img.example/covers/one.png" });
+    let (status, room) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{first}"),
+            Some(&t.token("alice")),
+            Some(cover.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{second}"),
+            Some(&t.token("bob")),
+            Some(cover.clone()),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::CONFLICT, "COVER_IN_USE"),
+        "{body}"
+    );
+    assert_eq!(body["error"]["retryable"], json!(false), "{body}");
+    // Closed, the first room lets it go.
+    let (status, _) = t
+        .call(
+            Method::POST,
+            &format!("/v1/rooms/{first}/close"),
+            Some(&t.token("alice")),
+            None,
+        )
+        .await;
+    assert!(status.is_success(), "{status}");
+    let (status, room) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{second}"),
+            Some(&t.token("bob")),
+            Some(cover),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+}

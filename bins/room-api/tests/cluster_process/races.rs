@@ -1,6 +1,7 @@
 //! The same thing twice at once, through both nodes of a cluster on one MariaDB and one
 //! Redis: a user's joins of two rooms, two claims of one robot, and a user's room creations
-//! and event streams, which the cluster counts once for both nodes.
+//! and event streams, which the cluster counts once for both nodes; and rooms setting one
+//! cover at once.
 
 use std::time::Instant;
 
@@ -280,4 +281,70 @@ async fn a_users_room_budget_and_stream_cap_hold_over_two_nodes() {
         open.len()
     );
     assert_eq!(refused, STREAMS);
+}
+
+/// Ten rooms, half running on each node, all set one cover at once through both nodes: the
+/// store's key on the cover leaves exactly one of them showing it, and every other change is
+/// refused 409 `COVER_IN_USE` with its room unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_rooms_setting_one_cover_at_once_through_two_nodes_leave_one_showing_it() {
+    let Some((shared, _database, _turn)) = shared("covers_at_once").await else {
+        return;
+    };
+    let a = std::sync::Arc::new(Node::start(&shared, "node-a").await);
+    let b = std::sync::Arc::new(Node::start(&shared, "node-b").await);
+    const ROOMS: usize = 10;
+    let mut rooms = Vec::new();
+    for i in 0..ROOMS {
+        let node = if i % 2 == 0 { &a } else { &b };
+        let owner = format!("cover-owner-{i}");
+        let room = node
+            .post_until_ok("/v1/rooms", &owner, json!({ "name": format!("Cover {i}") }))
+            .await["room_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        rooms.push((room, owner));
+    }
+    let cover = "https://cdn.example.com/covers/raced.png";
+    let mut changes = tokio::task::JoinSet::new();
+    for (i, (room, owner)) in rooms.iter().cloned().enumerate() {
+        // Each change through the node that does not run its room, and through the one that
+        // does, alternately.
+        let node = if i % 4 < 2 { a.clone() } else { b.clone() };
+        changes.spawn(async move {
+            let (status, body) = node
+                .send(
+                    reqwest::Method::PATCH,
+                    &format!("/v1/rooms/{room}"),
+                    &owner,
+                    json!({ "cover_url": cover }),
+                )
+                .await;
+            (room, status, body)
+        });
+    }
+    let mut shown_by = Vec::new();
+    while let Some(change) = changes.join_next().await {
+        let (room, status, body) = change.unwrap();
+        match status {
+            200 => {
+                assert_eq!(body["cover_url"], json!(cover), "{body}");
+                shown_by.push(room);
+            }
+            409 => assert_eq!(body["error"]["code"], json!("COVER_IN_USE"), "{body}"),
+            other => panic!("room {room}: {other} {body}"),
+        }
+    }
+    assert_eq!(shown_by.len(), 1, "one room got the cover: {shown_by:?}");
+    for (room, _) in &rooms {
+        let (status, body) = a.get(&format!("/v1/rooms/{room}"), "reader").await;
+        assert_eq!(status, 200, "{body}");
+        let expected = if *room == shown_by[0] {
+            json!(cover)
+        } else {
+            Value::Null
+        };
+        assert_eq!(body["cover_url"], expected, "room {room}: {body}");
+    }
 }

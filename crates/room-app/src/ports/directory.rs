@@ -117,12 +117,13 @@ pub trait RoomDirectory: Send + Sync {
         room_id: &RoomId,
         now: Timestamp,
     ) -> Result<CoverHolder>;
-    /// Moves the cover from `from` to `to` at `now` if `from` holds it still (a compare and
-    /// set): `true` when it moved.
+    /// Moves the cover to `to` at `now` if `from` is its claim still, the same room with the
+    /// same claim time (a compare and set): `true` when it moved. A holder's own claim is
+    /// renewed the same way (`to` its holder).
     async fn take_over_cover(
         &self,
         cover_url: &str,
-        from: &RoomId,
+        from: &CoverHolder,
         to: &RoomId,
         now: Timestamp,
     ) -> Result<bool>;

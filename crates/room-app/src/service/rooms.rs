@@ -11,7 +11,7 @@ use super::password::hash_password;
 use super::room_service::RoomService;
 use super::views::{RoomPatch, RoomView, view_of};
 use crate::error::{Error, Result};
-use crate::ports::{CommandReply, RoomSummary};
+use crate::ports::CommandReply;
 
 impl RoomService {
     /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
@@ -147,15 +147,6 @@ impl RoomService {
         self.get_room(&room_id).await
     }
 
-    /// Open rooms, hottest first.
-    pub async fn list_rooms(
-        &self,
-        cursor: Option<(i64, RoomId)>,
-        limit: u32,
-    ) -> Result<Vec<RoomSummary>> {
-        self.ports.directory.list_open_by_heat(cursor, limit).await
-    }
-
     /// Applies a profile patch as several commands, in order; stops at the first refusal.
     /// With a key, each command's id comes from it.
     pub async fn update_room(
@@ -166,19 +157,46 @@ impl RoomService {
         key: Option<&IdempotencyKey>,
     ) -> Result<RoomView> {
         let actor = Actor::User(actor.clone());
+        // A new cover is claimed first: one open room at a time shows it.
+        let covers = match &patch.cover_url {
+            Some(new) => {
+                let old = self
+                    .query(room_id, |state| state.profile.cover_url.clone())
+                    .await?;
+                let new = Some(new.clone()).filter(|cover| !cover.is_empty());
+                if let Some(cover) = new.as_deref().filter(|_| new != old) {
+                    // Only a cover the room would take is claimed.
+                    room_domain::check_image_url(room_domain::Field::CoverUrl, cover)?;
+                    self.claim_cover(room_id, cover).await?;
+                }
+                (new != old).then_some((old, new))
+            }
+            None => None,
+        };
         if patch.name.is_some() || patch.notice.is_some() || patch.cover_url.is_some() {
-            self.run_keyed(
-                room_id,
-                actor.clone(),
-                key,
-                "profile",
-                CommandKind::UpdateProfile {
-                    name: patch.name,
-                    notice: patch.notice,
-                    cover_url: patch.cover_url,
-                },
-            )
-            .await?;
+            let changed = self
+                .run_keyed(
+                    room_id,
+                    actor.clone(),
+                    key,
+                    "profile",
+                    CommandKind::UpdateProfile {
+                        name: patch.name,
+                        notice: patch.notice,
+                        cover_url: patch.cover_url,
+                    },
+                )
+                .await;
+            match (&changed, covers) {
+                // Refused for sure: the new cover was never shown. (An outcome not known
+                // keeps the claim; if the change did not happen, it is taken over later.)
+                (Err(Error::Rejected(_)), Some((_, Some(new)))) => {
+                    self.release_cover(room_id, &new).await
+                }
+                (Ok(_), Some((Some(old), _))) => self.release_cover(room_id, &old).await,
+                _ => {}
+            }
+            changed?;
         }
         if let Some(background) = patch.background_url {
             let background_url = Some(background).filter(|url| !url.is_empty());

@@ -6,6 +6,7 @@
 mod batch_faults;
 mod claims;
 mod consumers;
+mod covers;
 mod creation;
 mod current_room;
 mod eviction;

@@ -148,7 +148,9 @@ async fn an_invalid_pool_audience_gift_mix_or_number_is_refused_with_its_field()
     assert!(
         world
             .service
-            .list_rooms(None, 100)
+            .ports()
+            .directory
+            .scan_open(None, 100)
             .await
             .expect("rooms")
             .is_empty(),
@@ -480,7 +482,9 @@ async fn a_creation_whose_configuration_was_not_stored_is_finished_by_its_repeat
     assert_eq!(
         world
             .service
-            .list_rooms(None, 100)
+            .ports()
+            .directory
+            .scan_open(None, 100)
             .await
             .expect("rooms")
             .len(),

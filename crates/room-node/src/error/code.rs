@@ -199,6 +199,9 @@ api_codes! {
     RoomAlreadyExists = "ROOM_ALREADY_EXISTS", CONFLICT, false;
     /// The seat is taken.
     SeatOccupied = "SEAT_OCCUPIED", CONFLICT, false;
+    /// Another open room shows this cover picture (one open room at a time may): choose
+    /// another. Nothing was changed.
+    CoverInUse = "COVER_IN_USE", CONFLICT, false;
     /// The caller follows as many rooms as they may (`ROOM__LISTS__MAX_FOLLOWS_PER_USER`):
     /// unfollow one first.
     FollowLimit = "FOLLOW_LIMIT", CONFLICT, false;

@@ -179,6 +179,7 @@ pub async fn get_room_by_short_id(
         (status = 400, description = "Bad input: `MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_PASSWORD`, `FIELD_EMPTY`, `FIELD_TOO_LONG`, `FIELD_INVALID_CHARACTER`, `INVALID_URL`", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not the owner or an admin", body = ErrorResponse),
         (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 409, description = "`COVER_IN_USE`: another open room shows this cover", body = ErrorResponse),
         (status = 422, description = "A room rule refused it, e.g. `ROOM_CLOSED`", body = ErrorResponse),
     ),
     security(("bearer" = []))

@@ -58,17 +58,48 @@ async fn a_cover_has_one_holder<S: RoomDirectory>(store: Arc<S>) {
     );
     assert!(
         !ok(
-            store.take_over_cover(cover, &c, &b, at(400)).await,
+            store
+                .take_over_cover(cover, &holder(&c, 100), &b, at(400))
+                .await,
             "take_over_cover"
         ),
         "a take-over from a room that does not hold the cover moves nothing"
     );
     assert!(
-        ok(
-            store.take_over_cover(cover, &a, &b, at(500)).await,
+        !ok(
+            store
+                .take_over_cover(cover, &holder(&a, 99), &b, at(400))
+                .await,
             "take_over_cover"
         ),
-        "a take-over from the holder moves the cover"
+        "a take-over of another claim of the holder moves nothing"
+    );
+    assert!(
+        ok(
+            store
+                .take_over_cover(cover, &holder(&a, 100), &a, at(450))
+                .await,
+            "take_over_cover"
+        ),
+        "the holder renews its claim"
+    );
+    assert!(
+        !ok(
+            store
+                .take_over_cover(cover, &holder(&a, 100), &b, at(460))
+                .await,
+            "take_over_cover"
+        ),
+        "a take-over of the claim before its renewal moves nothing"
+    );
+    assert!(
+        ok(
+            store
+                .take_over_cover(cover, &holder(&a, 450), &b, at(500))
+                .await,
+            "take_over_cover"
+        ),
+        "a take-over of the holder's claim moves the cover"
     );
     same(
         ok(store.claim_cover(cover, &a, at(600)).await, "claim_cover"),
@@ -77,7 +108,9 @@ async fn a_cover_has_one_holder<S: RoomDirectory>(store: Arc<S>) {
     );
     assert!(
         !ok(
-            store.take_over_cover(cover, &a, &c, at(700)).await,
+            store
+                .take_over_cover(cover, &holder(&a, 450), &c, at(700))
+                .await,
             "take_over_cover"
         ),
         "a second take-over from the old holder moves nothing"
