@@ -241,19 +241,24 @@ impl RoomService {
         room_id: &RoomId,
         key: Option<&IdempotencyKey>,
     ) -> Result<()> {
-        let members: Vec<UserId> = self
+        let (members, cover): (Vec<UserId>, Option<String>) = self
             .query(room_id, |state| {
-                state
+                let members = state
                     .members
                     .iter()
                     .filter(|(_, member)| !member.robot)
                     .map(|(user, _)| user.clone())
-                    .collect()
+                    .collect();
+                (members, state.profile.cover_url.clone())
             })
             .await?;
         let actor = Actor::User(actor.clone());
         self.run_keyed(room_id, actor, key, "close", CommandKind::CloseRoom)
             .await?;
+        // A closed room's cover is free for another room (a claim left here is taken over).
+        if let Some(cover) = cover {
+            self.release_cover(room_id, &cover).await;
+        }
         // A member who joined between the listing and the close has their record cleared by
         // their own join's settle if it comes after the close; otherwise it names the closed
         // room until their next join or the eviction pass, which clears it.

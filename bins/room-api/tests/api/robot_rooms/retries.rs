@@ -22,8 +22,10 @@ async fn a_repeated_creation_lands_on_the_same_room() {
     assert_eq!(again["created_at"], first["created_at"]);
     assert_eq!(listed(&t).await.len(), 1);
 
-    // Another configuration gets another room.
+    // Another configuration gets another room (with a cover of its own: one open room
+    // shows a cover).
     let mut other = config();
+    other["profile"]["cover_url"] = json!("https://img.example/owl-2.png");
     other["robots"] = json!(["robot-a", "robot-b"]);
     other["audience"] = json!(vec![1; 24]);
     other["seats"] = json!(1);
@@ -76,6 +78,7 @@ async fn a_key_is_scoped_to_the_admin_who_sent_it() {
     // The same key with a pool of its own, another notice: another room.
     let mut theirs = config();
     theirs["profile"]["notice"] = json!("Their notice");
+    theirs["profile"]["cover_url"] = json!("https://img.example/their-owl.png");
     theirs["robots"] = json!((10..15).map(|i| format!("robot-{i}")).collect::<Vec<_>>());
     let (status, second) = create_keyed(&t, &other, "night-1", theirs.clone()).await;
     assert_eq!(status, StatusCode::CREATED, "{second}");
@@ -92,12 +95,14 @@ async fn a_key_is_scoped_to_the_admin_who_sent_it() {
     // A keyed and an unkeyed creation of the same content are two requests.
     let mut same = config();
     same["robots"] = json!((20..25).map(|i| format!("robot-{i}")).collect::<Vec<_>>());
+    same["profile"]["cover_url"] = json!("https://img.example/owl-3.png");
     let (status, keyed) = create_keyed(&t, &t.admin_token(), "night-3", same.clone()).await;
     assert_eq!(status, StatusCode::CREATED, "{keyed}");
     let (status, unkeyed) = create(&t, same).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "the same pool: {unkeyed}");
     let mut apart = config();
     apart["robots"] = json!((30..35).map(|i| format!("robot-{i}")).collect::<Vec<_>>());
+    apart["profile"]["cover_url"] = json!("https://img.example/owl-4.png");
     let (status, unkeyed) = create(&t, apart).await;
     assert_eq!(status, StatusCode::CREATED, "{unkeyed}");
     assert_ne!(unkeyed["room_id"], room_id.as_str());

@@ -256,6 +256,7 @@ async fn a_robot_is_in_one_pool_and_no_pool_holds_a_visitor() {
     // A room of its own, then a change that would take a robot of the first: refused, and
     // nothing changes; a change that keeps its own robots passes.
     other["robots"] = json!(["robot-50", "robot-51", "robot-52", "robot-53", "robot-54"]);
+    other["profile"]["cover_url"] = json!("https://img.example/owl-2.png");
     let (status, second) = create(&t, other).await;
     assert_eq!(status, StatusCode::CREATED, "{second}");
     let second_room = second["room_id"].as_str().unwrap().to_owned();
@@ -312,5 +313,51 @@ async fn a_disabled_gift_is_refused_in_a_gift_mix() {
             .as_str()
             .unwrap()
             .contains("gift_mix[0].gift_id")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cover_another_open_room_shows_is_refused_and_nothing_is_stored() {
+    let t = TestApp::new().await;
+    let (status, first) = create(&t, config()).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let mut other = config();
+    other["robots"] = json!(["robot-60", "robot-61", "robot-62", "robot-63", "robot-64"]);
+    let (status, body) = create(&t, other.clone()).await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::CONFLICT, "COVER_IN_USE"),
+        "{body}"
+    );
+    assert_eq!(listed(&t).await.len(), 1, "nothing stored");
+    other["profile"]["cover_url"] = json!("https://img.example/lark.png");
+    let (status, second) = create(&t, other).await;
+    assert_eq!(status, StatusCode::CREATED, "{second}");
+    // A change to the first room's cover is refused, the configuration unchanged.
+    let room_id = second["room_id"].as_str().unwrap();
+    let (status, body) = patch(
+        &t,
+        room_id,
+        json!({ "profile": { "cover_url": "https://img.example/owl.png" } }),
+    )
+    .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::CONFLICT, "COVER_IN_USE"),
+        "{body}"
+    );
+    let (status, stored) = t
+        .call(
+            Method::GET,
+            &format!("{PATH}/{room_id}"),
+            Some(&t.admin_token()),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(stored["version"], second["version"], "{stored}");
+    assert_eq!(
+        stored["profile"]["cover_url"],
+        "https://img.example/lark.png"
     );
 }
