@@ -9,3 +9,12 @@ CREATE TABLE room_covers (
     claimed_at BIGINT          NOT NULL,
     PRIMARY KEY (cover_url)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Rooms open before this showed their covers unclaimed: each cover goes to one of them (the
+-- first by room id), so that no other room takes a cover an open room shows.
+INSERT INTO room_covers (cover_url, room_id, claimed_at)
+SELECT CAST(cover_url AS BINARY), room_id, 0 FROM room_summaries
+WHERE open = 1 AND cover_url IS NOT NULL AND cover_url <> ''
+    AND LENGTH(CAST(cover_url AS BINARY)) <= 2048
+ORDER BY room_id
+ON DUPLICATE KEY UPDATE room_id = room_covers.room_id;

@@ -7,3 +7,11 @@ CREATE TABLE room_covers (
     room_id    TEXT    NOT NULL,
     claimed_at INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
+
+-- Rooms open before this showed their covers unclaimed: each cover goes to one of them (the
+-- first by room id), so that no other room takes a cover an open room shows.
+INSERT INTO room_covers (cover_url, room_id, claimed_at)
+SELECT cover_url, room_id, 0 FROM room_summaries
+WHERE open = 1 AND cover_url IS NOT NULL AND cover_url <> ''
+ORDER BY room_id
+ON CONFLICT (cover_url) DO NOTHING;

@@ -1134,3 +1134,46 @@ async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgra
         );
     }
 }
+
+#[tokio::test]
+async fn covers_shown_before_cover_claims_are_claimed_by_the_upgrade() {
+    use room_app::ports::CoverHolder;
+
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let mut conn = schema_before(&path, 110).await;
+    sqlx::raw_sql(
+        "INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked, version,
+             region, cover_url, seats_taken, created_at, recent_heat_milli, recent_heat_at)
+         VALUES ('room-b', 'owner', 'B', 1, 0, 0, 0, 1, '', 'https://img.example/a.png', 0, 0, 0, 0),
+                ('room-a', 'owner', 'A', 1, 0, 0, 0, 1, '', 'https://img.example/a.png', 0, 0, 0, 0),
+                ('room-c', 'owner', 'C', 0, 0, 0, 0, 1, '', 'https://img.example/c.png', 0, 0, 0, 0);",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    let now = Timestamp(1_000);
+    assert_eq!(
+        store
+            .claim_cover("https://img.example/a.png", &room("room-z"), now)
+            .await
+            .unwrap(),
+        CoverHolder {
+            room_id: room("room-a"),
+            claimed_at: Timestamp(0)
+        },
+        "the open rooms' cover is claimed, by the first of them"
+    );
+    assert_eq!(
+        store
+            .claim_cover("https://img.example/c.png", &room("room-z"), now)
+            .await
+            .unwrap()
+            .room_id,
+        room("room-z"),
+        "a closed room's cover is not claimed"
+    );
+}

@@ -4,7 +4,7 @@
 //! id (a closed one does not), and the room's next commit writes the new fields.
 
 use adapters_mysql::{MySqlSettings, MySqlStore};
-use room_app::ports::{CellStore, OpenRoom, RoomDirectory, RoomSummary};
+use room_app::ports::{CellStore, CoverHolder, OpenRoom, RoomDirectory, RoomSummary};
 use room_domain::Timestamp;
 use room_testkit::mysql::MySqlServer;
 
@@ -75,5 +75,53 @@ async fn summaries_written_before_the_room_list_fields_read_back_after_migrating
             summary: written,
             short_id: Some(555)
         }]
+    );
+}
+
+/// A database of the release before cover claims (every migration before 0110) upgraded by
+/// `migrate`: each cover an open room showed is claimed by one of the rooms showing it (the
+/// first by room id); a closed room's is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn covers_shown_before_cover_claims_are_claimed_by_migrating() {
+    let Some(server) = MySqlServer::from_env("mysql::covers_upgrade").await else {
+        return;
+    };
+    let database = server.database().await;
+    let mut conn = database.connect().await;
+    schema_before(&mut conn, 110).await;
+    sqlx::query(
+        "INSERT INTO room_summaries (room_id, owner, name, open, heat, online, locked, version,
+             cover_url)
+         VALUES ('room-b', 'owner', 'B', TRUE, 0, 0, FALSE, 1, 'https://img.example/a.png'),
+                ('room-a', 'owner', 'A', TRUE, 0, 0, FALSE, 1, 'https://img.example/a.png'),
+                ('room-c', 'owner', 'C', FALSE, 0, 0, FALSE, 1, 'https://img.example/c.png')",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+
+    let settings = MySqlSettings::new(database.url.clone());
+    MySqlStore::migrate(&settings).await.unwrap();
+    let store = MySqlStore::open(&settings).await.unwrap();
+    let now = Timestamp(1_000);
+    assert_eq!(
+        store
+            .claim_cover("https://img.example/a.png", &room("room-z"), now)
+            .await
+            .unwrap(),
+        CoverHolder {
+            room_id: room("room-a"),
+            claimed_at: Timestamp(0)
+        },
+        "the open rooms' cover is claimed, by the first of them"
+    );
+    assert_eq!(
+        store
+            .claim_cover("https://img.example/c.png", &room("room-z"), now)
+            .await
+            .unwrap()
+            .room_id,
+        room("room-z"),
+        "a closed room's cover is not claimed"
     );
 }
