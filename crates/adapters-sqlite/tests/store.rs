@@ -1137,7 +1137,7 @@ async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgra
 
 #[tokio::test]
 async fn covers_shown_before_cover_claims_are_claimed_by_the_upgrade() {
-    use room_app::ports::CoverHolder;
+    use room_app::testkit::covers_claimed_by_the_upgrade;
 
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("room.db");
@@ -1155,25 +1155,5 @@ async fn covers_shown_before_cover_claims_are_claimed_by_the_upgrade() {
     conn.close().await.unwrap();
 
     let store = open(&path).await;
-    let now = Timestamp(1_000);
-    assert_eq!(
-        store
-            .claim_cover("https://img.example/a.png", &room("room-z"), now)
-            .await
-            .unwrap(),
-        CoverHolder {
-            room_id: room("room-a"),
-            claimed_at: Timestamp(0)
-        },
-        "the open rooms' cover is claimed, by the first of them"
-    );
-    assert_eq!(
-        store
-            .claim_cover("https://img.example/c.png", &room("room-z"), now)
-            .await
-            .unwrap()
-            .room_id,
-        room("room-z"),
-        "a closed room's cover is not claimed"
-    );
+    covers_claimed_by_the_upgrade(&store).await;
 }

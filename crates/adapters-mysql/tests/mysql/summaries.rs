@@ -4,7 +4,8 @@
 //! id (a closed one does not), and the room's next commit writes the new fields.
 
 use adapters_mysql::{MySqlSettings, MySqlStore};
-use room_app::ports::{CellStore, CoverHolder, OpenRoom, RoomDirectory, RoomSummary};
+use room_app::ports::{CellStore, OpenRoom, RoomDirectory, RoomSummary};
+use room_app::testkit::covers_claimed_by_the_upgrade;
 use room_domain::Timestamp;
 use room_testkit::mysql::MySqlServer;
 
@@ -103,25 +104,5 @@ async fn covers_shown_before_cover_claims_are_claimed_by_migrating() {
     let settings = MySqlSettings::new(database.url.clone());
     MySqlStore::migrate(&settings).await.unwrap();
     let store = MySqlStore::open(&settings).await.unwrap();
-    let now = Timestamp(1_000);
-    assert_eq!(
-        store
-            .claim_cover("https://img.example/a.png", &room("room-z"), now)
-            .await
-            .unwrap(),
-        CoverHolder {
-            room_id: room("room-a"),
-            claimed_at: Timestamp(0)
-        },
-        "the open rooms' cover is claimed, by the first of them"
-    );
-    assert_eq!(
-        store
-            .claim_cover("https://img.example/c.png", &room("room-z"), now)
-            .await
-            .unwrap()
-            .room_id,
-        room("room-z"),
-        "a closed room's cover is not claimed"
-    );
+    covers_claimed_by_the_upgrade(&store).await;
 }

@@ -46,7 +46,7 @@ pub use payouts::payouts_suite;
 pub use presence::presence_suite;
 pub use rate_budgets::{open_streams_suite, rate_budgets_suite};
 pub use robot_rooms::robot_rooms_suite;
-pub use room_directory::room_directory_suite;
+pub use room_directory::{covers_claimed_by_the_upgrade, room_directory_suite};
 pub use room_follows::room_follows_suite;
 pub use room_pins::room_pins_suite;
 pub use snapshot_store::snapshot_store_suite;

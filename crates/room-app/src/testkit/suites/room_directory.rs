@@ -563,3 +563,35 @@ async fn open_rooms_scanned_by_room_id<S: RoomDirectory + CellStore>(store: Arc<
         "a room closed by a later commit leaves the scan, a reopened one joins it",
     );
 }
+
+/// What a store upgraded to cover claims holds, given that before the upgrade rooms `room-a`
+/// and `room-b` (open) showed `https://img.example/a.png` and `room-c` (closed) showed
+/// `https://img.example/c.png`: the open rooms' cover is claimed for the first of them by room
+/// id, at time 0, and the closed room's cover is free.
+pub async fn covers_claimed_by_the_upgrade<S: RoomDirectory>(store: &S) {
+    let now = at(1_000);
+    same(
+        ok(
+            store
+                .claim_cover("https://img.example/a.png", &room("room-z"), now)
+                .await,
+            "claim_cover",
+        ),
+        CoverHolder {
+            room_id: room("room-a"),
+            claimed_at: room_domain::Timestamp(0),
+        },
+        "the open rooms' cover is claimed, by the first of them",
+    );
+    same(
+        ok(
+            store
+                .claim_cover("https://img.example/c.png", &room("room-z"), now)
+                .await,
+            "claim_cover",
+        )
+        .room_id,
+        room("room-z"),
+        "a closed room's cover is not claimed",
+    );
+}
