@@ -328,15 +328,36 @@ impl RoomDirectory for MySqlStore {
         Ok(moved.rows_affected() == 1)
     }
 
-    async fn release_cover(&self, cover_url: &str, room_id: &RoomId) -> Result<()> {
+    async fn get_cover(&self, cover_url: &str) -> Result<Option<CoverHolder>> {
+        let row = self
+            .retrying("get_cover", || async move {
+                Ok(
+                    sqlx::query("SELECT room_id, claimed_at FROM room_covers WHERE cover_url = ?")
+                        .bind(cover_url.as_bytes())
+                        .fetch_optional(&self.pool)
+                        .await?,
+                )
+            })
+            .await?;
+        row.map(|row| {
+            Ok(CoverHolder {
+                room_id: id_col(&row, "room_id")?,
+                claimed_at: Timestamp(col(&row, "claimed_at")?),
+            })
+        })
+        .transpose()
+    }
+
+    async fn release_cover(&self, cover_url: &str, claim: &CoverHolder) -> Result<()> {
         self.retrying("release_cover", || async move {
-            Ok(
-                sqlx::query("DELETE FROM room_covers WHERE cover_url = ? AND room_id = ?")
-                    .bind(cover_url.as_bytes())
-                    .bind(room_id.as_str())
-                    .execute(&self.pool)
-                    .await?,
+            Ok(sqlx::query(
+                "DELETE FROM room_covers WHERE cover_url = ? AND room_id = ? AND claimed_at = ?",
             )
+            .bind(cover_url.as_bytes())
+            .bind(claim.room_id.as_str())
+            .bind(claim.claimed_at.as_millis())
+            .execute(&self.pool)
+            .await?)
         })
         .await?;
         Ok(())

@@ -355,10 +355,29 @@ impl RoomDirectory for SqliteStore {
         Ok(moved == 1)
     }
 
-    async fn release_cover(&self, cover_url: &str, room_id: &RoomId) -> Result<()> {
+    async fn get_cover(&self, cover_url: &str) -> Result<Option<CoverHolder>> {
+        let row = sqlx::query("SELECT room_id, claimed_at FROM room_covers WHERE cover_url = ?1")
+            .bind(cover_url)
+            .fetch_optional(&self.readers)
+            .await
+            .map_err(db)?;
+        row.map(|row| {
+            Ok(CoverHolder {
+                room_id: id_col(&row, "room_id")?,
+                claimed_at: Timestamp(col(&row, "claimed_at")?),
+            })
+        })
+        .transpose()
+    }
+
+    async fn release_cover(&self, cover_url: &str, claim: &CoverHolder) -> Result<()> {
         self.execute(
-            "DELETE FROM room_covers WHERE cover_url = ?1 AND room_id = ?2",
-            (cover_url.to_owned(), room_id.to_string()),
+            "DELETE FROM room_covers WHERE cover_url = ?1 AND room_id = ?2 AND claimed_at = ?3",
+            (
+                cover_url.to_owned(),
+                claim.room_id.to_string(),
+                claim.claimed_at.as_millis(),
+            ),
         )
         .await?;
         Ok(())

@@ -899,12 +899,13 @@ impl RoomDirectory for InMemoryStore {
         }
     }
 
-    async fn release_cover(&self, cover_url: &str, room_id: &RoomId) -> Result<()> {
+    async fn get_cover(&self, cover_url: &str) -> Result<Option<CoverHolder>> {
+        Ok(self.lock().covers.get(cover_url).cloned())
+    }
+
+    async fn release_cover(&self, cover_url: &str, claim: &CoverHolder) -> Result<()> {
         let mut t = self.lock();
-        if t.covers
-            .get(cover_url)
-            .is_some_and(|h| h.room_id == *room_id)
-        {
+        if t.covers.get(cover_url) == Some(claim) {
             t.covers.remove(cover_url);
         }
         Ok(())

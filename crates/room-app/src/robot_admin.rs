@@ -148,95 +148,107 @@ impl RobotRoomAdmin {
         // The cover is claimed before the room is made: another open room's cover is refused
         // with nothing written (a claim left by a request that fails later is taken over
         // once its grace passed, or claimed again by the request's repeat).
-        if let Some(cover) = &config.profile.cover_url {
-            self.service.claim_cover(&room_id, cover).await?;
-        }
-        let exists = |why| RobotAdminError::Exists {
-            room_id: room_id.clone(),
-            why,
+        let claim = match &config.profile.cover_url {
+            Some(cover) => Some((
+                cover.clone(),
+                self.service.claim_cover(&room_id, cover).await?,
+            )),
+            None => None,
         };
-        // Looked up before it is created: a repeat must not count on the creation command
-        // answering again (the command log forgets old commands, and the room then refuses a
-        // second creation), and a room made before is reused only while it is open.
-        let room = match self.service.get_room(&room_id).await {
-            Ok(room) => room,
-            Err(Error::Rejected(room_domain::Rejection::RoomNotFound)) => self
-                .service
-                .create_room(
-                    &owner,
-                    config.profile.name.clone(),
-                    Some(seat_count),
-                    region.clone(),
-                    Some(&key),
-                )
-                .await
-                .map_err(|error| match error {
-                    // A concurrent repeat won, long ago by the command log's measure, or the
-                    // room was closed meanwhile.
-                    Error::Rejected(
-                        room_domain::Rejection::RoomAlreadyExists
-                        | room_domain::Rejection::RoomClosed,
-                    ) => exists(ExistsReason::CreatedOrClosedMeanwhile),
-                    other => other.into(),
-                })?,
-            Err(other) => return Err(other.into()),
-        };
-        // Nothing is written into a room that is not the one this request asks for.
-        if !is_room_of(&room, &config, &region) {
-            return Err(if room.status == RoomStatus::Open {
-                exists(ExistsReason::OtherRoom)
-            } else {
-                exists(ExistsReason::Closed)
-            });
-        }
-        config.room_id = room.room_id.clone();
-        if let Some(stored) = self.configs.get(&config.room_id).await? {
-            if !same_content(&stored, &config) {
-                return Err(exists(ExistsReason::ConfiguredOtherwise));
+        let made: AdminResult<RobotRoom> = async {
+            let exists = |why| RobotAdminError::Exists {
+                room_id: room_id.clone(),
+                why,
+            };
+            // Looked up before it is created: a repeat must not count on the creation command
+            // answering again (the command log forgets old commands, and the room then refuses a
+            // second creation), and a room made before is reused only while it is open.
+            let room = match self.service.get_room(&room_id).await {
+                Ok(room) => room,
+                Err(Error::Rejected(room_domain::Rejection::RoomNotFound)) => self
+                    .service
+                    .create_room(
+                        &owner,
+                        config.profile.name.clone(),
+                        Some(seat_count),
+                        region.clone(),
+                        Some(&key),
+                    )
+                    .await
+                    .map_err(|error| match error {
+                        // A concurrent repeat won, long ago by the command log's measure, or the
+                        // room was closed meanwhile.
+                        Error::Rejected(
+                            room_domain::Rejection::RoomAlreadyExists
+                            | room_domain::Rejection::RoomClosed,
+                        ) => exists(ExistsReason::CreatedOrClosedMeanwhile),
+                        other => other.into(),
+                    })?,
+                Err(other) => return Err(other.into()),
+            };
+            // Nothing is written into a room that is not the one this request asks for.
+            if !is_room_of(&room, &config, &region) {
+                return Err(if room.status == RoomStatus::Open {
+                    exists(ExistsReason::OtherRoom)
+                } else {
+                    exists(ExistsReason::Closed)
+                });
             }
-            return self.with_node(stored).await;
-        }
-        if !shows(&room, &config.profile) {
-            self.service
-                .update_room(
-                    &owner,
-                    &config.room_id,
-                    RoomPatch {
-                        notice: Some(config.profile.notice.clone()),
-                        cover_url: Some(config.profile.cover_url.clone().unwrap_or_default()),
-                        ..RoomPatch::default()
-                    },
-                    Some(&key),
-                )
-                .await
-                .map_err(|error| match error {
-                    Error::Rejected(room_domain::Rejection::RoomClosed) => {
-                        exists(ExistsReason::ClosedMeanwhile)
-                    }
-                    other => other.into(),
-                })?;
-        }
-        let stored = match self.configs.create(&config).await {
-            Ok(()) => config,
-            // Another creation or change claimed the robot since the early check: the room
-            // stays, unconfigured, and the same request configures it once the robot is free.
-            Err(Error::RobotTaken { robot, room_id }) => {
-                return Err(taken(&config.robots, &robot, &room_id));
-            }
-            Err(Error::AlreadyExists(_)) => {
-                let stored = self
-                    .configs
-                    .get(&config.room_id)
-                    .await?
-                    .ok_or_else(|| Error::unavailable("the robot room was just deleted"))?;
+            config.room_id = room.room_id.clone();
+            if let Some(stored) = self.configs.get(&config.room_id).await? {
                 if !same_content(&stored, &config) {
                     return Err(exists(ExistsReason::ConfiguredOtherwise));
                 }
-                stored
+                return self.with_node(stored).await;
             }
-            Err(error) => return Err(RobotAdminError::ConfigNotStored(error)),
-        };
-        self.with_node(stored).await
+            if !shows(&room, &config.profile) {
+                self.service
+                    .update_room(
+                        &owner,
+                        &config.room_id,
+                        RoomPatch {
+                            notice: Some(config.profile.notice.clone()),
+                            cover_url: Some(config.profile.cover_url.clone().unwrap_or_default()),
+                            ..RoomPatch::default()
+                        },
+                        Some(&key),
+                    )
+                    .await
+                    .map_err(|error| match error {
+                        Error::Rejected(room_domain::Rejection::RoomClosed) => {
+                            exists(ExistsReason::ClosedMeanwhile)
+                        }
+                        other => other.into(),
+                    })?;
+            }
+            let stored = match self.configs.create(&config).await {
+                Ok(()) => config,
+                // Another creation or change claimed the robot since the early check: the room
+                // stays, unconfigured, and the same request configures it once the robot is free.
+                Err(Error::RobotTaken { robot, room_id }) => {
+                    return Err(taken(&config.robots, &robot, &room_id));
+                }
+                Err(Error::AlreadyExists(_)) => {
+                    let stored = self
+                        .configs
+                        .get(&config.room_id)
+                        .await?
+                        .ok_or_else(|| Error::unavailable("the robot room was just deleted"))?;
+                    if !same_content(&stored, &config) {
+                        return Err(exists(ExistsReason::ConfiguredOtherwise));
+                    }
+                    stored
+                }
+                Err(error) => return Err(RobotAdminError::ConfigNotStored(error)),
+            };
+            self.with_node(stored).await
+        }
+        .await;
+        // Refused as another room's: the claim made for it goes.
+        if let (Err(RobotAdminError::Exists { .. }), Some((cover, claim))) = (&made, &claim) {
+            self.service.release_cover(cover, claim).await;
+        }
+        made
     }
 
     /// Changes a robot room's configuration: absent fields stay, and the result is checked as
@@ -314,15 +326,23 @@ impl RobotRoomAdmin {
             config.profile.cover_url.clone().filter(|cover| {
                 profile_changed && stored.profile.cover_url.as_ref() != Some(cover)
             });
-        if let Some(cover) = &new_cover {
-            self.service.claim_cover(&room_id, cover).await?;
-        }
+        let claim = match &new_cover {
+            Some(cover) => Some(self.service.claim_cover(&room_id, cover).await?),
+            None => None,
+        };
         config.version = stored.version + 1;
         config.updated_at = self.service.ports().clock.now();
         // The configuration first: if it lost a race, nothing was written to the room either.
         let updated = self.configs.update(&config, stored.version).await;
-        if let (Err(_), Some(cover)) = (&updated, &new_cover) {
-            self.service.release_cover(&room_id, cover).await;
+        // Refused for sure: the room will not show the cover for this change. (A claim the
+        // winner of a race renewed since is not this one, and stays.)
+        if let (
+            Err(Error::Conflict(_) | Error::NotFound(_) | Error::RobotTaken { .. }),
+            Some(cover),
+            Some(claim),
+        ) = (&updated, &new_cover, &claim)
+        {
+            self.service.release_cover(cover, claim).await;
         }
         updated.map_err(|error| match error {
             Error::Conflict(_) => RobotAdminError::Changed(room_id.clone()),

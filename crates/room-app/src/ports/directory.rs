@@ -127,8 +127,11 @@ pub trait RoomDirectory: Send + Sync {
         to: &RoomId,
         now: Timestamp,
     ) -> Result<bool>;
-    /// Lets the cover go if `room_id` holds it; nothing otherwise.
-    async fn release_cover(&self, cover_url: &str, room_id: &RoomId) -> Result<()>;
+    /// The cover's claim, if a room holds it.
+    async fn get_cover(&self, cover_url: &str) -> Result<Option<CoverHolder>>;
+    /// Lets the cover go if `claim` is its claim still, the same room with the same claim
+    /// time (a compare and delete: a renewal since keeps it); nothing otherwise.
+    async fn release_cover(&self, cover_url: &str, claim: &CoverHolder) -> Result<()>;
 }
 
 /// Shared handle to a [`RoomDirectory`].

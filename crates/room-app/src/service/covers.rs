@@ -1,7 +1,8 @@
 //! Cover pictures, one open room at a time: before a room shows a new cover it claims it in
 //! the directory ([`RoomDirectory::claim_cover`](crate::ports::RoomDirectory::claim_cover)),
-//! whose key on the cover decides between rooms claiming it at once; the claim is let go when
-//! the change is refused, and the old cover when the room shows another.
+//! whose key on the cover decides between rooms claiming it at once. After the change, the
+//! covers the room does not show (the new one after a refusal, the old one after a change) are
+//! let go by a compare and delete on the claim as the change saw it.
 //!
 //! A claim outlives what made it when a node stops between the claim and the commit, or
 //! between the commit and letting the old cover go, and when a room closes. Such a claim is
@@ -27,19 +28,26 @@ const CLAIM_TRIES: usize = 3;
 impl RoomService {
     /// Claims `cover` for `room_id`, which is about to show it: renews the room's own claim,
     /// takes over a claim its holder no longer needs, or fails with [`Error::CoverInUse`].
-    pub(crate) async fn claim_cover(&self, room_id: &RoomId, cover: &str) -> Result<()> {
+    /// Answers the claim made (what [`RoomService::release_cover`] lets go, if it is still
+    /// the cover's claim then).
+    pub(crate) async fn claim_cover(&self, room_id: &RoomId, cover: &str) -> Result<CoverHolder> {
         let directory = &self.ports.directory;
         for _ in 0..CLAIM_TRIES {
             let now = self.ports.clock.now();
             let holder = directory.claim_cover(cover, room_id, now).await?;
+            let ours = CoverHolder {
+                room_id: room_id.clone(),
+                claimed_at: now,
+            };
             if holder.room_id == *room_id {
-                // Renewed: a take-over judging the old claim by its age now fails.
+                // Renewed: a take-over judging the old claim by its age now fails, and so
+                // does a release of the old claim by a change made before this one.
                 if holder.claimed_at == now
                     || directory
                         .take_over_cover(cover, &holder, room_id, now)
                         .await?
                 {
-                    return Ok(());
+                    return Ok(ours);
                 }
                 continue;
             }
@@ -53,7 +61,7 @@ impl RoomService {
                 .await?
             {
                 tracing::info!(room_id = %room_id, from = %holder.room_id, "cover claim taken over");
-                return Ok(());
+                return Ok(ours);
             }
         }
         Err(Error::Unavailable(
@@ -79,11 +87,25 @@ impl RoomService {
         })
     }
 
-    /// Lets `cover` go if `room_id` holds it; a failure is logged and left to the take-over
-    /// (the change it follows is done).
-    pub(crate) async fn release_cover(&self, room_id: &RoomId, cover: &str) {
-        if let Err(error) = self.ports.directory.release_cover(cover, room_id).await {
-            tracing::warn!(room_id = %room_id, error = %error, "a cover claim was not let go");
+    /// Lets `cover` go if `claim` is its claim still (a renewal since keeps it); a failure is
+    /// logged and left to the take-over (the change it follows is done).
+    pub(crate) async fn release_cover(&self, cover: &str, claim: &CoverHolder) {
+        if let Err(error) = self.ports.directory.release_cover(cover, claim).await {
+            tracing::warn!(room_id = %claim.room_id, error = %error, "a cover claim was not let go");
         }
+    }
+
+    /// The claim `room_id` holds on `cover`, if it holds one.
+    pub(super) async fn claim_of(
+        &self,
+        room_id: &RoomId,
+        cover: &str,
+    ) -> Result<Option<CoverHolder>> {
+        Ok(self
+            .ports
+            .directory
+            .get_cover(cover)
+            .await?
+            .filter(|holder| holder.room_id == *room_id))
     }
 }

@@ -11,7 +11,7 @@ use super::password::hash_password;
 use super::room_service::RoomService;
 use super::views::{RoomPatch, RoomView, view_of};
 use crate::error::{Error, Result};
-use crate::ports::CommandReply;
+use crate::ports::{CommandReply, CoverHolder};
 
 impl RoomService {
     /// Creates a room owned by the actor, with a fresh room id and short id, and returns it.
@@ -157,22 +157,28 @@ impl RoomService {
         key: Option<&IdempotencyKey>,
     ) -> Result<RoomView> {
         let actor = Actor::User(actor.clone());
-        // A new cover is claimed first: one open room at a time shows it.
-        let covers = match &patch.cover_url {
-            Some(new) => {
-                let old = self
-                    .query(room_id, |state| state.profile.cover_url.clone())
-                    .await?;
-                let new = Some(new.clone()).filter(|cover| !cover.is_empty());
-                if let Some(cover) = new.as_deref().filter(|_| new != old) {
-                    // Only a cover the room would take is claimed.
-                    room_domain::check_image_url(room_domain::Field::CoverUrl, cover)?;
-                    self.claim_cover(room_id, cover).await?;
-                }
-                (new != old).then_some((old, new))
+        // A new cover is claimed first (its own claim renewed, when the room shows it
+        // already): one open room at a time shows it. The old cover's claim is noted, so that
+        // it is let go only as it was (not after another change renewed it).
+        let mut claims: Vec<(String, CoverHolder)> = Vec::new();
+        if let Some(new) = patch.cover_url.as_deref().filter(|cover| !cover.is_empty()) {
+            // Only a cover the room would take is claimed.
+            room_domain::check_image_url(room_domain::Field::CoverUrl, new)?;
+        }
+        if let Some(new) = &patch.cover_url {
+            let old = self
+                .query(room_id, |state| state.profile.cover_url.clone())
+                .await?;
+            if let Some(old) = old.filter(|old| old != new)
+                && let Some(claim) = self.claim_of(room_id, &old).await?
+            {
+                claims.push((old, claim));
             }
-            None => None,
-        };
+            if !new.is_empty() {
+                let claim = self.claim_cover(room_id, new).await?;
+                claims.push((new.clone(), claim));
+            }
+        }
         if patch.name.is_some() || patch.notice.is_some() || patch.cover_url.is_some() {
             let changed = self
                 .run_keyed(
@@ -187,14 +193,27 @@ impl RoomService {
                     },
                 )
                 .await;
-            match (&changed, covers) {
-                // Refused for sure: the new cover was never shown. (An outcome not known
-                // keeps the claim; if the change did not happen, it is taken over later.)
-                (Err(Error::Rejected(_)), Some((_, Some(new)))) => {
-                    self.release_cover(room_id, &new).await
+            // Whatever the room does not show now is let go: the old cover after a change, the
+            // new one after a refusal. What it shows is read from the room, not assumed: a
+            // repeat of a keyed change is answered from the log, and another change of the
+            // room may have come between. An outcome not known keeps the claims (a change
+            // still queued may yet show the new cover; a claim its room does not show is
+            // taken over after the grace).
+            let known = matches!(
+                &changed,
+                Ok(_) | Err(Error::Rejected(_) | Error::Overloaded(_))
+            );
+            if known
+                && !claims.is_empty()
+                && let Ok(shown) = self
+                    .query(room_id, |state| state.profile.cover_url.clone())
+                    .await
+            {
+                for (cover, claim) in &claims {
+                    if shown.as_ref() != Some(cover) {
+                        self.release_cover(cover, claim).await;
+                    }
                 }
-                (Ok(_), Some((Some(old), _))) => self.release_cover(room_id, &old).await,
-                _ => {}
             }
             changed?;
         }
@@ -256,8 +275,10 @@ impl RoomService {
         self.run_keyed(room_id, actor, key, "close", CommandKind::CloseRoom)
             .await?;
         // A closed room's cover is free for another room (a claim left here is taken over).
-        if let Some(cover) = cover {
-            self.release_cover(room_id, &cover).await;
+        if let Some(cover) = cover
+            && let Ok(Some(claim)) = self.claim_of(room_id, &cover).await
+        {
+            self.release_cover(&cover, &claim).await;
         }
         // A member who joined between the listing and the close has their record cleared by
         // their own join's settle if it comes after the close; otherwise it names the closed

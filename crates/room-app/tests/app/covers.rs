@@ -3,7 +3,7 @@
 //! claim go, and a claim left behind by a node that stopped is taken over after the grace.
 
 use room_app::ports::{Clock, RoomDirectory};
-use room_app::{COVER_CLAIM_GRACE, Error, RoomPatch};
+use room_app::{COVER_CLAIM_GRACE, Error, IdempotencyKey, RoomPatch};
 use room_domain::{RoomId, UserActor};
 
 use crate::support::{World, uid};
@@ -121,4 +121,41 @@ async fn a_claim_left_behind_is_taken_over_after_the_grace() {
         set_cover(&world, &a, "alice", SUNSET).await,
         Err(Error::CoverInUse(_))
     ));
+}
+
+/// A repeat of a keyed change is answered from the room's log; what it lets go is decided by
+/// what the room shows, so the cover a later change set keeps its claim.
+#[tokio::test]
+async fn a_repeated_keyed_change_lets_go_nothing_the_room_shows() {
+    let world = World::new().await;
+    let a = world.open_room("cover-a", "alice", &[]).await;
+    let b = world.open_room("cover-b", "bob", &[]).await;
+    let first = IdempotencyKey::new("PATCH /v1/rooms/{room_id}", "first").unwrap();
+    let second = IdempotencyKey::new("PATCH /v1/rooms/{room_id}", "second").unwrap();
+    let owner = actor("alice");
+    world
+        .service
+        .update_room(&owner, &a, cover(SUNSET), Some(&first))
+        .await
+        .unwrap();
+    world
+        .service
+        .update_room(&owner, &a, cover(DAWN), Some(&second))
+        .await
+        .unwrap();
+    // The first change again, late: the room answers it from its log and still shows dawn.
+    world
+        .service
+        .update_room(&owner, &a, cover(SUNSET), Some(&first))
+        .await
+        .unwrap();
+    assert_eq!(shown(&world, &a).await.as_deref(), Some(DAWN));
+    assert!(
+        matches!(
+            set_cover(&world, &b, "bob", DAWN).await,
+            Err(Error::CoverInUse(_))
+        ),
+        "the cover room a shows is still claimed"
+    );
+    set_cover(&world, &b, "bob", SUNSET).await.unwrap();
 }

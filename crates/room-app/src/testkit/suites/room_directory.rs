@@ -115,13 +115,36 @@ async fn a_cover_has_one_holder<S: RoomDirectory>(store: Arc<S>) {
         ),
         "a second take-over from the old holder moves nothing"
     );
-    ok(store.release_cover(cover, &a).await, "release_cover");
+    same(
+        ok(store.get_cover(cover).await, "get_cover"),
+        Some(holder(&b, 500)),
+        "the claim reads back",
+    );
+    same(
+        ok(
+            store.get_cover("https://cdn.example.com/none.png").await,
+            "get_cover",
+        ),
+        None,
+        "a cover nobody claimed has no claim",
+    );
+    ok(
+        store.release_cover(cover, &holder(&a, 450)).await,
+        "release_cover",
+    );
+    ok(
+        store.release_cover(cover, &holder(&b, 499)).await,
+        "release_cover",
+    );
     same(
         ok(store.claim_cover(cover, &c, at(800)).await, "claim_cover"),
         holder(&b, 500),
-        "a room that does not hold the cover cannot let it go",
+        "a release of another room's claim, or of the holder's claim before a renewal, lets nothing go",
     );
-    ok(store.release_cover(cover, &b).await, "release_cover");
+    ok(
+        store.release_cover(cover, &holder(&b, 500)).await,
+        "release_cover",
+    );
     same(
         ok(store.claim_cover(cover, &c, at(900)).await, "claim_cover"),
         holder(&c, 900),
