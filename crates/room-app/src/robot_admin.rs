@@ -244,8 +244,12 @@ impl RobotRoomAdmin {
             self.with_node(stored).await
         }
         .await;
-        // Refused as another room's: the claim made for it goes.
-        if let (Err(RobotAdminError::Exists { .. }), Some((cover, claim))) = (&made, &claim) {
+        // Refused as another room's: the claim made for it goes, unless the room of this id
+        // shows the cover itself (its own claim was renewed, and stays).
+        if let (Err(RobotAdminError::Exists { .. }), Some((cover, claim))) = (&made, &claim)
+            && let Ok(room) = self.service.get_room(&room_id).await
+            && room.cover_url.as_ref() != Some(cover)
+        {
             self.service.release_cover(cover, claim).await;
         }
         made

@@ -642,3 +642,39 @@ async fn robot_rooms_are_listed_by_room_id_page_by_page() {
     assert_eq!(last.robot_rooms, rooms[2..]);
     assert_eq!(last.next_cursor, None);
 }
+
+#[tokio::test]
+async fn a_key_repeated_with_other_content_keeps_the_cover_its_room_shows() {
+    let world = World::new().await;
+    let admin = admin(&world);
+    let cover = "https://img.example/owl.png";
+    let mut first = creation(Some("k"), &["robot-0"]);
+    first.profile.cover_url = Some(cover.into());
+    let created = admin.create(first).await.expect("created");
+    let mut renamed = creation(Some("k"), &["robot-0"]);
+    renamed.profile.name = "Early birds".into();
+    renamed.profile.cover_url = Some(cover.into());
+    assert!(matches!(
+        admin.create(renamed).await,
+        Err(RobotAdminError::Exists { .. })
+    ));
+    // The first room still holds its cover: another room cannot take it.
+    let other = world.open_room("plain", "alice", &[]).await;
+    let taken = world
+        .service
+        .update_room(
+            &user_actor("alice"),
+            &other,
+            room_app::RoomPatch {
+                cover_url: Some(cover.into()),
+                ..room_app::RoomPatch::default()
+            },
+            None,
+        )
+        .await;
+    assert!(
+        matches!(taken, Err(Error::CoverInUse(_))),
+        "{:?} shows it: {taken:?}",
+        created.config.room_id
+    );
+}
