@@ -161,14 +161,36 @@ impl RoomService {
         // already): one open room at a time shows it. The old cover's claim is noted, so that
         // it is let go only as it was (not after another change renewed it).
         let mut claims: Vec<(String, CoverHolder)> = Vec::new();
-        if let Some(new) = patch.cover_url.as_deref().filter(|cover| !cover.is_empty()) {
-            // Only a cover the room would take is claimed.
-            room_domain::check_image_url(room_domain::Field::CoverUrl, new)?;
-        }
         if let Some(new) = &patch.cover_url {
-            let old = self
-                .query(room_id, |state| state.profile.cover_url.clone())
+            // What the room would say to the change comes first (a caller who may not change
+            // the profile, a closed room): nothing is claimed for a change it refuses.
+            let rules = self.runtime.rules().clone();
+            let (now, probe_actor) = (self.ports.clock.now(), actor.clone());
+            let probe = Command::new(
+                CommandId::new("cover-check").map_err(Error::corrupt)?,
+                CommandKind::UpdateProfile {
+                    name: None,
+                    notice: None,
+                    cover_url: Some(new.clone()),
+                },
+            );
+            let (old, refused) = self
+                .query(room_id, move |state| {
+                    let ctx = Ctx {
+                        now,
+                        actor: &probe_actor,
+                        random: 0,
+                        rules: &rules,
+                    };
+                    (
+                        state.profile.cover_url.clone(),
+                        decide(state, &probe, &ctx).err(),
+                    )
+                })
                 .await?;
+            if let Some(rejection) = refused {
+                return Err(Error::Rejected(rejection));
+            }
             if let Some(old) = old.filter(|old| old != new)
                 && let Some(claim) = self.claim_of(room_id, &old).await?
             {

@@ -159,3 +159,26 @@ async fn a_repeated_keyed_change_lets_go_nothing_the_room_shows() {
     );
     set_cover(&world, &b, "bob", SUNSET).await.unwrap();
 }
+
+/// The room's own answer comes before the cover's: a member who may not change the profile
+/// is refused as such, and a closed room as closed, even when the cover is in use.
+#[tokio::test]
+async fn the_rooms_refusal_comes_before_the_covers() {
+    let world = World::new().await;
+    let a = world.open_room("cover-a", "alice", &["mallory"]).await;
+    let b = world.open_room("cover-b", "bob", &[]).await;
+    set_cover(&world, &b, "bob", SUNSET).await.unwrap();
+    assert!(matches!(
+        set_cover(&world, &a, "mallory", SUNSET).await,
+        Err(Error::Rejected(room_domain::Rejection::Forbidden))
+    ));
+    world
+        .service
+        .close_room(&actor("alice"), &a, None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        set_cover(&world, &a, "alice", SUNSET).await,
+        Err(Error::Rejected(room_domain::Rejection::RoomClosed))
+    ));
+}
