@@ -339,13 +339,7 @@ impl RoomDirectory for MySqlStore {
                 )
             })
             .await?;
-        row.map(|row| {
-            Ok(CoverHolder {
-                room_id: id_col(&row, "room_id")?,
-                claimed_at: Timestamp(col(&row, "claimed_at")?),
-            })
-        })
-        .transpose()
+        row.as_ref().map(cover_holder).transpose()
     }
 
     async fn release_cover(&self, cover_url: &str, claim: &CoverHolder) -> Result<()> {
@@ -362,6 +356,14 @@ impl RoomDirectory for MySqlStore {
         .await?;
         Ok(())
     }
+}
+
+/// A row of `room_covers` (its `room_id` and `claimed_at`).
+fn cover_holder(row: &MySqlRow) -> Result<CoverHolder> {
+    Ok(CoverHolder {
+        room_id: id_col(row, "room_id")?,
+        claimed_at: Timestamp(col(row, "claimed_at")?),
+    })
 }
 
 /// One try of [`RoomDirectory::claim_cover`]: the insert the cover's key decides (a no-op
@@ -390,10 +392,7 @@ async fn claim_cover_once(
             .await?;
         if let Some(row) = holder {
             conn.release();
-            return Ok(CoverHolder {
-                room_id: id_col(&row, "room_id")?,
-                claimed_at: Timestamp(col(&row, "claimed_at")?),
-            });
+            return Ok(cover_holder(&row)?);
         }
     }
     Err(TxError::Port(room_app::Error::Unavailable(

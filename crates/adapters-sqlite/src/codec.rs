@@ -129,7 +129,14 @@ pub(crate) fn id_col<T>(row: &SqliteRow, name: &str) -> Result<T>
 where
     T: for<'a> TryFrom<&'a str, Error = room_domain::IdError>,
 {
-    let text: &str = row.try_get(name).map_err(db)?;
+    stored_id(row.try_get(name).map_err(db)?, name)
+}
+
+/// A validated id from stored text; an invalid id is [`Error::Corrupt`].
+pub(crate) fn stored_id<T>(text: &str, name: &str) -> Result<T>
+where
+    T: for<'a> TryFrom<&'a str, Error = room_domain::IdError>,
+{
     T::try_from(text).map_err(|e| Error::corrupt(format!("stored {name}: {e}")))
 }
 
@@ -150,7 +157,11 @@ pub(crate) fn stored_u64(value: i64, name: &str) -> Result<u64> {
 
 /// A `u32` from a signed column; a value out of range is [`Error::Corrupt`].
 pub(crate) fn u32_col(row: &SqliteRow, name: &str) -> Result<u32> {
-    let value: i64 = col(row, name)?;
+    stored_u32(col(row, name)?, name)
+}
+
+/// A `u32` from a stored signed value; a value out of range is [`Error::Corrupt`].
+pub(crate) fn stored_u32(value: i64, name: &str) -> Result<u32> {
     u32::try_from(value)
         .map_err(|_| Error::corrupt(format!("stored {name} {value} is out of range")))
 }

@@ -11,9 +11,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Sqlite};
 
-use crate::codec::{col, db, id_col, sql, stored_u64, to_i64, u32_col, u64_col};
+use crate::codec::{
+    col, db, id_col, sql, stored_id, stored_u32, stored_u64, to_i64, u32_col, u64_col,
+};
 use crate::{Result, SqliteStore};
-use room_app::Error;
 
 /// A summary encoded for its table.
 pub(crate) struct SummaryRow {
@@ -143,15 +144,13 @@ fn open_room(row: &rusqlite::Row<'_>) -> Result<OpenRoom> {
             .get_ref(index)
             .and_then(|v| Ok(v.as_str()?))
             .map_err(sql)?;
-        T::try_from(text).map_err(|e| Error::corrupt(format!("stored {name}: {e}")))
+        stored_id(text, name)
     }
     fn int(row: &rusqlite::Row<'_>, index: usize) -> Result<i64> {
         row.get(index).map_err(sql)
     }
     fn small(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<u32> {
-        let value = int(row, index)?;
-        u32::try_from(value)
-            .map_err(|_| Error::corrupt(format!("stored {name} {value} is out of range")))
+        stored_u32(int(row, index)?, name)
     }
     let short_id: Option<i64> = row.get(14).map_err(sql)?;
     Ok(OpenRoom {
@@ -172,10 +171,7 @@ fn open_room(row: &rusqlite::Row<'_>) -> Result<OpenRoom> {
             recent_heat_at: Timestamp(int(row, 13)?),
         },
         short_id: short_id
-            .map(|value| {
-                u32::try_from(value)
-                    .map_err(|_| Error::corrupt(format!("stored short_id {value} is out of range")))
-            })
+            .map(|value| stored_u32(value, "short_id"))
             .transpose()?,
     })
 }
@@ -324,8 +320,7 @@ impl RoomDirectory for SqliteStore {
                 })
                 .map_err(sql)?;
             Ok(CoverHolder {
-                room_id: RoomId::try_from(holder.as_str())
-                    .map_err(|e| Error::corrupt(format!("stored room_id: {e}")))?,
+                room_id: stored_id(&holder, "room_id")?,
                 claimed_at: Timestamp(claimed_at),
             })
         })

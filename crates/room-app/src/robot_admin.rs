@@ -326,12 +326,16 @@ impl RobotRoomAdmin {
         }
         // A new cover is claimed before anything is written: another open room's cover is
         // refused with the configuration unchanged.
-        let new_cover =
-            config.profile.cover_url.clone().filter(|cover| {
-                profile_changed && stored.profile.cover_url.as_ref() != Some(cover)
-            });
-        let claim = match &new_cover {
-            Some(cover) => Some(self.service.claim_cover(&room_id, cover).await?),
+        let claim = match config
+            .profile
+            .cover_url
+            .clone()
+            .filter(|cover| profile_changed && stored.profile.cover_url.as_ref() != Some(cover))
+        {
+            Some(cover) => {
+                let claim = self.service.claim_cover(&room_id, &cover).await?;
+                Some((cover, claim))
+            }
             None => None,
         };
         config.version = stored.version + 1;
@@ -342,9 +346,8 @@ impl RobotRoomAdmin {
         // winner of a race renewed since is not this one, and stays.)
         if let (
             Err(Error::Conflict(_) | Error::NotFound(_) | Error::RobotTaken { .. }),
-            Some(cover),
-            Some(claim),
-        ) = (&updated, &new_cover, &claim)
+            Some((cover, claim)),
+        ) = (&updated, &claim)
         {
             self.service.release_cover(cover, claim).await;
         }

@@ -41,17 +41,8 @@ impl RoomService {
         // reserved (or a cell activated) for a room that is never created would stay behind.
         // The domain's own decision on an absent room is the check, so the rules live in one
         // place.
-        let ctx = Ctx {
-            now: self.ports.clock.now(),
-            actor: &actor,
-            random: 0,
-            rules: self.runtime.rules(),
-        };
-        let probe = Command::new(
-            CommandId::new("create-check").map_err(Error::corrupt)?,
-            kind,
-        );
-        decide(&RoomState::new(room_id.clone()), &probe, &ctx).map_err(Error::Rejected)?;
+        let probe = Probe::new(&actor, kind.clone(), self)?;
+        probe.refused(&RoomState::new(room_id.clone()))?;
         // A repeat of a keyed creation finds its short id reserved already.
         let mut reserved =
             key.is_some() && self.ports.directory.get_short_id(&room_id).await?.is_some();
@@ -76,9 +67,7 @@ impl RoomService {
         if !reserved {
             return Err(Error::Unavailable("no free short id found".into()));
         }
-        let reply = self
-            .run_keyed(&room_id, actor, key, "create", probe.kind)
-            .await?;
+        let reply = self.run_keyed(&room_id, actor, key, "create", kind).await?;
         self.hand_creation_early(&room_id, &reply).await;
         self.get_room(&room_id).await
     }
@@ -164,33 +153,21 @@ impl RoomService {
         if let Some(new) = &patch.cover_url {
             // What the room would say to the change comes first (a caller who may not change
             // the profile, a closed room): nothing is claimed for a change it refuses.
-            let rules = self.runtime.rules().clone();
-            let (now, probe_actor) = (self.ports.clock.now(), actor.clone());
-            let probe = Command::new(
-                CommandId::new("cover-check").map_err(Error::corrupt)?,
+            let probe = Probe::new(
+                &actor,
                 CommandKind::UpdateProfile {
                     name: None,
                     notice: None,
                     cover_url: Some(new.clone()),
                 },
-            );
+                self,
+            )?;
             let (old, refused) = self
                 .query(room_id, move |state| {
-                    let ctx = Ctx {
-                        now,
-                        actor: &probe_actor,
-                        random: 0,
-                        rules: &rules,
-                    };
-                    (
-                        state.profile.cover_url.clone(),
-                        decide(state, &probe, &ctx).err(),
-                    )
+                    (state.profile.cover_url.clone(), probe.refused(state))
                 })
                 .await?;
-            if let Some(rejection) = refused {
-                return Err(Error::Rejected(rejection));
-            }
+            refused?;
             if let Some(old) = old.filter(|old| old != new)
                 && let Some(claim) = self.claim_of(room_id, &old).await?
             {
@@ -311,5 +288,39 @@ impl RoomService {
             }
         }
         Ok(())
+    }
+}
+
+/// A command tried against a room's state without running it: the domain's own decision, so
+/// that a use case refuses what the room would refuse before it writes anything elsewhere
+/// (a short id, a cover claim), with the rules in one place.
+struct Probe {
+    command: Command,
+    actor: Actor,
+    rules: std::sync::Arc<room_domain::RoomRules>,
+    now: room_domain::Timestamp,
+}
+
+impl Probe {
+    fn new(actor: &Actor, kind: CommandKind, service: &RoomService) -> Result<Probe> {
+        Ok(Probe {
+            command: Command::new(CommandId::new("probe").map_err(Error::corrupt)?, kind),
+            actor: actor.clone(),
+            rules: service.runtime.rules().clone(),
+            now: service.ports.clock.now(),
+        })
+    }
+
+    /// The room's refusal of the command in `state`, if it would refuse it.
+    fn refused(&self, state: &RoomState) -> Result<()> {
+        let ctx = Ctx {
+            now: self.now,
+            actor: &self.actor,
+            random: 0,
+            rules: &self.rules,
+        };
+        decide(state, &self.command, &ctx)
+            .map(|_| ())
+            .map_err(Error::Rejected)
     }
 }
