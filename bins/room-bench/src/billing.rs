@@ -14,6 +14,7 @@ use crate::cpu;
 use crate::load::{SENDERS, closed_loop};
 use crate::report::report;
 use crate::server::{ClientView, Server, gifts_completed};
+use crate::stats::{median, metric_sample};
 
 /// How many turns each side gets.
 const ROUNDS: usize = 3;
@@ -55,21 +56,11 @@ fn catalog_without_billing() -> Result<PathBuf> {
 
 /// A value of the server's `/metrics` page: the first sample of `name` (0 when absent).
 async fn metric(server: &Server, name: &str) -> Result<f64> {
-    Ok(sample_of(&server.metrics().await?, name))
+    Ok(metric_sample(&server.metrics().await?, name))
 }
 
 /// How often the income consumer's lag is read during a loop.
 const LAG_EVERY: Duration = Duration::from_millis(100);
-
-/// The first sample of `name` on a `/metrics` page (0 when absent).
-fn sample_of(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|line| {
-            let rest = line.strip_prefix(name)?;
-            rest.rsplit(' ').next()?.parse::<f64>().ok()
-        })
-        .unwrap_or(0.0)
-}
 
 /// Reads the income consumer's lag (`room_facts_lag_seconds`: how old the fact in hand is,
 /// 0 once caught up) every [`LAG_EVERY`] for `length`; answers the samples, in seconds.
@@ -84,7 +75,7 @@ async fn lag_samples(client: ClientView, length: Duration) -> Vec<f64> {
             .await
             && let Ok(text) = response.text().await
         {
-            samples.push(sample_of(&text, "room_facts_lag_seconds"));
+            samples.push(metric_sample(&text, "room_facts_lag_seconds"));
         }
         tokio::time::sleep(LAG_EVERY).await;
     }
@@ -196,11 +187,6 @@ pub async fn billing(
         ),
     );
     Ok(())
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ use crate::cpu;
 use crate::load::{SENDERS, next_order};
 use crate::report::report;
 use crate::server::{ClientView, Server, token};
+use crate::stats::{median, metric_sample};
 
 /// The open rooms the lists rank.
 const ROOMS: usize = 10_000;
@@ -275,12 +276,12 @@ async fn readers(server: &Server) -> Result<Vec<String>> {
 /// Waits for a refresh that started after the set-up to rank every room.
 async fn wait_for_ranking(server: &Server) -> Result<()> {
     let started = Instant::now();
-    let done = |text: &str| sample(text, "room_lists_refreshes_total{outcome=\"done\"}");
+    let done = |text: &str| metric_sample(text, "room_lists_refreshes_total{outcome=\"done\"}");
     let before = done(&server.metrics().await?);
     loop {
         let text = server.metrics().await?;
         // Two more refreshes: the first may have started before the last gift.
-        if sample(&text, "room_lists_rooms") >= ROOMS as f64 && done(&text) >= before + 2.0 {
+        if metric_sample(&text, "room_lists_rooms") >= ROOMS as f64 && done(&text) >= before + 2.0 {
             report(
                 "lists: ranked every room after (s)",
                 &format!("{:.1}", started.elapsed().as_secs_f64()),
@@ -290,7 +291,7 @@ async fn wait_for_ranking(server: &Server) -> Result<()> {
         if started.elapsed() > RANKED_WAIT {
             bail!(
                 "after {RANKED_WAIT:?} the lists rank {} rooms, not {ROOMS}",
-                sample(&text, "room_lists_rooms")
+                metric_sample(&text, "room_lists_rooms")
             );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -479,7 +480,7 @@ impl Idle {
                 "room_lists_refresh_seconds_sum",
                 "room_lists_refresh_seconds_count",
             ]
-            .map(|name| sample(text, name))
+            .map(|name| metric_sample(text, name))
         };
         let before = counters(&server.metrics().await?);
         let cpu_before = cpu::sample(&[server.pid()?])?;
@@ -517,17 +518,6 @@ impl Idle {
     }
 }
 
-/// The value of the sample `name` (with its labels, as `/metrics` writes them) on a
-/// `/metrics` page; 0 when absent.
-fn sample(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|line| {
-            let (key, value) = line.rsplit_once(' ')?;
-            (key == name).then(|| value.parse().ok())?
-        })
-        .unwrap_or(0.0)
-}
-
 /// The `q` quantile of `sorted`, zero for none.
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
     let at = ((sorted.len().saturating_sub(1)) as f64 * q) as usize;
@@ -543,43 +533,5 @@ fn errors(errors: u64) -> String {
         String::new()
     } else {
         format!("; {errors} failed")
-    }
-}
-
-/// The median of `values` (the mean of the middle two for an even count); 0 for none.
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        0.0
-    } else if n.is_multiple_of(2) {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    } else {
-        values[n / 2]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_sample_is_found_by_its_whole_name_and_labels() {
-        let text = "# TYPE room_lists_rooms gauge\nroom_lists_rooms_scanned 7\nroom_lists_rooms 5\n\
-                    room_lists_refreshes_total{outcome=\"failed\"} 1\n\
-                    room_lists_refreshes_total{outcome=\"done\"} 12\n";
-        assert_eq!(sample(text, "room_lists_rooms"), 5.0);
-        assert_eq!(
-            sample(text, "room_lists_refreshes_total{outcome=\"done\"}"),
-            12.0
-        );
-        assert_eq!(sample(text, "room_lists_refresh_seconds_sum"), 0.0);
-    }
-
-    #[test]
-    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
-        assert_eq!(median(&mut [3.0, 1.0]), 2.0);
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut []), 0.0);
     }
 }

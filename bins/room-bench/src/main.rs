@@ -81,6 +81,7 @@ mod report;
 mod round_trips;
 mod server;
 mod soak;
+mod stats;
 
 struct Options {
     server: PathBuf,

@@ -17,6 +17,7 @@ use sqlx::{AssertSqlSafe, Connection, MySqlConnection};
 use crate::load::{SENDERS, closed_loop_on, next_order, open_loop_on};
 use crate::report::report;
 use crate::server::{ClientView, Server, Setup};
+use crate::stats::median;
 
 /// Where the servers of a run keep their data.
 pub enum Storage {
@@ -244,16 +245,6 @@ const FORWARD_RATE_SHARE: f64 = 0.25;
 
 /// How many times the owner's and the forwarded open-loop phases take turns.
 const ROUNDS: usize = 7;
-
-/// The middle value (the mean of the two middle ones for an even count); 0 for none.
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
 
 /// Sends the hot room's gifts through `client` until one is answered; returns how long that
 /// took.
