@@ -224,7 +224,7 @@ fn gift_mix_of(mix: &[GiftShareRequest]) -> ApiResult<Vec<GiftShare>> {
         (status = 201, description = "The new robot room's configuration (or, for a repeat, the configuration the first request stored)", body = RobotRoomResponse),
         (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_IDEMPOTENCY_KEY`, `INVALID_URL` (`profile.cover_url`), or `INVALID_ROBOT_ROOM`: a rule of the configuration is broken, the message names the field (`profile.name`, `seat_count`, `region`, `robots[3]`, `audience[7]`, `seats`, `gift_rate_per_minute`, `gift_mix[0].gift_id` for a gift that is not in the catalog or is disabled, ...)", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
-        (status = 409, description = "`ROBOT_ROOM_EXISTS`: the key (from this admin) or the content names a room that is closed, differs from the request (name, seat count, region, owner), or has a configuration that differs; nothing was written", body = ErrorResponse),
+        (status = 409, description = "`ROBOT_ROOM_EXISTS`: the key (from this admin) or the content names a room that is closed, differs from the request (name, seat count, region, owner), or has a configuration that differs; nothing was written. `COVER_IN_USE`: another open room shows the profile's cover; nothing was written", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
@@ -345,7 +345,7 @@ pub async fn get_robot_room(
         (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_IDEMPOTENCY_KEY`, `INVALID_URL` (`profile.cover_url`), or `INVALID_ROBOT_ROOM` (the message names the field: `version` for 0, `gift_mix[0].gift_id` for a gift that is not in the catalog or is disabled, ...)", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
         (status = 404, description = "`ROBOT_ROOM_NOT_FOUND`: the room has no robot configuration", body = ErrorResponse),
-        (status = 409, description = "`ROBOT_ROOM_CHANGED`: the configuration is not at the `version` given, or changed meanwhile; nothing was written", body = ErrorResponse),
+        (status = 409, description = "`ROBOT_ROOM_CHANGED`: the configuration is not at the `version` given, or changed meanwhile; nothing was written. `COVER_IN_USE`: another open room shows the new cover; nothing was written", body = ErrorResponse),
         (status = 422, description = "`ROOM_CLOSED`: the profile would change, but the room is closed; nothing was written (unless the room closed while the change was applied: then the configuration is stored, and the room keeps its profile)", body = ErrorResponse),
     ),
     security(("bearer" = []))
