@@ -106,3 +106,37 @@ where
 pub(super) fn default_true() -> bool {
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    struct Version {
+        #[serde(deserialize_with = "super::whole::u64")]
+        expected_version: u64,
+    }
+
+    fn version(body: &str) -> Result<u64, String> {
+        serde_json::from_str::<Version>(body)
+            .map(|v| v.expected_version)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn whole_numbers_written_as_floats_are_taken_exactly() {
+        assert_eq!(version(r#"{"expected_version": 3.0}"#), Ok(3));
+        // Below 2^53 every whole number is a float exactly: read as the nearest float, it is
+        // itself (a reading one step off made it 2154026680007015.25, refused).
+        assert_eq!(
+            version(r#"{"expected_version": 2154026680007015.0}"#),
+            Ok(2_154_026_680_007_015)
+        );
+        assert_eq!(
+            version(r#"{"expected_version": 9007199254740991.0}"#),
+            Ok(9_007_199_254_740_991)
+        );
+        assert!(version(r#"{"expected_version": 3.5}"#).is_err());
+        assert!(version(r#"{"expected_version": -1}"#).is_err());
+    }
+}
