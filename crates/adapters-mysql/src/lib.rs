@@ -43,6 +43,7 @@ mod positions;
 mod robots;
 mod schema;
 mod store;
+mod tallies;
 mod timers;
 mod users;
 mod vip;

@@ -173,6 +173,14 @@ async fn income_ledger() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gift_tallies() {
+    let Some(fresh) = Fresh::new("conformance::gift_tallies").await else {
+        return;
+    };
+    testkit::gift_tallies_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn user_directory() {
     let Some(fresh) = Fresh::new("conformance::user_directory").await else {
         return;

@@ -37,6 +37,7 @@ mod positions;
 mod robots;
 mod scanner;
 mod store;
+mod tallies;
 mod timers;
 mod users;
 mod vip;

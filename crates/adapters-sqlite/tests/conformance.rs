@@ -128,6 +128,12 @@ async fn income_ledger() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gift_tallies() {
+    let fresh = Fresh::default();
+    testkit::gift_tallies_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn user_directory() {
     let fresh = Fresh::default();
     testkit::user_directory_suite(|| fresh.store()).await;

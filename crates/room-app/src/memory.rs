@@ -15,6 +15,7 @@ use room_domain::{
 use crate::error::{Error, Result};
 mod billing;
 mod follows;
+mod gift_tallies;
 mod list_cache;
 mod pins;
 mod positions;
@@ -118,6 +119,8 @@ struct Tables {
     vip_levels: crate::ports::VipLevels,
     /// Pins, by pin id.
     pins: BTreeMap<String, crate::ports::RoomPin>,
+    /// Gift value and turnover.
+    tallies: gift_tallies::Tallies,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

@@ -14,7 +14,8 @@
 //!   to), [`timers`](Timers), [`payouts`](Payouts), [`directory`](RoomDirectory);
 //! - money: [`gift_orders`](GiftOrders), [`wallet`](Wallet), [`catalog`](GiftCatalog),
 //!   [`billing`](BillingPolicies) (the billing policy's versions), [`income`](IncomeLedger)
-//!   (what gifts paid people) and whose agency a user belongs to ([`Agencies`]);
+//!   (what gifts paid people) and whose agency a user belongs to ([`Agencies`]),
+//!   [`gift_tallies`](GiftTallies) (gift value by user, turnover by room and day);
 //! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims),
 //!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
@@ -38,6 +39,7 @@ mod directory;
 mod follows;
 mod forwarder;
 mod gift_orders;
+mod gift_tallies;
 mod income;
 mod keyed_requests;
 mod lease;
@@ -74,6 +76,11 @@ pub use directory::{
 pub use follows::{FollowOutcome, FollowedRoom, MAX_FOLLOW_PAGE, RoomFollows, RoomFollowsRef};
 pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer, ReadKind};
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
+pub use gift_tallies::{
+    GiftTallies, GiftTalliesRef, GiftTally, GiftValues, MAX_TALLY_COUNT, MAX_TURNOVER_PAGE,
+    PERIOD_DAY, PERIOD_LIFETIME, PERIOD_MONTH, PERIOD_WEEK, RoomTurnover, TallySums,
+    TurnoverSettlement, ValueTotals, check_tallies, period_keys,
+};
 pub use income::{
     Agencies, AgenciesRef, IncomeEntry, IncomeLedger, IncomeLedgerRef, IncomeRecord,
     MAX_INCOME_CREDIT, MAX_INCOME_PAGE, NoAgencies, check_income_entries,
@@ -122,6 +129,7 @@ pub use self::{
     follows::MockRoomFollows,
     forwarder::MockForwarder,
     gift_orders::MockGiftOrders,
+    gift_tallies::MockGiftTallies,
     income::{MockAgencies, MockIncomeLedger},
     keyed_requests::MockKeyedRequests,
     lease::MockLease,

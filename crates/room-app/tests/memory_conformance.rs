@@ -139,6 +139,11 @@ async fn income_ledger() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gift_tallies() {
+    testkit::gift_tallies_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_list_cache() {
     testkit::list_cache_suite(|| async { Arc::new(MemoryListCache::new()) }).await;
 }

@@ -120,7 +120,7 @@ pub use state::{
     Contribution, LAUNCH_WAIT_MS, Member, Occupant, PasswordHash, Rocket, RocketStatus, Role,
     RoomProfile, RoomSettings, RoomState, RoomStatus, Seat,
 };
-pub use time::{DayKey, Timestamp, WeekKey};
+pub use time::{DayKey, MonthKey, Periods, Timestamp, WeekKey, parse_utc_offset};
 pub use vip::{
     MAX_VIP_ASSET_ID_CHARS, MAX_VIP_LEVELS, VipPrivileges, VipStanding, check_vip_levels,
 };
