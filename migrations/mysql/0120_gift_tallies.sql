@@ -42,3 +42,10 @@ CREATE TABLE room_turnovers (
     KEY room_turnovers_unsettled (settled_at, day, room_id),
     CONSTRAINT room_turnovers_not_negative CHECK (turnover >= 0 AND gifts >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Income gets a part of its own for the owner's reward of a closed day's turnover: part 4
+-- (1 the recipient's, 2 the owner's, 3 the agency's).
+ALTER TABLE income_credits DROP CONSTRAINT income_credits_part;
+
+ALTER TABLE income_credits
+    ADD CONSTRAINT income_credits_part CHECK (part IN (1, 2, 3, 4));

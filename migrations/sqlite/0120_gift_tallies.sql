@@ -40,3 +40,24 @@ CREATE TABLE room_turnovers (
 
 CREATE INDEX room_turnovers_unsettled ON room_turnovers (day, room_id)
 WHERE settled_at IS NULL;
+
+-- Income gets a part of its own for the owner's reward of a closed day's turnover: part 4
+-- (1 the recipient's, 2 the owner's, 3 the agency's). SQLite cannot change a column's check,
+-- so the table is rebuilt with the same rows.
+CREATE TABLE income_credits_0120 (
+    user_id   TEXT    NOT NULL,
+    id        INTEGER NOT NULL,
+    order_id  TEXT    NOT NULL,
+    sender    TEXT    NOT NULL,
+    recipient TEXT    NOT NULL,
+    part      INTEGER NOT NULL CHECK (part IN (1, 2, 3, 4)),
+    amount    INTEGER NOT NULL CHECK (amount >= 0),
+    PRIMARY KEY (user_id, id)
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO income_credits_0120 (user_id, id, order_id, sender, recipient, part, amount)
+SELECT user_id, id, order_id, sender, recipient, part, amount FROM income_credits;
+
+DROP TABLE income_credits;
+
+ALTER TABLE income_credits_0120 RENAME TO income_credits;

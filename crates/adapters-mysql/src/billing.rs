@@ -21,7 +21,7 @@ use room_app::Error;
 use room_app::ports::{
     BillingPolicies, IncomeEntry, IncomeLedger, IncomeRecord, check_income_entries,
 };
-use room_domain::{BillingPolicy, Coins, IncomePart, Timestamp, UserId};
+use room_domain::{BillingPolicy, Coins, GiftId, IncomePart, Timestamp, UserId};
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, QueryBuilder};
 
@@ -39,6 +39,7 @@ fn part_code(part: IncomePart) -> i8 {
         IncomePart::Recipient => 1,
         IncomePart::Owner => 2,
         IncomePart::Agency | IncomePart::Platform => 3,
+        IncomePart::Turnover => 4,
     }
 }
 
@@ -47,6 +48,7 @@ fn part_of_code(code: i8) -> Result<IncomePart> {
         1 => IncomePart::Recipient,
         2 => IncomePart::Owner,
         3 => IncomePart::Agency,
+        4 => IncomePart::Turnover,
         other => return Err(Error::corrupt(format!("stored income part {other}"))),
     })
 }
@@ -140,7 +142,7 @@ async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Opt
                 row.push_bind(first.order_id.as_str())
                     .push_bind(first.sender.as_str())
                     .push_bind(first.room_id.as_str())
-                    .push_bind(first.gift_id.as_str())
+                    .push_bind(stored_gift(first))
                     .push_bind(version)
                     .push_bind(first.at.as_millis())
                     .push_bind(parts.as_str());
@@ -191,6 +193,22 @@ async fn credit_once(store: &MySqlStore, entries: &[&IncomeEntry]) -> Result<Opt
     Ok(Some(u32::try_from(credits.len()).unwrap_or(u32::MAX)))
 }
 
+/// An entry's gift as `income_gifts` stores it: empty for none (a turnover reward).
+fn stored_gift(entry: &IncomeEntry) -> &str {
+    entry.gift_id.as_ref().map_or("", |gift| gift.as_str())
+}
+
+/// The gift of a stored entry: none when empty.
+fn gift_of(row: &MySqlRow) -> Result<Option<GiftId>> {
+    let stored: String = col(row, "gift_id")?;
+    if stored.is_empty() {
+        return Ok(None);
+    }
+    GiftId::new(&stored)
+        .map(Some)
+        .map_err(|e| Error::corrupt(format!("stored gift_id: {e}")))
+}
+
 fn record_from(row: &MySqlRow) -> Result<IncomeRecord> {
     Ok(IncomeRecord {
         id: col(row, "id")?,
@@ -202,7 +220,7 @@ fn record_from(row: &MySqlRow) -> Result<IncomeRecord> {
             user: id_col(row, "user_id")?,
             amount: Coins(col(row, "amount")?),
             room_id: id_col(row, "room_id")?,
-            gift_id: id_col(row, "gift_id")?,
+            gift_id: gift_of(row)?,
             billing_version: u64_col(row, "billing_version")?,
             at: Timestamp(col(row, "credited_at")?),
         },

@@ -13,11 +13,11 @@ use room_app::Error;
 use room_app::ports::{
     BillingPolicies, IncomeEntry, IncomeLedger, IncomeRecord, check_income_entries,
 };
-use room_domain::{BillingPolicy, Coins, IncomePart, Timestamp, UserId};
+use room_domain::{BillingPolicy, Coins, GiftId, IncomePart, Timestamp, UserId};
 use rusqlite::{Connection, OptionalExtension, params};
 use sqlx::sqlite::SqliteRow;
 
-use crate::codec::{col, db, from_json, id_col, sql, to_i64, to_json, u64_col};
+use crate::codec::{col, db, from_json, id_col, sql, stored_id, to_i64, to_json, u64_col};
 use crate::{Result, SqliteStore};
 
 /// Inserts version `?1` with body `?2` if the newest stored version is `?1 - 1`.
@@ -30,6 +30,7 @@ fn part_code(part: IncomePart) -> i64 {
         IncomePart::Recipient => 1,
         IncomePart::Owner => 2,
         IncomePart::Agency | IncomePart::Platform => 3,
+        IncomePart::Turnover => 4,
     }
 }
 
@@ -38,6 +39,7 @@ fn part_of_code(code: i64) -> Result<IncomePart> {
         1 => IncomePart::Recipient,
         2 => IncomePart::Owner,
         3 => IncomePart::Agency,
+        4 => IncomePart::Turnover,
         other => return Err(Error::corrupt(format!("stored income part {other}"))),
     })
 }
@@ -106,7 +108,7 @@ fn credit(conn: &Connection, entries: &[IncomeEntry]) -> Result<u32> {
                     order_id,
                     sender,
                     first.room_id.as_str(),
-                    first.gift_id.as_str(),
+                    stored_gift(first),
                     version,
                     first.at.as_millis(),
                     parts_text,
@@ -168,6 +170,20 @@ fn credit(conn: &Connection, entries: &[IncomeEntry]) -> Result<u32> {
     Ok(credited)
 }
 
+/// An entry's gift as `income_gifts` stores it: empty for none (a turnover reward).
+fn stored_gift(entry: &IncomeEntry) -> &str {
+    entry.gift_id.as_ref().map_or("", |gift| gift.as_str())
+}
+
+/// The gift of a stored entry: none when empty.
+fn gift_of(row: &SqliteRow) -> Result<Option<GiftId>> {
+    let stored: String = col(row, "gift_id")?;
+    if stored.is_empty() {
+        return Ok(None);
+    }
+    stored_id(&stored, "gift_id").map(Some)
+}
+
 fn record_from(row: &SqliteRow) -> Result<IncomeRecord> {
     Ok(IncomeRecord {
         id: col(row, "id")?,
@@ -179,7 +195,7 @@ fn record_from(row: &SqliteRow) -> Result<IncomeRecord> {
             user: id_col(row, "user_id")?,
             amount: Coins(col(row, "amount")?),
             room_id: id_col(row, "room_id")?,
-            gift_id: id_col(row, "gift_id")?,
+            gift_id: gift_of(row)?,
             billing_version: u64_col(row, "billing_version")?,
             at: Timestamp(col(row, "credited_at")?),
         },

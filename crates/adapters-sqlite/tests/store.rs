@@ -1071,7 +1071,7 @@ async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgra
             user: user(to),
             amount: Coins(amount),
             room_id: room("room-a"),
-            gift_id: GiftId::new("rose").unwrap(),
+            gift_id: Some(GiftId::new("rose").unwrap()),
             billing_version: 3,
             at: T0,
         };
@@ -1096,7 +1096,7 @@ async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgra
         .bind(e.user.as_str())
         .bind(e.amount.0)
         .bind(e.room_id.as_str())
-        .bind(e.gift_id.as_str())
+        .bind(e.gift_id.as_ref().map_or("", |g| g.as_str()))
         .bind(3_i64)
         .bind(T0.as_millis())
         .execute(&mut conn)

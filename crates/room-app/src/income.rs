@@ -75,6 +75,7 @@ pub async fn change_billing(
         version,
         shares,
         overrides,
+        turnover_bp: 0,
     };
     policy
         .validate()
@@ -151,7 +152,7 @@ pub fn gift_income(
                     user: user.clone(),
                     amount,
                     room_id: envelope.room_id.clone(),
-                    gift_id: gift.gift_id.clone(),
+                    gift_id: Some(gift.gift_id.clone()),
                     billing_version: policy.version,
                     at: envelope.occurred_at,
                 });

@@ -19,6 +19,7 @@
 //!     version: 1,
 //!     shares: BillingShares { recipient_bp: 5_000, owner_bp: 1_000, agency_bp: 500 },
 //!     overrides: Default::default(),
+//!     turnover_bp: 0,
 //! };
 //! policy.validate().unwrap();
 //! let split = policy.split(&GiftId::new("rose").unwrap(), Coins(33), false).unwrap();
@@ -95,6 +96,17 @@ pub struct BillingPolicy {
     /// Shares of particular gifts, replacing [`shares`](Self::shares) for them.
     #[serde(default)]
     pub overrides: BTreeMap<GiftId, BillingShares>,
+    /// The room owner's reward for a closed day's turnover of their room (the coin value of
+    /// the gifts applied in it that day), in basis points ([`turnover_reward`]); 0 pays none.
+    /// A policy stored before this share existed has none.
+    ///
+    /// [`turnover_reward`]: Self::turnover_reward
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turnover_bp: u32,
+}
+
+fn is_zero(bp: &u32) -> bool {
+    *bp == 0
 }
 
 /// Why a billing policy is refused.
@@ -158,16 +170,21 @@ pub enum IncomePart {
     Agency,
     /// What the platform keeps.
     Platform,
+    /// A room owner's reward for a closed day's turnover of their room
+    /// ([`BillingPolicy::turnover_reward`]): not a part of one gift.
+    Turnover,
 }
 
 impl IncomePart {
-    /// The part as stored and sent: `"recipient"`, `"owner"`, `"agency"`, `"platform"`.
+    /// The part as stored and sent: `"recipient"`, `"owner"`, `"agency"`, `"platform"`,
+    /// `"turnover"`.
     pub fn as_str(self) -> &'static str {
         match self {
             IncomePart::Recipient => "recipient",
             IncomePart::Owner => "owner",
             IncomePart::Agency => "agency",
             IncomePart::Platform => "platform",
+            IncomePart::Turnover => "turnover",
         }
     }
 
@@ -178,6 +195,7 @@ impl IncomePart {
             "owner" => IncomePart::Owner,
             "agency" => IncomePart::Agency,
             "platform" => IncomePart::Platform,
+            "turnover" => IncomePart::Turnover,
             _ => return None,
         })
     }
@@ -252,7 +270,23 @@ impl BillingPolicy {
         for (gift, shares) in &self.overrides {
             shares.validate(Some(gift))?;
         }
+        if self.turnover_bp > BASIS_POINTS {
+            return Err(BillingError::ShareOutOfRange {
+                gift: None,
+                part: IncomePart::Turnover,
+                bp: self.turnover_bp,
+            });
+        }
         Ok(())
+    }
+
+    /// The room owner's reward for a day's `turnover`: `turnover × turnover_bp / 10000`,
+    /// rounded down; zero for a negative turnover or a share above the whole.
+    pub fn turnover_reward(&self, turnover: Coins) -> Coins {
+        if turnover.is_negative() {
+            return Coins::ZERO;
+        }
+        Coins(share(turnover.0, self.turnover_bp).unwrap_or_default())
     }
 
     /// The shares of `gift`: its override, else the default.
@@ -327,6 +361,7 @@ mod tests {
                 agency_bp,
             },
             overrides: BTreeMap::new(),
+            turnover_bp: 0,
         }
     }
 
@@ -426,12 +461,50 @@ mod tests {
     }
 
     #[test]
+    fn the_turnover_reward_is_its_share_rounded_down() {
+        let policy = BillingPolicy {
+            turnover_bp: 150,
+            ..BillingPolicy::default()
+        };
+        assert_eq!(policy.turnover_reward(Coins(10_000)), Coins(150));
+        assert_eq!(policy.turnover_reward(Coins(999)), Coins(14));
+        assert_eq!(
+            policy.turnover_reward(Coins(i64::MAX)),
+            Coins(138_350_580_552_821_637)
+        );
+        assert_eq!(policy.turnover_reward(Coins(-5)), Coins::ZERO);
+        assert_eq!(
+            BillingPolicy::default().turnover_reward(Coins(1_000)),
+            Coins::ZERO
+        );
+        let over = BillingPolicy {
+            turnover_bp: 10_001,
+            ..BillingPolicy::default()
+        };
+        assert!(matches!(
+            over.validate(),
+            Err(BillingError::ShareOutOfRange {
+                part: IncomePart::Turnover,
+                ..
+            })
+        ));
+        // A policy stored before the share existed reads as none, and none is not written.
+        let old: BillingPolicy = serde_json::from_str(
+            r#"{"version":1,"shares":{"recipient_bp":1,"owner_bp":0,"agency_bp":0}}"#,
+        )
+        .unwrap();
+        assert_eq!(old.turnover_bp, 0);
+        assert!(!serde_json::to_string(&old).unwrap().contains("turnover"));
+    }
+
+    #[test]
     fn parts_are_named_both_ways() {
         for part in [
             IncomePart::Recipient,
             IncomePart::Owner,
             IncomePart::Agency,
             IncomePart::Platform,
+            IncomePart::Turnover,
         ] {
             assert_eq!(IncomePart::parse(part.as_str()), Some(part));
         }

@@ -43,6 +43,7 @@ fn policy() -> impl Strategy<Value = BillingPolicy> {
             version,
             shares,
             overrides,
+            turnover_bp: 0,
         })
 }
 
@@ -120,6 +121,7 @@ fn a_gift_overflowing_its_value_is_refused() {
         version: 1,
         shares: BillingShares::default(),
         overrides: BTreeMap::new(),
+        turnover_bp: 0,
     };
     let gift = GiftSent {
         order_id: OrderId::new("o-1").unwrap(),

@@ -83,6 +83,7 @@ impl RawBilling {
                 agency_bp: self.agency_bp,
             },
             overrides,
+            turnover_bp: 0,
         };
         policy
             .validate()

@@ -15,12 +15,15 @@ pub const MAX_INCOME_CREDIT: usize = 100;
 /// The most entries one [`IncomeLedger::list_income`] answers, whatever `limit` asks.
 pub const MAX_INCOME_PAGE: u32 = 200;
 
-/// One part of a gift's value credited to one user.
+/// One part of a gift's value credited to one user, or a room owner's reward for a day's
+/// turnover ([`IncomePart::Turnover`]): that one is keyed by the room's id as its sender and
+/// `turnover-YYYY-MM-DD` (the day) as its order id, with the owner as recipient, so that each
+/// room and day pays once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IncomeEntry {
-    /// The gift's sender.
+    /// The gift's sender (a turnover reward: the room's id).
     pub sender: UserId,
-    /// The sender's order.
+    /// The sender's order (a turnover reward: `turnover-YYYY-MM-DD`).
     pub order_id: OrderId,
     /// The recipient whose value this part is of.
     pub recipient: UserId,
@@ -32,8 +35,8 @@ pub struct IncomeEntry {
     pub amount: Coins,
     /// The room the gift was sent in.
     pub room_id: RoomId,
-    /// The gift.
-    pub gift_id: GiftId,
+    /// The gift; none for a [`IncomePart::Turnover`] reward.
+    pub gift_id: Option<GiftId>,
     /// The billing policy version the gift was billed under.
     pub billing_version: u64,
     /// When the gift was applied.

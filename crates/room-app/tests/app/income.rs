@@ -90,6 +90,7 @@ async fn store() -> Arc<InMemoryStore> {
                     agency_bp,
                 },
                 overrides: BTreeMap::new(),
+                turnover_bp: 0,
             })
             .await
             .unwrap();

@@ -152,6 +152,7 @@ fn billing(version: u64, recipient_bp: u32, owner_bp: u32) -> BillingPolicy {
             agency_bp: 1_000,
         },
         overrides: Default::default(),
+        turnover_bp: 0,
     };
     policy.overrides.insert(
         room_domain::GiftId::new("clover").unwrap(),

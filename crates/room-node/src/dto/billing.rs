@@ -112,7 +112,9 @@ pub struct IncomeEntryResponse {
     /// The entry's position in the ledger (digits).
     pub id: String,
     /// Which part: `recipient` (the user received the gift), `owner` (a gift in the user's
-    /// room), `agency` (a gift to one of the agency's users).
+    /// room), `agency` (a gift to one of the agency's users), `turnover` (the owner's reward
+    /// for a closed day's turnover of their room: its `sender` is the room's id, its
+    /// `order_id` `turnover-YYYY-MM-DD`, and it has no `gift_id`).
     pub part: String,
     /// Income credited.
     pub amount: i64,
@@ -124,8 +126,9 @@ pub struct IncomeEntryResponse {
     pub recipient: String,
     /// The room.
     pub room_id: String,
-    /// The gift.
-    pub gift_id: String,
+    /// The gift; absent for a `turnover` reward.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gift_id: Option<String>,
     /// The billing policy version that split it.
     pub billing_version: u64,
     /// When the gift was applied (ms since the epoch).
@@ -143,7 +146,7 @@ impl From<IncomeRecord> for IncomeEntryResponse {
             order_id: entry.order_id.to_string(),
             recipient: entry.recipient.to_string(),
             room_id: entry.room_id.to_string(),
-            gift_id: entry.gift_id.to_string(),
+            gift_id: entry.gift_id.map(|gift| gift.to_string()),
             billing_version: entry.billing_version,
             credited_at: entry.at.0,
         }

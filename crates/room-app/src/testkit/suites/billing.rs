@@ -36,6 +36,7 @@ where
     concurrent_credits_of_the_same_entries_credit_once(fresh().await).await;
     entries_page_newest_first(fresh().await).await;
     later_parts_of_an_order_keep_its_gift(fresh().await).await;
+    a_turnover_reward_is_credited_once_without_a_gift(fresh().await).await;
 }
 
 fn policy(version: u64, recipient_bp: u32) -> BillingPolicy {
@@ -56,6 +57,7 @@ fn policy(version: u64, recipient_bp: u32) -> BillingPolicy {
             agency_bp: 500,
         },
         overrides,
+        turnover_bp: 0,
     }
 }
 
@@ -152,7 +154,7 @@ fn entries(sender: &str, order: &str, recipients: &[&str], owner: &str) -> Vec<I
                 user: user(to),
                 amount: Coins(amount),
                 room_id: room("room-1"),
-                gift_id: gift_id("rose"),
+                gift_id: Some(gift_id("rose")),
                 billing_version: 1,
                 at: at(0),
             });
@@ -419,7 +421,7 @@ async fn later_parts_of_an_order_keep_its_gift<S: IncomeLedger>(store: Arc<S>) {
     // The owner's part of the same order, later, naming another room, gift, version and time.
     let mut later = first[1].clone();
     later.room_id = room("room-2");
-    later.gift_id = gift_id("lily");
+    later.gift_id = Some(gift_id("lily"));
     later.billing_version = 2;
     later.at = at(5);
     // And the same of a new order, whose two parts disagree with each other.
@@ -443,7 +445,7 @@ async fn later_parts_of_an_order_keep_its_gift<S: IncomeLedger>(store: Arc<S>) {
                 entry.billing_version,
                 entry.at,
             ),
-            (room("room-1"), gift_id("rose"), 1, at(0)),
+            (room("room-1"), Some(gift_id("rose")), 1, at(0)),
             "each part keeps its order's first credited gift",
         );
     }
@@ -452,5 +454,53 @@ async fn later_parts_of_an_order_keep_its_gift<S: IncomeLedger>(store: Arc<S>) {
         ok(store.income_balance(&user("olga")).await, "balance"),
         Coins(20),
         "both owner's parts",
+    );
+}
+
+async fn a_turnover_reward_is_credited_once_without_a_gift<S: IncomeLedger>(store: Arc<S>) {
+    let reward = IncomeEntry {
+        sender: user("room-1"),
+        order_id: order_id("turnover-2025-11-30"),
+        recipient: user("olga"),
+        part: IncomePart::Turnover,
+        user: user("olga"),
+        amount: Coins(42),
+        room_id: room("room-1"),
+        gift_id: None,
+        billing_version: 2,
+        at: at(7),
+    };
+    ok(
+        store
+            .credit_income(&entries("carol", "o-1", &["alice"], "olga"))
+            .await,
+        "credit a gift",
+    );
+    same(
+        ok(
+            store.credit_income(std::slice::from_ref(&reward)).await,
+            "credit the reward",
+        ),
+        1,
+        "the reward is credited",
+    );
+    same(
+        ok(
+            store.credit_income(std::slice::from_ref(&reward)).await,
+            "credit it again",
+        ),
+        0,
+        "a repeat credits nothing",
+    );
+    let listed = ok(store.list_income(&user("olga"), None, 1).await, "list");
+    same(
+        listed.first().map(|record| record.entry.clone()),
+        Some(reward),
+        "the newest entry is the reward, without a gift",
+    );
+    same(
+        ok(store.income_balance(&user("olga")).await, "balance"),
+        Coins(52),
+        "the owner's part and the reward",
     );
 }
