@@ -58,7 +58,8 @@ pub async fn seed_billing(
     }
 }
 
-/// Stores a new version of the billing policy with these shares and overrides, if the
+/// Stores a new version of the billing policy with these shares, overrides and turnover
+/// share, if the
 /// current version is still `expected_version` (0: none stored): [`Error::Conflict`]
 /// otherwise, [`Error::Invalid`] for a policy [`BillingPolicy::validate`] refuses. Returns
 /// the policy stored.
@@ -67,6 +68,7 @@ pub async fn change_billing(
     expected_version: u64,
     shares: BillingShares,
     overrides: std::collections::BTreeMap<GiftId, BillingShares>,
+    turnover_bp: u32,
 ) -> Result<BillingPolicy> {
     let version = expected_version
         .checked_add(1)
@@ -75,7 +77,7 @@ pub async fn change_billing(
         version,
         shares,
         overrides,
-        turnover_bp: 0,
+        turnover_bp,
     };
     policy
         .validate()

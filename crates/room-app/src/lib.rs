@@ -15,6 +15,7 @@ pub mod digest;
 mod error;
 pub mod follows;
 mod footprint;
+pub mod gift_value;
 mod gifts;
 mod ids;
 pub mod income;

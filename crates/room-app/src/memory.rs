@@ -57,6 +57,17 @@ enum LedgerEntry {
 }
 
 /// The follows' "tables".
+/// The tables of [`GiftTallies`](crate::ports::GiftTallies).
+#[derive(Debug, Default)]
+struct Tallies {
+    /// Counted orders: (key day, sender, order id).
+    counted: std::collections::BTreeSet<(i64, UserId, OrderId)>,
+    /// (user, period code, period number) → (sent, received).
+    values: BTreeMap<(UserId, u8, i64), (i64, i64)>,
+    /// (day, room) → the turnover.
+    turnovers: BTreeMap<(i64, RoomId), crate::ports::RoomTurnover>,
+}
+
 #[derive(Default)]
 struct Follows {
     /// Each user's follows: sequence number -> (room, followed at).
@@ -120,7 +131,7 @@ struct Tables {
     /// Pins, by pin id.
     pins: BTreeMap<String, crate::ports::RoomPin>,
     /// Gift value and turnover.
-    tallies: gift_tallies::Tallies,
+    tallies: Tallies,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

@@ -556,6 +556,31 @@ pub async fn prune_keyed_requests(
     .await
 }
 
+/// Forgets the keys of gifts counted ([`GiftTallies::prune_counted`]) whose UTC day is more
+/// than `days` days before today, `batch` per call and at most `max_batches` calls per pass.
+/// Returns how many went.
+///
+/// Metric: `room_gift_tally_keys_pruned_total` (keys).
+///
+/// [`GiftTallies::prune_counted`]: crate::ports::GiftTallies::prune_counted
+pub async fn prune_tally_keys(
+    tallies: &crate::ports::GiftTalliesRef,
+    clock: &ClockRef,
+    days: u32,
+    batch: u32,
+    max_batches: u32,
+) -> Result<u64> {
+    let today = clock.now().day_key(0);
+    let before = room_domain::DayKey(today.0 - i64::from(days));
+    in_batches(
+        "room_gift_tally_keys_pruned_total",
+        batch,
+        max_batches,
+        |batch| tallies.prune_counted(before, batch),
+    )
+    .await
+}
+
 /// Deletes outbox rows delivered more than `retention` ago, `batch` rows per statement and at
 /// most `max_batches` statements per pass, so that no statement holds the table long; rows
 /// not yet delivered are never deleted. Returns how many went.

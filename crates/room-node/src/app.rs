@@ -305,6 +305,7 @@ impl App {
                 catalog: storage.catalog.clone(),
                 billing: storage.billing.clone(),
                 income: storage.income.clone(),
+                tallies: storage.tallies.clone(),
                 directory: storage.directory.clone(),
                 users: storage.users.clone(),
                 vip: storage.vip.clone(),
@@ -392,6 +393,10 @@ impl App {
             // Claims are dated by the store's clock, as work claims are.
             follows,
             lists,
+            billing_zone: crate::state::BillingZone {
+                name: settings.billing.time_zone.clone(),
+                utc_offset_secs: settings.billing.utc_offset_secs()?,
+            },
             keyed: room_app::keyed::KeyedGate::on_store_clock(
                 storage.keyed.clone(),
                 keys_clock,
@@ -671,6 +676,64 @@ impl App {
         }
         self.spawn_passes();
         self.spawn_outbox();
+        self.spawn_turnover();
+    }
+
+    /// The settlement of closed days' turnovers and the retention of the counted gifts'
+    /// keys, each run by one process of the deployment at a time (under a claim).
+    fn spawn_turnover(&self) {
+        let billing = &self.settings.billing;
+        let offset = match billing.utc_offset_secs() {
+            Ok(offset) => offset,
+            Err(error) => {
+                // Validated at start: unreachable with checked settings.
+                tracing::error!(error = %format_args!("{error:#}"), "the turnover settlement cannot start");
+                return;
+            }
+        };
+        let ports = self.state.service.ports();
+        let settler = Arc::new(room_app::gift_value::Settler {
+            tallies: ports.tallies.clone(),
+            income: ports.income.clone(),
+            directory: ports.directory.clone(),
+            policies: ports.billing.clone(),
+            utc_offset_secs: offset,
+            delay_secs: billing.settle_delay_secs,
+        });
+        let (clock, limit) = (
+            ports.clock.clone(),
+            self.settings.workers.batch_limit.max(1),
+        );
+        self.tasks.spawn(workers::run_claimed(
+            "turnover_settlement",
+            Duration::from_secs(billing.settle_every_secs.max(1)),
+            self.claim(),
+            self.root.child_token(),
+            move || {
+                let (settler, clock) = (settler.clone(), clock.clone());
+                async move {
+                    settler
+                        .settle_turnovers(clock.now(), limit)
+                        .await
+                        .map(u64::from)
+                }
+            },
+        ));
+        let (tallies, clock) = (ports.tallies.clone(), ports.clock.clone());
+        let (days, batch) = (
+            billing.tally_keys_days.max(1),
+            self.settings.outbox.retention_batch.max(1),
+        );
+        self.tasks.spawn(workers::run_claimed(
+            "tally_key_retention",
+            Duration::from_secs(self.settings.outbox.retention_every_secs.max(1)),
+            self.claim(),
+            self.root.child_token(),
+            move || {
+                let (tallies, clock) = (tallies.clone(), clock.clone());
+                async move { workers::prune_tally_keys(&tallies, &clock, days, batch, 10).await }
+            },
+        ));
     }
 
     /// The passes of the rooms' background work. Each node that runs them handles the rooms

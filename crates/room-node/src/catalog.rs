@@ -35,7 +35,8 @@ struct RawFile {
     billing: RawBilling,
 }
 
-/// The `[billing]` section: the default shares, and `[billing.overrides.<gift_id>]`.
+/// The `[billing]` section: the default shares, the owner's turnover share, and
+/// `[billing.overrides.<gift_id>]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawBilling {
@@ -45,6 +46,8 @@ struct RawBilling {
     owner_bp: u32,
     #[serde(default)]
     agency_bp: u32,
+    #[serde(default)]
+    turnover_bp: u32,
     #[serde(default)]
     overrides: std::collections::BTreeMap<String, RawShares>,
 }
@@ -83,7 +86,7 @@ impl RawBilling {
                 agency_bp: self.agency_bp,
             },
             overrides,
-            turnover_bp: 0,
+            turnover_bp: self.turnover_bp,
         };
         policy
             .validate()

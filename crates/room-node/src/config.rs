@@ -10,6 +10,7 @@
 //! node builds.
 
 mod auth;
+mod billing;
 mod catalog;
 mod cell;
 mod cluster;
@@ -42,6 +43,7 @@ use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 
 pub use auth::{AuthSettings, DEV_JWT_SECRET, MIN_JWT_SECRET_BYTES};
+pub use billing::{BillingSettings, MAX_SETTLE_DELAY_SECS};
 pub use catalog::CatalogSettings;
 pub use cell::CellSettings;
 pub use cluster::ClusterSettings;
@@ -57,7 +59,9 @@ pub use rtc::{MAX_CALLBACK_WINDOW_SECS, RtcSettings};
 pub use sse::SseSettings;
 pub use storage::StorageSettings;
 pub use vip::{MAX_VIP_CACHE_CAPACITY, MAX_VIP_CACHE_TTL_MS, VipSettings};
-pub use workers::{GROUP_EFFECTS_CONSUMER_GROUP, INCOME_CONSUMER_GROUP, WorkerSettings};
+pub use workers::{
+    GROUP_EFFECTS_CONSUMER_GROUP, INCOME_CONSUMER_GROUP, TALLIES_CONSUMER_GROUP, WorkerSettings,
+};
 
 use crate::role::Role;
 
@@ -65,7 +69,7 @@ use crate::role::Role;
 pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 
 /// Every section as the reference describes it, in the order of [`Settings`]' fields.
-const SECTIONS: [&reference::Section; 19] = [
+const SECTIONS: [&reference::Section; 20] = [
     &http::SECTION,
     &storage::SECTION,
     &auth::SECTION,
@@ -74,6 +78,7 @@ const SECTIONS: [&reference::Section; 19] = [
     &presence::SECTION,
     &profiles::SECTION,
     &vip::SECTION,
+    &billing::SECTION,
     &workers::SECTION,
     &outbox::SECTION,
     &catalog::SECTION,
@@ -107,6 +112,8 @@ pub struct Settings {
     pub profiles: ProfileSettings,
     /// The node's cache of VIP grants.
     pub vip: VipSettings,
+    /// Periods of gift value and turnover, and the turnover settlement.
+    pub billing: BillingSettings,
     /// Background passes.
     pub workers: WorkerSettings,
     /// Publishing and pruning the outbox.
@@ -199,6 +206,7 @@ impl Settings {
         self.validate_cluster()?;
         self.profiles.validate()?;
         self.vip.validate()?;
+        self.billing.validate()?;
         let prefix = &self.robots.id_prefix;
         anyhow::ensure!(
             !prefix.is_empty()
@@ -267,6 +275,16 @@ impl Settings {
              Kafka group, an outbox position) other than ROOM__WORKERS__IM_EFFECTS_GROUP, 1 to {} \
              ASCII letters, digits, '.', '_' or '-'",
             self.workers.income_group,
+            room_app::consumers::MAX_CONSUMER_NAME
+        );
+        anyhow::ensure!(
+            room_app::consumers::valid_consumer_name(&self.workers.tallies_group)
+                && self.workers.tallies_group != self.workers.im_effects_group
+                && self.workers.tallies_group != self.workers.income_group,
+            "ROOM__WORKERS__TALLIES_GROUP is {:?}: it names a consumer of the durable facts (a \
+             Kafka group, an outbox position) other than ROOM__WORKERS__IM_EFFECTS_GROUP and \
+             ROOM__WORKERS__INCOME_GROUP, 1 to {} ASCII letters, digits, '.', '_' or '-'",
+            self.workers.tallies_group,
             room_app::consumers::MAX_CONSUMER_NAME
         );
         if role == Role::Orchestrator {

@@ -15,6 +15,7 @@ mod outbox;
 mod robot_rooms;
 mod rooms;
 mod schema;
+mod tallies;
 mod users;
 mod vip;
 mod wallet;
@@ -42,6 +43,7 @@ pub use schema::{
     Audience, Country, GiftName, Id, ImageUrl, Nickname, Notice, OrderIdSchema, Recipients, Region,
     RobotPool, RoomName, UserRegion,
 };
+pub use tallies::{GiftValueResponse, TurnoverResponse};
 pub use users::{
     PatchMyProfileRequest, PutUserRequest, PutUsersRequest, PutUsersResponse, UserProfileResponse,
 };

@@ -2,8 +2,10 @@
 //! them: the Kafka topic when `kafka.brokers` is set ([`KafkaFacts`], a consumer group per
 //! consumer), the store's outbox otherwise ([`OutboxSource`], a stored position per consumer
 //! under a work claim). The consumers: the income consumer, named `workers.income_group`,
-//! which credits each paid gift's parts as income ([`IncomeConsumer`]), always; and the IM
-//! group effects, named `workers.im_effects_group`, when IM is configured.
+//! which credits each paid gift's parts as income ([`IncomeConsumer`]), always; the tally
+//! consumer, named `workers.tallies_group`, which counts each paid gift's value for gift value
+//! and room turnover ([`TallyConsumer`]), always; and the IM group effects, named
+//! `workers.im_effects_group`, when IM is configured.
 //!
 //! A recipient's agency is the one the user directory names ([`DirectoryAgencies`]; set with
 //! `PUT /v1/admin/users/{user_id}`); a recipient without one leaves the agency share to the
@@ -22,6 +24,7 @@ use adapters_tencent_im::ImClient;
 use anyhow::Context;
 use room_app::RoomService;
 use room_app::consumers::{FactConsumer, FactSourceRef, OutboxSource, mark_passed};
+use room_app::gift_value::TallyConsumer;
 use room_app::income::{DirectoryAgencies, IncomeConsumer};
 use room_app::ports::ClockRef;
 use room_app::workers::{self, Claim};
@@ -54,8 +57,8 @@ pub(crate) fn early_consumer(
     Ok(Some(Arc::new(consumer)))
 }
 
-/// The node's consumers of the durable facts: the income consumer, and the IM group
-/// effects when IM is configured.
+/// The node's consumers of the durable facts: the income and tally consumers, and the IM
+/// group effects when IM is configured.
 pub(crate) fn consumers(
     settings: &Settings,
     im: Option<&ImClient>,
@@ -76,6 +79,15 @@ pub(crate) fn consumers(
         )
         .context("ROOM__WORKERS__INCOME_GROUP")?,
     )];
+    let tallies = TallyConsumer::new(ports.tallies.clone(), settings.billing.utc_offset_secs()?);
+    consumers.push(Arc::new(
+        FactConsumer::new(
+            &settings.workers.tallies_group,
+            Arc::new(tallies),
+            ports.clock.clone(),
+        )
+        .context("ROOM__WORKERS__TALLIES_GROUP")?,
+    ));
     if let Some(client) = im {
         let effects = GroupEffects::new(client.clone(), service.clone());
         consumers.push(Arc::new(

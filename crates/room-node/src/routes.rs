@@ -11,6 +11,7 @@ mod lists;
 mod openapi;
 mod ops;
 mod rooms;
+mod tallies;
 mod users;
 mod vip;
 
@@ -70,6 +71,7 @@ use crate::state::AppState;
         (name = "moderation", description = "Owner and admin actions"),
         (name = "gifts", description = "Paid gifts and the catalog"),
         (name = "me", description = "The caller"),
+        (name = "users", description = "Other people: what the service counts of them"),
         (name = "admin", description = "Platform admins"),
         (name = "rtc", description = "TRTC webhooks"),
         (name = "ops", description = "Health and metrics"),
@@ -152,6 +154,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(billing::get_billing, billing::put_billing))
         .routes(routes!(billing::my_income))
         .routes(routes!(billing::user_income))
+        .routes(routes!(tallies::get_gift_value))
+        .routes(routes!(tallies::get_turnover))
         .routes(routes!(callbacks::rtc_callback))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))

@@ -87,6 +87,17 @@ pub struct HandlerContext {
     pub follows: Arc<room_app::follows::RoomFollowing>,
     /// The room lists and their pins.
     pub lists: Arc<room_app::lists::RoomLists>,
+    /// The zone gift value and turnover are counted in (`billing.time_zone`).
+    pub billing_zone: BillingZone,
+}
+
+/// The billing time zone, as configured and as an offset.
+#[derive(Debug, Clone)]
+pub struct BillingZone {
+    /// As configured (`+08:00`).
+    pub name: String,
+    /// Seconds east of UTC.
+    pub utc_offset_secs: i32,
 }
 
 impl FromRef<AppState> for AuthenticatorRef {

@@ -7,11 +7,12 @@ use adapters_sqlite::SqliteStore;
 use anyhow::{Context, bail};
 use room_app::ports::{
     BillingPolicies, BillingPoliciesRef, CellStore, CellStoreRef, ConsumerPositions,
-    ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, IncomeLedger,
-    IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts, PayoutsRef,
-    RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef, RoomFollows, RoomFollowsRef,
-    RoomPins, RoomPinsRef, SnapshotStore, SnapshotStoreRef, Timers, TimersRef, UserDirectory,
-    UserDirectoryRef, VipGrants, VipGrantsRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
+    ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, GiftTallies,
+    GiftTalliesRef, IncomeLedger, IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox,
+    OutboxRef, Payouts, PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef,
+    RoomFollows, RoomFollowsRef, RoomPins, RoomPinsRef, SnapshotStore, SnapshotStoreRef, Timers,
+    TimersRef, UserDirectory, UserDirectoryRef, VipGrants, VipGrantsRef, Wallet, WalletRef,
+    WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -57,6 +58,8 @@ pub struct Storage {
     pub vip: VipGrantsRef,
     /// Pins of the room lists.
     pub pins: RoomPinsRef,
+    /// Gift value by user and turnover by room and day.
+    pub tallies: GiftTalliesRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -86,6 +89,7 @@ impl Storage {
             + RoomFollows
             + VipGrants
             + RoomPins
+            + GiftTallies
             + 'static,
     {
         Storage {
@@ -107,6 +111,7 @@ impl Storage {
             follows: store.clone(),
             vip: store.clone(),
             pins: store.clone(),
+            tallies: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

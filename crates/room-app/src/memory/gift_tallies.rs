@@ -1,10 +1,10 @@
 //! [`GiftTallies`] of the [`InMemoryStore`]: the counted orders in a map by their key day, the
 //! values and turnovers in maps, every count checked whole before anything changes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use async_trait::async_trait;
-use room_domain::{Coins, DayKey, OrderId, Periods, RoomId, UserId};
+use room_domain::{Coins, DayKey, Periods, RoomId, UserId};
 
 use super::InMemoryStore;
 use crate::error::{Error, Result};
@@ -12,17 +12,6 @@ use crate::ports::{
     GiftTallies, GiftTally, GiftValues, MAX_TURNOVER_PAGE, RoomTurnover, TallySums,
     TurnoverSettlement, ValueTotals, check_tallies, period_keys,
 };
-
-/// The tables of [`GiftTallies`].
-#[derive(Debug, Default)]
-pub(super) struct Tallies {
-    /// Counted orders: (key day, sender, order id).
-    counted: BTreeSet<(i64, UserId, OrderId)>,
-    /// (user, period code, period number) → (sent, received).
-    values: BTreeMap<(UserId, u8, i64), (i64, i64)>,
-    /// (day, room) → the turnover.
-    turnovers: BTreeMap<(i64, RoomId), RoomTurnover>,
-}
 
 #[async_trait]
 impl GiftTallies for InMemoryStore {

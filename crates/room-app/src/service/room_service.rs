@@ -33,6 +33,8 @@ pub struct ServicePorts {
     pub billing: crate::ports::BillingPoliciesRef,
     /// Income balances and their ledger.
     pub income: crate::ports::IncomeLedgerRef,
+    /// Gift value by user and turnover by room and day.
+    pub tallies: crate::ports::GiftTalliesRef,
     /// Short ids and the room list.
     pub directory: RoomDirectoryRef,
     /// Who people are: the profiles rooms show.

@@ -17,7 +17,7 @@ use room_domain::{
     OrderId, RoomId, Timestamp, UserId,
 };
 
-fn uid(name: &str) -> UserId {
+pub(crate) fn uid(name: &str) -> UserId {
     UserId::new(name).unwrap()
 }
 
@@ -26,7 +26,7 @@ fn room() -> RoomId {
 }
 
 /// A directory whose room r1 is owned by olga.
-fn directory() -> RoomDirectoryRef {
+pub(crate) fn directory() -> RoomDirectoryRef {
     let mut directory = MockRoomDirectory::new();
     directory.expect_get_summary().returning(|room_id| {
         Ok(Some(RoomSummary {
@@ -50,7 +50,7 @@ fn directory() -> RoomDirectoryRef {
 }
 
 /// Carol's order o-1: 4 roses of 25 coins to each of `recipients`.
-fn gift_fact(recipients: &[&str], version: Option<u64>, robot: bool) -> EventEnvelope {
+pub(crate) fn gift_fact(recipients: &[&str], version: Option<u64>, robot: bool) -> EventEnvelope {
     let recipients: Vec<UserId> = recipients.iter().map(|name| uid(name)).collect();
     let total = 100 * i64::try_from(recipients.len()).unwrap();
     EventEnvelope::new(

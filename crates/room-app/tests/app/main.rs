@@ -11,6 +11,7 @@ mod creation;
 mod current_room;
 mod eviction;
 mod forwarding;
+mod gift_value;
 mod income;
 mod keyed;
 mod lease;

@@ -296,6 +296,7 @@ async fn a_day_of_gifts_conserves_coins() {
         1,
         billing(2, 7_000, 0).shares,
         billing(2, 7_000, 0).overrides,
+        0,
     )
     .await
     .unwrap();

@@ -391,6 +391,7 @@ impl WorldBuilder {
             catalog: self.catalog.unwrap_or_else(|| store.clone()),
             billing: store.clone(),
             income: store.clone(),
+            tallies: store.clone(),
             directory: self.directory.unwrap_or_else(|| store.clone()),
             users: store.clone(),
             vip: store.clone(),

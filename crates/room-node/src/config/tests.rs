@@ -230,6 +230,42 @@ fn what_a_role_needs_is_refused_by_name() {
         s.workers.income_group = bad.to_owned();
         refused(s, Role::Api, "ROOM__WORKERS__INCOME_GROUP");
     }
+    // The tally consumer's name: a valid consumer name, not another consumer's.
+    let income_group = base().workers.income_group;
+    for bad in [
+        "",
+        "has space",
+        &"x".repeat(56),
+        im_group.as_str(),
+        income_group.as_str(),
+    ] {
+        let mut s = base();
+        s.workers.tallies_group = bad.to_owned();
+        refused(s, Role::Api, "ROOM__WORKERS__TALLIES_GROUP");
+    }
+    // The billing time zone is an offset; the settlement's bounds hold.
+    for (zone, ok) in [
+        ("+08:00", true),
+        ("Z", true),
+        ("-03:30", true),
+        ("Asia/Shanghai", false),
+        ("+15:00", false),
+        ("", false),
+    ] {
+        let mut s = base();
+        s.billing.time_zone = zone.to_owned();
+        if ok {
+            assert!(s.validate_for(Role::Api).is_ok(), "{zone}");
+        } else {
+            refused(s, Role::Api, "ROOM__BILLING__TIME_ZONE");
+        }
+    }
+    let mut s = base();
+    s.billing.tally_keys_days = 0;
+    refused(s, Role::Api, "ROOM__BILLING__TALLY_KEYS_DAYS");
+    let mut s = base();
+    s.billing.settle_delay_secs = MAX_SETTLE_DELAY_SECS + 1;
+    refused(s, Role::Api, "ROOM__BILLING__SETTLE_DELAY_SECS");
     // IM on an API node that leaves the background work to workers needs no Kafka.
     let mut s = base();
     s.storage.url = "memory://".into();

@@ -12,6 +12,10 @@ pub const GROUP_EFFECTS_CONSUMER_GROUP: &str = "room-service-im-group-effects";
 /// paid gift's parts as income.
 pub const INCOME_CONSUMER_GROUP: &str = "room-service-income";
 
+/// The default name of the tally consumer (`workers.tallies_group`), which counts each paid
+/// gift's value for its sender, recipients and room.
+pub const TALLIES_CONSUMER_GROUP: &str = "room-service-gift-tallies";
+
 /// `[workers]`: the background passes of the embedded mode.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -47,6 +51,10 @@ pub struct WorkerSettings {
     /// (`ROOM__WORKERS__INCOME_GROUP`): as `im_effects_group`, its Kafka consumer group or its
     /// stored position in the outbox. 1 to 55 ASCII letters, digits, `.`, `_` or `-`.
     pub income_group: String,
+    /// The name of the tally consumer, which counts each paid gift's value for its sender,
+    /// its recipients and its room's turnover (`ROOM__WORKERS__TALLIES_GROUP`): as
+    /// `income_group`.
+    pub tallies_group: String,
 }
 
 impl Default for WorkerSettings {
@@ -62,6 +70,7 @@ impl Default for WorkerSettings {
             claim_ttl_secs: 30,
             im_effects_group: GROUP_EFFECTS_CONSUMER_GROUP.to_owned(),
             income_group: INCOME_CONSUMER_GROUP.to_owned(),
+            tallies_group: TALLIES_CONSUMER_GROUP.to_owned(),
         }
     }
 }
@@ -129,6 +138,13 @@ pub(super) const SECTION: Section = Section {
              with Kafka, its consumer group; without, the name of its position in the outbox. Runs \
              on every process that runs the background passes. 1 to 55 ASCII letters, digits, \
              `.`, `_` or `-`.",
+        ),
+        (
+            "tallies_group",
+            "The name of the tally consumer (it counts each paid gift's value for its sender, \
+             its recipients and its room's turnover of the day, in `billing.time_zone`) as a \
+             consumer of the durable facts, also its metrics label: as `income_group`. Runs on \
+             every process that runs the background passes.",
         ),
     ],
 };

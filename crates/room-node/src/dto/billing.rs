@@ -62,6 +62,9 @@ pub struct BillingPolicyResponse {
     pub agency_bp: u32,
     /// Shares of particular gifts, by gift id.
     pub overrides: BTreeMap<String, BillingSharesBody>,
+    /// The room owner's reward for each closed day's turnover of their room (the coin value
+    /// of the gifts applied in it that day), in basis points, credited as income; 0 pays none.
+    pub turnover_bp: u32,
 }
 
 impl From<BillingPolicy> for BillingPolicyResponse {
@@ -76,6 +79,7 @@ impl From<BillingPolicy> for BillingPolicyResponse {
                 .into_iter()
                 .map(|(gift, shares)| (gift.to_string(), shares.into()))
                 .collect(),
+            turnover_bp: policy.turnover_bp,
         }
     }
 }
@@ -104,6 +108,11 @@ pub struct PutBillingRequest {
     /// Shares of particular gifts, by gift id, at most 1,000; none when absent.
     #[serde(default)]
     pub overrides: BTreeMap<String, BillingSharesBody>,
+    /// The room owner's reward for each closed day's turnover of their room, in basis points;
+    /// 0 (none) when absent. A day is settled under the version current when it is settled.
+    #[serde(default, deserialize_with = "whole::u32")]
+    #[schema(minimum = 0, maximum = 10_000)]
+    pub turnover_bp: u32,
 }
 
 /// One income entry: a part of a gift's value credited to the user.

@@ -93,6 +93,8 @@ api_codes! {
     InvalidLimit = "INVALID_LIMIT", BAD_REQUEST, false;
     /// A `cursor` that this API did not give.
     InvalidCursor = "INVALID_CURSOR", BAD_REQUEST, false;
+    /// A `day` that is not a calendar date written `YYYY-MM-DD` (years 1 to 9999).
+    InvalidDay = "INVALID_DAY", BAD_REQUEST, false;
     /// A room password of the wrong length.
     InvalidPassword = "INVALID_PASSWORD", BAD_REQUEST, false;
     /// A credit amount out of its range.

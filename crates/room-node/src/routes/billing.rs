@@ -52,7 +52,7 @@ pub async fn get_billing(
     request_body = PutBillingRequest,
     responses(
         (status = 200, description = "The new version", body = BillingPolicyResponse),
-        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, or `INVALID_BILLING_POLICY` (a share outside 0..=10000 basis points, shares adding up to more than 10000, an invalid gift id, more than 1,000 overrides)", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, or `INVALID_BILLING_POLICY` (a share (or `turnover_bp`) outside 0..=10000 basis points, shares adding up to more than 10000, an invalid gift id, more than 1,000 overrides)", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
         (status = 409, description = "`BILLING_VERSION_STALE`: the current version is not `expected_version`", body = ErrorResponse),
     ),
@@ -84,15 +84,19 @@ pub async fn put_billing(
         agency_bp: request.agency_bp,
     };
     let ports = state.service.ports();
-    let policy = change_billing(&ports.billing, request.expected_version, shares, overrides)
-        .await
-        .map_err(|error| match error {
-            room_app::Error::Invalid(message) => invalid(message),
-            room_app::Error::Conflict(message) => {
-                ApiError::of(ApiCode::BillingVersionStale, message)
-            }
-            other => other.into(),
-        })?;
+    let policy = change_billing(
+        &ports.billing,
+        request.expected_version,
+        shares,
+        overrides,
+        request.turnover_bp,
+    )
+    .await
+    .map_err(|error| match error {
+        room_app::Error::Invalid(message) => invalid(message),
+        room_app::Error::Conflict(message) => ApiError::of(ApiCode::BillingVersionStale, message),
+        other => other.into(),
+    })?;
     // Orders placed on this node from now on take the new version.
     state.service.gifts().forget_billing();
     Ok(Json(policy.into()))
