@@ -25,5 +25,6 @@ mod rooms;
 mod rtc;
 mod socket;
 mod support;
+mod tallies;
 mod vip;
 mod workers;
