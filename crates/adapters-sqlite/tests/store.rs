@@ -1132,7 +1132,32 @@ async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgra
             Coins(balance),
             "{who}"
         );
-    }
+    } // Migration 0120: a room's turnover reward (part 4, without a gift) credits after it.
+    let reward = IncomeEntry {
+        sender: user("room-a"),
+        order_id: OrderId::new("turnover-2025-11-30").unwrap(),
+        recipient: user("olga"),
+        part: IncomePart::Turnover,
+        user: user("olga"),
+        amount: Coins(7),
+        room_id: room("room-a"),
+        gift_id: None,
+        billing_version: 1,
+        at: Timestamp(1_764_460_800_000),
+    };
+    assert_eq!(
+        store
+            .credit_income(std::slice::from_ref(&reward))
+            .await
+            .unwrap(),
+        1
+    );
+    let newest = store.list_income(&user("olga"), None, 1).await.unwrap();
+    assert_eq!(newest[0].entry, reward);
+    assert_eq!(
+        store.income_balance(&user("olga")).await.unwrap(),
+        Coins(22)
+    );
 }
 
 #[tokio::test]
