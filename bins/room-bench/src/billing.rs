@@ -2,8 +2,8 @@
 //! catalog's `[billing]`: the income consumer credits every gift's parts) against one whose
 //! catalog has no billing section (the platform keeps every gift: the consumer reads the
 //! facts and credits nothing), in turns, in one run: on, off, on, off, on, off. Each side
-//! also reports the consumer's lag, read every 100 ms during the loop: on the paying side, how
-//! far income trails the gifts.
+//! also reports the consumers' lags, read every 100 ms during the loop: how far income (on the
+//! paying side) and gift value (on both) trail the gifts.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -59,13 +59,26 @@ async fn metric(server: &Server, name: &str) -> Result<f64> {
     Ok(metric_sample(&server.metrics().await?, name))
 }
 
-/// How often the income consumer's lag is read during a loop.
+/// How often the consumers' lags are read during a loop.
 const LAG_EVERY: Duration = Duration::from_millis(100);
 
-/// Reads the income consumer's lag (`room_facts_lag_seconds`: how old the fact in hand is,
-/// 0 once caught up) every [`LAG_EVERY`] for `length`; answers the samples, in seconds.
-async fn lag_samples(client: ClientView, length: Duration) -> Vec<f64> {
-    let mut samples = Vec::new();
+/// The consumers whose lag is read: what they make of the gifts, and their lag's sample
+/// (`room_facts_lag_seconds`: how old the fact in hand is, 0 once caught up).
+const CONSUMERS: [(&str, &str); 2] = [
+    (
+        "income",
+        "room_facts_lag_seconds{consumer=\"room-service-income\"}",
+    ),
+    (
+        "gift value",
+        "room_facts_lag_seconds{consumer=\"room-service-gift-tallies\"}",
+    ),
+];
+
+/// Reads each of [`CONSUMERS`]' lag every [`LAG_EVERY`] for `length`; answers the samples of
+/// each, in seconds.
+async fn lag_samples(client: ClientView, length: Duration) -> [Vec<f64>; 2] {
+    let mut samples = [Vec::new(), Vec::new()];
     let end = tokio::time::Instant::now() + length;
     while tokio::time::Instant::now() < end {
         if let Ok(response) = client
@@ -75,11 +88,22 @@ async fn lag_samples(client: ClientView, length: Duration) -> Vec<f64> {
             .await
             && let Ok(text) = response.text().await
         {
-            samples.push(metric_sample(&text, "room_facts_lag_seconds"));
+            for (kept, (_, sample)) in samples.iter_mut().zip(CONSUMERS) {
+                kept.push(metric_sample(&text, sample));
+            }
         }
         tokio::time::sleep(LAG_EVERY).await;
     }
     samples
+}
+
+/// The larger of [`CONSUMERS`]' lags now, in seconds.
+async fn largest_lag(server: &Server) -> Result<f64> {
+    let text = server.metrics().await?;
+    Ok(CONSUMERS
+        .iter()
+        .map(|(_, sample)| metric_sample(&text, sample))
+        .fold(0.0, f64::max))
 }
 
 /// The `q` quantile of `values` (sorted here), 0 for none.
@@ -126,22 +150,24 @@ pub async fn billing(
             let database = if on_mysql { database_pid() } else { None };
             let before = database.map(|pid| cpu::sample(&[pid])).transpose()?;
             let gifts_before = gifts_completed();
-            let (rate, mut lags) = tokio::join!(
+            let (rate, lags) = tokio::join!(
                 closed_loop(&server, &setup, duration, true),
                 lag_samples(server.client.clone(), duration)
             );
             let rate = rate?;
             let side = if billed { "on" } else { "off" };
             // Read on both sides alike (reading `/metrics` costs the server a little).
-            report(
-                &format!("  consumer lag, billing {side} (p50 / p99 / max)"),
-                &format!(
-                    "{:.0} / {:.0} / {:.0} ms",
-                    quantile(&mut lags, 0.5) * 1e3,
-                    quantile(&mut lags, 0.99) * 1e3,
-                    quantile(&mut lags, 1.0) * 1e3
-                ),
-            );
+            for ((what, _), mut lags) in CONSUMERS.into_iter().zip(lags) {
+                report(
+                    &format!("  {what} consumer lag, billing {side} (p50 / p99 / max)"),
+                    &format!(
+                        "{:.0} / {:.0} / {:.0} ms",
+                        quantile(&mut lags, 0.5) * 1e3,
+                        quantile(&mut lags, 0.99) * 1e3,
+                        quantile(&mut lags, 1.0) * 1e3
+                    ),
+                );
+            }
             if let (Some(pid), Some(before)) = (database, before) {
                 let used = cpu::sample(&[pid])?.since(&before);
                 let gifts = gifts_completed().saturating_sub(gifts_before).max(1);
@@ -156,10 +182,18 @@ pub async fn billing(
             );
             // Income trails the gifts: wait for it, and check what each side credited.
             let deadline = tokio::time::Instant::now() + TRAIL_WAIT;
-            let mut lag = metric(&server, "room_facts_lag_seconds").await?;
+            let mut lag = largest_lag(&server).await?;
             while lag > 0.0 && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                lag = metric(&server, "room_facts_lag_seconds").await?;
+                lag = largest_lag(&server).await?;
+            }
+            let counted = metric(&server, "room_gift_tallies_total").await?;
+            report(
+                &format!("  gifts counted for gift value (billing {side})"),
+                &format!("{counted:.0}"),
+            );
+            if counted == 0.0 {
+                bail!("billing {side}: no gift counted for gift value");
             }
             let entries = metric(&server, "room_income_entries_total").await?;
             report(

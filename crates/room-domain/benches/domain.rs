@@ -40,6 +40,7 @@ fn rules() -> RoomRules {
             countdown_secs: 60,
             reward_pool: Coins(1_000),
             winners: 5,
+            reward_cap: None,
         }],
         ..RoomRules::default()
     };

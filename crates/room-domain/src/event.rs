@@ -204,6 +204,10 @@ pub enum Event {
         ignited_at: Timestamp,
         /// When it launches.
         launch_at: Timestamp,
+        /// What its launch gives away, from its level as it ignited. Absent in events written
+        /// before the levels could change at run time: the launch then takes its level's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prize: Option<crate::rules::RocketPrize>,
     },
     /// The rocket launched and rewarded members present.
     RoomRocketLaunched {

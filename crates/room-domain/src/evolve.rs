@@ -185,12 +185,14 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             level,
             ignited_at,
             launch_at,
+            prize,
         } => {
             state.rocket.level = *level;
             state.rocket.status = RocketStatus::Ignited {
                 rocket_id: *rocket_id,
                 ignited_at: *ignited_at,
                 launch_at: *launch_at,
+                prize: *prize,
             };
             state.rocket.next_rocket_id = crate::ids::RocketId(rocket_id.0 + 1);
         }

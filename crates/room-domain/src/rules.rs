@@ -53,18 +53,21 @@ impl Default for RoomRules {
                     countdown_secs: 60,
                     reward_pool: Coins(1_000),
                     winners: 5,
+                    reward_cap: None,
                 },
                 RocketLevel {
                     fuel: 50_000,
                     countdown_secs: 60,
                     reward_pool: Coins(6_000),
                     winners: 10,
+                    reward_cap: None,
                 },
                 RocketLevel {
                     fuel: 200_000,
                     countdown_secs: 90,
                     reward_pool: Coins(30_000),
                     winners: 20,
+                    reward_cap: None,
                 },
             ],
             lucky: LuckyTable::default(),
@@ -134,31 +137,7 @@ impl RoomRules {
                 field: "day_utc_offset_secs",
             });
         }
-        if self.rocket_levels.is_empty() {
-            return Err(RulesError::OutOfRange {
-                field: "rocket_levels",
-            });
-        }
-        let mut previous_fuel = 0;
-        for (i, level) in self.rocket_levels.iter().enumerate() {
-            let err = |reason| RulesError::RocketLevel {
-                level: i + 1,
-                reason,
-            };
-            if level.fuel <= previous_fuel && i > 0 {
-                return Err(err("fuel must rise from level to level"));
-            }
-            if level.fuel <= 0 {
-                return Err(err("fuel must be positive"));
-            }
-            if level.reward_pool.is_negative() {
-                return Err(err("reward pool must not be negative"));
-            }
-            if level.winners == 0 && level.reward_pool > Coins::ZERO {
-                return Err(err("a reward pool needs at least one winner"));
-            }
-            previous_fuel = level.fuel;
-        }
+        validate_rocket_levels(&self.rocket_levels)?;
         self.lucky.validate()
     }
 
@@ -188,6 +167,82 @@ pub struct RocketLevel {
     pub reward_pool: Coins,
     /// How many members present at launch share the pool (fewer if fewer are present).
     pub winners: u32,
+    /// The most one winner is given at one launch; what the cap keeps from the pool is not
+    /// paid. None: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward_cap: Option<Coins>,
+}
+
+impl RocketLevel {
+    /// What a launch of this level gives away.
+    pub fn prize(&self) -> RocketPrize {
+        RocketPrize {
+            reward_pool: self.reward_pool,
+            winners: self.winners,
+            reward_cap: self.reward_cap,
+        }
+    }
+}
+
+/// What a rocket launch gives away: taken from its level when it ignites, so that a change of
+/// the levels made while it counts down does not change its launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RocketPrize {
+    /// Coins shared among the winners.
+    pub reward_pool: Coins,
+    /// How many members present share them.
+    pub winners: u32,
+    /// The most one winner is given; none: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward_cap: Option<Coins>,
+}
+
+/// A version of the rocket's levels, as operators change them at run time: a room takes the
+/// current version's levels from its next fuel and ignition; a rocket counting down launches
+/// with the prize it ignited with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RocketSettings {
+    /// 1 for the first, one more for each change.
+    pub version: u64,
+    /// The levels, from level 1 upwards.
+    pub levels: Vec<RocketLevel>,
+}
+
+/// The most rocket levels a deployment may configure.
+pub const MAX_ROCKET_LEVELS: usize = 50;
+
+/// Checks rocket levels: at least one and at most [`MAX_ROCKET_LEVELS`], fuel positive and
+/// rising, pools not negative and shared by at least one winner, caps at least one coin.
+pub fn validate_rocket_levels(levels: &[RocketLevel]) -> Result<(), RulesError> {
+    if levels.is_empty() || levels.len() > MAX_ROCKET_LEVELS {
+        return Err(RulesError::OutOfRange {
+            field: "rocket_levels",
+        });
+    }
+    let mut previous_fuel = 0;
+    for (i, level) in levels.iter().enumerate() {
+        let err = |reason| RulesError::RocketLevel {
+            level: i + 1,
+            reason,
+        };
+        if level.fuel <= previous_fuel && i > 0 {
+            return Err(err("fuel must rise from level to level"));
+        }
+        if level.fuel <= 0 {
+            return Err(err("fuel must be positive"));
+        }
+        if level.reward_pool.is_negative() {
+            return Err(err("reward pool must not be negative"));
+        }
+        if level.winners == 0 && level.reward_pool > Coins::ZERO {
+            return Err(err("a reward pool needs at least one winner"));
+        }
+        if level.reward_cap.is_some_and(|cap| cap <= Coins::ZERO) {
+            return Err(err("a reward cap must be at least one coin"));
+        }
+        previous_fuel = level.fuel;
+    }
+    Ok(())
 }
 
 /// The lucky-gift table: each entry is a multiplier of the order's value with a weight. A

@@ -149,6 +149,10 @@ pub enum RocketStatus {
         ignited_at: Timestamp,
         /// When it launches.
         launch_at: Timestamp,
+        /// What its launch gives away ([`RoomRocketIgnited`](crate::Event::RoomRocketIgnited)'s
+        /// prize); none for an ignition recorded before prizes were.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prize: Option<crate::rules::RocketPrize>,
     },
     /// The top level launched today; nothing more until the day resets.
     Launched {

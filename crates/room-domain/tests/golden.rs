@@ -25,9 +25,9 @@ use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Contribution, DayKey,
     EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftId, GiftSent, GiftSnapshot, LeaveReason,
     LuckyOutcome, Member, MicChange, MicDownReason, Occupant, OrderId, PasswordHash, RobotGift,
-    Rocket, RocketId, RocketReward, RocketStatus, Role, RoomId, RoomProfile, RoomSettings,
-    RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot, Timestamp, UserActor,
-    UserDisplay, UserId, VipPrivileges, VipStanding,
+    Rocket, RocketId, RocketPrize, RocketReward, RocketStatus, Role, RoomId, RoomProfile,
+    RoomSettings, RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot, Timestamp,
+    UserActor, UserDisplay, UserId, VipPrivileges, VipStanding,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -212,6 +212,11 @@ fn sample_events() -> Vec<Event> {
             level: 1,
             ignited_at: at(20),
             launch_at: at(80),
+            prize: Some(RocketPrize {
+                reward_pool: Coins(1_000),
+                winners: 5,
+                reward_cap: Some(Coins(300)),
+            }),
         },
         Event::RoomRocketLaunched {
             rocket_id: RocketId(4),
@@ -775,6 +780,11 @@ fn sample_snapshot() -> Snapshot {
                 rocket_id: RocketId(5),
                 ignited_at: at(90),
                 launch_at: at(150),
+                prize: Some(RocketPrize {
+                    reward_pool: Coins(6_000),
+                    winners: 10,
+                    reward_cap: None,
+                }),
             },
             day_key: today(),
             next_rocket_id: RocketId(6),

@@ -100,12 +100,14 @@ pub fn rules() -> RoomRules {
                 countdown_secs: 60,
                 reward_pool: Coins(1_000),
                 winners: 5,
+                reward_cap: None,
             },
             RocketLevel {
                 fuel: 1_000,
                 countdown_secs: 60,
                 reward_pool: Coins(2_000),
                 winners: 5,
+                reward_cap: None,
             },
         ],
         lucky: LuckyTable {

@@ -135,6 +135,7 @@ pub(super) fn apply_gift(
                 level,
                 ignited_at: ctx.now,
                 launch_at: ctx.now.plus_secs(config.countdown_secs),
+                prize: Some(config.prize()),
             });
         }
     }

@@ -6,6 +6,7 @@ use crate::event::{Event, RocketReward};
 use crate::ids::{RocketId, UserId};
 use crate::money::Coins;
 use crate::rejection::Rejection;
+use crate::rules::RocketPrize;
 use crate::state::{RocketStatus, RoomState};
 use crate::time::Timestamp;
 
@@ -26,6 +27,7 @@ pub(super) fn launch_rocket(
     let RocketStatus::Ignited {
         rocket_id: ignited,
         launch_at,
+        prize,
         ..
     } = rocket.status
     else {
@@ -37,10 +39,11 @@ pub(super) fn launch_rocket(
     if ctx.now < launch_at {
         return Err(Rejection::RocketNotReady { launch_at });
     }
-    // A level the rules no longer have (changed while it was ignited) still launches, with
-    // no rewards: refused, its timer would be dropped and the rocket stay ignited.
-    let rewards = match ctx.rules.rocket_level(level) {
-        Some(config) => draw_rewards(state, config.reward_pool, config.winners, ctx.random),
+    // The prize taken at ignition; an ignition recorded without one takes its level's now. A
+    // level the rules no longer have still launches, with no rewards: refused, its timer
+    // would be dropped and the rocket stay ignited.
+    let rewards = match prize.or_else(|| ctx.rules.rocket_level(level).map(|c| c.prize())) {
+        Some(prize) => draw_rewards(state, &prize, ctx.random),
         None => Vec::new(),
     };
     let next_level = ctx.rules.rocket_level(level + 1).map(|_| level + 1);
@@ -59,11 +62,13 @@ pub(super) fn launch_rocket(
     Ok(events)
 }
 
-/// Picks up to `winners` distinct members with the random input and shares `pool` among them:
-/// equal parts, the remainder one coin each to the first winners drawn. The amounts add up to
-/// `pool` exactly (or nothing is given when no human is present). Robots never win: the
+/// Picks up to `winners` distinct members with the random input and shares the pool among
+/// them: equal parts, the remainder one coin each to the first winners drawn, each part at
+/// most the prize's cap. The amounts add up to the pool exactly when no cap cuts them (and to
+/// less when one does; nothing is given when no human is present). Robots never win: the
 /// rewards are real coins, paid into the winners' wallets.
-fn draw_rewards(state: &RoomState, pool: Coins, winners: u32, random: u64) -> Vec<RocketReward> {
+fn draw_rewards(state: &RoomState, prize: &RocketPrize, random: u64) -> Vec<RocketReward> {
+    let (pool, winners) = (prize.reward_pool, prize.winners);
     let mut candidates: Vec<&UserId> = state
         .members
         .iter()
@@ -89,9 +94,12 @@ fn draw_rewards(state: &RoomState, pool: Coins, winners: u32, random: u64) -> Ve
     candidates[..k]
         .iter()
         .enumerate()
-        .map(|(i, user)| RocketReward {
-            user: (*user).clone(),
-            coins: Coins(share + i64::from((i as i64) < remainder)),
+        .map(|(i, user)| {
+            let coins = share + i64::from((i as i64) < remainder);
+            RocketReward {
+                user: (*user).clone(),
+                coins: Coins(prize.reward_cap.map_or(coins, |cap| coins.min(cap.0))),
+            }
         })
         .collect()
 }

@@ -133,7 +133,13 @@ pub fn check_events(
                     RocketStatus::Ignited { rocket_id: r, .. } if r == *rocket_id
                 );
                 prop_assert!(was_ignited, "launched a rocket that was not ignited");
-                let config = ctx.rules.rocket_level(*level).unwrap();
+                // The prize the rocket ignited with (the rules' level, as they were then).
+                let config = match before.rocket.status {
+                    RocketStatus::Ignited {
+                        prize: Some(prize), ..
+                    } => prize,
+                    _ => ctx.rules.rocket_level(*level).unwrap().prize(),
+                };
                 prop_assert_eq!(
                     *next_level,
                     ctx.rules.rocket_level(level + 1).map(|_| level + 1)
@@ -153,19 +159,29 @@ pub fn check_events(
                         reward.user
                     );
                     prop_assert!(!reward.coins.is_negative());
+                    if let Some(cap) = config.reward_cap {
+                        prop_assert!(reward.coins <= cap, "a reward over the cap");
+                    }
                 }
                 let humans = before.members.values().filter(|m| !m.robot).count();
                 let paid: i128 = rewards.iter().map(|r| i128::from(r.coins.0)).sum();
                 if humans == 0 || config.reward_pool.0 == 0 {
                     prop_assert!(rewards.is_empty());
                 } else {
-                    prop_assert_eq!(paid, i128::from(config.reward_pool.0));
                     // Nobody wins zero coins: a pool smaller than the winner count has
                     // fewer winners.
                     let expected = humans
                         .min(config.winners as usize)
                         .min(usize::try_from(config.reward_pool.0).unwrap_or(0));
                     prop_assert_eq!(rewards.len(), expected);
+                    // The pool shared exactly, each part cut to the cap when there is one.
+                    let k = i128::try_from(expected).unwrap();
+                    let pool = i128::from(config.reward_pool.0);
+                    let cap = config.reward_cap.map_or(i128::MAX, |cap| i128::from(cap.0));
+                    let owed: i128 = (0..k)
+                        .map(|i| (pool / k + i128::from(i < pool % k)).min(cap))
+                        .sum();
+                    prop_assert_eq!(paid, owed);
                     coverage.borrow_mut().launches_with_rewards += 1;
                 }
                 prop_assert!(event.delivery().durable);

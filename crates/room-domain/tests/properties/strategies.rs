@@ -35,22 +35,32 @@ pub fn scenario() -> impl Strategy<Value = Scenario> {
 /// The default rules (a rocket that needs 10 000 fuel) or small custom ones whose rocket ignites
 /// and launches often, with few admins and members allowed.
 fn rules() -> impl Strategy<Value = RoomRules> {
-    let levels = prop::collection::vec((1i64..300, 0u32..180, 0i64..1_000, 1u32..=6), 1..=3)
-        .prop_map(|levels| {
-            let mut fuel = 0;
-            levels
-                .into_iter()
-                .map(|(step, countdown_secs, pool, winners)| {
-                    fuel += step;
-                    RocketLevel {
-                        fuel,
-                        countdown_secs,
-                        reward_pool: Coins(pool),
-                        winners,
-                    }
-                })
-                .collect::<Vec<_>>()
-        });
+    let levels = prop::collection::vec(
+        (
+            1i64..300,
+            0u32..180,
+            0i64..1_000,
+            1u32..=6,
+            prop::option::of(1i64..400),
+        ),
+        1..=3,
+    )
+    .prop_map(|levels| {
+        let mut fuel = 0;
+        levels
+            .into_iter()
+            .map(|(step, countdown_secs, pool, winners, cap)| {
+                fuel += step;
+                RocketLevel {
+                    fuel,
+                    countdown_secs,
+                    reward_pool: Coins(pool),
+                    winners,
+                    reward_cap: cap.map(Coins),
+                }
+            })
+            .collect::<Vec<_>>()
+    });
     let custom = (
         3u32..=10,
         1u32..=3,

@@ -458,18 +458,21 @@ pub fn small_rocket_rules() -> RoomRules {
                 countdown_secs: 60,
                 reward_pool: Coins(1_000),
                 winners: 3,
+                reward_cap: None,
             },
             RocketLevel {
                 fuel: 300,
                 countdown_secs: 60,
                 reward_pool: Coins(500),
                 winners: 10,
+                reward_cap: None,
             },
             RocketLevel {
                 fuel: 600,
                 countdown_secs: 90,
                 reward_pool: Coins(7),
                 winners: 2,
+                reward_cap: None,
             },
         ],
         ..RoomRules::default()

@@ -273,6 +273,7 @@ fn reaching_the_threshold_ignites_the_rocket() {
                 level: 1,
                 ignited_at: now,
                 launch_at: now.plus_secs(60),
+                prize: Some(room.rules.rocket_levels[0].prize()),
             },
         ]
     );
@@ -282,6 +283,7 @@ fn reaching_the_threshold_ignites_the_rocket() {
             rocket_id: RocketId(1),
             ignited_at: now,
             launch_at: now.plus_secs(60),
+            prize: Some(room.rules.rocket_levels[0].prize()),
         }
     );
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use room_domain::{
-    CommandKind, DayKey, Event, LAUNCH_WAIT_MS, Rejection, RocketId, RocketStatus, Timestamp,
+    Coins, CommandKind, DayKey, Event, LAUNCH_WAIT_MS, Rejection, RocketId, RocketStatus, Timestamp,
 };
 
 use crate::fixture::{
@@ -124,10 +124,51 @@ fn a_rocket_ignited_before_midnight_launches_after_it_then_resets() {
 }
 
 #[test]
-fn a_level_the_rules_no_longer_have_launches_without_rewards() {
+fn a_rocket_launches_with_the_prize_it_ignited_with_whatever_the_levels_become() {
+    let mut room = Room::open_with(small_rocket_rules());
+    room.join("carol");
+    let (rocket_id, level, launch_at) = ignite(&mut room);
+    // The operator changed level 1 while it was counting down: a smaller pool and a cap.
+    room.rules.rocket_levels[0].reward_pool = Coins(1);
+    room.rules.rocket_levels[0].reward_cap = Some(Coins(1));
+    room.now = launch_at;
+    let events = room.ok(&system(), launch(rocket_id, level, launch_at));
+    let Event::RoomRocketLaunched { rewards, .. } = &events[0] else {
+        panic!("{events:?}");
+    };
+    // Level 1 as it ignited: 1,000 coins among 3 winners, no cap.
+    let paid: i64 = rewards.iter().map(|r| r.coins.0).sum();
+    assert_eq!((rewards.len(), paid), (3, 1_000), "{rewards:?}");
+
+    // The next ignition (level 2) takes the levels as they are then: 900 coins among up to 10
+    // winners, at most one coin each; removing every level meanwhile changes nothing.
+    room.rules.rocket_levels[1].reward_pool = Coins(900);
+    room.rules.rocket_levels[1].reward_cap = Some(Coins(1));
+    let (rocket_id, level, launch_at) = ignite(&mut room);
+    assert_eq!(level, 2);
+    room.rules.rocket_levels.clear();
+    room.now = launch_at;
+    let events = room.ok(&system(), launch(rocket_id, level, launch_at));
+    let Event::RoomRocketLaunched { rewards, .. } = &events[0] else {
+        panic!("{events:?}");
+    };
+    // Six people are present (the owner, two admins, alice, bob and carol).
+    assert_eq!(rewards.len(), 6, "{rewards:?}");
+    assert!(
+        rewards.iter().all(|r| r.coins == Coins(1)),
+        "each capped: {rewards:?}"
+    );
+}
+
+#[test]
+fn an_ignition_recorded_without_a_prize_launches_with_its_level_or_without_rewards() {
     let mut room = Room::open_with(small_rocket_rules());
     let (rocket_id, level, launch_at) = ignite(&mut room);
-    // The operator changed the rules while level 1 was counting down.
+    // As an ignition evolved from an event written before prizes were.
+    if let RocketStatus::Ignited { prize, .. } = &mut room.state.rocket.status {
+        *prize = None;
+    }
+    // The operator removed every level while it was counting down.
     room.rules.rocket_levels.clear();
     room.now = launch_at;
     let events = room.ok(&system(), launch(rocket_id, level, launch_at));
