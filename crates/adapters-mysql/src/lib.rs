@@ -41,6 +41,7 @@ mod pins;
 mod pool;
 mod positions;
 mod robots;
+mod rocket;
 mod schema;
 mod store;
 mod tallies;

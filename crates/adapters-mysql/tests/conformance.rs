@@ -181,6 +181,14 @@ async fn gift_tallies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rocket_settings() {
+    let Some(fresh) = Fresh::new("conformance::rocket_settings").await else {
+        return;
+    };
+    testkit::rocket_settings_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn user_directory() {
     let Some(fresh) = Fresh::new("conformance::user_directory").await else {
         return;

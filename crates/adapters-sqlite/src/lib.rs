@@ -35,6 +35,7 @@ mod pins;
 mod plans;
 mod positions;
 mod robots;
+mod rocket;
 mod scanner;
 mod store;
 mod tallies;

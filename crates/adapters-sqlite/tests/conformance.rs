@@ -134,6 +134,12 @@ async fn gift_tallies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rocket_settings() {
+    let fresh = Fresh::default();
+    testkit::rocket_settings_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn user_directory() {
     let fresh = Fresh::default();
     testkit::user_directory_suite(|| fresh.store()).await;

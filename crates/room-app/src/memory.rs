@@ -132,6 +132,8 @@ struct Tables {
     pins: BTreeMap<String, crate::ports::RoomPin>,
     /// Gift value and turnover.
     tallies: Tallies,
+    /// The rocket's levels, by version.
+    rocket: BTreeMap<u64, room_domain::RocketSettings>,
 }
 
 /// Every storage port in memory. Cheap to clone: clones share the data.

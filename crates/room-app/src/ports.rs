@@ -29,6 +29,7 @@
 //! - who people are: [`users`](UserDirectory) (nickname, avatar, region, country, agency),
 //!   [`vip`](VipGrants) (VIP grants and the level table);
 //! - robots: [`robot_rooms`](RobotRooms);
+//! - the room rocket's levels as operators change them: [`rocket`](RocketSettingsStore);
 //! - time and ids: [`clock`](Clock).
 
 mod billing;
@@ -54,6 +55,7 @@ mod positions;
 mod presence;
 mod rate_budgets;
 mod robot_rooms;
+mod rocket;
 mod snapshots;
 mod timers;
 mod users;
@@ -109,6 +111,7 @@ pub use robot_rooms::{
     MAX_ROBOTS, RobotProfile, RobotRoomConfig, RobotRoomProblem, RobotRooms, RobotRoomsRef,
     check_cover_url, is_robot_id,
 };
+pub use rocket::{RocketSettingsStore, RocketSettingsStoreRef};
 pub use snapshots::{SnapshotStore, SnapshotStoreRef};
 pub use timers::{Timer, TimerCursor, Timers, TimersRef};
 pub use users::{
@@ -144,6 +147,7 @@ pub use self::{
     presence::MockPresence,
     rate_budgets::MockRateBudgets,
     robot_rooms::MockRobotRooms,
+    rocket::MockRocketSettingsStore,
     snapshots::MockSnapshotStore,
     timers::MockTimers,
     users::MockUserDirectory,

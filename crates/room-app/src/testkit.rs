@@ -16,9 +16,9 @@ pub use suites::{
     covers_claimed_by_the_upgrade, gift_catalog_suite, gift_orders_suite, gift_tallies_suite,
     income_ledger_suite, keyed_requests_suite, lease_suite, list_cache_suite, open_streams_suite,
     outbox_suite, password_attempts_suite, payouts_suite, presence_suite, rate_budgets_suite,
-    robot_rooms_suite, room_directory_suite, room_follows_suite, room_pins_suite,
-    snapshot_store_suite, timers_suite, user_directory_suite, vip_grants_suite, wallet_suite,
-    work_claims_suite,
+    robot_rooms_suite, rocket_settings_suite, room_directory_suite, room_follows_suite,
+    room_pins_suite, snapshot_store_suite, timers_suite, user_directory_suite, vip_grants_suite,
+    wallet_suite, work_claims_suite,
 };
 
 use std::future::Future;

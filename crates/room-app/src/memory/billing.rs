@@ -1,5 +1,6 @@
-//! [`BillingPolicies`] and [`IncomeLedger`] of the [`InMemoryStore`]: the policy's versions in
-//! a map, compared and set under the store's one lock; the income ledger as a list with a set
+//! [`BillingPolicies`], [`RocketSettingsStore`] and [`IncomeLedger`] of the
+//! [`InMemoryStore`]: the policy's and the rocket's versions in maps, compared and set under
+//! the store's one lock; the income ledger as a list with a set
 //! of its keys, every credit checked whole before anything changes.
 
 use async_trait::async_trait;
@@ -8,7 +9,8 @@ use room_domain::{BillingPolicy, Coins, UserId};
 use super::InMemoryStore;
 use crate::error::{Error, Result};
 use crate::ports::{
-    BillingPolicies, IncomeEntry, IncomeLedger, IncomeRecord, check_income_entries,
+    BillingPolicies, IncomeEntry, IncomeLedger, IncomeRecord, RocketSettingsStore,
+    check_income_entries,
 };
 
 #[async_trait]
@@ -22,20 +24,50 @@ impl BillingPolicies for InMemoryStore {
     }
 
     async fn put_policy(&self, policy: &BillingPolicy) -> Result<()> {
-        if policy.version == 0 {
-            return Err(Error::Invalid("billing policy version 0".into()));
-        }
-        let mut t = self.lock();
-        let newest = t.billing.keys().next_back().copied().unwrap_or(0);
-        if newest != policy.version - 1 {
-            return Err(Error::Conflict(format!(
-                "billing policy version {} follows {newest}, not {}",
-                newest + 1,
-                policy.version - 1
-            )));
-        }
-        t.billing.insert(policy.version, policy.clone());
-        Ok(())
+        put_next(
+            &mut self.lock().billing,
+            policy.version,
+            policy,
+            "billing policy",
+        )
+    }
+}
+
+/// Inserts `value` as `version` into `versions` if the newest there is the version before.
+fn put_next<T: Clone>(
+    versions: &mut std::collections::BTreeMap<u64, T>,
+    version: u64,
+    value: &T,
+    what: &str,
+) -> Result<()> {
+    if version == 0 {
+        return Err(Error::Invalid(format!("{what} version 0")));
+    }
+    let newest = versions.keys().next_back().copied().unwrap_or(0);
+    if newest != version - 1 {
+        return Err(Error::Conflict(format!(
+            "{what} version {} follows {newest}, not {}",
+            newest + 1,
+            version - 1
+        )));
+    }
+    versions.insert(version, value.clone());
+    Ok(())
+}
+
+#[async_trait]
+impl RocketSettingsStore for InMemoryStore {
+    async fn current_rocket(&self) -> Result<Option<room_domain::RocketSettings>> {
+        Ok(self.lock().rocket.values().next_back().cloned())
+    }
+
+    async fn put_rocket(&self, settings: &room_domain::RocketSettings) -> Result<()> {
+        put_next(
+            &mut self.lock().rocket,
+            settings.version,
+            settings,
+            "rocket settings",
+        )
     }
 }
 
