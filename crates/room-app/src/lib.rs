@@ -29,6 +29,7 @@ pub mod ports;
 pub mod profiles;
 pub mod robot_admin;
 pub mod robots;
+pub mod rocket;
 pub mod room_feed;
 pub mod rtc_events;
 mod service;

@@ -211,8 +211,15 @@ pub struct RocketSettings {
 /// The most rocket levels a deployment may configure.
 pub const MAX_ROCKET_LEVELS: usize = 50;
 
+/// The longest countdown from ignition to launch, in seconds (an hour).
+pub const MAX_ROCKET_COUNTDOWN_SECS: u32 = 3_600;
+
+/// The most winners one launch may have.
+pub const MAX_ROCKET_WINNERS: u32 = 10_000;
+
 /// Checks rocket levels: at least one and at most [`MAX_ROCKET_LEVELS`], fuel positive and
-/// rising, pools not negative and shared by at least one winner, caps at least one coin.
+/// rising, countdowns at most [`MAX_ROCKET_COUNTDOWN_SECS`], pools not negative and shared by
+/// at least one winner, at most [`MAX_ROCKET_WINNERS`] winners, caps at least one coin.
 pub fn validate_rocket_levels(levels: &[RocketLevel]) -> Result<(), RulesError> {
     if levels.is_empty() || levels.len() > MAX_ROCKET_LEVELS {
         return Err(RulesError::OutOfRange {
@@ -236,6 +243,12 @@ pub fn validate_rocket_levels(levels: &[RocketLevel]) -> Result<(), RulesError> 
         }
         if level.winners == 0 && level.reward_pool > Coins::ZERO {
             return Err(err("a reward pool needs at least one winner"));
+        }
+        if level.countdown_secs > MAX_ROCKET_COUNTDOWN_SECS {
+            return Err(err("a countdown is at most 3600 seconds"));
+        }
+        if level.winners > MAX_ROCKET_WINNERS {
+            return Err(err("at most 10000 winners"));
         }
         if level.reward_cap.is_some_and(|cap| cap <= Coins::ZERO) {
             return Err(err("a reward cap must be at least one coin"));

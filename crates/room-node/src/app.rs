@@ -226,6 +226,10 @@ impl App {
             .await
             .context("cannot store the first billing policy")?;
         tracing::info!(version = billing.version, "billing policy");
+        let rocket = room_app::rocket::seed_rocket(&storage.rocket, &catalog.rules.rocket_levels)
+            .await
+            .context("cannot store the first rocket levels")?;
+        tracing::info!(version = rocket.version, "rocket levels");
 
         if settings.auth.uses_dev_secret() {
             tracing::warn!(
@@ -284,6 +288,9 @@ impl App {
             },
             CancellationToken::new(),
         );
+        // The rooms take the stored levels (the configured ones seeded them, or an operator
+        // changed them since).
+        runtime.set_rocket(&rocket);
         if settings.is_clustered()
             && let Some(token) = &internal_token
         {
@@ -306,6 +313,7 @@ impl App {
                 billing: storage.billing.clone(),
                 income: storage.income.clone(),
                 tallies: storage.tallies.clone(),
+                rocket: storage.rocket.clone(),
                 directory: storage.directory.clone(),
                 users: storage.users.clone(),
                 vip: storage.vip.clone(),
@@ -669,6 +677,7 @@ impl App {
 
     fn spawn_workers(&self) {
         self.spawn_upkeep();
+        self.spawn_rocket_refresh();
         self.spawn_orchestrator();
         if !self.runs_passes() {
             tracing::info!("workers.in_process is off: room-worker runs the background passes");
@@ -677,6 +686,24 @@ impl App {
         self.spawn_passes();
         self.spawn_outbox();
         self.spawn_turnover();
+    }
+
+    /// On every process that runs rooms: the rooms take the newest stored rocket levels
+    /// within `catalog.rocket_refresh_ms` of an operator's change made through another node.
+    fn spawn_rocket_refresh(&self) {
+        let (store, runtime) = (
+            self.storage.rocket.clone(),
+            self.state.service.runtime().clone(),
+        );
+        self.tasks.spawn(workers::run_every(
+            "rocket_refresh",
+            Duration::from_millis(self.settings.catalog.rocket_refresh_ms.max(100)),
+            self.root.child_token(),
+            move || {
+                let (store, runtime) = (store.clone(), runtime.clone());
+                async move { room_app::rocket::refresh_rocket(&store, &runtime).await }
+            },
+        ));
     }
 
     /// The settlement of closed days' turnovers and the retention of the counted gifts'

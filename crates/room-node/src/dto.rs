@@ -13,6 +13,7 @@ mod me;
 mod ops;
 mod outbox;
 mod robot_rooms;
+mod rocket;
 mod rooms;
 mod schema;
 mod tallies;
@@ -34,6 +35,7 @@ pub use robot_rooms::{
     CreateRobotRoomRequest, GiftShareRequest, PatchRobotRoomRequest, RobotProfileRequest,
     RobotRoomListResponse, RobotRoomResponse,
 };
+pub use rocket::{PutRocketRequest, RocketSettingsResponse};
 pub use rooms::{
     BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, FollowResponse, FollowedRoomItem,
     FollowedRoomsResponse, JoinRequest, KickRequest, LockSeatRequest, MuteSeatRequest,

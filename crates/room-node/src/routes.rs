@@ -10,6 +10,7 @@ mod gifts;
 mod lists;
 mod openapi;
 mod ops;
+mod rocket;
 mod rooms;
 mod tallies;
 mod users;
@@ -156,6 +157,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(billing::user_income))
         .routes(routes!(tallies::get_gift_value))
         .routes(routes!(tallies::get_turnover))
+        .routes(routes!(rocket::get_rocket, rocket::put_rocket))
         .routes(routes!(callbacks::rtc_callback))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))

@@ -9,10 +9,10 @@ use room_app::ports::{
     BillingPolicies, BillingPoliciesRef, CellStore, CellStoreRef, ConsumerPositions,
     ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, GiftTallies,
     GiftTalliesRef, IncomeLedger, IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox,
-    OutboxRef, Payouts, PayoutsRef, RobotRooms, RobotRoomsRef, RoomDirectory, RoomDirectoryRef,
-    RoomFollows, RoomFollowsRef, RoomPins, RoomPinsRef, SnapshotStore, SnapshotStoreRef, Timers,
-    TimersRef, UserDirectory, UserDirectoryRef, VipGrants, VipGrantsRef, Wallet, WalletRef,
-    WorkClaims, WorkClaimsRef,
+    OutboxRef, Payouts, PayoutsRef, RobotRooms, RobotRoomsRef, RocketSettingsStore,
+    RocketSettingsStoreRef, RoomDirectory, RoomDirectoryRef, RoomFollows, RoomFollowsRef, RoomPins,
+    RoomPinsRef, SnapshotStore, SnapshotStoreRef, Timers, TimersRef, UserDirectory,
+    UserDirectoryRef, VipGrants, VipGrantsRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -60,6 +60,8 @@ pub struct Storage {
     pub pins: RoomPinsRef,
     /// Gift value by user and turnover by room and day.
     pub tallies: GiftTalliesRef,
+    /// The rocket's levels by version.
+    pub rocket: RocketSettingsStoreRef,
     /// The SQLite store behind the ports, to close on shutdown.
     sqlite: Option<SqliteStore>,
     /// The MySQL store behind the ports, to close on shutdown.
@@ -90,6 +92,7 @@ impl Storage {
             + VipGrants
             + RoomPins
             + GiftTallies
+            + RocketSettingsStore
             + 'static,
     {
         Storage {
@@ -112,6 +115,7 @@ impl Storage {
             vip: store.clone(),
             pins: store.clone(),
             tallies: store.clone(),
+            rocket: store.clone(),
             directory: store,
             sqlite: None,
             mysql: None,

@@ -21,6 +21,7 @@ mod openapi;
 mod outbox_retention;
 mod profiles;
 mod robot_rooms;
+mod rocket;
 mod rooms;
 mod rtc;
 mod socket;

@@ -22,7 +22,8 @@ impl Cell {
     /// Decides and evolves every command in memory and builds the commit.
     pub(super) fn plan(&mut self, commands: &[CommandRequest]) -> Plan {
         let deps = &self.inner.deps;
-        let rules = &*self.inner.config.rules;
+        let rules = self.inner.rules();
+        let rules = &*rules;
         let now = deps.clock.now();
         let room_id = &self.room_id;
         let mut batch = CommitBatch {

@@ -74,9 +74,22 @@ pub(super) struct Inner {
     pub(super) next_cell_id: AtomicU64,
     pub(super) tracker: TaskTracker,
     pub(super) cancel: CancellationToken,
+    /// The rules cells decide with now: the configured ones, with the rocket's levels of the
+    /// newest version set at run time ([`CellRuntime::set_rocket`](super::CellRuntime::set_rocket)),
+    /// and that version (0: the configured levels).
+    pub(super) rules: std::sync::RwLock<(Arc<room_domain::RoomRules>, u64)>,
 }
 
 impl Inner {
+    /// The rules a cell decides its next batch with.
+    pub(super) fn rules(&self) -> Arc<room_domain::RoomRules> {
+        self.rules
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone()
+    }
+
     pub(super) fn lock_cells(&self) -> std::sync::MutexGuard<'_, HashMap<RoomId, CellEntry>> {
         self.cells.lock().unwrap_or_else(|e| e.into_inner())
     }

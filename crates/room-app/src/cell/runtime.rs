@@ -31,7 +31,6 @@ impl CellRuntime {
         let runtime = CellRuntime {
             inner: Arc::new(Inner {
                 deps,
-                config,
                 presence: std::sync::OnceLock::new(),
                 forwarder: std::sync::OnceLock::new(),
                 owners: Mutex::new(HashMap::new()),
@@ -41,6 +40,8 @@ impl CellRuntime {
                 next_cell_id: AtomicU64::new(1),
                 tracker: TaskTracker::new(),
                 cancel,
+                rules: std::sync::RwLock::new((config.rules.clone(), 0)),
+                config,
             }),
         };
         runtime.spawn_keeper();
@@ -53,9 +54,31 @@ impl CellRuntime {
         let _ = self.inner.presence.set(presence);
     }
 
-    /// The rules cells decide with.
-    pub fn rules(&self) -> &Arc<RoomRules> {
-        &self.inner.config.rules
+    /// The rules cells decide with now: the configured ones, with the rocket's levels of the
+    /// newest version set ([`set_rocket`](Self::set_rocket)).
+    pub fn rules(&self) -> Arc<RoomRules> {
+        self.inner.rules()
+    }
+
+    /// Has cells decide with `settings`' rocket levels from their next batch, if its version
+    /// is newer than the one they use (an older or the same version changes nothing): a room
+    /// fuels and ignites by them from then on, and a rocket counting down launches with the
+    /// prize it ignited with. Returns whether it changed the rules. The caller validates the
+    /// levels.
+    pub fn set_rocket(&self, settings: &room_domain::RocketSettings) -> bool {
+        let mut rules = self.inner.rules.write().unwrap_or_else(|e| e.into_inner());
+        if settings.version <= rules.1 {
+            return false;
+        }
+        let mut next = (*rules.0).clone();
+        next.rocket_levels = settings.levels.clone();
+        *rules = (Arc::new(next), settings.version);
+        true
+    }
+
+    /// The version of the rocket's levels cells decide with (0: the configured levels).
+    pub fn rocket_version(&self) -> u64 {
+        self.inner.rules.read().unwrap_or_else(|e| e.into_inner()).1
     }
 
     /// The lease the runtime holds its rooms with.

@@ -285,7 +285,7 @@ impl GiftSaga {
     /// room decides all of it again when it applies the gift, so a batch still being committed
     /// may answer it, and a hot room's gifts do not wait for each other's commits here.
     async fn pre_check(&self, request: &SendGift, apply: &ApplyGift) -> Result<Option<Rejection>> {
-        if let Err(rejection) = apply.check_shape(self.runtime.rules()) {
+        if let Err(rejection) = apply.check_shape(&self.runtime.rules()) {
             return Ok(Some(rejection));
         }
         let crate::ports::Membership {

@@ -35,6 +35,8 @@ pub struct ServicePorts {
     pub income: crate::ports::IncomeLedgerRef,
     /// Gift value by user and turnover by room and day.
     pub tallies: crate::ports::GiftTalliesRef,
+    /// The rocket's levels by version.
+    pub rocket: crate::ports::RocketSettingsStoreRef,
     /// Short ids and the room list.
     pub directory: RoomDirectoryRef,
     /// Who people are: the profiles rooms show.

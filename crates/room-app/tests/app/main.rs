@@ -25,6 +25,7 @@ mod password_attempts;
 mod recent_replies;
 mod robot_admin;
 mod robots;
+mod rocket_levels;
 mod room_feed;
 mod rtc_events;
 mod runtime;

@@ -394,6 +394,7 @@ impl WorldBuilder {
             billing: store.clone(),
             income: store.clone(),
             tallies: store.clone(),
+            rocket: store.clone(),
             directory: self.directory.unwrap_or_else(|| store.clone()),
             users: store.clone(),
             vip: store.clone(),

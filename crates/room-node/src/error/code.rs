@@ -104,6 +104,10 @@ api_codes! {
     /// A billing policy with a share outside 0..=10000 basis points, shares adding up to more
     /// than 10000, an invalid gift id or too many overrides.
     InvalidBillingPolicy = "INVALID_BILLING_POLICY", BAD_REQUEST, false;
+    /// Rocket levels that break a rule: none or more than 50, fuel not positive or not
+    /// rising, a countdown over an hour, a negative pool, a pool without winners, more than
+    /// 10,000 winners, a cap below one coin. The message names the level.
+    InvalidRocketSettings = "INVALID_ROCKET_SETTINGS", BAD_REQUEST, false;
     /// A profile value that breaks its field's rule (nickname, avatar URL, region, country,
     /// agency), or a batch of more than 500 users; the message names the field, and in a
     /// batch the entry (`users[3].country`). Nothing was written.
@@ -221,6 +225,8 @@ api_codes! {
     RobotRoomChanged = "ROBOT_ROOM_CHANGED", CONFLICT, false;
     /// The billing policy is no longer at the `expected_version` of the change: read it again.
     BillingVersionStale = "BILLING_VERSION_STALE", CONFLICT, false;
+    /// `PUT /v1/admin/rocket` with an `expected_version` that is no longer current.
+    RocketVersionStale = "ROCKET_VERSION_STALE", CONFLICT, false;
     /// The VIP level table is no longer at the `expected_version` of the change: read it
     /// again.
     VipLevelsStale = "VIP_LEVELS_STALE", CONFLICT, false;
