@@ -26,26 +26,34 @@ CREATE TABLE gift_values (
     CONSTRAINT gift_values_not_negative CHECK (sent >= 0 AND received >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
--- Each room's turnover of each day, and its settlement once the day closed (the columns
--- after `gifts`, all NULL until then).
+-- Each room's turnover of each day, and its settlements. A turnover is `pending` (1) from its
+-- first gift until its latest settlement is paid and nothing was counted beyond what that
+-- settled on (`settled_turnover`); a gift counted later makes it pending again. A settlement
+-- is recorded first (`settlements` one more, what it `owed`), then paid, then marked paid
+-- (`owed` back to 0). `reward` is every reward recorded for the day; `owner`, `share_bp`,
+-- `billing_version` and `settled_at` are the latest settlement's (NULL before the first).
 CREATE TABLE room_turnovers (
-    day             INT         NOT NULL,
-    room_id         VARCHAR(64) NOT NULL,
-    turnover        BIGINT      NOT NULL,
-    gifts           BIGINT      NOT NULL,
-    settled_at      BIGINT      NULL,
-    owner           VARCHAR(64) NULL,
-    share_bp        INT         NULL,
-    reward          BIGINT      NULL,
-    billing_version BIGINT      NULL,
+    day              INT         NOT NULL,
+    room_id          VARCHAR(64) NOT NULL,
+    turnover         BIGINT      NOT NULL,
+    gifts            BIGINT      NOT NULL,
+    pending          TINYINT     NOT NULL DEFAULT 1,
+    settlements      INT         NOT NULL DEFAULT 0,
+    settled_turnover BIGINT      NOT NULL DEFAULT 0,
+    owed             BIGINT      NOT NULL DEFAULT 0,
+    reward           BIGINT      NOT NULL DEFAULT 0,
+    owner            VARCHAR(64) NULL,
+    share_bp         INT         NULL,
+    billing_version  BIGINT      NULL,
+    settled_at       BIGINT      NULL,
     PRIMARY KEY (day, room_id),
-    KEY room_turnovers_unsettled (settled_at, day, room_id),
-    CONSTRAINT room_turnovers_not_negative CHECK (turnover >= 0 AND gifts >= 0)
+    KEY room_turnovers_pending (pending, day, room_id),
+    CONSTRAINT room_turnovers_not_negative
+        CHECK (turnover >= 0 AND gifts >= 0 AND settlements >= 0 AND owed >= 0 AND reward >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
 -- Income gets a part of its own for the owner's reward of a closed day's turnover: part 4
 -- (1 the recipient's, 2 the owner's, 3 the agency's).
-ALTER TABLE income_credits DROP CONSTRAINT income_credits_part;
-
 ALTER TABLE income_credits
+    DROP CONSTRAINT income_credits_part,
     ADD CONSTRAINT income_credits_part CHECK (part IN (1, 2, 3, 4));

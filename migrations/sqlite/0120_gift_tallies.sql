@@ -16,30 +16,37 @@ CREATE TABLE gift_tally_orders (
 -- (months since January 1970), in the billing time zone.
 CREATE TABLE gift_values (
     user_id  TEXT    NOT NULL,
-    period   INTEGER NOT NULL CHECK (period IN (0, 1, 2, 3)),
+    period   INTEGER NOT NULL CHECK (period BETWEEN 0 AND 3),
     number   INTEGER NOT NULL,
     sent     INTEGER NOT NULL CHECK (sent >= 0),
     received INTEGER NOT NULL CHECK (received >= 0),
     PRIMARY KEY (user_id, period, number)
 ) STRICT, WITHOUT ROWID;
 
--- Each room's turnover of each day, and its settlement once the day closed (the columns
--- after `gifts`, all NULL until then).
+-- Each room's turnover of each day, and its settlements. A turnover is `pending` (1) from its
+-- first gift until its latest settlement is paid and nothing was counted beyond what that
+-- settled on (`settled_turnover`); a gift counted later makes it pending again. A settlement
+-- is recorded first (`settlements` one more, what it `owed`), then paid, then marked paid
+-- (`owed` back to 0). `reward` is every reward recorded for the day; `owner`, `share_bp`,
+-- `billing_version` and `settled_at` are the latest settlement's (NULL before the first).
 CREATE TABLE room_turnovers (
-    day             INTEGER NOT NULL,
-    room_id         TEXT    NOT NULL,
-    turnover        INTEGER NOT NULL CHECK (turnover >= 0),
-    gifts           INTEGER NOT NULL CHECK (gifts >= 0),
-    settled_at      INTEGER,
-    owner           TEXT,
-    share_bp        INTEGER,
-    reward          INTEGER,
-    billing_version INTEGER,
+    day              INTEGER NOT NULL,
+    room_id          TEXT    NOT NULL,
+    turnover         INTEGER NOT NULL CHECK (turnover >= 0),
+    gifts            INTEGER NOT NULL CHECK (gifts >= 0),
+    pending          INTEGER NOT NULL DEFAULT 1 CHECK (pending BETWEEN 0 AND 1),
+    settlements      INTEGER NOT NULL DEFAULT 0 CHECK (settlements >= 0),
+    settled_turnover INTEGER NOT NULL DEFAULT 0,
+    owed             INTEGER NOT NULL DEFAULT 0 CHECK (owed >= 0),
+    reward           INTEGER NOT NULL DEFAULT 0 CHECK (reward >= 0),
+    owner            TEXT,
+    share_bp         INTEGER,
+    billing_version  INTEGER,
+    settled_at       INTEGER,
     PRIMARY KEY (day, room_id)
 ) STRICT, WITHOUT ROWID;
 
-CREATE INDEX room_turnovers_unsettled ON room_turnovers (day, room_id)
-WHERE settled_at IS NULL;
+CREATE INDEX room_turnovers_pending ON room_turnovers (day, room_id) WHERE pending = 1;
 
 -- Income gets a part of its own for the owner's reward of a closed day's turnover: part 4
 -- (1 the recipient's, 2 the owner's, 3 the agency's). SQLite cannot change a column's check,
@@ -50,7 +57,7 @@ CREATE TABLE income_credits_0120 (
     order_id  TEXT    NOT NULL,
     sender    TEXT    NOT NULL,
     recipient TEXT    NOT NULL,
-    part      INTEGER NOT NULL CHECK (part IN (1, 2, 3, 4)),
+    part      INTEGER NOT NULL CHECK (part BETWEEN 1 AND 4),
     amount    INTEGER NOT NULL CHECK (amount >= 0),
     PRIMARY KEY (user_id, id)
 ) STRICT, WITHOUT ROWID;

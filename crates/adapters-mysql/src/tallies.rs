@@ -152,7 +152,7 @@ async fn count_once(store: &MySqlStore, tallies: &[GiftTally]) -> Result<Option<
         });
         upsert.push(
             " ON DUPLICATE KEY UPDATE turnover = turnover + VALUES(turnover),
-              gifts = gifts + VALUES(gifts)",
+              gifts = gifts + VALUES(gifts), pending = 1",
         );
         upsert
             .build()
@@ -168,11 +168,16 @@ async fn count_once(store: &MySqlStore, tallies: &[GiftTally]) -> Result<Option<
 macro_rules! select_turnovers {
     ($rest:literal) => {
         concat!(
-            "SELECT day, room_id, turnover, gifts, settled_at, owner, share_bp, reward, \
-             billing_version FROM room_turnovers ",
+            "SELECT day, room_id, turnover, gifts, settlements, settled_turnover, owed, reward, \
+             owner, share_bp, billing_version, settled_at FROM room_turnovers ",
             $rest
         )
     };
+}
+
+/// A stored `INT` that may not be negative.
+fn stored_u32(value: i32, name: &str) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::corrupt(format!("stored {name} {value} is negative")))
 }
 
 fn turnover_from(row: &MySqlRow) -> Result<RoomTurnover> {
@@ -181,8 +186,7 @@ fn turnover_from(row: &MySqlRow) -> Result<RoomTurnover> {
         None => None,
         Some(settled_at) => Some(TurnoverSettlement {
             owner: id_col(row, "owner")?,
-            share_bp: u32::try_from(col::<i32>(row, "share_bp")?)
-                .map_err(|_| Error::corrupt("stored share_bp is negative"))?,
+            share_bp: stored_u32(col(row, "share_bp")?, "share_bp")?,
             reward: Coins(col(row, "reward")?),
             billing_version: stored_u64(col(row, "billing_version")?, "billing_version")?,
             settled_at: Timestamp(settled_at),
@@ -193,6 +197,9 @@ fn turnover_from(row: &MySqlRow) -> Result<RoomTurnover> {
         day: DayKey(i64::from(col::<i32>(row, "day")?)),
         turnover: Coins(col(row, "turnover")?),
         gifts: stored_u64(col(row, "gifts")?, "gifts")?,
+        settlements: stored_u32(col(row, "settlements")?, "settlements")?,
+        settled_turnover: Coins(col(row, "settled_turnover")?),
+        owed: Coins(col(row, "owed")?),
         settlement,
     })
 }
@@ -273,14 +280,28 @@ impl GiftTallies for MySqlStore {
         row.as_ref().map(turnover_from).transpose()
     }
 
-    async fn unsettled_turnovers(&self, before: DayKey, limit: u32) -> Result<Vec<RoomTurnover>> {
+    async fn unsettled_turnovers(
+        &self,
+        before: DayKey,
+        after: Option<(DayKey, RoomId)>,
+        limit: u32,
+    ) -> Result<Vec<RoomTurnover>> {
         let before = day_number(before.0.clamp(i64::from(i32::MIN), i64::from(i32::MAX)))?;
-        let query =
-            select_turnovers!("WHERE settled_at IS NULL AND day < ? ORDER BY day, room_id LIMIT ?");
+        let (after_day, after_room) = match &after {
+            Some((day, room)) => (day_number(day.0)?, room.as_str()),
+            None => (i32::MIN, ""),
+        };
+        let query = select_turnovers!(
+            "WHERE pending = 1 AND day < ? AND (day > ? OR (day = ? AND room_id > ?))
+             ORDER BY day, room_id LIMIT ?"
+        );
         let rows = self
             .retrying("unsettled_turnovers", || async {
                 Ok(sqlx::query(query)
                     .bind(before)
+                    .bind(after_day)
+                    .bind(after_day)
+                    .bind(after_room)
                     .bind(limit.min(MAX_TURNOVER_PAGE))
                     .fetch_all(&self.background)
                     .await?)
@@ -289,34 +310,41 @@ impl GiftTallies for MySqlStore {
         rows.iter().map(turnover_from).collect()
     }
 
-    async fn settle_turnover(
+    async fn record_settlement(
         &self,
         room: &RoomId,
         day: DayKey,
+        settlements: u32,
+        settled_turnover: Coins,
+        owed: Coins,
         settlement: &TurnoverSettlement,
     ) -> Result<bool> {
         let day_value = day_number(day.0)?;
         let version = to_i64(settlement.billing_version, "billing version")?;
-        let settled = self
-            .retrying("settle_turnover", || async {
+        let recorded = self
+            .retrying("record_settlement", || async {
                 let updated = sqlx::query(
-                    "UPDATE room_turnovers SET settled_at = ?, owner = ?, share_bp = ?,
-                         reward = ?, billing_version = ?
-                     WHERE day = ? AND room_id = ? AND settled_at IS NULL",
+                    "UPDATE room_turnovers SET settlements = settlements + 1,
+                         settled_turnover = ?, owed = ?, reward = ?, owner = ?, share_bp = ?,
+                         billing_version = ?, settled_at = ?
+                     WHERE day = ? AND room_id = ? AND settlements = ? AND owed = 0",
                 )
-                .bind(settlement.settled_at.as_millis())
+                .bind(settled_turnover.0)
+                .bind(owed.0)
+                .bind(settlement.reward.0)
                 .bind(settlement.owner.as_str())
                 .bind(settlement.share_bp)
-                .bind(settlement.reward.0)
                 .bind(version)
+                .bind(settlement.settled_at.as_millis())
                 .bind(day_value)
                 .bind(room.as_str())
+                .bind(settlements)
                 .execute(&self.background)
                 .await?;
                 Ok(updated.rows_affected() > 0)
             })
             .await?;
-        if settled {
+        if recorded {
             return Ok(true);
         }
         match self.room_turnover(room, day).await? {
@@ -325,6 +353,28 @@ impl GiftTallies for MySqlStore {
                 "turnover of room {room} on day {day}"
             ))),
         }
+    }
+
+    async fn mark_settlement_paid(
+        &self,
+        room: &RoomId,
+        day: DayKey,
+        settlements: u32,
+    ) -> Result<()> {
+        let day_value = day_number(day.0)?;
+        self.retrying("mark_settlement_paid", || async {
+            sqlx::query(
+                "UPDATE room_turnovers SET owed = 0, pending = (turnover > settled_turnover)
+                 WHERE day = ? AND room_id = ? AND settlements = ?",
+            )
+            .bind(day_value)
+            .bind(room.as_str())
+            .bind(settlements)
+            .execute(&self.background)
+            .await?;
+            Ok(())
+        })
+        .await
     }
 
     async fn prune_counted(&self, before: DayKey, limit: u32) -> Result<u64> {

@@ -111,7 +111,7 @@ fn count(conn: &Connection, tallies: &[GiftTally]) -> Result<u32> {
         conn.prepare_cached(
             "INSERT INTO room_turnovers (day, room_id, turnover, gifts) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (day, room_id)
-             DO UPDATE SET turnover = excluded.turnover, gifts = excluded.gifts",
+             DO UPDATE SET turnover = excluded.turnover, gifts = excluded.gifts, pending = 1",
         )
         .and_then(|mut upsert| upsert.execute(params![day, room.as_str(), value, gifts]))
         .map_err(sql)?;
@@ -123,8 +123,8 @@ fn count(conn: &Connection, tallies: &[GiftTally]) -> Result<u32> {
 macro_rules! select_turnovers {
     ($rest:literal) => {
         concat!(
-            "SELECT day, room_id, turnover, gifts, settled_at, owner, share_bp, reward, \
-             billing_version FROM room_turnovers ",
+            "SELECT day, room_id, turnover, gifts, settlements, settled_turnover, owed, reward, \
+             owner, share_bp, billing_version, settled_at FROM room_turnovers ",
             $rest
         )
     };
@@ -147,6 +147,9 @@ fn turnover_from(row: &SqliteRow) -> Result<RoomTurnover> {
         day: DayKey(col(row, "day")?),
         turnover: Coins(col(row, "turnover")?),
         gifts: stored_u64(col(row, "gifts")?, "gifts")?,
+        settlements: stored_u32(col(row, "settlements")?, "settlements")?,
+        settled_turnover: Coins(col(row, "settled_turnover")?),
+        owed: Coins(col(row, "owed")?),
         settlement,
     })
 }
@@ -209,11 +212,23 @@ impl GiftTallies for SqliteStore {
         row.as_ref().map(turnover_from).transpose()
     }
 
-    async fn unsettled_turnovers(&self, before: DayKey, limit: u32) -> Result<Vec<RoomTurnover>> {
+    async fn unsettled_turnovers(
+        &self,
+        before: DayKey,
+        after: Option<(DayKey, RoomId)>,
+        limit: u32,
+    ) -> Result<Vec<RoomTurnover>> {
+        let (after_day, after_room) = match &after {
+            Some((day, room)) => (day.0, room.as_str()),
+            None => (i64::MIN, ""),
+        };
         let rows = sqlx::query(select_turnovers!(
-            "WHERE settled_at IS NULL AND day < ?1 ORDER BY day, room_id LIMIT ?2"
+            "WHERE pending = 1 AND day < ?1 AND (day, room_id) > (?2, ?3)
+             ORDER BY day, room_id LIMIT ?4"
         ))
         .bind(before.0)
+        .bind(after_day)
+        .bind(after_room)
         .bind(i64::from(limit.min(MAX_TURNOVER_PAGE)))
         .fetch_all(&self.readers)
         .await
@@ -221,34 +236,41 @@ impl GiftTallies for SqliteStore {
         rows.iter().map(turnover_from).collect()
     }
 
-    async fn settle_turnover(
+    async fn record_settlement(
         &self,
         room: &RoomId,
         day: DayKey,
+        settlements: u32,
+        settled_turnover: Coins,
+        owed: Coins,
         settlement: &TurnoverSettlement,
     ) -> Result<bool> {
-        let (room, day, settlement) = (room.clone(), day, settlement.clone());
+        let (room, settlement) = (room.clone(), settlement.clone());
         let version = to_i64(settlement.billing_version, "billing version")?;
         self.write(move |conn| {
-            let settled = conn
+            let recorded = conn
                 .prepare_cached(
-                    "UPDATE room_turnovers SET settled_at = ?3, owner = ?4, share_bp = ?5,
-                         reward = ?6, billing_version = ?7
-                     WHERE day = ?1 AND room_id = ?2 AND settled_at IS NULL",
+                    "UPDATE room_turnovers SET settlements = ?3 + 1, settled_turnover = ?4,
+                         owed = ?5, reward = ?6, owner = ?7, share_bp = ?8,
+                         billing_version = ?9, settled_at = ?10
+                     WHERE day = ?1 AND room_id = ?2 AND settlements = ?3 AND owed = 0",
                 )
                 .and_then(|mut update| {
                     update.execute(params![
                         day.0,
                         room.as_str(),
-                        settlement.settled_at.as_millis(),
+                        settlements,
+                        settled_turnover.0,
+                        owed.0,
+                        settlement.reward.0,
                         settlement.owner.as_str(),
                         settlement.share_bp,
-                        settlement.reward.0,
                         version,
+                        settlement.settled_at.as_millis(),
                     ])
                 })
                 .map_err(sql)?;
-            if settled > 0 {
+            if recorded > 0 {
                 return Ok(true);
             }
             let exists = conn
@@ -265,6 +287,25 @@ impl GiftTallies for SqliteStore {
                     "turnover of room {room} on day {day}"
                 ))),
             }
+        })
+        .await
+    }
+
+    async fn mark_settlement_paid(
+        &self,
+        room: &RoomId,
+        day: DayKey,
+        settlements: u32,
+    ) -> Result<()> {
+        let room = room.clone();
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "UPDATE room_turnovers SET owed = 0, pending = (turnover > settled_turnover)
+                 WHERE day = ?1 AND room_id = ?2 AND settlements = ?3",
+            )
+            .and_then(|mut update| update.execute(params![day.0, room.as_str(), settlements]))
+            .map(|_| ())
+            .map_err(sql)
         })
         .await
     }

@@ -9,17 +9,23 @@
 //! COMPENSATED order has no fact.
 //!
 //! Once a day has closed (plus a delay that lets the consumers catch up), each room's
-//! turnover of it is settled once: the room's owner is credited the billing policy's
-//! `turnover_bp` share of it as income ([`IncomePart::Turnover`], keyed by room and day, so a
-//! settlement run twice pays once), then the settlement is recorded by a compare and set.
+//! turnover of it is settled: the settlement is recorded first (by a compare and set on the
+//! number of settlements, with what it owes: the billing policy's `turnover_bp` share of the
+//! turnover), then the room's owner is credited that as income ([`IncomePart::Turnover`],
+//! keyed by room, day and settlement number), then the settlement is marked paid. A pass
+//! stopped anywhere pays what was recorded when it runs again, once. A gift counted after its
+//! day was settled (the consumer fell behind) makes the turnover pending again, and the next
+//! settlement pays what the larger turnover earns beyond what was recorded.
 //!
 //! Metrics: the consumers' own (`room_facts_*{consumer}`), `room_gift_tallies_total` (gifts
-//! newly counted; a repeat adds nothing), `room_turnover_settlements_total` (turnovers
-//! settled) and `room_turnover_rewards_total` (coins of income they paid).
+//! newly counted; a repeat adds nothing), `room_turnover_settlements_total` (settlements
+//! recorded), `room_turnover_rewards_total` (coins of income they paid) and
+//! `room_turnover_settlement_failures_total` (turnovers a pass passed over).
 
 use async_trait::async_trait;
 use room_domain::{
-    Coins, DayKey, Event, EventEnvelope, IncomePart, OrderId, Periods, RoomId, Timestamp, UserId,
+    BillingPolicy, Coins, DayKey, Event, EventEnvelope, IncomePart, OrderId, Periods, RoomId,
+    Timestamp, UserId,
 };
 
 use crate::consumers::{FactError, FactHandler};
@@ -129,24 +135,34 @@ pub async fn gift_value(
     Ok(GiftValueView { periods, values })
 }
 
-/// The order id of a room's turnover reward for `day` (`turnover-YYYY-MM-DD`).
-pub fn turnover_order_id(day: DayKey) -> Result<OrderId> {
-    OrderId::new(format!("turnover-{day}")).map_err(Error::corrupt)
+/// The order id of settlement number `settlement` (from 1) of a room's turnover of `day`:
+/// `turnover-YYYY-MM-DD` for the first, `turnover-YYYY-MM-DD-n` for a later one (gifts counted
+/// after the day was first settled).
+pub fn turnover_order_id(day: DayKey, settlement: u32) -> Result<OrderId> {
+    let id = if settlement <= 1 {
+        format!("turnover-{day}")
+    } else {
+        format!("turnover-{day}-{settlement}")
+    };
+    OrderId::new(id).map_err(Error::corrupt)
 }
 
-/// The income entry that pays `settlement` of `turnover`: keyed by the room (as its sender)
-/// and the day, so a settlement run twice credits once.
+/// The income entry that pays what settlement number `settlement` of `turnover` owes
+/// (`amount`): keyed by the room (as its sender), the day and the settlement's number, so a
+/// settlement paid twice credits once.
 pub fn turnover_income(
     turnover: &RoomTurnover,
+    settlement_number: u32,
     settlement: &TurnoverSettlement,
+    amount: Coins,
 ) -> Result<IncomeEntry> {
     Ok(IncomeEntry {
         sender: UserId::new(turnover.room_id.as_str()).map_err(Error::corrupt)?,
-        order_id: turnover_order_id(turnover.day)?,
+        order_id: turnover_order_id(turnover.day, settlement_number)?,
         recipient: settlement.owner.clone(),
         part: IncomePart::Turnover,
         user: settlement.owner.clone(),
-        amount: settlement.reward,
+        amount,
         room_id: turnover.room_id.clone(),
         gift_id: None,
         billing_version: settlement.billing_version,
@@ -170,61 +186,146 @@ pub struct Settler {
     pub delay_secs: u32,
 }
 
+/// How many pages of pending turnovers one pass reads at most.
+const SETTLE_PAGES: u32 = 10;
+
 impl Settler {
-    /// Settles up to `limit` unsettled turnovers of the days closed `delay_secs` before
-    /// `now`; returns how many it settled. Each pays the room's owner the current policy's
-    /// share as income (nothing for a zero reward), then records the settlement; a pass that
-    /// stops between the two pays nothing twice when run again (the credit is keyed by room
-    /// and day, and a settlement recorded by another pass stands).
+    /// Settles the pending turnovers of the days closed `delay_secs` before `now`, `limit` a
+    /// page and at most [`SETTLE_PAGES`] pages; returns how many it settled or paid. A
+    /// turnover that fails (no summary for its room, a credit the ledger refuses, the store
+    /// down) is counted in `room_turnover_settlement_failures_total`, logged and passed
+    /// over for this pass: it stays pending, and the others go on.
     pub async fn settle_turnovers(&self, now: Timestamp, limit: u32) -> Result<u32> {
         // The first day not closed yet, `delay_secs` ago.
         let open = Timestamp(now.0.saturating_sub(i64::from(self.delay_secs) * 1000))
             .day_key(self.utc_offset_secs);
-        let turnovers = self.tallies.unsettled_turnovers(open, limit).await?;
-        if turnovers.is_empty() {
-            return Ok(0);
-        }
-        let policy = self
-            .policies
-            .current_policy()
-            .await?
-            .ok_or_else(|| Error::Unavailable("no billing policy is stored yet".into()))?;
-        let mut settled = 0;
-        for turnover in turnovers {
-            let owner = self
-                .directory
-                .get_summary(&turnover.room_id)
-                .await?
-                .ok_or_else(|| {
-                    Error::corrupt(format!(
-                        "room {} has a turnover and no summary",
-                        turnover.room_id
-                    ))
-                })?
-                .owner;
-            let settlement = TurnoverSettlement {
-                owner,
-                share_bp: policy.turnover_bp,
-                reward: policy.turnover_reward(turnover.turnover),
-                billing_version: policy.version,
-                settled_at: now,
-            };
-            if settlement.reward > Coins::ZERO {
-                let entry = turnover_income(&turnover, &settlement)?;
-                self.income.credit_income(&[entry]).await?;
-            }
-            if self
+        let mut done = 0;
+        let mut after = None;
+        for _ in 0..SETTLE_PAGES {
+            let page = self
                 .tallies
-                .settle_turnover(&turnover.room_id, turnover.day, &settlement)
+                .unsettled_turnovers(open, after.clone(), limit)
+                .await?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            after = Some((last.day, last.room_id.clone()));
+            let full = page.len() >= limit as usize;
+            let policy = self
+                .policies
+                .current_policy()
                 .await?
-            {
-                settled += 1;
-                metrics::counter!("room_turnover_settlements_total").increment(1);
-                metrics::counter!("room_turnover_rewards_total")
-                    .increment(u64::try_from(settlement.reward.0).unwrap_or_default());
+                .ok_or_else(|| Error::Unavailable("no billing policy is stored yet".into()))?;
+            for turnover in page {
+                match self.settle(&turnover, &policy, now).await {
+                    Ok(()) => done += 1,
+                    Err(error) => {
+                        metrics::counter!("room_turnover_settlement_failures_total").increment(1);
+                        tracing::warn!(
+                            room_id = %turnover.room_id,
+                            day = %turnover.day,
+                            %error,
+                            "a room's turnover could not be settled; it is tried again later"
+                        );
+                    }
+                }
+            }
+            if !full {
+                break;
             }
         }
-        Ok(settled)
+        Ok(done)
+    }
+
+    /// Pays what `turnover`'s latest settlement owes, or records the next settlement (what the
+    /// turnover earns under `policy` beyond what was recorded) and pays it.
+    async fn settle(
+        &self,
+        turnover: &RoomTurnover,
+        policy: &BillingPolicy,
+        now: Timestamp,
+    ) -> Result<()> {
+        if let Some(settlement) = &turnover.settlement
+            && turnover.owed > Coins::ZERO
+        {
+            // Recorded and not marked paid: a pass stopped after recording it.
+            return self
+                .pay(turnover, turnover.settlements, settlement, turnover.owed)
+                .await;
+        }
+        if turnover.settlements > 0 && turnover.turnover <= turnover.settled_turnover {
+            // Paid, but not marked: mark it.
+            return self
+                .tallies
+                .mark_settlement_paid(&turnover.room_id, turnover.day, turnover.settlements)
+                .await;
+        }
+        let owner = self
+            .directory
+            .get_summary(&turnover.room_id)
+            .await?
+            .ok_or_else(|| {
+                Error::corrupt(format!(
+                    "room {} has a turnover and no summary",
+                    turnover.room_id
+                ))
+            })?
+            .owner;
+        let recorded = turnover
+            .settlement
+            .as_ref()
+            .map(|settlement| settlement.reward)
+            .unwrap_or_default();
+        let earned = policy.turnover_reward(turnover.turnover);
+        // Never less than recorded before (a later policy may share less).
+        let owed = Coins(earned.0.saturating_sub(recorded.0).max(0));
+        let settlement = TurnoverSettlement {
+            owner,
+            share_bp: policy.turnover_bp,
+            reward: Coins(recorded.0.saturating_add(owed.0)),
+            billing_version: policy.version,
+            settled_at: now,
+        };
+        let number = turnover.settlements + 1;
+        if !self
+            .tallies
+            .record_settlement(
+                &turnover.room_id,
+                turnover.day,
+                turnover.settlements,
+                turnover.turnover,
+                owed,
+                &settlement,
+            )
+            .await?
+        {
+            // Another pass recorded one first; the next pass sees it.
+            return Ok(());
+        }
+        metrics::counter!("room_turnover_settlements_total").increment(1);
+        self.pay(turnover, number, &settlement, owed).await
+    }
+
+    /// Credits `amount` that settlement number `number` owes (nothing for zero), then marks
+    /// it paid.
+    async fn pay(
+        &self,
+        turnover: &RoomTurnover,
+        number: u32,
+        settlement: &TurnoverSettlement,
+        amount: Coins,
+    ) -> Result<()> {
+        if amount > Coins::ZERO {
+            let entry = turnover_income(turnover, number, settlement, amount)?;
+            let credited = self.income.credit_income(&[entry]).await?;
+            if credited > 0 {
+                metrics::counter!("room_turnover_rewards_total")
+                    .increment(u64::try_from(amount.0).unwrap_or_default());
+            }
+        }
+        self.tallies
+            .mark_settlement_paid(&turnover.room_id, turnover.day, number)
+            .await
     }
 }
 
@@ -237,11 +338,5 @@ pub async fn room_turnover(
     Ok(tallies
         .room_turnover(room, day)
         .await?
-        .unwrap_or_else(|| RoomTurnover {
-            room_id: room.clone(),
-            day,
-            turnover: Coins::ZERO,
-            gifts: 0,
-            settlement: None,
-        }))
+        .unwrap_or_else(|| RoomTurnover::empty(room.clone(), day)))
 }

@@ -2,6 +2,7 @@
 //! values and turnovers in maps, every count checked whole before anything changes.
 
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use async_trait::async_trait;
 use room_domain::{Coins, DayKey, Periods, RoomId, UserId};
@@ -12,6 +13,14 @@ use crate::ports::{
     GiftTallies, GiftTally, GiftValues, MAX_TURNOVER_PAGE, RoomTurnover, TallySums,
     TurnoverSettlement, ValueTotals, check_tallies, period_keys,
 };
+
+/// Whether `turnover` waits for a settlement: never settled, counted beyond its latest
+/// settlement, or owing what its latest settlement recorded.
+fn pending(turnover: &RoomTurnover) -> bool {
+    turnover.settlements == 0
+        || turnover.turnover > turnover.settled_turnover
+        || turnover.owed > Coins::ZERO
+}
 
 #[async_trait]
 impl GiftTallies for InMemoryStore {
@@ -58,13 +67,7 @@ impl GiftTallies for InMemoryStore {
             let entry = t
                 .turnovers
                 .entry((day, room.clone()))
-                .or_insert_with(|| RoomTurnover {
-                    room_id: room,
-                    day: DayKey(day),
-                    turnover: Coins::ZERO,
-                    gifts: 0,
-                    settlement: None,
-                });
+                .or_insert_with(|| RoomTurnover::empty(room, DayKey(day)));
             entry.turnover = Coins(value);
             entry.gifts = gifts;
         }
@@ -102,22 +105,35 @@ impl GiftTallies for InMemoryStore {
             .cloned())
     }
 
-    async fn unsettled_turnovers(&self, before: DayKey, limit: u32) -> Result<Vec<RoomTurnover>> {
-        Ok(self
-            .lock()
-            .tallies
+    async fn unsettled_turnovers(
+        &self,
+        before: DayKey,
+        after: Option<(DayKey, RoomId)>,
+        limit: u32,
+    ) -> Result<Vec<RoomTurnover>> {
+        let t = self.lock();
+        let from = match &after {
+            Some((day, room)) => Bound::Excluded((day.0, room.clone())),
+            None => Bound::Unbounded,
+        };
+        Ok(t.tallies
             .turnovers
-            .values()
-            .filter(|turnover| turnover.day < before && turnover.settlement.is_none())
+            .range((from, Bound::Unbounded))
+            .map(|(_, turnover)| turnover)
+            .take_while(|turnover| turnover.day < before)
+            .filter(|turnover| pending(turnover))
             .take(limit.min(MAX_TURNOVER_PAGE) as usize)
             .cloned()
             .collect())
     }
 
-    async fn settle_turnover(
+    async fn record_settlement(
         &self,
         room: &RoomId,
         day: DayKey,
+        settlements: u32,
+        settled_turnover: Coins,
+        owed: Coins,
         settlement: &TurnoverSettlement,
     ) -> Result<bool> {
         let mut t = self.lock();
@@ -126,11 +142,29 @@ impl GiftTallies for InMemoryStore {
                 "turnover of room {room} on day {day}"
             )));
         };
-        if turnover.settlement.is_some() {
+        if turnover.settlements != settlements || turnover.owed != Coins::ZERO {
             return Ok(false);
         }
+        turnover.settlements = settlements + 1;
+        turnover.settled_turnover = settled_turnover;
+        turnover.owed = owed;
         turnover.settlement = Some(settlement.clone());
         Ok(true)
+    }
+
+    async fn mark_settlement_paid(
+        &self,
+        room: &RoomId,
+        day: DayKey,
+        settlements: u32,
+    ) -> Result<()> {
+        let mut t = self.lock();
+        if let Some(turnover) = t.tallies.turnovers.get_mut(&(day.0, room.clone()))
+            && turnover.settlements == settlements
+        {
+            turnover.owed = Coins::ZERO;
+        }
+        Ok(())
     }
 
     async fn prune_counted(&self, before: DayKey, limit: u32) -> Result<u64> {

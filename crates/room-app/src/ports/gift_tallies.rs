@@ -77,22 +77,30 @@ pub struct GiftValues {
     pub month: ValueTotals,
 }
 
-/// What a closed day's turnover paid the room's owner.
+/// What a closed day's turnover paid the room's owner so far, as its latest settlement
+/// recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnoverSettlement {
-    /// The room's owner, credited [`reward`](Self::reward) as income.
+    /// The room's owner, credited the reward.
     pub owner: UserId,
-    /// The owner's share of the turnover, in basis points.
+    /// The owner's share of the turnover, in basis points, at the latest settlement.
     pub share_bp: u32,
-    /// The reward: `turnover × share_bp / 10000`, rounded down (zero pays nothing).
+    /// Every reward recorded for the day so far: what the turnover settled on earned (never
+    /// less than what earlier settlements recorded).
     pub reward: Coins,
-    /// The billing policy version whose share it was.
+    /// The billing policy version of the latest settlement.
     pub billing_version: u64,
-    /// When it was settled.
+    /// When the latest settlement was recorded.
     pub settled_at: Timestamp,
 }
 
-/// One room's gift turnover of one day.
+/// One room's gift turnover of one day, and how far it is settled.
+///
+/// A closed day is settled once its turnover is counted; a gift counted after that (the
+/// consumers fell behind) makes it pending again, and the next settlement pays what the
+/// larger turnover earns beyond what was recorded. Each settlement is recorded first, with
+/// what it owes, and marked paid once the owner was credited, so a pass stopped in between
+/// pays what is recorded when it runs again, once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoomTurnover {
     /// The room.
@@ -103,20 +111,43 @@ pub struct RoomTurnover {
     pub turnover: Coins,
     /// How many gifts (orders) that was.
     pub gifts: u64,
-    /// The settlement, once the day closed and it was settled.
+    /// How many settlements were recorded (0: none yet).
+    pub settlements: u32,
+    /// The turnover the latest settlement settled on (zero before the first).
+    pub settled_turnover: Coins,
+    /// What the latest settlement owes the owner and has not been marked paid.
+    pub owed: Coins,
+    /// The latest settlement, once there is one.
     pub settlement: Option<TurnoverSettlement>,
 }
 
+impl RoomTurnover {
+    /// A turnover of `room` on `day` with nothing counted.
+    pub fn empty(room_id: RoomId, day: DayKey) -> Self {
+        RoomTurnover {
+            room_id,
+            day,
+            turnover: Coins::ZERO,
+            gifts: 0,
+            settlements: 0,
+            settled_turnover: Coins::ZERO,
+            owed: Coins::ZERO,
+            settlement: None,
+        }
+    }
+}
+
 /// Gift value by user and turnover by room and day, counted from applied gifts, each gift
-/// once by its order (sender, order id) however often it is counted; and each closed day's
-/// turnover settled once per room.
+/// once by its order (sender, order id) however often it is counted; and closed days'
+/// turnovers settled, each settlement recorded once and then marked paid.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait GiftTallies: Send + Sync {
     /// Counts every gift whose order was not counted yet, atomically (all of them or none),
     /// and returns how many it counted. A gift counted adds its total to the sender's sent
     /// value and its value per recipient to each recipient's received value, all time and in
-    /// its day, week and month, and its total and one gift to its room's turnover of its day.
+    /// its day, week and month, and its total and one gift to its room's turnover of its day,
+    /// which it makes pending settlement.
     /// A repeat of a call counts nothing; of two calls with one gift at once, one counts it.
     /// A negative value, a total, value or turnover past `i64::MAX`, or more than
     /// [`MAX_TALLY_COUNT`] gifts: [`Error::Invalid`], and nothing is counted.
@@ -126,18 +157,38 @@ pub trait GiftTallies: Send + Sync {
     async fn gift_values(&self, user: &UserId, periods: &Periods) -> Result<GiftValues>;
     /// `room`'s turnover of `day`, or `None` when no gift was counted in it that day.
     async fn room_turnover(&self, room: &RoomId, day: DayKey) -> Result<Option<RoomTurnover>>;
-    /// Turnovers not settled yet of days before `before`, by day and then room id, at most
-    /// `limit` (and at most [`MAX_TURNOVER_PAGE`]).
-    async fn unsettled_turnovers(&self, before: DayKey, limit: u32) -> Result<Vec<RoomTurnover>>;
-    /// Records `settlement` of `room`'s turnover of `day` if it is not settled yet (a compare
-    /// and set): `true` when this call recorded it, `false` when it was settled already (the
-    /// first settlement stands). [`Error::NotFound`] when the room has no turnover that day.
-    async fn settle_turnover(
+    /// Turnovers pending settlement (never settled, counted further since their latest
+    /// settlement, or owed and not marked paid) of days before `before`, by day and then room
+    /// id, after `after` when it is given, at most `limit` (and at most
+    /// [`MAX_TURNOVER_PAGE`]).
+    async fn unsettled_turnovers(
+        &self,
+        before: DayKey,
+        after: Option<(DayKey, RoomId)>,
+        limit: u32,
+    ) -> Result<Vec<RoomTurnover>>;
+    /// Records settlement number `settlements + 1` of `room`'s turnover of `day`, settled on
+    /// `settled_turnover` and owing `owed`, if the turnover still has exactly `settlements`
+    /// settlements and owes nothing (a compare and set): `true` when this call recorded it.
+    /// [`Error::NotFound`] when the room has no turnover that day.
+    async fn record_settlement(
         &self,
         room: &RoomId,
         day: DayKey,
+        settlements: u32,
+        settled_turnover: Coins,
+        owed: Coins,
         settlement: &TurnoverSettlement,
     ) -> Result<bool>;
+    /// Marks settlement number `settlements` of `room`'s turnover of `day` paid: it owes
+    /// nothing more, and the turnover is no longer pending unless gifts were counted beyond
+    /// what it settled on. Nothing changes when another settlement was recorded since.
+    async fn mark_settlement_paid(
+        &self,
+        room: &RoomId,
+        day: DayKey,
+        settlements: u32,
+    ) -> Result<()>;
     /// Forgets the order keys of gifts whose [`GiftTally::key_day`] is before `before`, at
     /// most `limit` of them; returns how many. A gift whose key is forgotten would be
     /// counted again: only keys older than any fact a consumer can still be handed go.

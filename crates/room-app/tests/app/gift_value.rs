@@ -247,7 +247,7 @@ async fn a_closed_day_pays_its_owner_once_after_the_delay() {
 }
 
 #[tokio::test]
-async fn a_pass_stopped_after_its_credit_pays_nothing_twice() {
+async fn a_pass_stopped_anywhere_pays_what_it_recorded_once() {
     let store = billing_store(1_000).await;
     let consumer = TallyConsumer::new(store.clone(), 0);
     consumer
@@ -255,17 +255,116 @@ async fn a_pass_stopped_after_its_credit_pays_nothing_twice() {
         .await
         .unwrap();
     let after = Timestamp(T0 + 25 * HOUR);
-    // The first pass credits the reward, then its store fails before the settlement is
-    // recorded.
-    let broken = Settler {
-        tallies: Arc::new(NoSettlement(store.clone())),
+    // Stopped after recording the settlement, before the credit: the ledger is down.
+    let mut down = MockIncomeLedger::new();
+    down.expect_credit_income()
+        .returning(|_| Err(room_app::Error::Unavailable("down".into())));
+    let stopped = settler(&store, Arc::new(down));
+    assert_eq!(
+        stopped.settle_turnovers(after, 100).await.unwrap(),
+        0,
+        "passed over"
+    );
+    let recorded = store
+        .room_turnover(&room(), DayKey::parse("2025-11-30").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((recorded.settlements, recorded.owed), (1, Coins(10)));
+    // Stopped after the credit, before it was marked paid.
+    let unmarked = Settler {
+        tallies: Arc::new(NoMark(store.clone())),
         ..settler(&store, store.clone())
     };
-    assert!(broken.settle_turnovers(after, 100).await.is_err());
+    assert_eq!(
+        unmarked.settle_turnovers(after, 100).await.unwrap(),
+        0,
+        "passed over"
+    );
     assert_eq!(store.income_balance(&uid("olga")).await.unwrap(), Coins(10));
-    // The next pass finds the day unsettled, credits nothing more, and records it.
+    // The next pass credits nothing more and marks it paid.
     let settler = settler(&store, store.clone());
     assert_eq!(settler.settle_turnovers(after, 100).await.unwrap(), 1);
+    assert_eq!(store.income_balance(&uid("olga")).await.unwrap(), Coins(10));
+    assert_eq!(
+        settler.settle_turnovers(after, 100).await.unwrap(),
+        0,
+        "nothing pending"
+    );
+}
+
+#[tokio::test]
+async fn a_gift_counted_after_its_day_was_settled_is_paid_by_a_second_settlement() {
+    let store = billing_store(1_000).await;
+    let consumer = TallyConsumer::new(store.clone(), 0);
+    consumer
+        .handle(&at(&gift_fact(&["alice"], None, false), "o-1", T0))
+        .await
+        .unwrap();
+    let settler = settler(&store, store.clone());
+    let after = Timestamp(T0 + 25 * HOUR);
+    assert_eq!(settler.settle_turnovers(after, 100).await.unwrap(), 1);
+    assert_eq!(store.income_balance(&uid("olga")).await.unwrap(), Coins(10));
+    // The consumer was behind: a gift of the settled day is counted after its settlement.
+    consumer
+        .handle(&at(
+            &gift_fact(&["alice", "bob"], None, false),
+            "o-2",
+            T0 + HOUR,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(settler.settle_turnovers(after, 100).await.unwrap(), 1);
+    // 300 coins of turnover at 10 %: 30 in all, 20 of it by the second settlement.
+    assert_eq!(store.income_balance(&uid("olga")).await.unwrap(), Coins(30));
+    let entries = store.list_income(&uid("olga"), None, 10).await.unwrap();
+    let orders: Vec<&str> = entries.iter().map(|e| e.entry.order_id.as_str()).collect();
+    assert_eq!(orders, ["turnover-2025-11-30-2", "turnover-2025-11-30"]);
+    let turnover = store
+        .room_turnover(&room(), DayKey::parse("2025-11-30").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            turnover.settlements,
+            turnover.settled_turnover,
+            turnover.owed
+        ),
+        (2, Coins(300), Coins::ZERO)
+    );
+    assert_eq!(turnover.settlement.map(|s| s.reward), Some(Coins(30)));
+    assert_eq!(settler.settle_turnovers(after, 100).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_turnover_that_fails_is_passed_over_and_the_others_settle() {
+    let store = billing_store(1_000).await;
+    let consumer = TallyConsumer::new(store.clone(), 0);
+    // r1 has an owner (the directory's mock); r0, earlier in the order, has no summary.
+    let mut orphan = gift_fact(&["alice"], None, false);
+    orphan.room_id = RoomId::new("r0").unwrap();
+    consumer.handle(&at(&orphan, "o-0", T0)).await.unwrap();
+    consumer
+        .handle(&at(&gift_fact(&["alice"], None, false), "o-1", T0))
+        .await
+        .unwrap();
+    let mut directory = room_app::ports::MockRoomDirectory::new();
+    directory.expect_get_summary().returning(|room_id| {
+        Ok((room_id.as_str() != "r0").then(|| super::income::summary_of(room_id)))
+    });
+    let settler = Settler {
+        directory: Arc::new(directory),
+        ..settler(&store, store.clone())
+    };
+    assert_eq!(
+        settler
+            .settle_turnovers(Timestamp(T0 + 25 * HOUR), 1)
+            .await
+            .unwrap(),
+        1,
+        "r1 settles, with pages of one, past r0"
+    );
     assert_eq!(store.income_balance(&uid("olga")).await.unwrap(), Coins(10));
 }
 
@@ -295,11 +394,11 @@ async fn a_zero_share_settles_without_a_credit() {
     assert_eq!(turnover.settlement.map(|s| s.reward), Some(Coins::ZERO));
 }
 
-/// The store's tallies, except that recording a settlement fails.
-struct NoSettlement(Arc<InMemoryStore>);
+/// The store's tallies, except that marking a settlement paid fails.
+struct NoMark(Arc<InMemoryStore>);
 
 #[async_trait::async_trait]
-impl GiftTallies for NoSettlement {
+impl GiftTallies for NoMark {
     async fn count_gifts(&self, tallies: &[room_app::ports::GiftTally]) -> room_app::Result<u32> {
         self.0.count_gifts(tallies).await
     }
@@ -320,16 +419,30 @@ impl GiftTallies for NoSettlement {
     async fn unsettled_turnovers(
         &self,
         before: DayKey,
+        after: Option<(DayKey, RoomId)>,
         limit: u32,
     ) -> room_app::Result<Vec<room_app::ports::RoomTurnover>> {
-        self.0.unsettled_turnovers(before, limit).await
+        self.0.unsettled_turnovers(before, after, limit).await
     }
-    async fn settle_turnover(
+    async fn record_settlement(
+        &self,
+        room: &RoomId,
+        day: DayKey,
+        settlements: u32,
+        settled_turnover: Coins,
+        owed: Coins,
+        settlement: &TurnoverSettlement,
+    ) -> room_app::Result<bool> {
+        self.0
+            .record_settlement(room, day, settlements, settled_turnover, owed, settlement)
+            .await
+    }
+    async fn mark_settlement_paid(
         &self,
         _room: &RoomId,
         _day: DayKey,
-        _settlement: &TurnoverSettlement,
-    ) -> room_app::Result<bool> {
+        _settlements: u32,
+    ) -> room_app::Result<()> {
         Err(room_app::Error::Unavailable("the store went away".into()))
     }
     async fn prune_counted(&self, before: DayKey, limit: u32) -> room_app::Result<u64> {

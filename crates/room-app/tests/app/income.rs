@@ -25,27 +25,32 @@ fn room() -> RoomId {
     RoomId::new("r1").unwrap()
 }
 
-/// A directory whose room r1 is owned by olga.
+/// `room_id`'s summary: owned by olga.
+pub(crate) fn summary_of(room_id: &RoomId) -> RoomSummary {
+    RoomSummary {
+        room_id: room_id.clone(),
+        owner: uid("olga"),
+        name: "r".into(),
+        open: true,
+        heat: 0,
+        online: 0,
+        locked: false,
+        version: 1,
+        region: "eu-west".into(),
+        cover_url: None,
+        seats_taken: 0,
+        created_at: Timestamp(0),
+        recent_heat_milli: 0,
+        recent_heat_at: Timestamp(0),
+    }
+}
+
+/// A directory whose rooms are owned by olga.
 pub(crate) fn directory() -> RoomDirectoryRef {
     let mut directory = MockRoomDirectory::new();
-    directory.expect_get_summary().returning(|room_id| {
-        Ok(Some(RoomSummary {
-            room_id: room_id.clone(),
-            owner: uid("olga"),
-            name: "r".into(),
-            open: true,
-            heat: 0,
-            online: 0,
-            locked: false,
-            version: 1,
-            region: "eu-west".into(),
-            cover_url: None,
-            seats_taken: 0,
-            created_at: Timestamp(0),
-            recent_heat_milli: 0,
-            recent_heat_at: Timestamp(0),
-        }))
-    });
+    directory
+        .expect_get_summary()
+        .returning(|room_id| Ok(Some(summary_of(room_id))));
     Arc::new(directory)
 }
 

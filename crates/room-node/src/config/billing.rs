@@ -78,7 +78,7 @@ pub(super) const SECTION: Section = Section {
             credited as income). The shares are the billing policy's: the catalog file's \
             `[billing]` seeds it, `PUT /v1/admin/billing` changes it. Metrics: \
             `room_gift_tallies_total`, `room_turnover_settlements_total`, \
-            `room_turnover_rewards_total`.",
+            `room_turnover_rewards_total`, `room_turnover_settlement_failures_total`.",
     keys: &[
         (
             "time_zone",
@@ -90,8 +90,8 @@ pub(super) const SECTION: Section = Section {
             "settle_delay_secs",
             "How long after a day closes (midnight in `time_zone`) its rooms' turnovers are \
              settled, in seconds, at most 86,400: the consumers count the day's last gifts \
-             meanwhile. A gift counted after its day was settled adds to the turnover shown, \
-             not to the reward.",
+             meanwhile. A gift counted after its day was settled makes it pending again, and a \
+             later settlement pays what it adds.",
         ),
         (
             "settle_every_secs",

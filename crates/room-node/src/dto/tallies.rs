@@ -80,13 +80,21 @@ impl GiftValueResponse {
 pub struct TurnoverSettlementBody {
     /// The room's owner, credited the reward.
     pub owner: String,
-    /// The owner's share, in basis points.
+    /// The owner's share at the latest settlement, in basis points.
     pub share_bp: u32,
-    /// The reward: `turnover × share_bp / 10000`, rounded down.
+    /// Every reward recorded for the day: `settled_turnover × share_bp / 10000`, rounded
+    /// down (never less than an earlier settlement recorded).
     pub reward: i64,
-    /// The billing policy version whose share it was.
+    /// The turnover the latest settlement settled on.
+    pub settled_turnover: i64,
+    /// How many settlements the day had (more than 1 when gifts were counted after it was
+    /// first settled).
+    pub settlements: u32,
+    /// Recorded and not yet credited (0 once paid).
+    pub owed: i64,
+    /// The billing policy version of the latest settlement.
     pub billing_version: u64,
-    /// When it was settled (ms since the epoch).
+    /// When the latest settlement was recorded (ms since the epoch).
     pub settled_at: i64,
 }
 
@@ -120,6 +128,9 @@ impl TurnoverResponse {
                 owner: s.owner.to_string(),
                 share_bp: s.share_bp,
                 reward: s.reward.0,
+                settled_turnover: turnover.settled_turnover.0,
+                settlements: turnover.settlements,
+                owed: turnover.owed.0,
                 billing_version: s.billing_version,
                 settled_at: s.settled_at.0,
             }),

@@ -1,7 +1,7 @@
 //! The conformance suite of [`GiftTallies`]: each gift counted once by its order (also when
 //! two counts of it run at once), in every period it belongs to; a refused count counts
-//! nothing; turnovers listed unsettled until settled, settled once; counted keys pruned by
-//! day.
+//! nothing; turnovers pending until a settlement is recorded (once, by compare and set) and
+//! marked paid, and pending again when counted further; counted keys pruned by day.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -301,6 +301,13 @@ fn settlement(owner: &str, reward: i64) -> TurnoverSettlement {
     }
 }
 
+fn listed(turnovers: Vec<RoomTurnover>) -> Vec<(DayKey, String, Coins)> {
+    turnovers
+        .into_iter()
+        .map(|t| (t.day, t.room_id.as_str().to_owned(), t.turnover))
+        .collect()
+}
+
 async fn turnovers_are_settled_once<S: GiftTallies>(store: Arc<S>) {
     ok(
         store
@@ -314,16 +321,10 @@ async fn turnovers_are_settled_once<S: GiftTallies>(store: Arc<S>) {
         "count",
     );
     let day = |days: i64| periods(days).day;
-    let unsettled = |turnovers: Vec<RoomTurnover>| {
-        turnovers
-            .into_iter()
-            .map(|t| (t.day, t.room_id.as_str().to_owned(), t.turnover))
-            .collect::<Vec<_>>()
-    };
     same(
-        unsettled(ok(
-            store.unsettled_turnovers(day(2), 100).await,
-            "unsettled",
+        listed(ok(
+            store.unsettled_turnovers(day(2), None, 100).await,
+            "pending",
         )),
         vec![
             (day(0), "r1".to_owned(), Coins(200)),
@@ -333,16 +334,40 @@ async fn turnovers_are_settled_once<S: GiftTallies>(store: Arc<S>) {
         "days before day 2, by day then room",
     );
     same(
-        unsettled(ok(store.unsettled_turnovers(day(2), 1).await, "unsettled")),
+        listed(ok(
+            store.unsettled_turnovers(day(2), None, 1).await,
+            "pending",
+        )),
         vec![(day(0), "r1".to_owned(), Coins(200))],
         "at most the limit",
     );
     same(
+        listed(ok(
+            store
+                .unsettled_turnovers(day(2), Some((day(0), room("r1"))), 100)
+                .await,
+            "pending",
+        )),
+        vec![
+            (day(0), "r2".to_owned(), Coins(100)),
+            (day(1), "r1".to_owned(), Coins(300)),
+        ],
+        "after a cursor",
+    );
+    // Settlement 1 of r1's day 0, owing 2.
+    same(
         ok(
             store
-                .settle_turnover(&room("r1"), day(0), &settlement("owner", 2))
+                .record_settlement(
+                    &room("r1"),
+                    day(0),
+                    0,
+                    Coins(200),
+                    Coins(2),
+                    &settlement("olga", 2),
+                )
                 .await,
-            "settle",
+            "record",
         ),
         true,
         "the first settlement is recorded",
@@ -350,39 +375,157 @@ async fn turnovers_are_settled_once<S: GiftTallies>(store: Arc<S>) {
     same(
         ok(
             store
-                .settle_turnover(&room("r1"), day(0), &settlement("other", 9))
+                .record_settlement(
+                    &room("r1"),
+                    day(0),
+                    0,
+                    Coins(200),
+                    Coins(9),
+                    &settlement("other", 9),
+                )
                 .await,
-            "settle again",
+            "record again",
         ),
         false,
-        "a second settlement is not",
+        "a second record of settlement 1 is not",
+    );
+    same(
+        ok(
+            store
+                .record_settlement(
+                    &room("r1"),
+                    day(0),
+                    1,
+                    Coins(200),
+                    Coins(9),
+                    &settlement("other", 9),
+                )
+                .await,
+            "record the next",
+        ),
+        false,
+        "nor the next while the first owes",
+    );
+    let recorded = ok(
+        store.room_turnover(&room("r1"), day(0)).await,
+        "room_turnover",
+    )
+    .expect("r1's day 0");
+    same(
+        (
+            recorded.settlements,
+            recorded.settled_turnover,
+            recorded.owed,
+            recorded.settlement.clone(),
+        ),
+        (1, Coins(200), Coins(2), Some(settlement("olga", 2))),
+        "the first settlement stands, owing",
+    );
+    same(
+        listed(ok(
+            store.unsettled_turnovers(day(1), None, 100).await,
+            "pending",
+        ))
+        .len(),
+        2,
+        "owing, it is still pending",
+    );
+    ok(
+        store.mark_settlement_paid(&room("r1"), day(0), 7).await,
+        "mark another settlement",
     );
     same(
         ok(
             store.room_turnover(&room("r1"), day(0)).await,
             "room_turnover",
         )
-        .and_then(|t| t.settlement),
-        Some(settlement("owner", 2)),
-        "the first settlement stands",
+        .map(|t| t.owed),
+        Some(Coins(2)),
+        "marking another settlement changes nothing",
+    );
+    ok(
+        store.mark_settlement_paid(&room("r1"), day(0), 1).await,
+        "mark paid",
+    );
+    same(
+        listed(ok(
+            store.unsettled_turnovers(day(1), None, 100).await,
+            "pending",
+        )),
+        vec![(day(0), "r2".to_owned(), Coins(100))],
+        "paid, it is no longer pending",
+    );
+    // A gift counted after the settlement makes it pending again.
+    ok(
+        store
+            .count_gifts(&[tally("carol", "o9", "r1", &["bob"], 50, 0)])
+            .await,
+        "count a late gift",
+    );
+    let late = ok(
+        store.unsettled_turnovers(day(1), None, 100).await,
+        "pending",
+    );
+    same(
+        late.iter()
+            .map(|t| {
+                (
+                    t.room_id.as_str().to_owned(),
+                    t.turnover,
+                    t.settled_turnover,
+                    t.settlements,
+                )
+            })
+            .collect::<Vec<_>>(),
+        vec![
+            ("r1".to_owned(), Coins(250), Coins(200), 1),
+            ("r2".to_owned(), Coins(100), Coins::ZERO, 0),
+        ],
+        "a late gift makes the settled day pending again",
+    );
+    same(
+        ok(
+            store
+                .record_settlement(
+                    &room("r1"),
+                    day(0),
+                    1,
+                    Coins(250),
+                    Coins(0),
+                    &settlement("olga", 2),
+                )
+                .await,
+            "record settlement 2",
+        ),
+        true,
+        "the second settlement is recorded",
+    );
+    ok(
+        store.mark_settlement_paid(&room("r1"), day(0), 2).await,
+        "mark paid",
+    );
+    same(
+        ok(
+            store.room_turnover(&room("r1"), day(0)).await,
+            "room_turnover",
+        )
+        .map(|t| (t.settlements, t.settled_turnover, t.owed)),
+        Some((2, Coins(250), Coins::ZERO)),
+        "settled on the whole turnover",
     );
     expect_err!(
         store
-            .settle_turnover(&room("r3"), day(0), &settlement("owner", 1))
+            .record_settlement(
+                &room("r3"),
+                day(0),
+                0,
+                Coins(1),
+                Coins(1),
+                &settlement("olga", 1)
+            )
             .await,
         Error::NotFound(_),
         "a turnover never counted cannot be settled"
-    );
-    same(
-        unsettled(ok(
-            store.unsettled_turnovers(day(2), 100).await,
-            "unsettled",
-        )),
-        vec![
-            (day(0), "r2".to_owned(), Coins(100)),
-            (day(1), "r1".to_owned(), Coins(300)),
-        ],
-        "a settled turnover is no longer listed",
     );
 }
 
