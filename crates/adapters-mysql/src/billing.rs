@@ -26,7 +26,8 @@ use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, QueryBuilder};
 
 use crate::accounts::Accounts;
-use crate::codec::{TxError, col, from_json, id_col, is_duplicate_key, to_i64, to_json, u64_col};
+use crate::codec::{TxError, col, from_json, id_col, is_duplicate_key, to_i64, u64_col};
+use crate::versions::Versions;
 use crate::{MySqlStore, Result};
 
 /// How many times a credit is tried when an order's row is found inserted by another credit
@@ -230,17 +231,7 @@ fn record_from(row: &MySqlRow) -> Result<IncomeRecord> {
 #[async_trait]
 impl BillingPolicies for MySqlStore {
     async fn current_policy(&self) -> Result<Option<BillingPolicy>> {
-        let body: Option<String> = self
-            .retrying("current_billing_policy", || async move {
-                Ok(sqlx::query_scalar::<_, String>(
-                    "SELECT body FROM billing_policies ORDER BY version DESC LIMIT 1",
-                )
-                .fetch_optional(&self.pool)
-                .await?)
-            })
-            .await?;
-        body.map(|body| from_json(&body, "billing policy"))
-            .transpose()
+        self.newest_version(Versions::Billing).await
     }
 
     async fn get_policy(&self, version: u64) -> Result<Option<BillingPolicy>> {
@@ -262,38 +253,8 @@ impl BillingPolicies for MySqlStore {
     }
 
     async fn put_policy(&self, policy: &BillingPolicy) -> Result<()> {
-        if policy.version == 0 {
-            return Err(Error::Invalid("billing policy version 0".into()));
-        }
-        let version = to_i64(policy.version, "billing policy version")?;
-        let body = to_json(policy)?;
-        let body = body.as_str();
-        let inserted = self
-            .retrying("put_billing_policy", || async move {
-                let inserted = sqlx::query(
-                    "INSERT INTO billing_policies (version, body)
-                     SELECT ?, ? FROM DUAL
-                     WHERE (SELECT COALESCE(MAX(version), 0) FROM billing_policies) = ?",
-                )
-                .bind(version)
-                .bind(body)
-                .bind(version - 1)
-                .execute(&self.pool)
-                .await;
-                match inserted {
-                    Ok(done) => Ok(done.rows_affected() > 0),
-                    Err(error) if is_duplicate_key(&error) => Ok(false),
-                    Err(error) => Err(TxError::from(error)),
-                }
-            })
-            .await?;
-        if inserted {
-            Ok(())
-        } else {
-            Err(Error::Conflict(format!(
-                "billing policy version {version} does not follow the newest stored version"
-            )))
-        }
+        self.put_version(Versions::Billing, policy.version, policy)
+            .await
     }
 }
 

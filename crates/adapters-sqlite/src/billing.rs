@@ -17,12 +17,9 @@ use room_domain::{BillingPolicy, Coins, GiftId, IncomePart, Timestamp, UserId};
 use rusqlite::{Connection, OptionalExtension, params};
 use sqlx::sqlite::SqliteRow;
 
-use crate::codec::{col, db, from_json, id_col, sql, stored_id, to_i64, to_json, u64_col};
+use crate::codec::{col, db, from_json, id_col, sql, stored_id, to_i64, u64_col};
+use crate::versions::Versions;
 use crate::{Result, SqliteStore};
-
-/// Inserts version `?1` with body `?2` if the newest stored version is `?1 - 1`.
-const PUT_POLICY: &str = "INSERT INTO billing_policies (version, body)
-     SELECT ?1, ?2 WHERE COALESCE((SELECT MAX(version) FROM billing_policies), 0) = ?1 - 1";
 
 /// A part's number in `income_credits` (migration 0080).
 fn part_code(part: IncomePart) -> i64 {
@@ -205,12 +202,7 @@ fn record_from(row: &SqliteRow) -> Result<IncomeRecord> {
 #[async_trait]
 impl BillingPolicies for SqliteStore {
     async fn current_policy(&self) -> Result<Option<BillingPolicy>> {
-        let row = sqlx::query("SELECT body FROM billing_policies ORDER BY version DESC LIMIT 1")
-            .fetch_optional(&self.readers)
-            .await
-            .map_err(db)?;
-        row.map(|row| from_json(&col::<String>(&row, "body")?, "billing policy"))
-            .transpose()
+        self.newest_version(Versions::Billing).await
     }
 
     async fn get_policy(&self, version: u64) -> Result<Option<BillingPolicy>> {
@@ -227,31 +219,8 @@ impl BillingPolicies for SqliteStore {
     }
 
     async fn put_policy(&self, policy: &BillingPolicy) -> Result<()> {
-        if policy.version == 0 {
-            return Err(Error::Invalid("billing policy version 0".into()));
-        }
-        let version = to_i64(policy.version, "billing policy version")?;
-        let body = to_json(policy)?;
-        let inserted = self
-            .write(move |conn| {
-                let inserted = conn
-                    .prepare_cached(PUT_POLICY)
-                    .and_then(|mut insert| insert.execute(params![version, body]))
-                    .map_err(sql);
-                match inserted {
-                    Ok(rows) => Ok(rows > 0),
-                    Err(Error::AlreadyExists(_)) => Ok(false),
-                    Err(other) => Err(other),
-                }
-            })
-            .await?;
-        if inserted {
-            Ok(())
-        } else {
-            Err(Error::Conflict(format!(
-                "billing policy version {version} does not follow the newest stored version"
-            )))
-        }
+        self.put_version(Versions::Billing, policy.version, policy)
+            .await
     }
 }
 

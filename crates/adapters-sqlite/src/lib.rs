@@ -41,6 +41,7 @@ mod store;
 mod tallies;
 mod timers;
 mod users;
+mod versions;
 mod vip;
 mod wallet;
 mod writer;

@@ -12,12 +12,19 @@ use crate::error::{Error, Result};
 use crate::ports::RocketSettingsStoreRef;
 
 /// The levels stored as version 1 when the store has none: `levels` (the configured rules')
-/// unless another process stored a version first. Returns the current settings.
+/// unless another process stored a version first. Returns the current settings; stored ones
+/// that fail validation (written by hand, or by another release) are [`Error::Corrupt`].
 pub async fn seed_rocket(
     store: &RocketSettingsStoreRef,
     levels: &[RocketLevel],
 ) -> Result<RocketSettings> {
     if let Some(current) = store.current_rocket().await? {
+        validate_rocket_levels(&current.levels).map_err(|e| {
+            Error::corrupt(format!(
+                "stored rocket settings version {}: {e}",
+                current.version
+            ))
+        })?;
         return Ok(current);
     }
     let first = RocketSettings {

@@ -157,6 +157,8 @@ async fn an_admin_changes_the_billing_policy_by_its_version() {
     assert_eq!(status, StatusCode::OK, "{stored}");
     assert_eq!(stored["version"], 2);
     assert_eq!(stored["overrides"]["rose"]["recipient_bp"], 8_000);
+    // Left out, the owner's turnover share stays the catalog's.
+    assert_eq!(stored["turnover_bp"], 100, "{stored}");
     let (_, current) = t.get("/v1/admin/billing", &admin).await;
     assert_eq!(current, stored);
     // The same change again: version 1 is no longer current.

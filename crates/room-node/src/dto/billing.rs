@@ -109,10 +109,11 @@ pub struct PutBillingRequest {
     #[serde(default)]
     pub overrides: BTreeMap<String, BillingSharesBody>,
     /// The room owner's reward for each closed day's turnover of their room, in basis points;
-    /// 0 (none) when absent. A day is settled under the version current when it is settled.
-    #[serde(default, deserialize_with = "whole::u32")]
+    /// the current version's when absent. A day is settled under the version current when it
+    /// is settled.
+    #[serde(default, deserialize_with = "whole::option_u32")]
     #[schema(minimum = 0, maximum = 10_000)]
-    pub turnover_bp: u32,
+    pub turnover_bp: Option<u32>,
 }
 
 /// One income entry: a part of a gift's value credited to the user.

@@ -84,12 +84,22 @@ pub async fn put_billing(
         agency_bp: request.agency_bp,
     };
     let ports = state.service.ports();
+    // Absent, the turnover share stays what the version replaced had.
+    let turnover_bp = match request.turnover_bp {
+        Some(bp) => bp,
+        None => ports
+            .billing
+            .current_policy()
+            .await?
+            .map(|current| current.turnover_bp)
+            .unwrap_or_default(),
+    };
     let policy = change_billing(
         &ports.billing,
         request.expected_version,
         shares,
         overrides,
-        request.turnover_bp,
+        turnover_bp,
     )
     .await
     .map_err(|error| match error {
