@@ -65,6 +65,9 @@ impl Node {
             .env("ROOM__STORAGE__MAX_CONNECTIONS", "4")
             .env("ROOM__AUTH__JWT_SECRET", SECRET)
             .env("ROOM__CATALOG__PATH", &shared.catalog)
+            // No day closes and settles a turnover within a run (the database is fresh):
+            // the income checked is the gifts' parts alone.
+            .env("ROOM__BILLING__SETTLE_DELAY_SECS", "86400")
             .env("ROOM__CELL__NODE_ID", node_id)
             .env("ROOM__LEASE__REDIS_URL", &shared.redis_url)
             .env("ROOM__LEASE__KEY_PREFIX", &shared.prefix)
