@@ -100,7 +100,7 @@ async fn bad_rocket_levels_are_refused_and_nothing_is_stored() {
     ] {
         let (status, body) =
             put_rocket(&t, &admin, json!({"expected_version": 1, "levels": levels})).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{why}: {body}");
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{why}: {body}");
         assert_eq!(
             error_code(&body),
             "INVALID_ROCKET_SETTINGS",

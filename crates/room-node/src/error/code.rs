@@ -104,10 +104,12 @@ api_codes! {
     /// A billing policy with a share outside 0..=10000 basis points, shares adding up to more
     /// than 10000, an invalid gift id or too many overrides.
     InvalidBillingPolicy = "INVALID_BILLING_POLICY", BAD_REQUEST, false;
-    /// Rocket levels that break a rule: none or more than 50, fuel not positive or not
-    /// rising, a countdown over an hour, a negative pool, a pool without winners, more than
-    /// 10,000 winners, a cap below one coin. The message names the level.
-    InvalidRocketSettings = "INVALID_ROCKET_SETTINGS", BAD_REQUEST, false;
+    /// Rocket levels that break a rule the schema cannot state (a 422, since the request is
+    /// well formed): fuel not rising from level to level, a pool without winners, and the
+    /// bounds the schema states too (none or more than 50 levels, fuel not positive, a
+    /// countdown over an hour, a negative pool, more than 10,000 winners, a cap below one
+    /// coin). The message names the level. Nothing was written.
+    InvalidRocketSettings = "INVALID_ROCKET_SETTINGS", UNPROCESSABLE_ENTITY, false;
     /// A profile value that breaks its field's rule (nickname, avatar URL, region, country,
     /// agency), or a batch of more than 500 users; the message names the field, and in a
     /// batch the entry (`users[3].country`). Nothing was written.

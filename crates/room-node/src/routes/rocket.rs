@@ -44,9 +44,10 @@ pub async fn get_rocket(
     request_body = PutRocketRequest,
     responses(
         (status = 200, description = "The new version", body = RocketSettingsResponse),
-        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, or `INVALID_ROCKET_SETTINGS` (no levels or more than 50, fuel not positive or not rising, a countdown over 3600 s, a negative pool, a pool without winners, more than 10000 winners, a cap below 1)", body = ErrorResponse),
+        (status = 400, description = "`MALFORMED_JSON` or `INVALID_BODY`", body = ErrorResponse),
         (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
         (status = 409, description = "`ROCKET_VERSION_STALE`: the current version is not `expected_version`", body = ErrorResponse),
+        (status = 422, description = "`INVALID_ROCKET_SETTINGS`: fuel not rising from level to level, a pool without winners (or no levels or more than 50, fuel not positive, a countdown over 3600 s, a negative pool, more than 10000 winners, a cap below 1); nothing stored", body = ErrorResponse),
     ),
     security(("bearer" = []))
 )]
