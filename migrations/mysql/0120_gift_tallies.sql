@@ -26,9 +26,9 @@ CREATE TABLE gift_values (
     CONSTRAINT gift_values_not_negative CHECK (sent >= 0 AND received >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
--- Each room's turnover of each day, and its settlements. A turnover is `pending` (1) from its
--- first gift until its latest settlement is paid and nothing was counted beyond what that
--- settled on (`settled_turnover`); a gift counted later makes it pending again. A settlement
+-- Each room's turnover of each day, and its settlements. A turnover is `pending` (a column the
+-- server computes) until it has a settlement, which is paid (`owed` 0), and nothing was
+-- counted beyond what that settled on (`settled_turnover`). A settlement
 -- is recorded first (`settlements` one more, what it `owed`), then paid, then marked paid
 -- (`owed` back to 0). `reward` is every reward recorded for the day; `owner`, `share_bp`,
 -- `billing_version` and `settled_at` are the latest settlement's (NULL before the first).
@@ -37,7 +37,6 @@ CREATE TABLE room_turnovers (
     room_id          VARCHAR(64) NOT NULL,
     turnover         BIGINT      NOT NULL,
     gifts            BIGINT      NOT NULL,
-    pending          TINYINT     NOT NULL DEFAULT 1,
     settlements      INT         NOT NULL DEFAULT 0,
     settled_turnover BIGINT      NOT NULL DEFAULT 0,
     owed             BIGINT      NOT NULL DEFAULT 0,
@@ -46,6 +45,8 @@ CREATE TABLE room_turnovers (
     share_bp         INT         NULL,
     billing_version  BIGINT      NULL,
     settled_at       BIGINT      NULL,
+    pending          TINYINT AS (settlements = 0 OR turnover > settled_turnover OR owed > 0)
+                     STORED,
     PRIMARY KEY (day, room_id),
     KEY room_turnovers_pending (pending, day, room_id),
     CONSTRAINT room_turnovers_not_negative

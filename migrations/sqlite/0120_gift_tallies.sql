@@ -23,9 +23,9 @@ CREATE TABLE gift_values (
     PRIMARY KEY (user_id, period, number)
 ) STRICT, WITHOUT ROWID;
 
--- Each room's turnover of each day, and its settlements. A turnover is `pending` (1) from its
--- first gift until its latest settlement is paid and nothing was counted beyond what that
--- settled on (`settled_turnover`); a gift counted later makes it pending again. A settlement
+-- Each room's turnover of each day, and its settlements. A turnover is pending (the partial
+-- index's condition) until it has a settlement, which is paid (`owed` 0), and nothing was
+-- counted beyond what that settled on (`settled_turnover`). A settlement
 -- is recorded first (`settlements` one more, what it `owed`), then paid, then marked paid
 -- (`owed` back to 0). `reward` is every reward recorded for the day; `owner`, `share_bp`,
 -- `billing_version` and `settled_at` are the latest settlement's (NULL before the first).
@@ -34,7 +34,6 @@ CREATE TABLE room_turnovers (
     room_id          TEXT    NOT NULL,
     turnover         INTEGER NOT NULL CHECK (turnover >= 0),
     gifts            INTEGER NOT NULL CHECK (gifts >= 0),
-    pending          INTEGER NOT NULL DEFAULT 1 CHECK (pending BETWEEN 0 AND 1),
     settlements      INTEGER NOT NULL DEFAULT 0 CHECK (settlements >= 0),
     settled_turnover INTEGER NOT NULL DEFAULT 0,
     owed             INTEGER NOT NULL DEFAULT 0 CHECK (owed >= 0),
@@ -46,7 +45,8 @@ CREATE TABLE room_turnovers (
     PRIMARY KEY (day, room_id)
 ) STRICT, WITHOUT ROWID;
 
-CREATE INDEX room_turnovers_pending ON room_turnovers (day, room_id) WHERE pending = 1;
+CREATE INDEX room_turnovers_pending ON room_turnovers (day, room_id)
+WHERE settlements = 0 OR turnover > settled_turnover OR owed > 0;
 
 -- Income gets a part of its own for the owner's reward of a closed day's turnover: part 4
 -- (1 the recipient's, 2 the owner's, 3 the agency's). SQLite cannot change a column's check,

@@ -152,7 +152,7 @@ async fn count_once(store: &MySqlStore, tallies: &[GiftTally]) -> Result<Option<
         });
         upsert.push(
             " ON DUPLICATE KEY UPDATE turnover = turnover + VALUES(turnover),
-              gifts = gifts + VALUES(gifts), pending = 1",
+              gifts = gifts + VALUES(gifts)",
         );
         upsert
             .build()
@@ -364,7 +364,7 @@ impl GiftTallies for MySqlStore {
         let day_value = day_number(day.0)?;
         self.retrying("mark_settlement_paid", || async {
             sqlx::query(
-                "UPDATE room_turnovers SET owed = 0, pending = (turnover > settled_turnover)
+                "UPDATE room_turnovers SET owed = 0
                  WHERE day = ? AND room_id = ? AND settlements = ?",
             )
             .bind(day_value)

@@ -111,7 +111,7 @@ fn count(conn: &Connection, tallies: &[GiftTally]) -> Result<u32> {
         conn.prepare_cached(
             "INSERT INTO room_turnovers (day, room_id, turnover, gifts) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (day, room_id)
-             DO UPDATE SET turnover = excluded.turnover, gifts = excluded.gifts, pending = 1",
+             DO UPDATE SET turnover = excluded.turnover, gifts = excluded.gifts",
         )
         .and_then(|mut upsert| upsert.execute(params![day, room.as_str(), value, gifts]))
         .map_err(sql)?;
@@ -223,7 +223,8 @@ impl GiftTallies for SqliteStore {
             None => (i64::MIN, ""),
         };
         let rows = sqlx::query(select_turnovers!(
-            "WHERE pending = 1 AND day < ?1 AND (day, room_id) > (?2, ?3)
+            "WHERE (settlements = 0 OR turnover > settled_turnover OR owed > 0)
+                 AND day < ?1 AND (day, room_id) > (?2, ?3)
              ORDER BY day, room_id LIMIT ?4"
         ))
         .bind(before.0)
@@ -300,7 +301,7 @@ impl GiftTallies for SqliteStore {
         let room = room.clone();
         self.write(move |conn| {
             conn.prepare_cached(
-                "UPDATE room_turnovers SET owed = 0, pending = (turnover > settled_turnover)
+                "UPDATE room_turnovers SET owed = 0
                  WHERE day = ?1 AND room_id = ?2 AND settlements = ?3",
             )
             .and_then(|mut update| update.execute(params![day.0, room.as_str(), settlements]))

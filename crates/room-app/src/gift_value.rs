@@ -32,7 +32,7 @@ use crate::consumers::{FactError, FactHandler};
 use crate::error::{Error, Result};
 use crate::ports::{
     BillingPoliciesRef, GiftTalliesRef, GiftTally, GiftValues, IncomeEntry, IncomeLedgerRef,
-    MAX_TALLY_COUNT, RoomDirectoryRef, RoomTurnover, TurnoverSettlement,
+    MAX_TALLY_COUNT, MAX_TURNOVER_PAGE, RoomDirectoryRef, RoomTurnover, TurnoverSettlement,
 };
 
 /// The gift `envelope` counts, if it is a paid `RoomGiftSent`: in the periods of its commit
@@ -184,6 +184,10 @@ pub struct Settler {
     pub utc_offset_secs: i32,
     /// How long after a day closes its turnovers are settled.
     pub delay_secs: u32,
+    /// Where the next pass starts: after the last turnover a pass read when it stopped with
+    /// more to read, so that turnovers that keep failing never hold back those after them;
+    /// `None` (from the first) once a pass read to the end.
+    pub resume: std::sync::Mutex<Option<(DayKey, RoomId)>>,
 }
 
 /// How many pages of pending turnovers one pass reads at most.
@@ -191,26 +195,29 @@ const SETTLE_PAGES: u32 = 10;
 
 impl Settler {
     /// Settles the pending turnovers of the days closed `delay_secs` before `now`, `limit` a
-    /// page and at most [`SETTLE_PAGES`] pages; returns how many it settled or paid. A
-    /// turnover that fails (no summary for its room, a credit the ledger refuses, the store
-    /// down) is counted in `room_turnover_settlement_failures_total`, logged and passed
-    /// over for this pass: it stays pending, and the others go on.
+    /// page and at most [`SETTLE_PAGES`] pages, from where the last pass stopped; returns
+    /// how many it handled. A turnover that fails (no summary for its room, a credit the
+    /// ledger refuses, the store down) is counted in `room_turnover_settlement_failures_total`,
+    /// logged and passed over: it stays pending, the others go on, and a later pass comes
+    /// back to it once it has read to the end.
     pub async fn settle_turnovers(&self, now: Timestamp, limit: u32) -> Result<u32> {
         // The first day not closed yet, `delay_secs` ago.
         let open = Timestamp(now.0.saturating_sub(i64::from(self.delay_secs) * 1000))
             .day_key(self.utc_offset_secs);
+        let page_size = limit.clamp(1, MAX_TURNOVER_PAGE) as usize;
         let mut done = 0;
-        let mut after = None;
+        let mut after = self.resume.lock().unwrap_or_else(|e| e.into_inner()).take();
         for _ in 0..SETTLE_PAGES {
             let page = self
                 .tallies
                 .unsettled_turnovers(open, after.clone(), limit)
                 .await?;
             let Some(last) = page.last() else {
+                after = None;
                 break;
             };
-            after = Some((last.day, last.room_id.clone()));
-            let full = page.len() >= limit as usize;
+            let full = page.len() >= page_size;
+            after = full.then(|| (last.day, last.room_id.clone()));
             let policy = self
                 .policies
                 .current_policy()
@@ -234,6 +241,7 @@ impl Settler {
                 break;
             }
         }
+        *self.resume.lock().unwrap_or_else(|e| e.into_inner()) = after;
         Ok(done)
     }
 

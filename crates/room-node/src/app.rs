@@ -726,6 +726,7 @@ impl App {
             policies: ports.billing.clone(),
             utc_offset_secs: offset,
             delay_secs: billing.settle_delay_secs,
+            resume: std::sync::Mutex::new(None),
         });
         let (clock, limit) = (
             ports.clock.clone(),

@@ -176,6 +176,7 @@ fn settler(store: &Arc<InMemoryStore>, income: IncomeLedgerRef) -> Settler {
         policies: store.clone(),
         utc_offset_secs: 0,
         delay_secs: 600,
+        resume: std::sync::Mutex::new(None),
     }
 }
 
@@ -341,31 +342,42 @@ async fn a_gift_counted_after_its_day_was_settled_is_paid_by_a_second_settlement
 async fn a_turnover_that_fails_is_passed_over_and_the_others_settle() {
     let store = billing_store(1_000).await;
     let consumer = TallyConsumer::new(store.clone(), 0);
-    // r1 has an owner (the directory's mock); r0, earlier in the order, has no summary.
-    let mut orphan = gift_fact(&["alice"], None, false);
-    orphan.room_id = RoomId::new("r0").unwrap();
-    consumer.handle(&at(&orphan, "o-0", T0)).await.unwrap();
+    // r1 has an owner (the directory's mock); eleven rooms before it in the order have no
+    // summary: more than a pass's ten pages of one.
+    for i in 0..11 {
+        let mut orphan = gift_fact(&["alice"], None, false);
+        orphan.room_id = RoomId::new(format!("q{i:02}")).unwrap();
+        consumer
+            .handle(&at(&orphan, &format!("o-q{i}"), T0))
+            .await
+            .unwrap();
+    }
     consumer
         .handle(&at(&gift_fact(&["alice"], None, false), "o-1", T0))
         .await
         .unwrap();
     let mut directory = room_app::ports::MockRoomDirectory::new();
     directory.expect_get_summary().returning(|room_id| {
-        Ok((room_id.as_str() != "r0").then(|| super::income::summary_of(room_id)))
+        Ok((!room_id.as_str().starts_with('q')).then(|| super::income::summary_of(room_id)))
     });
     let settler = Settler {
         directory: Arc::new(directory),
         ..settler(&store, store.clone())
     };
+    let after = Timestamp(T0 + 25 * HOUR);
     assert_eq!(
-        settler
-            .settle_turnovers(Timestamp(T0 + 25 * HOUR), 1)
-            .await
-            .unwrap(),
+        settler.settle_turnovers(after, 1).await.unwrap(),
+        0,
+        "ten pages of one, each failing"
+    );
+    assert_eq!(
+        settler.settle_turnovers(after, 1).await.unwrap(),
         1,
-        "r1 settles, with pages of one, past r0"
+        "the next pass goes on from there: r1 settles past the eleventh"
     );
     assert_eq!(store.income_balance(&uid("olga")).await.unwrap(), Coins(10));
+    // Read to the end, the next pass starts from the first again (they still fail).
+    assert_eq!(settler.settle_turnovers(after, 100).await.unwrap(), 0);
 }
 
 #[tokio::test]

@@ -500,9 +500,31 @@ async fn turnovers_are_settled_once<S: GiftTallies>(store: Arc<S>) {
         true,
         "the second settlement is recorded",
     );
+    same(
+        listed(ok(
+            store.unsettled_turnovers(day(1), None, 100).await,
+            "pending",
+        )),
+        vec![(day(0), "r2".to_owned(), Coins(100))],
+        "settled on the whole turnover and owing nothing, it is not pending, marked or not",
+    );
     ok(
         store.mark_settlement_paid(&room("r1"), day(0), 2).await,
         "mark paid",
+    );
+    ok(
+        store
+            .count_gifts(&[tally("carol", "o10", "r1", &["bob"], 0, 0)])
+            .await,
+        "count a gift of no value",
+    );
+    same(
+        listed(ok(
+            store.unsettled_turnovers(day(1), None, 100).await,
+            "pending",
+        )),
+        vec![(day(0), "r2".to_owned(), Coins(100))],
+        "a gift that adds nothing leaves it settled",
     );
     same(
         ok(
