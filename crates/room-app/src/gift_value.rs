@@ -30,6 +30,7 @@ use room_domain::{
 
 use crate::consumers::{FactError, FactHandler};
 use crate::error::{Error, Result};
+use crate::ids::SYSTEM_ID_PREFIX;
 use crate::ports::{
     BillingPoliciesRef, GiftTalliesRef, GiftTally, GiftValues, IncomeEntry, IncomeLedgerRef,
     MAX_TALLY_COUNT, MAX_TURNOVER_PAGE, RoomDirectoryRef, RoomTurnover, TurnoverSettlement,
@@ -136,13 +137,14 @@ pub async fn gift_value(
 }
 
 /// The order id of settlement number `settlement` (from 1) of a room's turnover of `day`:
-/// `turnover-YYYY-MM-DD` for the first, `turnover-YYYY-MM-DD-n` for a later one (gifts counted
-/// after the day was first settled).
+/// `sys-turnover-YYYY-MM-DD` for the first, `sys-turnover-YYYY-MM-DD-n` for a later one (gifts
+/// counted after the day was first settled). A client's order id never starts with `sys-`,
+/// so the key is no gift's.
 pub fn turnover_order_id(day: DayKey, settlement: u32) -> Result<OrderId> {
     let id = if settlement <= 1 {
-        format!("turnover-{day}")
+        format!("{SYSTEM_ID_PREFIX}turnover-{day}")
     } else {
-        format!("turnover-{day}-{settlement}")
+        format!("{SYSTEM_ID_PREFIX}turnover-{day}-{settlement}")
     };
     OrderId::new(id).map_err(Error::corrupt)
 }

@@ -107,7 +107,7 @@ async fn gifts_count_for_people_and_rooms_and_a_closed_day_pays_its_owner_once()
         .collect();
     assert_eq!(rewards.len(), 1, "{income}");
     assert_eq!(rewards[0]["amount"], 20);
-    assert_eq!(rewards[0]["order_id"], format!("turnover-{today}"));
+    assert_eq!(rewards[0]["order_id"], format!("sys-turnover-{today}"));
     assert_eq!(rewards[0]["sender"], room_id.as_str());
     assert!(rewards[0].get("gift_id").is_none(), "{income}");
     // More passes pay nothing more.

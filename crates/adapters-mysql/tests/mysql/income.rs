@@ -170,7 +170,7 @@ async fn income_credited_before_it_was_stored_by_gift_reads_back_after_the_upgra
     } // Migration 0120: a room's turnover reward (part 4, without a gift) credits after it.
     let reward = IncomeEntry {
         sender: user("room-a"),
-        order_id: OrderId::new("turnover-2025-11-30").unwrap(),
+        order_id: OrderId::new("sys-turnover-2025-11-30").unwrap(),
         recipient: user("olga"),
         part: IncomePart::Turnover,
         user: user("olga"),

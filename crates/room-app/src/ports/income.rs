@@ -17,13 +17,13 @@ pub const MAX_INCOME_PAGE: u32 = 200;
 
 /// One part of a gift's value credited to one user, or a room owner's reward for a day's
 /// turnover ([`IncomePart::Turnover`]): that one is keyed by the room's id as its sender and
-/// `turnover-YYYY-MM-DD` (the day) as its order id, with the owner as recipient, so that each
+/// `sys-turnover-YYYY-MM-DD` (the day; `sys-` ids are never a client's order) as its order id, with the owner as recipient, so that each
 /// room and day pays once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IncomeEntry {
     /// The gift's sender (a turnover reward: the room's id).
     pub sender: UserId,
-    /// The sender's order (a turnover reward: `turnover-YYYY-MM-DD`).
+    /// The sender's order (a turnover reward: `sys-turnover-YYYY-MM-DD`).
     pub order_id: OrderId,
     /// The recipient whose value this part is of.
     pub recipient: UserId,

@@ -228,7 +228,7 @@ async fn a_closed_day_pays_its_owner_once_after_the_delay() {
     assert_eq!(reward.part, IncomePart::Turnover);
     assert_eq!(
         (reward.order_id.as_str(), reward.gift_id.clone()),
-        ("turnover-2025-11-30", None)
+        ("sys-turnover-2025-11-30", None)
     );
     let turnover = store
         .room_turnover(&room(), DayKey::parse("2025-11-30").unwrap())
@@ -320,7 +320,10 @@ async fn a_gift_counted_after_its_day_was_settled_is_paid_by_a_second_settlement
     assert_eq!(store.income_balance(&uid("olga")).await.unwrap(), Coins(30));
     let entries = store.list_income(&uid("olga"), None, 10).await.unwrap();
     let orders: Vec<&str> = entries.iter().map(|e| e.entry.order_id.as_str()).collect();
-    assert_eq!(orders, ["turnover-2025-11-30-2", "turnover-2025-11-30"]);
+    assert_eq!(
+        orders,
+        ["sys-turnover-2025-11-30-2", "sys-turnover-2025-11-30"]
+    );
     let turnover = store
         .room_turnover(&room(), DayKey::parse("2025-11-30").unwrap())
         .await

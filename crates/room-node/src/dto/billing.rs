@@ -124,7 +124,7 @@ pub struct IncomeEntryResponse {
     /// Which part: `recipient` (the user received the gift), `owner` (a gift in the user's
     /// room), `agency` (a gift to one of the agency's users), `turnover` (the owner's reward
     /// for a closed day's turnover of their room: its `sender` is the room's id, its
-    /// `order_id` `turnover-YYYY-MM-DD`, and it has no `gift_id`).
+    /// `order_id` `sys-turnover-YYYY-MM-DD`, and it has no `gift_id`).
     pub part: String,
     /// Income credited.
     pub amount: i64,

@@ -460,7 +460,7 @@ async fn later_parts_of_an_order_keep_its_gift<S: IncomeLedger>(store: Arc<S>) {
 async fn a_turnover_reward_is_credited_once_without_a_gift<S: IncomeLedger>(store: Arc<S>) {
     let reward = IncomeEntry {
         sender: user("room-1"),
-        order_id: order_id("turnover-2025-11-30"),
+        order_id: order_id("sys-turnover-2025-11-30"),
         recipient: user("olga"),
         part: IncomePart::Turnover,
         user: user("olga"),
