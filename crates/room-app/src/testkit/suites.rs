@@ -30,6 +30,7 @@ mod room_pins;
 mod snapshot_store;
 mod timers;
 mod user_directory;
+mod versions;
 mod vip_grants;
 mod wallet;
 mod work_claims;

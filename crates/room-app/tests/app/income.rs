@@ -314,24 +314,7 @@ async fn a_run_of_gifts_is_credited_in_one_ledger_call_reading_each_owner_and_ag
     directory
         .expect_get_summary()
         .times(1)
-        .returning(|room_id| {
-            Ok(Some(RoomSummary {
-                room_id: room_id.clone(),
-                owner: uid("olga"),
-                name: "r".into(),
-                open: true,
-                heat: 0,
-                online: 0,
-                locked: false,
-                version: 1,
-                region: "eu-west".into(),
-                cover_url: None,
-                seats_taken: 0,
-                created_at: Timestamp(0),
-                recent_heat_milli: 0,
-                recent_heat_at: Timestamp(0),
-            }))
-        });
+        .returning(|room_id| Ok(Some(summary_of(room_id))));
     let mut agencies = MockAgencies::new();
     agencies.expect_agency_of().times(2).returning(|_| Ok(None));
     let mut ledger = MockIncomeLedger::new();
