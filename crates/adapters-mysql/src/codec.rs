@@ -40,6 +40,8 @@ pub(crate) mod number {
     pub(crate) const WRONG_VALUE_FOR_FIELD: u16 = 1366;
     /// `ER_DATA_TOO_LONG`: a string longer than its column (strict mode).
     pub(crate) const DATA_TOO_LONG: u16 = 1406;
+    /// `ER_DATA_OUT_OF_RANGE`: arithmetic past its type (`BIGINT value is out of range`).
+    pub(crate) const ARITHMETIC_OUT_OF_RANGE: u16 = 1690;
 }
 
 /// The server's error behind a driver error, if the server answered with one.
@@ -59,6 +61,17 @@ pub(crate) fn is_lock_failure(error: &sqlx::Error) -> bool {
             number::LOCK_DEADLOCK | number::LOCK_WAIT_TIMEOUT
         )
     })
+}
+
+/// Whether the server refused a statement whose arithmetic passed its type (a sum past
+/// `BIGINT`): the statement did nothing, and running it again fails the same way.
+pub(crate) fn is_arithmetic_overflow(error: &sqlx::Error) -> bool {
+    server_error(error).is_some_and(|e| e.number() == number::ARITHMETIC_OUT_OF_RANGE)
+}
+
+/// A stored unsigned `INT`; a negative value is [`Error::Corrupt`].
+pub(crate) fn stored_u32(value: i32, name: &str) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::corrupt(format!("stored {name} {value} is negative")))
 }
 
 /// Whether the server refused a row because its key is taken.

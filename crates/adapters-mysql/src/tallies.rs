@@ -21,7 +21,9 @@ use room_domain::{Coins, DayKey, Periods, RoomId, Timestamp, UserId};
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, QueryBuilder};
 
-use crate::codec::{TxError, col, id_col, is_duplicate_key, stored_u64, to_i64};
+use crate::codec::{
+    TxError, col, id_col, is_arithmetic_overflow, is_duplicate_key, stored_u32, stored_u64, to_i64,
+};
 use crate::{MySqlStore, Result};
 
 /// How many times a count is tried when another count inserted one of its orders' keys
@@ -31,19 +33,9 @@ const COUNT_TRIES: u32 = 5;
 /// The most rows one upsert writes (five values a row, under the protocol's 65,535).
 const ROWS_PER_STATEMENT: usize = 2_000;
 
-/// The server's error for a value past its column's type (`BIGINT value is out of range`).
-const OUT_OF_RANGE: u16 = 1690;
-
-fn is_out_of_range(error: &sqlx::Error) -> bool {
-    error
-        .as_database_error()
-        .and_then(|e| e.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
-        .is_some_and(|e| e.number() == OUT_OF_RANGE)
-}
-
 /// Maps a sum the server refused to [`Error::Invalid`].
 fn refused_sum(error: sqlx::Error) -> TxError {
-    if is_out_of_range(&error) {
+    if is_arithmetic_overflow(&error) {
         TxError::Port(Error::Invalid("gift value overflow".into()))
     } else {
         TxError::Db(error)
@@ -173,11 +165,6 @@ macro_rules! select_turnovers {
             $rest
         )
     };
-}
-
-/// A stored `INT` that may not be negative.
-fn stored_u32(value: i32, name: &str) -> Result<u32> {
-    u32::try_from(value).map_err(|_| Error::corrupt(format!("stored {name} {value} is negative")))
 }
 
 fn turnover_from(row: &MySqlRow) -> Result<RoomTurnover> {

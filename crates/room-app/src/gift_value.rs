@@ -248,7 +248,8 @@ impl Settler {
     }
 
     /// Pays what `turnover`'s latest settlement owes, or records the next settlement (what the
-    /// turnover earns under `policy` beyond what was recorded) and pays it.
+    /// turnover earns under `policy` beyond what was recorded) and pays it. A pending
+    /// turnover owes, or was counted beyond its latest settlement, or has none.
     async fn settle(
         &self,
         turnover: &RoomTurnover,
@@ -261,13 +262,6 @@ impl Settler {
             // Recorded and not marked paid: a pass stopped after recording it.
             return self
                 .pay(turnover, turnover.settlements, settlement, turnover.owed)
-                .await;
-        }
-        if turnover.settlements > 0 && turnover.turnover <= turnover.settled_turnover {
-            // Paid, but not marked: mark it.
-            return self
-                .tallies
-                .mark_settlement_paid(&turnover.room_id, turnover.day, turnover.settlements)
                 .await;
         }
         let owner = self
