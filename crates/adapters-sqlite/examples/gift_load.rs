@@ -118,6 +118,7 @@ async fn send_gift(store: &SqliteStore, cell: &mpsc::Sender<Delivery>, sender: u
         },
         count: 1,
         lucky_draw: n as u64,
+        scope: None,
     };
     let order = GiftOrder::new(RoomId::new("room-0").unwrap(), &apply, T0).unwrap();
     store

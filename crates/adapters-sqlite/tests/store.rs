@@ -138,6 +138,7 @@ fn order(id: &str, room_id: &RoomId) -> GiftOrder {
         },
         count: 2,
         lucky_draw: 5,
+        scope: None,
     };
     GiftOrder::new(room_id.clone(), &apply, T0).unwrap()
 }

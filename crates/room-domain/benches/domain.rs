@@ -137,6 +137,7 @@ fn gift(n: usize, sender: &UserId, recipient: &UserId, lucky_draw: u64) -> Comma
             },
             count: 1 + (n % 3) as u32,
             lucky_draw,
+            scope: None,
         }),
     )
 }

@@ -9,7 +9,7 @@ use crate::ids::{CommandId, GiftId, OrderId, RocketId, SeatIndex, SeatSessionId,
 use crate::money::Coins;
 use crate::rejection::Rejection;
 use crate::rules::RoomRules;
-use crate::state::PasswordHash;
+use crate::state::{GiftScope, PasswordHash};
 use crate::time::Timestamp;
 use crate::vip::VipStanding;
 
@@ -266,6 +266,14 @@ pub struct ApplyGift {
     /// The random input of the lucky draw, fixed when the order was created so that every
     /// retry draws the same.
     pub lucky_draw: u64,
+    /// A batch gift: the room gives it to whom the scope names as it applies the gift
+    /// ([`RoomState::batch_recipients`]), at most as many as `recipients` (whom the sender
+    /// paid for, resolved when the order was placed). Absent for a gift to the listed
+    /// recipients; left out of JSON then.
+    ///
+    /// [`RoomState::batch_recipients`]: crate::RoomState::batch_recipients
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<GiftScope>,
 }
 
 impl ApplyGift {
@@ -274,13 +282,19 @@ impl ApplyGift {
     /// turn paid coins into the sender's own gift income and heat), no negative price, heat or
     /// fuel, a total that fits. Returns the
     /// total. `decide` runs them first; the gift saga runs them before it debits anything.
+    /// A batch gift ([`ApplyGift::scope`]) may name up to the rules' `max_batch_recipients`.
     pub fn check_shape(&self, rules: &RoomRules) -> Result<Coins, Rejection> {
+        let most = match self.scope {
+            None => rules.max_recipients,
+            Some(_) => rules.max_batch_recipients,
+        };
         check_gift_shape(
             &self.gift,
             self.count,
             &self.recipients,
             &self.sender,
-            rules,
+            rules.max_gift_count,
+            most,
         )
     }
 
@@ -316,7 +330,14 @@ impl RobotGift {
     /// The checks of [`ApplyGift::check_shape`] for a gift `sender` sends: returns the value
     /// shown, `price × count × recipients`.
     pub fn check_shape(&self, sender: &UserId, rules: &RoomRules) -> Result<Coins, Rejection> {
-        check_gift_shape(&self.gift, self.count, &self.recipients, sender, rules)
+        check_gift_shape(
+            &self.gift,
+            self.count,
+            &self.recipients,
+            sender,
+            rules.max_gift_count,
+            rules.max_recipients,
+        )
     }
 }
 
@@ -326,19 +347,20 @@ fn check_gift_shape(
     count: u32,
     recipients: &[UserId],
     sender: &UserId,
-    rules: &RoomRules,
+    max_count: u32,
+    max_recipients: u32,
 ) -> Result<Coins, Rejection> {
-    if !(1..=rules.max_gift_count).contains(&count) {
+    if !(1..=max_count).contains(&count) {
         return Err(Rejection::InvalidGiftCount {
             count,
-            max: rules.max_gift_count,
+            max: max_count,
         });
     }
     let recipient_count = recipients.len();
-    if recipient_count == 0 || recipient_count > rules.max_recipients as usize {
+    if recipient_count == 0 || recipient_count > max_recipients as usize {
         return Err(Rejection::InvalidRecipientCount {
             count: u32::try_from(recipient_count).unwrap_or(u32::MAX),
-            max: rules.max_recipients,
+            max: max_recipients,
         });
     }
     if recipients.contains(sender) {

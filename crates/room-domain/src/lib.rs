@@ -109,17 +109,17 @@ pub use image_url::{IMAGE_URL_PATTERN, MAX_IMAGE_URL_BYTES, check_image_url};
 pub use money::Coins;
 pub use rejection::{Field, Rejection, RejectionKind};
 pub use rules::{
-    LuckyEntry, LuckyTable, MAX_GIFT_COUNT, MAX_RECIPIENTS, MAX_ROCKET_COUNTDOWN_SECS,
-    MAX_ROCKET_LEVELS, MAX_ROCKET_WINNERS, MAX_SEATS, RocketLevel, RocketPrize, RocketSettings,
-    RoomRules, RulesError, validate_rocket_levels,
+    LuckyEntry, LuckyTable, MAX_BATCH_RECIPIENTS, MAX_GIFT_COUNT, MAX_RECIPIENTS,
+    MAX_ROCKET_COUNTDOWN_SECS, MAX_ROCKET_LEVELS, MAX_ROCKET_WINNERS, MAX_SEATS, RocketLevel,
+    RocketPrize, RocketSettings, RoomRules, RulesError, validate_rocket_levels,
 };
 pub use saga::{
     FailReason, GiftOrder, InvalidTransition, OrderKeys, OrderStatus, SagaOutcome, SagaStep,
 };
 pub use snapshot::{SNAPSHOT_SCHEMA_VERSION, Snapshot, SnapshotVersionError};
 pub use state::{
-    Contribution, LAUNCH_WAIT_MS, Member, Occupant, PasswordHash, Rocket, RocketStatus, Role,
-    RoomProfile, RoomSettings, RoomState, RoomStatus, Seat,
+    Contribution, GiftScope, LAUNCH_WAIT_MS, Member, Occupant, PasswordHash, Rocket, RocketStatus,
+    Role, RoomProfile, RoomSettings, RoomState, RoomStatus, Seat,
 };
 pub use time::{DayKey, MonthKey, Periods, Timestamp, WeekKey, parse_utc_offset};
 pub use vip::{

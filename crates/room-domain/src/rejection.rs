@@ -270,6 +270,9 @@ pub enum Rejection {
     /// give only free robot gifts, and only robots do.
     #[error("only robots send robot gifts, and robots send no other")]
     NotARobot,
+    /// A batch gift (`all_mic`, `all_room`) whose scope names nobody but the sender.
+    #[error("nobody but the sender is there to receive the gift")]
+    NoRecipients,
 }
 
 impl Rejection {
@@ -309,6 +312,7 @@ impl Rejection {
             Rejection::AmountOverflow => "AMOUNT_OVERFLOW",
             Rejection::SelfGift => "SELF_GIFT",
             Rejection::NotARobot => "NOT_A_ROBOT",
+            Rejection::NoRecipients => "NO_RECIPIENTS",
         }
     }
 

@@ -16,8 +16,11 @@ pub struct RoomRules {
     pub max_admins: u32,
     /// Seats of a room created without a seat count.
     pub default_seat_count: u8,
-    /// Most recipients of one gift order.
+    /// Most recipients of one gift order that lists them.
     pub max_recipients: u32,
+    /// Most recipients of one batch gift (`all_mic`, `all_room`): the room gives it to the
+    /// first this many of whom its scope names.
+    pub max_batch_recipients: u32,
     /// Most units of one gift in one order.
     pub max_gift_count: u32,
     /// For a kick the service sent without the target's VIP standing (a command built
@@ -43,6 +46,7 @@ impl Default for RoomRules {
             max_admins: 10,
             default_seat_count: 8,
             max_recipients: 20,
+            max_batch_recipients: 200,
             max_gift_count: 9_999,
             vip_kick_protection_level: Some(5),
             mic_publish_timeout_secs: 30,
@@ -113,7 +117,7 @@ impl RoomRules {
     /// Checks that the rules make sense: limits in range, rocket levels rising, the lucky table
     /// returning exactly its configured expected return.
     pub fn validate(&self) -> Result<(), RulesError> {
-        let ranges: [(&'static str, bool); 5] = [
+        let ranges: [(&'static str, bool); 6] = [
             ("max_members", self.max_members > 0),
             ("max_admins", self.max_admins > 0),
             (
@@ -123,6 +127,10 @@ impl RoomRules {
             (
                 "max_recipients",
                 (1..=MAX_RECIPIENTS).contains(&self.max_recipients),
+            ),
+            (
+                "max_batch_recipients",
+                (1..=MAX_BATCH_RECIPIENTS).contains(&self.max_batch_recipients),
             ),
             (
                 "max_gift_count",
@@ -152,6 +160,9 @@ impl RoomRules {
 pub const MAX_SEATS: u8 = 20;
 /// The hard upper bound of [`RoomRules::max_recipients`].
 pub const MAX_RECIPIENTS: u32 = 20;
+/// The hard upper bound of [`RoomRules::max_batch_recipients`]: a batch gift's order names
+/// whom it paid for, and its event whom it reached.
+pub const MAX_BATCH_RECIPIENTS: u32 = 1_000;
 /// The hard upper bound of [`RoomRules::max_gift_count`].
 pub const MAX_GIFT_COUNT: u32 = 9_999;
 

@@ -1,8 +1,8 @@
 //! The gift saga: one paid gift order across the wallet and the room (DESIGN §5).
 //!
 //! ```text
-//! PENDING --debit ok--> DEBITED --room applies--> APPLIED --lucky reward credited--> COMPLETED
-//!    |                     |                         (no reward: straight to COMPLETED)
+//! PENDING --debit ok--> DEBITED --room applies--> APPLIED --refund, reward credited--> COMPLETED
+//!    |                     |                     (nothing owed: straight to COMPLETED)
 //!    |                     +--room definitely rejects--> (refund) --> COMPENSATED
 //!    +--insufficient funds / wallet never debited / rejected before debit--> FAILED
 //! ```
@@ -12,6 +12,11 @@
 //! a lost ownership, a conflict) changes nothing, so the same step is retried: a pending order
 //! never becomes COMPENSATED or FAILED for want of an answer, because a pending order does not
 //! prove that the wallet was not debited.
+//!
+//! A batch gift ([`GiftOrder::scope`]) is debited for whom it named when it was placed; the room
+//! gives it to whom its scope names when it applies it, never more. If that is fewer, the
+//! difference is owed back: the APPLIED order is refunded it (under the order's refund, which
+//! an applied order never otherwise takes) before any lucky reward is credited.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +24,7 @@ use crate::command::{ApplyGift, GiftSnapshot};
 use crate::ids::{OrderId, RoomId, UserId};
 use crate::money::Coins;
 use crate::rejection::Rejection;
+use crate::state::GiftScope;
 use crate::time::Timestamp;
 
 /// Where an order stands.
@@ -30,9 +36,9 @@ pub enum OrderStatus {
     /// The wallet confirmed the debit; the room has not applied it yet (or refused it and the
     /// refund is due).
     Debited,
-    /// The room applied it; a lucky reward is due.
+    /// The room applied it; a lucky reward or a batch gift's partial refund is due.
     Applied,
-    /// Done: applied, and any reward credited.
+    /// Done: applied, and any reward and partial refund credited.
     Completed,
     /// Ended without a debit: nothing to undo.
     Failed,
@@ -91,9 +97,10 @@ pub enum SagaStep {
     /// Apply the gift to the room, under a command id derived from the sender and the order
     /// id.
     Apply,
-    /// Refund `amount` to the sender, idempotent by [`GiftOrder::wallet_op_id`].
+    /// Refund `amount` to the sender, idempotent by [`GiftOrder::wallet_op_id`]: the whole
+    /// order after the room refused it, or the part of a batch gift the room could not give.
     Refund {
-        /// The order's total.
+        /// The order's total, or the part not given.
         amount: Coins,
     },
     /// Credit the lucky reward to the sender, idempotent by [`GiftOrder::wallet_op_id`].
@@ -128,6 +135,10 @@ pub enum SagaOutcome {
     Applied {
         /// The lucky reward the room drew (zero for ordinary gifts).
         lucky_reward: Coins,
+        /// Whom the gift reached (the order's recipients, unless it is a batch gift).
+        recipients: Vec<UserId>,
+        /// What the room gave: `price × count × recipients` of those it reached.
+        value: Coins,
     },
     /// The room definitely refused the gift.
     Rejected(Rejection),
@@ -199,8 +210,22 @@ pub struct GiftOrder {
     pub room_id: RoomId,
     /// Who pays.
     pub sender: UserId,
-    /// Who receives.
+    /// Who receives; for a batch gift, whom it named when placed: whom the sender is debited
+    /// for.
     pub recipients: Vec<UserId>,
+    /// For a batch gift, the scope the room resolves when it applies it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<GiftScope>,
+    /// For an applied batch gift, whom it reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached: Option<Vec<UserId>>,
+    /// For an applied batch gift that reached fewer than it was debited for, the coins owed
+    /// back; zero otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub partial_refund: Coins,
+    /// Whether the partial refund was credited.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial_refunded: bool,
     /// The gift as priced when ordered.
     pub gift: GiftSnapshot,
     /// Units per recipient.
@@ -240,6 +265,10 @@ impl GiftOrder {
             room_id,
             sender: apply.sender.clone(),
             recipients: apply.recipients.clone(),
+            scope: apply.scope,
+            reached: None,
+            partial_refund: Coins::ZERO,
+            partial_refunded: false,
             gift: apply.gift.clone(),
             count: apply.count,
             lucky_draw: apply.lucky_draw,
@@ -277,7 +306,25 @@ impl GiftOrder {
             gift: self.gift.clone(),
             count: self.count,
             lucky_draw: self.lucky_draw,
+            scope: self.scope,
         }
+    }
+
+    /// Whom the applied gift reached: the recipients, or for a batch gift whom the room
+    /// resolved. `None` until the room applied it.
+    pub fn reached(&self) -> Option<&[UserId]> {
+        match self.status {
+            OrderStatus::Applied | OrderStatus::Completed => {
+                Some(self.reached.as_deref().unwrap_or(&self.recipients))
+            }
+            _ => None,
+        }
+    }
+
+    /// What the sender paid for what the room gave: the total, less a batch gift's partial
+    /// refund.
+    pub fn spent(&self) -> Coins {
+        Coins(self.total.0 - self.partial_refund.0)
     }
 
     /// Whether the room may still apply this order, as it stands in storage: it is PENDING
@@ -300,6 +347,9 @@ impl GiftOrder {
                 SagaStep::Refund { amount: self.total }
             }
             OrderStatus::Debited => SagaStep::Apply,
+            OrderStatus::Applied if self.partial_refund_due() => SagaStep::Refund {
+                amount: self.partial_refund,
+            },
             OrderStatus::Applied => SagaStep::CreditLuckyReward {
                 amount: self.lucky_reward,
             },
@@ -332,16 +382,34 @@ impl GiftOrder {
                 self.fail(FailReason::Rejected { rejection }, None);
             }
             (S::Failed, O::InsufficientFunds { .. } | O::NotDebited { .. } | O::Rejected(_)) => {}
-            (S::Debited, O::Applied { lucky_reward }) if self.rejection.is_none() => {
+            (
+                S::Debited,
+                O::Applied {
+                    lucky_reward,
+                    recipients,
+                    value,
+                },
+            ) if self.rejection.is_none() && self.may_have_given(&recipients, value) => {
                 self.lucky_reward = lucky_reward;
-                self.status = if lucky_reward > Coins::ZERO {
+                if self.scope.is_some() {
+                    self.partial_refund = Coins(self.total.0 - value.0);
+                    self.reached = Some(recipients);
+                }
+                self.status = if lucky_reward > Coins::ZERO || self.partial_refund_due() {
                     S::Applied
                 } else {
                     S::Completed
                 };
             }
-            (S::Applied | S::Completed, O::Applied { lucky_reward })
-                if lucky_reward == self.lucky_reward => {}
+            (
+                S::Applied | S::Completed,
+                O::Applied {
+                    lucky_reward,
+                    recipients,
+                    ..
+                },
+            ) if lucky_reward == self.lucky_reward
+                && self.reached().is_some_and(|r| r == recipients.as_slice()) => {}
             (S::Debited, O::Rejected(rejection)) if self.rejection.is_none() => {
                 self.rejection = Some(rejection);
             }
@@ -351,7 +419,15 @@ impl GiftOrder {
                 self.balance_after = Some(balance_after);
             }
             (S::Compensated, O::Refunded { .. }) => {}
-            (S::Applied, O::RewardCredited { balance_after }) => {
+            (S::Applied, O::Refunded { balance_after }) if self.partial_refund_due() => {
+                self.partial_refunded = true;
+                self.balance_after = Some(balance_after);
+                if self.lucky_reward == Coins::ZERO {
+                    self.status = S::Completed;
+                }
+            }
+            (S::Applied | S::Completed, O::Refunded { .. }) if self.partial_refunded => {}
+            (S::Applied, O::RewardCredited { balance_after }) if !self.partial_refund_due() => {
                 self.status = S::Completed;
                 self.balance_after = Some(balance_after);
             }
@@ -367,9 +443,34 @@ impl GiftOrder {
         Ok(())
     }
 
+    /// Whether a batch gift's partial refund is owed and not credited yet.
+    fn partial_refund_due(&self) -> bool {
+        self.partial_refund > Coins::ZERO && !self.partial_refunded
+    }
+
+    /// Whether the room may have given this order to `recipients` for `value`: a gift to its
+    /// listed recipients at its total, or a batch gift to at most as many as it paid for, at
+    /// no more than its total.
+    fn may_have_given(&self, recipients: &[UserId], value: Coins) -> bool {
+        match self.scope {
+            None => recipients == self.recipients.as_slice() && value == self.total,
+            Some(_) => {
+                !recipients.is_empty()
+                    && recipients.len() <= self.recipients.len()
+                    && Coins::ZERO <= value
+                    && value <= self.total
+            }
+        }
+    }
+
     fn fail(&mut self, reason: FailReason, balance: Option<Coins>) {
         self.status = OrderStatus::Failed;
         self.fail_reason = Some(reason);
         self.balance_after = balance;
     }
+}
+
+/// Whether `coins` is zero (a field left out of JSON then).
+fn is_zero(coins: &Coins) -> bool {
+    *coins == Coins::ZERO
 }

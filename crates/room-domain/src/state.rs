@@ -244,6 +244,26 @@ pub struct RoomState {
     pub version: u64,
 }
 
+/// Whom a batch gift goes to, resolved by the room ([`RoomState::batch_recipients`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GiftScope {
+    /// Every seat holder but the sender.
+    AllMic,
+    /// Every member but the sender, seat holders first.
+    AllRoom,
+}
+
+impl GiftScope {
+    /// The scope as clients name it: `"all_mic"`, `"all_room"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GiftScope::AllMic => "all_mic",
+            GiftScope::AllRoom => "all_room",
+        }
+    }
+}
+
 impl RoomState {
     /// The state of a room before its creation.
     pub fn new(room_id: RoomId) -> Self {
@@ -265,6 +285,32 @@ impl RoomState {
             next_seat_session: SeatSessionId(1),
             version: 0,
         }
+    }
+
+    /// Whom a batch gift from `sender` reaches, at most `most` of them, in this order: the
+    /// seat holders by seat index (both scopes), then, for [`GiftScope::AllRoom`], the other
+    /// members by when they joined, the earliest first (ties by user id). Never the sender.
+    pub fn batch_recipients(&self, scope: GiftScope, sender: &UserId, most: usize) -> Vec<UserId> {
+        let mut chosen: Vec<UserId> = self
+            .seats
+            .iter()
+            .filter_map(|seat| seat.occupant.as_ref().map(|o| &o.user))
+            .filter(|user| *user != sender && self.members.contains_key(*user))
+            .take(most)
+            .cloned()
+            .collect();
+        if scope == GiftScope::AllRoom && chosen.len() < most {
+            let mut others: Vec<(&Timestamp, &UserId)> = self
+                .members
+                .iter()
+                .filter(|(user, _)| *user != sender && !chosen.contains(user))
+                .map(|(user, member)| (&member.joined_at, user))
+                .collect();
+            others.sort_unstable();
+            let room = most - chosen.len();
+            chosen.extend(others.into_iter().take(room).map(|(_, user)| user.clone()));
+        }
+        chosen
     }
 
     /// Whether `actor` must give the room's password to join it: the room is locked, and they

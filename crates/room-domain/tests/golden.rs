@@ -546,6 +546,7 @@ fn sample_commands() -> Vec<Command> {
         count: 3,
         // Above i64::MAX: the full u64 range must survive JSON.
         lucky_draw: 18_446_744_073_709_551_557,
+        scope: None,
     };
     let kinds = vec![
         CommandKind::CreateRoom {

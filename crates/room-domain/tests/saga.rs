@@ -2,9 +2,9 @@
 //! and the outcomes it must refuse.
 
 use room_domain::{
-    Actor, ApplyGift, Coins, Command, CommandKind, Ctx, FailReason, GiftId, GiftOrder,
-    GiftSnapshot, InvalidTransition, OrderId, OrderKeys, OrderStatus, Rejection, RoomId, RoomRules,
-    RoomState, SagaOutcome, SagaStep, Timestamp, UserId, decide, evolve,
+    Actor, ApplyGift, Coins, Command, CommandKind, Ctx, Event, FailReason, GiftId, GiftOrder,
+    GiftScope, GiftSnapshot, InvalidTransition, OrderId, OrderKeys, OrderStatus, Rejection, RoomId,
+    RoomRules, RoomState, SagaOutcome, SagaStep, Timestamp, UserId, decide, evolve,
 };
 
 const CREATED_AT: Timestamp = Timestamp(1_764_158_400_000);
@@ -35,6 +35,7 @@ fn apply() -> ApplyGift {
         },
         count: 3,
         lucky_draw: 42,
+        scope: None,
     }
 }
 
@@ -49,7 +50,11 @@ fn debited() -> SagaOutcome {
 }
 
 fn applied(lucky_reward: Coins) -> SagaOutcome {
-    SagaOutcome::Applied { lucky_reward }
+    SagaOutcome::Applied {
+        lucky_reward,
+        recipients: vec![id("bob"), id("carol")],
+        value: Coins(60),
+    }
 }
 
 fn rejected() -> SagaOutcome {
@@ -511,4 +516,183 @@ fn an_order_stored_before_sender_scoping_keeps_its_order_id_names() {
     let round_trip: GiftOrder =
         serde_json::from_value(serde_json::to_value(&old).expect("serializes")).expect("reads");
     assert_eq!(round_trip, old);
+}
+
+/// A batch gift placed for bob, carol and dave: 10 coins × 3 units × 3.
+fn batch_order(lucky: bool) -> GiftOrder {
+    let apply = ApplyGift {
+        recipients: vec![id("bob"), id("carol"), id("dave")],
+        scope: Some(GiftScope::AllMic),
+        gift: GiftSnapshot {
+            lucky,
+            ..apply().gift
+        },
+        ..apply()
+    };
+    let mut order = GiftOrder::new(room_id(), &apply, CREATED_AT).expect("the total fits");
+    assert_eq!(order.total, Coins(90));
+    order.record(debited()).expect("debit recorded");
+    order
+}
+
+fn applied_to(names: &[&str], value: i64, lucky_reward: i64) -> SagaOutcome {
+    SagaOutcome::Applied {
+        lucky_reward: Coins(lucky_reward),
+        recipients: names.iter().map(|name| id(name)).collect(),
+        value: Coins(value),
+    }
+}
+
+#[test]
+fn a_batch_gift_that_reached_fewer_is_refunded_the_rest_then_completes() {
+    let mut order = batch_order(false);
+    order
+        .record(applied_to(&["bob", "dave"], 60, 0))
+        .expect("applied");
+    assert_eq!(order.status, OrderStatus::Applied);
+    assert_eq!(order.reached(), Some(&[id("bob"), id("dave")][..]));
+    assert_eq!(order.spent(), Coins(60));
+    assert_eq!(order.next_step(), SagaStep::Refund { amount: Coins(30) });
+    // A repeat of the room's answer changes nothing.
+    let before = order.clone();
+    order
+        .record(applied_to(&["bob", "dave"], 60, 0))
+        .expect("repeat");
+    assert_eq!(order, before);
+    order.record(refunded()).expect("refunded");
+    assert_eq!(order.status, OrderStatus::Completed);
+    assert!(order.partial_refunded);
+    assert_eq!(order.next_step(), SagaStep::Done);
+    order
+        .record(refunded())
+        .expect("a repeated refund is harmless");
+    assert_eq!(order.status, OrderStatus::Completed);
+}
+
+#[test]
+fn a_lucky_batch_gift_is_refunded_before_its_reward_is_credited() {
+    let mut order = batch_order(true);
+    order
+        .record(applied_to(&["carol"], 30, 60))
+        .expect("applied");
+    assert_eq!(order.next_step(), SagaStep::Refund { amount: Coins(60) });
+    // The reward waits for the refund.
+    let early = order
+        .record(credited())
+        .expect_err("the refund comes first");
+    assert_eq!(early.outcome, "reward_credited");
+    order.record(refunded()).expect("refunded");
+    assert_eq!(order.status, OrderStatus::Applied);
+    assert_eq!(
+        order.next_step(),
+        SagaStep::CreditLuckyReward { amount: Coins(60) }
+    );
+    order.record(credited()).expect("credited");
+    assert_eq!(order.status, OrderStatus::Completed);
+}
+
+#[test]
+fn a_batch_gift_that_reached_everyone_it_paid_for_completes_at_once() {
+    let mut order = batch_order(false);
+    order
+        .record(applied_to(&["dave", "carol", "bob"], 90, 0))
+        .expect("applied");
+    assert_eq!(order.status, OrderStatus::Completed);
+    assert_eq!(order.partial_refund, Coins::ZERO);
+    assert_eq!(order.next_step(), SagaStep::Done);
+}
+
+#[test]
+fn a_room_answer_worth_more_than_was_paid_is_invalid() {
+    for outcome in [
+        applied_to(&["bob", "carol", "dave"], 91, 0),
+        applied_to(&["bob", "carol", "dave", "erin"], 90, 0),
+        applied_to(&[], 0, 0),
+    ] {
+        let mut order = batch_order(false);
+        let before = order.clone();
+        order.record(outcome).expect_err("more than paid for");
+        assert_eq!(order, before);
+    }
+    // A listed gift reaches its recipients at its total, or the answer is not its own.
+    let mut order = new_order();
+    order.record(debited()).expect("debited");
+    order
+        .record(applied_to(&["bob"], 30, 0))
+        .expect_err("not the order's recipients");
+}
+
+#[test]
+fn the_room_gives_a_batch_gift_to_whom_its_scope_names_when_it_applies_it() {
+    let rules = RoomRules::default();
+    let mut room = RoomState::new(room_id());
+    let mut run = |kind: CommandKind, actor: &Actor| {
+        let ctx = Ctx {
+            now: CREATED_AT,
+            actor,
+            random: 0,
+            rules: &rules,
+        };
+        let command = Command::new(room_domain::CommandId::new("c").unwrap(), kind);
+        let result = decide(&room, &command, &ctx);
+        for event in result.iter().flatten() {
+            evolve(&mut room, event);
+        }
+        result
+    };
+    let create = CommandKind::CreateRoom {
+        name: "Night talk".into(),
+        seat_count: None,
+        region: String::new(),
+    };
+    run(create, &Actor::user(id("alice"))).expect("created");
+    for name in ["alice", "bob", "carol", "dave"] {
+        let join = CommandKind::Join {
+            password_verified: false,
+            verified_lock: None,
+        };
+        run(join, &Actor::user(id(name))).expect("joined");
+    }
+    let take = |seat| CommandKind::TakeSeat {
+        seat: room_domain::SeatIndex(seat),
+    };
+    run(take(3), &Actor::user(id("carol"))).expect("seated");
+
+    // Paid for three (bob, carol, dave when placed); only carol holds a seat now.
+    let mut order = batch_order(false);
+    order.sender = id("alice");
+    let events = run(
+        CommandKind::ApplyGift(order.apply_command()),
+        &Actor::System,
+    )
+    .expect("applied");
+    let Event::RoomGiftSent(sent) = &events[0] else {
+        panic!("the gift first: {events:?}");
+    };
+    assert_eq!(sent.recipients, [id("carol")]);
+    assert_eq!(sent.total_value, Coins(30));
+
+    // Nobody else on a seat: the room refuses it, and the saga refunds the whole order.
+    let mut lonely = order.apply_command();
+    lonely.sender = id("carol");
+    lonely.recipients = vec![id("bob")];
+    assert_eq!(
+        run(CommandKind::ApplyGift(lonely), &Actor::System),
+        Err(Rejection::NoRecipients)
+    );
+
+    // Every member: the seat holder first, then the others as they joined (bob before dave).
+    let state = room;
+    assert_eq!(
+        state.batch_recipients(GiftScope::AllRoom, &id("alice"), 10),
+        [id("carol"), id("bob"), id("dave")]
+    );
+    assert_eq!(
+        state.batch_recipients(GiftScope::AllRoom, &id("alice"), 2),
+        [id("carol"), id("bob")]
+    );
+    assert_eq!(
+        state.batch_recipients(GiftScope::AllMic, &id("carol"), 10),
+        Vec::<UserId>::new()
+    );
 }

@@ -25,7 +25,7 @@ pub use billing::{BillingPolicyResponse, IncomeResponse, PutBillingRequest};
 pub use events::StreamEvent;
 pub use gifts::{
     GiftCatalogEntry, GiftCatalogResponse, GiftErrorResponse, GiftResponse, PutGiftRequest,
-    SendGiftRequest,
+    RecipientsField, SendGiftRequest,
 };
 pub use lists::{CreatePinRequest, PinListResponse, PinResponse, RoomListResponse};
 pub use me::{CurrentRoomResponse, ImCredentialsResponse};

@@ -626,6 +626,7 @@ async fn a_starting_node_leaves_young_orders_to_the_node_driving_them() {
         },
         count: 1,
         lucky_draw: 1,
+        scope: None,
     };
     let created = room_domain::Timestamp(i64::try_from(now.as_millis()).unwrap());
     let order =
@@ -706,6 +707,7 @@ async fn a_clustered_node_serves_its_internal_endpoint_while_recovery_runs() {
         },
         count: 1,
         lucky_draw: 1,
+        scope: None,
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -34,6 +34,7 @@ fn order(id: &str) -> GiftOrder {
         },
         count: 2,
         lucky_draw: 5,
+        scope: None,
     };
     GiftOrder::new(room("room-a"), &apply, T0).unwrap()
 }

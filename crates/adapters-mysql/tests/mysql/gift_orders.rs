@@ -24,6 +24,7 @@ fn gift_order(sender: &str, id: &str, created_at: i64) -> GiftOrder {
         },
         count: 1,
         lucky_draw: 0,
+        scope: None,
     };
     GiftOrder::new(room("room-a"), &apply, Timestamp(T0.0 + created_at)).expect("total fits")
 }

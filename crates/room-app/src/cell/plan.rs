@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use room_domain::{
-    Coins, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope, MicChange, Rejection,
-    RoomState, RoomStatus, SagaOutcome, decide, evolve,
+    CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope, MicChange, Rejection, RoomState,
+    RoomStatus, SagaOutcome, decide, evolve,
 };
 
 use super::active::Cell;
@@ -77,7 +77,7 @@ impl Cell {
                 continue;
             }
             let first_seq = self.state.version + 1;
-            let mut lucky_reward = Coins::ZERO;
+            let mut applied = None;
             let mut stored = Vec::with_capacity(events.len());
             for event in events {
                 evolve(&mut self.state, &event);
@@ -98,7 +98,11 @@ impl Cell {
                 }
                 self.follow_up(&event, &mut batch);
                 if let Event::RoomGiftSent(gift) = &event {
-                    lucky_reward = gift.lucky.map(|l| l.reward).unwrap_or_default();
+                    applied = Some(SagaOutcome::Applied {
+                        lucky_reward: gift.lucky.map(|l| l.reward).unwrap_or_default(),
+                        recipients: gift.recipients.clone(),
+                        value: gift.total_value,
+                    });
                 }
                 stored.push(StoredEvent {
                     seq,
@@ -106,9 +110,9 @@ impl Cell {
                     event,
                 });
             }
-            if let Some(order) = &request.order {
+            if let (Some(order), Some(applied)) = (&request.order, applied) {
                 let mut order = order.clone();
-                match order.record(SagaOutcome::Applied { lucky_reward }) {
+                match order.record(applied) {
                     Ok(()) => batch.orders.push(order),
                     Err(error) => {
                         tracing::error!(room_id = %room_id, error = %error, "gift order out of step")

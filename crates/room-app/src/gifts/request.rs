@@ -2,7 +2,8 @@
 //! repeated order id names the same request.
 
 use room_domain::{
-    Coins, GiftId, GiftOrder, LuckyOutcome, OrderId, OrderStatus, Rejection, RoomId, UserId,
+    Coins, GiftId, GiftOrder, GiftScope, LuckyOutcome, OrderId, OrderStatus, Rejection, RoomId,
+    UserId,
 };
 use serde::Serialize;
 
@@ -21,8 +22,12 @@ pub struct SendGift {
     pub gift_id: GiftId,
     /// Units per recipient.
     pub count: u32,
-    /// Who receives.
+    /// Who receives; empty for a batch gift.
     pub recipients: Vec<UserId>,
+    /// A batch gift: every seat holder, or every member, but the sender. The saga pays for
+    /// whom the scope names as the order is placed; the room gives it to whom it names as it
+    /// applies the gift (no more), and the rest is refunded.
+    pub scope: Option<GiftScope>,
 }
 
 /// The answer to a gift request; the same for every repeat of one order id.
@@ -34,6 +39,13 @@ pub struct GiftReceipt {
     pub status: OrderStatus,
     /// The sender's balance after the order, lucky reward included.
     pub coin_balance_after: Coins,
+    /// Whom the gift reached, once applied: the recipients, or whom a batch gift's scope named
+    /// when the room applied it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipients: Option<Vec<UserId>>,
+    /// Coins refunded because a batch gift reached fewer than it was paid for (already in
+    /// `coin_balance_after`); zero otherwise.
+    pub refunded: Coins,
     /// The lucky draw, for lucky gifts that were applied.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lucky: Option<LuckyOutcome>,
@@ -47,11 +59,16 @@ pub struct GiftReceipt {
 
 /// A repeated order id must name the same gift request.
 pub(super) fn same_request(order: &GiftOrder, request: &SendGift) -> Result<()> {
+    // A batch gift's order holds whom it paid for, which its request did not name.
+    let same_recipients = match request.scope {
+        None => order.scope.is_none() && order.recipients == request.recipients,
+        Some(scope) => order.scope == Some(scope),
+    };
     let same = order.room_id == request.room_id
         && order.sender == request.sender
         && order.gift.gift_id == request.gift_id
         && order.count == request.count
-        && order.recipients == request.recipients;
+        && same_recipients;
     if same {
         Ok(())
     } else {

@@ -230,15 +230,16 @@ impl GiftSaga {
                 let mut snapshot = gift.snapshot();
                 // The order is billed under the policy current as it is placed.
                 snapshot.billing_version = self.billing_version().await?;
-                let apply = ApplyGift {
+                let mut apply = ApplyGift {
                     order_id: request.order_id.clone(),
                     sender: request.sender.clone(),
                     recipients: request.recipients.clone(),
                     gift: snapshot,
                     count: request.count,
                     lucky_draw: self.ids.random(),
+                    scope: request.scope,
                 };
-                match self.pre_check(request, &apply).await? {
+                match self.pre_check(request, &mut apply).await? {
                     None => Ok(apply),
                     Some(rejection) => Err(Error::Rejected(rejection)),
                 }
@@ -284,22 +285,62 @@ impl GiftSaga {
     /// applies the gift (they may leave meanwhile: then the order is refunded). It peeks: the
     /// room decides all of it again when it applies the gift, so a batch still being committed
     /// may answer it, and a hot room's gifts do not wait for each other's commits here.
-    async fn pre_check(&self, request: &SendGift, apply: &ApplyGift) -> Result<Option<Rejection>> {
-        if let Err(rejection) = apply.check_shape(&self.runtime.rules()) {
-            return Ok(Some(rejection));
-        }
-        let crate::ports::Membership {
-            status,
-            member: sender_present,
-            ..
-        } = self
-            .runtime
-            .membership(
-                &request.room_id,
-                &request.sender,
-                crate::ports::ReadKind::Newest,
-            )
-            .await?;
+    ///
+    /// A batch gift's recipients are resolved here, from the room as it stands: the sender
+    /// pays for them.
+    async fn pre_check(
+        &self,
+        request: &SendGift,
+        apply: &mut ApplyGift,
+    ) -> Result<Option<Rejection>> {
+        let rules = self.runtime.rules();
+        let (status, sender_present) = match apply.scope {
+            None => {
+                if let Err(rejection) = apply.check_shape(&rules) {
+                    return Ok(Some(rejection));
+                }
+                let crate::ports::Membership { status, member, .. } = self
+                    .runtime
+                    .membership(
+                        &request.room_id,
+                        &request.sender,
+                        crate::ports::ReadKind::Newest,
+                    )
+                    .await?;
+                (status, member)
+            }
+            Some(scope) => {
+                if !(1..=rules.max_gift_count).contains(&apply.count) {
+                    return Ok(Some(Rejection::InvalidGiftCount {
+                        count: apply.count,
+                        max: rules.max_gift_count,
+                    }));
+                }
+                let sender = request.sender.clone();
+                let most = rules.max_batch_recipients as usize;
+                let (status, member, recipients) = self
+                    .runtime
+                    .peek(&request.room_id, move |state| {
+                        let recipients = state.batch_recipients(scope, &sender, most);
+                        (
+                            state.status,
+                            state.members.contains_key(&sender),
+                            recipients,
+                        )
+                    })
+                    .await?;
+                if status == RoomStatus::Open && member && recipients.is_empty() {
+                    return Ok(Some(Rejection::NoRecipients));
+                }
+                apply.recipients = recipients;
+                if status == RoomStatus::Open
+                    && let Err(rejection) = apply.check_shape(&rules)
+                {
+                    return Ok(Some(rejection));
+                }
+                (status, member)
+            }
+        };
         Ok(match status {
             RoomStatus::Open if !sender_present => Some(Rejection::NotAMember {
                 user: request.sender.clone(),
@@ -318,7 +359,7 @@ impl GiftSaga {
         let lucky = (order.gift.lucky
             && matches!(order.status, OrderStatus::Applied | OrderStatus::Completed))
         .then(|| LuckyOutcome {
-            multiplier: u32::try_from(order.lucky_reward.0 / order.total.0.max(1))
+            multiplier: u32::try_from(order.lucky_reward.0 / order.spent().0.max(1))
                 .unwrap_or(u32::MAX),
             reward: order.lucky_reward,
         });
@@ -333,6 +374,12 @@ impl GiftSaga {
             order_id: order.order_id.clone(),
             status: order.status,
             coin_balance_after,
+            recipients: order.reached().map(<[UserId]>::to_vec),
+            refunded: if order.partial_refunded {
+                order.partial_refund
+            } else {
+                room_domain::Coins::ZERO
+            },
             lucky,
             rejection,
             fail_reason: order.fail_reason.clone(),

@@ -34,6 +34,14 @@ impl GiftSaga {
                         .await?
                         .ok_or_else(|| Error::corrupt("gift order vanished"))?;
                     stored = order.status;
+                    if step == SagaStep::Apply && order.next_step() == SagaStep::Apply {
+                        // The room answered a repeat without the gift's event, and no drive
+                        // stored what came of it: nothing proves either way yet.
+                        return Err(Error::Unavailable(format!(
+                            "the outcome of gift order {} is not known yet",
+                            order.order_id
+                        )));
+                    }
                     continue;
                 }
                 outcome => outcome?,
@@ -108,16 +116,25 @@ impl GiftSaga {
                 {
                     Ok(reply) => {
                         // The gift's own event; a reply from another node holds only it.
-                        let lucky_reward = reply
-                            .events
-                            .iter()
-                            .find_map(|stored| match &stored.event {
-                                Event::RoomGiftSent(gift) => Some(gift.lucky.map(|l| l.reward)),
-                                _ => None,
-                            })
-                            .flatten()
-                            .unwrap_or_default();
-                        Ok(SagaOutcome::Applied { lucky_reward })
+                        let sent = reply.events.iter().find_map(|stored| match &stored.event {
+                            Event::RoomGiftSent(gift)
+                                if gift.order_id == order.order_id
+                                    && gift.sender == order.sender =>
+                            {
+                                Some(gift)
+                            }
+                            _ => None,
+                        });
+                        match sent {
+                            Some(gift) => Ok(SagaOutcome::Applied {
+                                lucky_reward: gift.lucky.map(|l| l.reward).unwrap_or_default(),
+                                recipients: gift.recipients.clone(),
+                                value: gift.total_value,
+                            }),
+                            // A repeat whose events the log no longer holds: the commit that
+                            // applied it stored the order, which says what came of it.
+                            None => Err(Error::OrderSettled(order.order_id.clone())),
+                        }
                     }
                     Err(Error::Rejected(rejection)) => Ok(SagaOutcome::Rejected(rejection)),
                     // Timeouts, lost ownership, overload: the gift may or may not be applied.

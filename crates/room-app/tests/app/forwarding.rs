@@ -217,6 +217,7 @@ fn stuck_order(room: &RoomId, created_at: room_domain::Timestamp) -> room_domain
         },
         count: 1,
         lucky_draw: 0,
+        scope: None,
     };
     room_domain::GiftOrder::new(room.clone(), &apply, created_at).unwrap()
 }

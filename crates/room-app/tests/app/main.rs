@@ -4,6 +4,7 @@
 //! snapshots; and robots, whose gifts, joins and leaves are shown but never durable.
 
 mod batch_faults;
+mod batch_gifts;
 mod claims;
 mod consumers;
 mod covers;

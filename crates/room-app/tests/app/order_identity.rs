@@ -121,6 +121,7 @@ fn order_for(sender: &UserId, order_id: &OrderId, created_at: Timestamp) -> Gift
         },
         count: 1,
         lucky_draw: 7,
+        scope: None,
     };
     GiftOrder::new(room_domain::RoomId::new("r1").unwrap(), &apply, created_at).unwrap()
 }

@@ -114,6 +114,7 @@ async fn a_robot_gift_is_free_and_not_durable_while_a_paid_gift_stays_money() {
                 },
                 count: 1,
                 lucky_draw: 0,
+                scope: None,
             }),
         )
         .await;

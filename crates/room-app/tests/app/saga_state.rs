@@ -491,6 +491,7 @@ async fn pending_order(world: &World, request: &room_app::SendGift) -> GiftOrder
         },
         count: request.count,
         lucky_draw: 7,
+        scope: None,
     };
     let order = GiftOrder::new(request.room_id.clone(), &apply, world.clock.now()).unwrap();
     let (stored, created) = GiftOrders::create_or_get(&*world.store, &order)

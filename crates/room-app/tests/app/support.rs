@@ -582,6 +582,27 @@ pub fn gift(
         gift_id: GiftId::new(gift).expect("valid gift id"),
         count,
         recipients: recipients.iter().map(|name| uid(name)).collect(),
+        scope: None,
+    }
+}
+
+/// A batch gift request: to every seat holder or every member but the sender.
+pub fn batch_gift(
+    room: &RoomId,
+    sender: &str,
+    order: &str,
+    gift: &str,
+    count: u32,
+    scope: room_domain::GiftScope,
+) -> SendGift {
+    SendGift {
+        room_id: room.clone(),
+        sender: uid(sender),
+        order_id: oid(order),
+        gift_id: GiftId::new(gift).expect("valid gift id"),
+        count,
+        recipients: Vec::new(),
+        scope: Some(scope),
     }
 }
 
@@ -753,5 +774,79 @@ fn plain_join() -> CommandKind {
     CommandKind::Join {
         password_verified: false,
         verified_lock: None,
+    }
+}
+
+/// A wallet over an in-memory one whose first debit waits at a gate, counting debits, and
+/// failing as many refunds as it is told to.
+pub struct GatedWallet {
+    pub inner: InMemoryStore,
+    /// Refund credits still to fail, as unavailable, before any goes through.
+    pub failing_refunds: AtomicUsize,
+    /// Refund credits that went through.
+    pub refunds: AtomicUsize,
+    /// Debits asked for so far.
+    pub debits: AtomicUsize,
+    /// Notified when the first debit reaches the gate.
+    pub entered: tokio::sync::Notify,
+    /// Opened (notified) to let the first debit through.
+    pub gate: tokio::sync::Notify,
+}
+
+impl Default for GatedWallet {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GatedWallet {
+    pub fn new() -> Self {
+        GatedWallet {
+            inner: InMemoryStore::new(),
+            failing_refunds: AtomicUsize::new(0),
+            refunds: AtomicUsize::new(0),
+            debits: AtomicUsize::new(0),
+            entered: tokio::sync::Notify::new(),
+            gate: tokio::sync::Notify::new(),
+        }
+    }
+}
+
+#[async_trait]
+impl Wallet for GatedWallet {
+    async fn debit(&self, op_id: &str, user: &UserId, amount: Coins) -> Result<Coins> {
+        if self.debits.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.entered.notify_one();
+            self.gate.notified().await;
+        }
+        self.inner.debit(op_id, user, amount).await
+    }
+
+    async fn credit(
+        &self,
+        op_id: &str,
+        kind: CreditKind,
+        user: &UserId,
+        amount: Coins,
+    ) -> Result<Coins> {
+        if kind == CreditKind::Refund {
+            let failing = &self.failing_refunds;
+            if failing
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                return Err(Error::Unavailable("the wallet is away".into()));
+            }
+            self.refunds.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.credit(op_id, kind, user, amount).await
+    }
+
+    async fn settle_debit(&self, op_id: &str) -> Result<room_app::ports::DebitStatus> {
+        self.inner.settle_debit(op_id).await
+    }
+
+    async fn balance(&self, user: &UserId) -> Result<Coins> {
+        Wallet::balance(&self.inner, user).await
     }
 }

@@ -33,6 +33,24 @@ pub(super) fn apply_gift(
         return Err(Rejection::Forbidden);
     }
     let rules = ctx.rules;
+    gift.check_shape(rules)?;
+    // A batch gift reaches whom its scope names now, at most as many as were paid for; the
+    // saga refunds the rest of the order.
+    let resolved;
+    let gift = match gift.scope {
+        None => gift,
+        Some(scope) => {
+            let recipients = state.batch_recipients(scope, &gift.sender, gift.recipients.len());
+            if recipients.is_empty() {
+                return Err(Rejection::NoRecipients);
+            }
+            resolved = ApplyGift {
+                recipients,
+                ..gift.clone()
+            };
+            &resolved
+        }
+    };
     let total_value = gift.check_shape(rules)?;
     let (units, heat_added, heat) = gift_heat(
         state,

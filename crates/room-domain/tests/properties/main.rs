@@ -148,6 +148,7 @@ fn rose(order: &str, sender: &UserId, recipient: &UserId, price: i64) -> Command
         },
         count: 1,
         lucky_draw: 0,
+        scope: None,
     })
 }
 

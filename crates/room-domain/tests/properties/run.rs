@@ -272,6 +272,7 @@ impl Run<'_> {
                     },
                     count: gift.count,
                     lucky_draw: gift.lucky_draw,
+                    scope: None,
                 })
             }
             Op::Launch(launch) => {

@@ -266,6 +266,7 @@ pub fn gift(sender: &str, recipients: &[&str], price: i64, count: u32) -> ApplyG
         },
         count,
         lucky_draw: 0,
+        scope: None,
     }
 }
 

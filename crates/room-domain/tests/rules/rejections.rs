@@ -55,6 +55,7 @@ fn one_of_each_rejection() -> Vec<Rejection> {
         Rejection::InvalidGift,
         Rejection::AmountOverflow,
         Rejection::SelfGift,
+        Rejection::NoRecipients,
     ]
 }
 

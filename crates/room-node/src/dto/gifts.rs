@@ -25,9 +25,50 @@ pub struct SendGiftRequest {
     #[serde(deserialize_with = "whole::i64")]
     #[schema(example = 3, minimum = 1, maximum = 9999)]
     pub count: i64,
-    /// 1 to 20 distinct members of the room.
+    /// 1 to 20 distinct members of the room, or a batch gift's scope:
+    /// `{"scope": "all_mic"}`, `{"scope": "all_room"}`.
     #[schema(value_type = Recipients)]
-    pub recipients: Vec<String>,
+    pub recipients: RecipientsField,
+}
+
+/// Whom a gift is for: listed members, or a batch gift's scope.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "serde_json::Value")]
+pub enum RecipientsField {
+    /// Listed members.
+    Listed(Vec<String>),
+    /// A batch gift.
+    Scope(ScopeField),
+}
+
+impl TryFrom<serde_json::Value> for RecipientsField {
+    type Error = String;
+
+    /// A list of ids or a scope object, each with its own error (an untagged enum would only
+    /// say that neither matched).
+    fn try_from(value: serde_json::Value) -> Result<Self, String> {
+        match value {
+            serde_json::Value::Array(_) => serde_json::from_value(value)
+                .map(RecipientsField::Listed)
+                .map_err(|e| format!("recipients: {e}")),
+            serde_json::Value::Object(_) => serde_json::from_value(value)
+                .map(RecipientsField::Scope)
+                .map_err(|e| format!("recipients: {e}")),
+            _ => Err(
+                "recipients must be a list of user ids, or {\"scope\": \"all_mic\"} or \
+                 {\"scope\": \"all_room\"}"
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+/// `{"scope": "all_mic" | "all_room"}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeField {
+    /// The scope.
+    pub scope: room_domain::GiftScope,
 }
 
 /// The answer to a gift: the same for every repeat of one `order_id`.
@@ -41,6 +82,15 @@ pub struct GiftResponse {
     pub status: String,
     /// The sender's balance after the order, lucky reward and refund included.
     pub coin_balance_after: i64,
+    /// Whom the gift reached, once the room applied it: the recipients, or whom a batch
+    /// gift's scope named as the room applied it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipients: Option<Vec<String>>,
+    /// Coins refunded because a batch gift reached fewer members than it was paid for
+    /// (already in `coin_balance_after`).
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schema(minimum = 1)]
+    pub refunded: i64,
     /// The draw of a lucky gift.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lucky: Option<LuckyResponse>,
@@ -61,6 +111,11 @@ impl From<&GiftReceipt> for GiftResponse {
             order_id: receipt.order_id.to_string(),
             status: receipt.status.as_str().to_owned(),
             coin_balance_after: receipt.coin_balance_after.0,
+            recipients: receipt
+                .recipients
+                .as_ref()
+                .map(|users| users.iter().map(ToString::to_string).collect()),
+            refunded: receipt.refunded.0,
             lucky: receipt.lucky.map(|lucky| LuckyResponse {
                 multiplier: lucky.multiplier,
                 reward: lucky.reward.0,
@@ -149,4 +204,9 @@ pub struct PutGiftRequest {
     /// Can be sent (default true).
     #[serde(default = "default_true")]
     pub enabled: bool,
+}
+
+/// Whether `value` is zero (left out of the answer then).
+fn is_zero(value: &i64) -> bool {
+    *value == 0
 }

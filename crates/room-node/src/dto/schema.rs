@@ -151,18 +151,40 @@ string_schema!(
     r"[^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 );
 
-/// The schema of a gift's recipients: 1 to 20 distinct user ids.
+/// The schema of a gift's recipients: 1 to 20 distinct user ids, or a batch gift's scope
+/// (`{"scope": "all_mic"}` or `{"scope": "all_room"}`).
 #[derive(Debug, Clone, Copy)]
 pub struct Recipients;
 
 impl PartialSchema for Recipients {
     fn schema() -> RefOr<Schema> {
-        ArrayBuilder::new()
+        let listed = ArrayBuilder::new()
             .items(Id::schema())
             .min_items(Some(1))
             .max_items(Some(room_domain::MAX_RECIPIENTS as usize))
             .unique_items(true)
-            .description(Some("1 to 20 distinct members of the room"))
+            .description(Some("1 to 20 distinct members of the room"));
+        let scope = ObjectBuilder::new()
+            .property(
+                "scope",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(["all_mic", "all_room"])),
+            )
+            .required("scope")
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+            ))
+            .description(Some(
+                "A batch gift: `all_mic` reaches every seat holder but the sender, `all_room` \
+                 every member but the sender (seat holders by seat, then the others by when \
+                 they joined), at most `max_batch_recipients` (default 200). The sender pays \
+                 for whom the scope names as the order is placed; the room gives the gift to \
+                 whom it names as it applies it, never more, and the rest is refunded.",
+            ));
+        utoipa::openapi::schema::OneOfBuilder::new()
+            .item(listed)
+            .item(scope)
             .into()
     }
 }

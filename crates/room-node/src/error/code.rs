@@ -265,6 +265,8 @@ api_codes! {
     PublishDeadlineAhead = "PUBLISH_DEADLINE_AHEAD", UNPROCESSABLE_ENTITY, false;
     /// A gift cannot be sent to its sender.
     SelfGift = "SELF_GIFT", UNPROCESSABLE_ENTITY, false;
+    /// A batch gift found nobody but the sender to receive it.
+    NoRecipients = "NO_RECIPIENTS", UNPROCESSABLE_ENTITY, false;
     /// Not enough coins.
     InsufficientCoins = "INSUFFICIENT_COINS", UNPROCESSABLE_ENTITY, false;
     /// The `Idempotency-Key` was used before by this user on this route for another request

@@ -30,7 +30,7 @@ use room_domain::{FailReason, OrderId, OrderStatus, UserId};
 use crate::auth::Auth;
 use crate::dto::{
     CurrentRoomResponse, GiftCatalogResponse, GiftErrorResponse, GiftResponse,
-    ImCredentialsResponse, SendGiftRequest, WalletResponse,
+    ImCredentialsResponse, RecipientsField, SendGiftRequest, WalletResponse,
 };
 use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, parse_id};
@@ -78,11 +78,16 @@ pub async fn send_gift(
     })?;
     let order_id: OrderId = parse_id("order_id", &request.order_id)?;
     let gift_id = parse_id("gift_id", &request.gift_id)?;
-    let recipients = request
-        .recipients
-        .iter()
-        .map(|user| parse_id::<UserId>("recipients", user))
-        .collect::<ApiResult<Vec<_>>>()?;
+    let (recipients, scope) = match &request.recipients {
+        RecipientsField::Listed(users) => (
+            users
+                .iter()
+                .map(|user| parse_id::<UserId>("recipients", user))
+                .collect::<ApiResult<Vec<_>>>()?,
+            None,
+        ),
+        RecipientsField::Scope(field) => (Vec::new(), Some(field.scope)),
+    };
     let room_id = state.existing_room(&room_id).await?;
     let request = SendGift {
         room_id,
@@ -91,6 +96,7 @@ pub async fn send_gift(
         gift_id,
         count,
         recipients,
+        scope,
     };
     // The saga runs in its own task: a client that hangs up, or the request timeout, must not
     // cut it between two steps (recovery would settle the order, but only minutes later).

@@ -111,6 +111,7 @@ pub(crate) fn order_of(
         },
         count: 3,
         lucky_draw: 424_242,
+        scope: None,
     };
     GiftOrder::new(room_id.clone(), &apply, created_at).expect("total fits")
 }

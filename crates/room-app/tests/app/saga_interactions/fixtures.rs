@@ -58,6 +58,7 @@ pub(super) fn order_for(request: &room_app::SendGift) -> GiftOrder {
         },
         count: request.count,
         lucky_draw: 0,
+        scope: None,
     };
     GiftOrder::new(request.room_id.clone(), &apply, crate::support::T0).unwrap()
 }

@@ -2,65 +2,18 @@
 //! debit waits for it and never reaches the wallet.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use room_app::ports::{CreditKind, DebitStatus};
+use room_app::ports::CreditKind;
 use room_domain::{Coins, OrderStatus};
 
-use crate::support::{World, gift, uid};
-
-/// A wallet over an in-memory one whose first debit waits at a gate, counting debits.
-struct GatedWallet {
-    inner: room_app::InMemoryStore,
-    debits: AtomicUsize,
-    entered: tokio::sync::Notify,
-    gate: tokio::sync::Notify,
-}
-
-#[async_trait::async_trait]
-impl room_app::ports::Wallet for GatedWallet {
-    async fn debit(
-        &self,
-        op_id: &str,
-        user: &room_domain::UserId,
-        amount: Coins,
-    ) -> room_app::Result<Coins> {
-        if self.debits.fetch_add(1, Ordering::SeqCst) == 0 {
-            self.entered.notify_one();
-            self.gate.notified().await;
-        }
-        self.inner.debit(op_id, user, amount).await
-    }
-
-    async fn credit(
-        &self,
-        op_id: &str,
-        kind: CreditKind,
-        user: &room_domain::UserId,
-        amount: Coins,
-    ) -> room_app::Result<Coins> {
-        self.inner.credit(op_id, kind, user, amount).await
-    }
-
-    async fn settle_debit(&self, op_id: &str) -> room_app::Result<DebitStatus> {
-        self.inner.settle_debit(op_id).await
-    }
-
-    async fn balance(&self, user: &room_domain::UserId) -> room_app::Result<Coins> {
-        room_app::ports::Wallet::balance(&self.inner, user).await
-    }
-}
+use crate::support::{GatedWallet, World, gift, uid};
 
 // Paused time: the repeat's 100 ms head start ends only once every task is idle, so the
 // repeat always reaches the lock (or, without it, the wallet) before the first drive goes on.
 #[tokio::test(start_paused = true)]
 async fn concurrent_drives_of_one_order_take_turns() {
-    let wallet = Arc::new(GatedWallet {
-        inner: room_app::InMemoryStore::new(),
-        debits: AtomicUsize::new(0),
-        entered: tokio::sync::Notify::new(),
-        gate: tokio::sync::Notify::new(),
-    });
+    let wallet = Arc::new(GatedWallet::new());
     room_app::ports::Wallet::credit(
         &*wallet,
         "fund",
