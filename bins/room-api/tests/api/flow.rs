@@ -70,7 +70,8 @@ async fn the_walkthrough_moves_coins_and_fills_the_room() {
     assert_eq!(status, StatusCode::OK, "{receipt}");
     assert_eq!(
         receipt,
-        json!({"order_id": "order-1", "status": "COMPLETED", "coin_balance_after": 970})
+        json!({"order_id": "order-1", "status": "COMPLETED", "coin_balance_after": 970,
+               "recipients": ["bob"]})
     );
     assert_eq!(t.balance("alice").await, 970);
     assert_eq!(t.balance("bob").await, 0);

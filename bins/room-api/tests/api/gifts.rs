@@ -47,7 +47,8 @@ async fn fifty_concurrent_requests_with_one_order_id_debit_once_and_agree() {
     }
     let expected = (
         StatusCode::OK,
-        json!({"order_id": "same-order", "status": "COMPLETED", "coin_balance_after": 980}),
+        json!({"order_id": "same-order", "status": "COMPLETED", "coin_balance_after": 980,
+               "recipients": ["bob"]}),
     );
     for answer in &answers {
         assert_eq!(answer, &expected);
@@ -303,4 +304,74 @@ async fn batch_gifts_debit_price_times_count_times_recipients() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["coin_balance_after"], 1000 - 10 * 4 * 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_gifts_by_scope_answer_whom_they_reached() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(1000).await;
+    t.join(&room_id, "carol").await;
+    t.join(&room_id, "dave").await;
+    t.seat(&room_id, "dave", 0, "take").await;
+    t.seat(&room_id, "bob", 3, "take").await;
+    let send = |order: &'static str, recipients: serde_json::Value| {
+        let (t, room_id) = (&t, room_id.clone());
+        async move {
+            t.post(
+                &format!("/v1/rooms/{room_id}/gifts"),
+                &t.token("alice"),
+                json!({"order_id": order, "gift_id": "rose", "count": 2, "recipients": recipients}),
+            )
+            .await
+        }
+    };
+
+    let (status, body) = send("mic", json!({"scope": "all_mic"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"order_id": "mic", "status": "COMPLETED", "coin_balance_after": 960,
+               "recipients": ["dave", "bob"]})
+    );
+    // Every member but the sender: the seat holders by seat, then carol.
+    let (status, body) = send("room", json!({"scope": "all_room"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["recipients"], json!(["dave", "bob", "carol"]));
+    assert_eq!(body["coin_balance_after"], 900);
+    // A repeat is answered the same; a list under the same order id is another gift.
+    assert_eq!(send("room", json!({"scope": "all_room"})).await.1, body);
+    let (status, reused) = send("room", json!(["dave", "bob", "carol"])).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{reused}");
+    assert_eq!(error_code(&reused), "ORDER_ID_REUSED");
+
+    // Bad scopes are bad input, and nothing moves.
+    for bad in [
+        json!({"scope": "everyone"}),
+        json!({"scope": "all_mic", "extra": 1}),
+        json!({}),
+        json!("all_mic"),
+    ] {
+        let (status, body) = send("bad", bad.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(error_code(&body), "INVALID_BODY", "{bad}: {body}");
+    }
+    assert_eq!(t.balance("alice").await, 900);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_gift_to_nobody_is_refused_before_any_debit() {
+    let t = TestApp::new().await;
+    let room_id = t.room_with_members(1000).await;
+    let (status, body) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/gifts"),
+            &t.token("alice"),
+            json!({"order_id": "lonely", "gift_id": "rose", "count": 1,
+                   "recipients": {"scope": "all_mic"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(error_code(&body), "NO_RECIPIENTS");
+    assert!(body.get("order").is_none(), "{body}");
+    assert_eq!(t.balance("alice").await, 1000);
 }

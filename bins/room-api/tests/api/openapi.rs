@@ -246,13 +246,21 @@ async fn the_schema_states_the_limits_the_server_enforces() {
         &document,
         &schemas["SendGiftRequest"]["properties"]["recipients"],
     );
+    let listed = &recipients["oneOf"][0];
     assert_eq!(
         (
-            recipients["minItems"].as_u64(),
-            recipients["maxItems"].as_u64(),
-            recipients["uniqueItems"].as_bool()
+            listed["minItems"].as_u64(),
+            listed["maxItems"].as_u64(),
+            listed["uniqueItems"].as_bool()
         ),
         (Some(1), Some(20), Some(true))
+    );
+    let scope = &recipients["oneOf"][1];
+    assert_eq!(scope["required"], json!(["scope"]));
+    assert_eq!(scope["additionalProperties"], false);
+    assert_eq!(
+        scope["properties"]["scope"]["enum"],
+        json!(["all_mic", "all_room"])
     );
 
     let create = &schemas["CreateRoomRequest"]["properties"];

@@ -271,7 +271,8 @@ async fn fifty_concurrent_repeats_over_http_debit_once() {
             }
         }));
     }
-    let expected = json!({"order_id": "once", "status": "COMPLETED", "coin_balance_after": 7000});
+    let expected = json!({"order_id": "once", "status": "COMPLETED", "coin_balance_after": 7000,
+                          "recipients": ["bob"]});
     for request in requests {
         let (status, body) = request.await.unwrap();
         assert_eq!((status, body), (StatusCode::OK, expected.clone()));
