@@ -297,19 +297,31 @@ struct Books {
     lucky: HashMap<String, i64>,
     rocket: HashMap<String, i64>,
     /// The orders the room applied (by wallet operation id: sender and order id), with the
-    /// lucky reward it drew.
-    applied: HashMap<String, i64>,
+    /// lucky reward it drew and the value it gave.
+    applied: HashMap<String, (i64, i64)>,
     /// Every rocket reward: (payout op id, coins).
     rocket_rewards: Vec<(String, i64)>,
-    /// Wallet operation id of the order (sender and order id) -> (status, sender, total, lucky
-    /// reward) from `gift_orders`.
-    orders: HashMap<String, (String, String, i64, i64)>,
+    /// Wallet operation id of the order (sender and order id) -> its row in `gift_orders`.
+    orders: HashMap<String, StoredOrder>,
     /// (op id, kind) -> (state, amount) from `wallet_entries`; a void entry has no amount.
     entries: HashMap<(String, String), (String, Option<i64>)>,
     /// Per user, the balance of `wallet_accounts`.
     balances: HashMap<String, i64>,
     /// Rows left in `room_payouts`.
     payouts_left: i64,
+}
+
+/// A row of `gift_orders`, as the books need it.
+struct StoredOrder {
+    status: String,
+    sender: String,
+    /// What the sender was debited.
+    total: i64,
+    lucky_reward: i64,
+    /// What a batch gift that reached fewer than it paid for is owed back (0 otherwise).
+    partial_refund: i64,
+    /// Whether it was credited.
+    partial_refunded: bool,
 }
 
 /// Now, in milliseconds since the epoch, as the service's clock reads it.
@@ -370,7 +382,7 @@ impl Books {
                     let op_id = format!("{order_id} {sender}");
                     *books.lucky.entry(sender).or_default() += reward;
                     assert!(
-                        books.applied.insert(op_id, reward).is_none(),
+                        books.applied.insert(op_id, (reward, value)).is_none(),
                         "an order applied twice: {payload}"
                     );
                 }
@@ -405,10 +417,15 @@ impl Books {
             // The body holds what the columns do not.
             let (order_id, status, sender, body) = order.unwrap();
             let body: Value = room_app::stored::decode(&body, "order").expect("stored order");
-            let total = body["total"].as_i64().unwrap();
-            let reward = body["lucky_reward"].as_i64().unwrap();
-            let op_id = format!("{order_id} {sender}");
-            books.orders.insert(op_id, (status, sender, total, reward));
+            let stored = StoredOrder {
+                status,
+                total: body["total"].as_i64().unwrap(),
+                lucky_reward: body["lucky_reward"].as_i64().unwrap(),
+                partial_refund: body["partial_refund"].as_i64().unwrap_or(0),
+                partial_refunded: body["partial_refunded"].as_bool().unwrap_or(false),
+                sender: sender.clone(),
+            };
+            books.orders.insert(format!("{order_id} {sender}"), stored);
         }
         let mut entries = conn
             .prepare("SELECT op_id, kind, state, amount FROM wallet_entries")
@@ -570,14 +587,38 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         senders.push((user, sender));
     }
 
-    // The storm: every sender sends back to back on three lanes, several orders in flight at
-    // once: two lanes of roses, one of lucky clovers (one sender's lucky gifts take turns).
+    // The storm: every sender sends back to back on four lanes, several orders in flight at
+    // once: two lanes of roses, one of lucky clovers (one sender's lucky gifts take turns),
+    // one of roses to everyone in the room (batch gifts), while one member keeps joining and
+    // leaving, so that some batch gifts reach fewer than they paid for.
     let completed = Arc::new(AtomicU64::new(0));
     let lucky_completed = Arc::new(AtomicU64::new(0));
+    let batch_completed = Arc::new(AtomicU64::new(0));
     let mut storm = Vec::new();
+    {
+        let (server, hopper, room_id) = (server.clone(), token("hopper", false), room_id.clone());
+        storm.push(tokio::spawn(async move {
+            for n in 0.. {
+                let path = if n % 2 == 0 { "join" } else { "leave" };
+                let (status, _) = server
+                    .call(
+                        reqwest::Method::POST,
+                        &format!("/v1/rooms/{room_id}/{path}"),
+                        &hopper,
+                        Some(json!({})),
+                    )
+                    .await;
+                if status == 0 {
+                    return; // the server is gone
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }));
+    }
     for (s, (_, sender)) in senders.iter().enumerate() {
-        for lane in 0..3 {
+        for lane in 0..4 {
             let gift_id = if lane == 2 { "lucky-clover" } else { "rose" };
+            let batch_completed = batch_completed.clone();
             let (server, sender, room_id, completed, lucky_completed) = (
                 server.clone(),
                 sender.clone(),
@@ -587,11 +628,16 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
             );
             storm.push(tokio::spawn(async move {
                 for n in 0.. {
+                    let recipients = if lane == 3 {
+                        json!({"scope": "all_room"})
+                    } else {
+                        json!(["recipient"])
+                    };
                     let body = json!({
                         "order_id": format!("storm-{s}-{lane}-{n}"),
                         "gift_id": gift_id,
                         "count": 1 + n % 5,
-                        "recipients": ["recipient"],
+                        "recipients": recipients,
                     });
                     let (status, value) = server
                         .call(
@@ -609,6 +655,9 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
                         if value["lucky"].is_object() {
                             lucky_completed.fetch_add(1, Ordering::Relaxed);
                         }
+                        if lane == 3 {
+                            batch_completed.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 }
             }));
@@ -623,14 +672,16 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         if launched
             && completed.load(Ordering::Relaxed) >= 300
             && lucky_completed.load(Ordering::Relaxed) >= 50
+            && batch_completed.load(Ordering::Relaxed) >= 50
         {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "the storm did not get going: {} gifts, {} lucky, rocket {rocket}",
+            "the storm did not get going: {} gifts, {} lucky, {} batch, rocket {rocket}",
             completed.load(Ordering::Relaxed),
             lucky_completed.load(Ordering::Relaxed),
+            batch_completed.load(Ordering::Relaxed),
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -670,6 +721,8 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         balances.insert(user.clone(), balance);
     }
     balances.insert("recipient".to_owned(), server.balance(&recipient).await);
+    let hopper = token("hopper", false);
+    balances.insert("hopper".to_owned(), server.balance(&hopper).await);
     // The week rank counts the current week only: note which week that is around the query.
     let utc_offset_secs = room_node::CatalogFile::load(&catalog)
         .expect("the test catalog")
@@ -723,18 +776,29 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
 
     // Every order is settled, and its coins went where its status says.
     let mut settled: HashMap<&str, u64> = HashMap::new();
-    for (order_id, (status, sender, order_total, reward)) in &books.orders {
+    let mut partly_refunded = 0;
+    for (order_id, order) in &books.orders {
+        let (status, order_total, reward) = (&order.status, &order.total, &order.lucky_reward);
+        let sender = &order.sender;
         *settled.entry(status.as_str()).or_default() += 1;
         let debit = books.done(order_id, "debit");
         let refund = books.done(order_id, "refund");
         let lucky = books.done(order_id, "lucky_reward");
         match status.as_str() {
             "COMPLETED" => {
+                // A batch gift that reached fewer than it paid for is refunded the rest.
+                let partial = order.partial_refund;
                 assert_eq!(debit, Some(*order_total), "{order_id} debit");
-                assert_eq!(refund, None, "{order_id} refund");
+                assert_eq!(
+                    refund,
+                    (partial > 0).then_some(partial),
+                    "{order_id} refund"
+                );
+                assert_eq!(order.partial_refunded, partial > 0, "{order_id} refunded");
+                partly_refunded += u64::from(partial > 0);
                 assert_eq!(
                     books.applied.get(order_id),
-                    Some(reward),
+                    Some(&(*reward, order_total - partial)),
                     "{order_id} applied"
                 );
                 assert_eq!(lucky, (*reward > 0).then_some(*reward), "{order_id} lucky");
@@ -753,11 +817,12 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         }
     }
     assert!(settled["COMPLETED"] > 0);
+    eprintln!("orders settled: {settled:?}; batch gifts partly refunded: {partly_refunded}");
     // Every debit belongs to an order that was applied or refunded, every gift the room
     // applied to a completed order.
     for ((op_id, kind), (state, _)) in &books.entries {
         if kind == "debit" && state == "done" {
-            let status = books.orders.get(op_id).map(|(status, ..)| status.as_str());
+            let status = books.orders.get(op_id).map(|order| order.status.as_str());
             assert!(
                 matches!(status, Some("COMPLETED" | "COMPENSATED")),
                 "debit {op_id} of an order {status:?}"
@@ -768,7 +833,7 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         let status = books
             .orders
             .get(order_id)
-            .map(|(status, ..)| status.as_str());
+            .map(|order| order.status.as_str());
         assert_eq!(status, Some("COMPLETED"), "applied {order_id}");
     }
     // Every rocket reward the room gave was paid once, and none is owed any more.
@@ -802,11 +867,15 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
     let users = senders
         .iter()
         .map(|(user, _)| user.as_str())
-        .chain(["recipient"])
+        .chain(["recipient", "hopper"])
         .collect::<HashSet<_>>();
     for user in &users {
         let get = |map: &HashMap<String, i64>| map.get(*user).copied().unwrap_or(0);
-        let start = if *user == "recipient" { 0 } else { START };
+        let start = if matches!(*user, "recipient" | "hopper") {
+            0
+        } else {
+            START
+        };
         assert_eq!(
             balances[*user],
             start - get(&books.given) + get(&books.lucky) + get(&books.rocket),
