@@ -279,18 +279,21 @@ async fn a_paused_node_commits_nothing_for_the_room_it_lost() {
     assert_eq!(ownership(&shared.mysql_url, &room_id).await, taken);
 }
 
-/// Sends `sender`'s order `order_id` (a rose to alice) until it has an end: through `first`
-/// while it answers, then through `second`, repeating the same order id on every
-/// retryable answer. Returns the order's end as the service answered it.
+/// Sends `sender`'s order `order_id` (a rose to `recipients`: alice, or a batch gift's scope)
+/// until it has an end: through `first` while it answers, then through `second`, repeating
+/// the same order id on every retryable answer. Returns the order's end as the service
+/// answered it.
 async fn send_until_settled(
     first: &Node,
     second: &Node,
     room_id: &str,
     sender: &str,
     order_id: &str,
+    recipients: Value,
 ) -> String {
-    let body =
-        json!({ "order_id": order_id, "gift_id": "rose", "count": 1, "recipients": ["alice"] });
+    let body = json!({
+        "order_id": order_id, "gift_id": "rose", "count": 1, "recipients": recipients,
+    });
     let path = format!("/v1/rooms/{room_id}/gifts");
     let deadline = Instant::now() + DEADLINE;
     let mut node = first;
@@ -341,8 +344,9 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
         .await;
     }
 
-    // Each sender sends 30 roses, half of the senders through node a (the owner), half
-    // through node b; node a is killed once 20 orders have ended.
+    // Each sender sends 30 roses (every third one a batch gift to the whole room), half of the
+    // senders through node a (the owner), half through node b; node a is killed once 20
+    // orders have ended.
     let ended = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut storm = tokio::task::JoinSet::new();
     for (i, sender) in SENDERS.iter().enumerate() {
@@ -356,7 +360,14 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
             let mut ends = Vec::new();
             for n in 0..30 {
                 let order_id = format!("{sender}-{n}");
-                let end = send_until_settled(&first, &second, &room_id, sender, &order_id).await;
+                let recipients = if n % 3 == 2 {
+                    json!({"scope": "all_room"})
+                } else {
+                    json!(["alice"])
+                };
+                let end =
+                    send_until_settled(&first, &second, &room_id, sender, &order_id, recipients)
+                        .await;
                 ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 ends.push((sender.to_string(), order_id, end));
             }
@@ -404,6 +415,7 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
         })
         .collect();
     let mut applied = std::collections::HashSet::new();
+    let mut batch_applied = 0;
     let mut gift_value = 0;
     let mut income_owed = 0;
     for event in events {
@@ -422,8 +434,10 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
                 payload["order_id"].as_str().unwrap()
             );
             assert!(applied.insert(key), "an order applied twice: {payload}");
+            batch_applied += usize::from(gift.recipients.len() > 1);
         }
     }
+    assert!(batch_applied > 0, "no batch gift applied");
     let balances: i64 =
         sqlx::query_scalar("SELECT CAST(COALESCE(SUM(balance), 0) AS SIGNED) FROM wallet_accounts")
             .fetch_one(&mut conn)
