@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use room_domain::{GiftOrder, OrderKeys, OrderStatus, UserId};
+use room_domain::{Coins, GiftOrder, GiftScope, OrderKeys, OrderStatus, UserId};
 
 use super::fixtures::{at, expect_err, ok, order, order_id, order_in, order_of, room, same, user};
 use crate::Error;
@@ -156,6 +156,34 @@ async fn every_field_round_trips<S: GiftOrders>(store: Arc<S>) {
             "an order reads back with every field",
         );
     }
+    // A batch gift: its scope when placed; whom it reached and its partial refund once
+    // applied, kept by an update too.
+    let mut batch = order("batch", &a, at(10));
+    batch.scope = Some(GiftScope::AllRoom);
+    ok(store.create_or_get(&batch).await, "create_or_get");
+    same(
+        ok(GiftOrders::get(&*store, &alice(), &batch.order_id).await, "get"),
+        Some(batch.clone()),
+        "a batch order reads back with its scope",
+    );
+    let mut applied = order_in(&batch, OrderStatus::Applied);
+    applied.reached = Some(vec![batch.recipients[1].clone()]);
+    applied.partial_refund = Coins(30);
+    ok(store.update(&applied, OrderStatus::Pending).await, "update");
+    same(
+        ok(GiftOrders::get(&*store, &alice(), &batch.order_id).await, "get"),
+        Some(applied.clone()),
+        "an applied batch order reads back with whom it reached and its refund",
+    );
+    let mut refunded = applied.clone();
+    refunded.partial_refunded = true;
+    refunded.status = OrderStatus::Completed;
+    ok(store.update(&refunded, OrderStatus::Applied).await, "update");
+    same(
+        ok(GiftOrders::get(&*store, &alice(), &batch.order_id).await, "get"),
+        Some(refunded),
+        "a refunded batch order reads back",
+    );
 }
 
 async fn update_is_conditional_on_status<S: GiftOrders>(store: Arc<S>) {
