@@ -139,25 +139,28 @@ impl Reader {
             next = row.id + 1;
             run += 1;
         }
-        let run = &rows[..run];
-        if run.len() > 1 {
-            let envelopes: Vec<EventEnvelope> = run.iter().map(|r| r.envelope.clone()).collect();
-            if self.consumer.attempt_all(&envelopes).await {
-                let through = run.last().map_or(start, |row| row.id);
-                self.save(stored, through).await?;
-                return Ok(run.len() as u64);
-            }
+        // The run's facts, moved out of the page (not copied: every fact of the outbox passes
+        // here once per consumer).
+        let (ids, envelopes): (Vec<i64>, Vec<EventEnvelope>) = rows
+            .into_iter()
+            .take(run)
+            .map(|row| (row.id, row.envelope))
+            .unzip();
+        if envelopes.len() > 1 && self.consumer.attempt_all(&envelopes).await {
+            let through = ids.last().copied().unwrap_or(start);
+            self.save(stored, through).await?;
+            return Ok(envelopes.len() as u64);
         }
         let (mut saved, mut through, mut handled) = (stored, start, 0u64);
-        for row in run {
-            if self.consumer.attempt(&row.envelope).await == Attempt::Retry {
+        for (id, envelope) in ids.into_iter().zip(&envelopes) {
+            if self.consumer.attempt(envelope).await == Attempt::Retry {
                 // Keep what is done before waiting on this fact.
                 saved = self.save(saved, through).await?;
-                if !self.consumer.redeliver(&row.envelope, cancel).await {
+                if !self.consumer.redeliver(envelope, cancel).await {
                     return Err(Error::Cancelled);
                 }
             }
-            through = row.id;
+            through = id;
             handled += 1;
         }
         self.save(saved, through).await?;
