@@ -9,7 +9,7 @@ use crate::ids::{CommandId, GiftId, OrderId, RocketId, SeatIndex, SeatSessionId,
 use crate::money::Coins;
 use crate::rejection::Rejection;
 use crate::rules::RoomRules;
-use crate::state::{GiftScope, PasswordHash};
+use crate::state::{GiftScope, PasswordHash, RoomResource};
 use crate::time::Timestamp;
 use crate::vip::VipStanding;
 
@@ -95,6 +95,14 @@ pub enum CommandKind {
     ChangeBackground {
         /// New background URL.
         background_url: Option<String>,
+    },
+    /// Reset parts of the room's profile to their defaults, with a reason the room is shown
+    /// (platform admins): content that breaks the platform's rules.
+    RevokeResources {
+        /// What to reset: 1 to 4 distinct resources.
+        resources: Vec<RoomResource>,
+        /// Why: 1 to 200 characters.
+        reason: String,
     },
     /// Allow or forbid the public chat (owner, admins).
     SetChatEnabled {

@@ -72,6 +72,9 @@ pub fn decide(
         CommandKind::ChangeBackground { background_url } => {
             room::change_background(state, standing, by, background_url.as_deref())
         }
+        CommandKind::RevokeResources { resources, reason } => {
+            room::revoke_resources(standing, by, resources, reason, ctx)
+        }
         CommandKind::SetChatEnabled { enabled } => {
             room::set_chat_enabled(state, standing, by, *enabled)
         }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{GiftId, OrderId, RocketId, RoomId, SeatIndex, SeatSessionId, UserId};
 use crate::money::Coins;
-use crate::state::{PasswordHash, Role};
+use crate::state::{PasswordHash, Role, RoomResource};
 use crate::time::{DayKey, Timestamp, WeekKey};
 
 /// The version of the event format: the `v` of every [`EventEnvelope`]. Golden files pin it.
@@ -64,6 +64,18 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         password_hash: Option<PasswordHash>,
         /// Who changed it.
+        by: Option<UserId>,
+    },
+    /// A platform admin reset parts of the room's profile to their defaults.
+    RoomResourcesRevoked {
+        /// What was reset.
+        resources: Vec<RoomResource>,
+        /// The name the room has now, when its name was reset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// Why, as the admin gave it.
+        reason: String,
+        /// The admin.
         by: Option<UserId>,
     },
     /// The room closed for good; everyone is out.
@@ -433,6 +445,7 @@ impl Event {
             Event::RoomBackgroundChanged { .. } => "RoomBackgroundChanged",
             Event::RoomChatEnabledChanged { .. } => "RoomChatEnabledChanged",
             Event::RoomLockChanged { .. } => "RoomLockChanged",
+            Event::RoomResourcesRevoked { .. } => "RoomResourcesRevoked",
             Event::RoomClosed { .. } => "RoomClosed",
             Event::RoomUserJoined { .. } => "RoomUserJoined",
             Event::RoomUserLeft { .. } => "RoomUserLeft",
@@ -480,6 +493,7 @@ impl Event {
             | Event::RoomUserMuted { .. }
             | Event::RoomProfileUpdated { .. }
             | Event::RoomBackgroundChanged { .. }
+            | Event::RoomResourcesRevoked { .. }
             | Event::RoomChatEnabledChanged { .. }
             | Event::RoomAdminChanged { .. } => (Some(Normal), true, None),
         };

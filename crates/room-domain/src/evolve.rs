@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::event::{Event, MicChange};
 use crate::ids::{SeatSessionId, UserId};
 use crate::money::Coins;
-use crate::state::{Member, Occupant, RocketStatus, RoomState, RoomStatus, Seat};
+use crate::state::{Member, Occupant, RocketStatus, RoomResource, RoomState, RoomStatus, Seat};
 
 /// Applies `event` to `state` and advances [`RoomState::version`] by one.
 pub fn evolve(state: &mut RoomState, event: &Event) {
@@ -40,6 +40,22 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
         }
         Event::RoomBackgroundChanged { background_url, .. } => {
             state.profile.background_url = background_url.clone();
+        }
+        Event::RoomResourcesRevoked {
+            resources, name, ..
+        } => {
+            for resource in resources {
+                match resource {
+                    RoomResource::Name => {
+                        if let Some(name) = name {
+                            state.profile.name = name.clone();
+                        }
+                    }
+                    RoomResource::Notice => state.profile.notice.clear(),
+                    RoomResource::Cover => state.profile.cover_url = None,
+                    RoomResource::Background => state.profile.background_url = None,
+                }
+            }
         }
         Event::RoomChatEnabledChanged { enabled, .. } => state.settings.chat_enabled = *enabled,
         Event::RoomLockChanged { password_hash, .. } => {

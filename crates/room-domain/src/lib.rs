@@ -119,7 +119,7 @@ pub use saga::{
 pub use snapshot::{SNAPSHOT_SCHEMA_VERSION, Snapshot, SnapshotVersionError};
 pub use state::{
     Contribution, GiftScope, LAUNCH_WAIT_MS, Member, Occupant, PasswordHash, Rocket, RocketStatus,
-    Role, RoomProfile, RoomSettings, RoomState, RoomStatus, Seat,
+    Role, RoomProfile, RoomResource, RoomSettings, RoomState, RoomStatus, Seat,
 };
 pub use time::{DayKey, MonthKey, Periods, Timestamp, WeekKey, parse_utc_offset};
 pub use vip::{

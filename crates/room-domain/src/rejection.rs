@@ -20,6 +20,8 @@ pub enum Field {
     BackgroundUrl,
     /// The region code.
     Region,
+    /// Why an operator acted (a resource revoke).
+    Reason,
 }
 
 impl Field {
@@ -31,6 +33,7 @@ impl Field {
             Field::CoverUrl => "cover_url",
             Field::BackgroundUrl => "background_url",
             Field::Region => "region",
+            Field::Reason => "reason",
         }
     }
 
@@ -44,6 +47,7 @@ impl Field {
             Field::Notice => 500,
             Field::CoverUrl | Field::BackgroundUrl => 2048,
             Field::Region => 32,
+            Field::Reason => 200,
         }
     }
 
@@ -270,6 +274,9 @@ pub enum Rejection {
     /// give only free robot gifts, and only robots do.
     #[error("only robots send robot gifts, and robots send no other")]
     NotARobot,
+    /// A resource revoke that names no resource, or one twice.
+    #[error("name 1 to 4 distinct resources to revoke")]
+    InvalidResources,
     /// A batch gift (`all_mic`, `all_room`) whose scope names nobody but the sender.
     #[error("nobody but the sender is there to receive the gift")]
     NoRecipients,
@@ -313,6 +320,7 @@ impl Rejection {
             Rejection::SelfGift => "SELF_GIFT",
             Rejection::NotARobot => "NOT_A_ROBOT",
             Rejection::NoRecipients => "NO_RECIPIENTS",
+            Rejection::InvalidResources => "INVALID_RESOURCES",
         }
     }
 
@@ -338,6 +346,7 @@ impl Rejection {
             | Rejection::InvalidRecipientCount { .. }
             | Rejection::DuplicateRecipient { .. }
             | Rejection::InvalidGift
+            | Rejection::InvalidResources
             | Rejection::InvalidSeat { .. }
             | Rejection::AmountOverflow => RejectionKind::BadInput,
             _ => RejectionKind::Rule,

@@ -16,6 +16,8 @@ pub struct RoomRules {
     pub max_admins: u32,
     /// Seats of a room created without a seat count.
     pub default_seat_count: u8,
+    /// The name a room gets when a platform admin revokes its name (1 to 30 characters).
+    pub default_room_name: String,
     /// Most recipients of one gift order that lists them.
     pub max_recipients: u32,
     /// Most recipients of one batch gift (`all_mic`, `all_room`): the room gives it to the
@@ -45,6 +47,7 @@ impl Default for RoomRules {
             max_members: 10_000,
             max_admins: 10,
             default_seat_count: 8,
+            default_room_name: "Voice room".to_owned(),
             max_recipients: 20,
             max_batch_recipients: 200,
             max_gift_count: 9_999,
@@ -140,6 +143,16 @@ impl RoomRules {
         if let Some((field, _)) = ranges.iter().find(|(_, ok)| !ok) {
             return Err(RulesError::OutOfRange { field });
         }
+        // A revoked name becomes this one: it keeps the rule of names.
+        let name = self.default_room_name.trim();
+        if name.is_empty()
+            || name != self.default_room_name
+            || crate::rejection::Field::Name.check(name).is_err()
+        {
+            return Err(RulesError::OutOfRange {
+                field: "default_room_name",
+            });
+        }
         if !(-14 * 3600..=14 * 3600).contains(&self.day_utc_offset_secs) {
             return Err(RulesError::OutOfRange {
                 field: "day_utc_offset_secs",
@@ -161,8 +174,9 @@ pub const MAX_SEATS: u8 = 20;
 /// The hard upper bound of [`RoomRules::max_recipients`].
 pub const MAX_RECIPIENTS: u32 = 20;
 /// The hard upper bound of [`RoomRules::max_batch_recipients`]: a batch gift's order names
-/// whom it paid for, and its event whom it reached.
-pub const MAX_BATCH_RECIPIENTS: u32 = 1_000;
+/// whom it paid for, and its event whom it reached (shown in the room, within the size of one
+/// IM message for ids of common length).
+pub const MAX_BATCH_RECIPIENTS: u32 = 200;
 /// The hard upper bound of [`RoomRules::max_gift_count`].
 pub const MAX_GIFT_COUNT: u32 = 9_999;
 

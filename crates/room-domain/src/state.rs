@@ -244,6 +244,21 @@ pub struct RoomState {
     pub version: u64,
 }
 
+/// What of a room's profile a platform admin can reset to its default
+/// ([`CommandKind::RevokeResources`](crate::CommandKind::RevokeResources)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoomResource {
+    /// The name: the rules' `default_room_name`.
+    Name,
+    /// The notice: empty.
+    Notice,
+    /// The cover: none.
+    Cover,
+    /// The background: none.
+    Background,
+}
+
 /// Whom a batch gift goes to, resolved by the room ([`RoomState::batch_recipients`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -306,9 +321,15 @@ impl RoomState {
                 .filter(|(user, _)| *user != sender && !chosen.contains(user))
                 .map(|(user, member)| (&member.joined_at, user))
                 .collect();
-            others.sort_unstable();
+            // Only the first `room` are needed: select them, then sort those alone (a room of
+            // 10,000 members is not sorted whole for a gift to 200).
             let room = most - chosen.len();
-            chosen.extend(others.into_iter().take(room).map(|(_, user)| user.clone()));
+            if others.len() > room {
+                others.select_nth_unstable(room);
+                others.truncate(room);
+            }
+            others.sort_unstable();
+            chosen.extend(others.into_iter().map(|(_, user)| user.clone()));
         }
         chosen
     }

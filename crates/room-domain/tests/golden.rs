@@ -26,8 +26,8 @@ use room_domain::{
     EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftId, GiftSent, GiftSnapshot, LeaveReason,
     LuckyOutcome, Member, MicChange, MicDownReason, Occupant, OrderId, PasswordHash, RobotGift,
     Rocket, RocketId, RocketPrize, RocketReward, RocketStatus, Role, RoomId, RoomProfile,
-    RoomSettings, RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot, Timestamp,
-    UserActor, UserDisplay, UserId, VipPrivileges, VipStanding,
+    RoomResource, RoomSettings, RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot,
+    Timestamp, UserActor, UserDisplay, UserId, VipPrivileges, VipStanding,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -37,7 +37,7 @@ const AT: i64 = 1_764_460_800_000;
 const HASH: &str = "argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo";
 
 /// Every event type, as in [`Event::type_name`] and the JSON `type`.
-const EVENT_TYPES: [&str; 21] = [
+const EVENT_TYPES: [&str; 22] = [
     "RoomCreated",
     "RoomProfileUpdated",
     "RoomBackgroundChanged",
@@ -59,6 +59,7 @@ const EVENT_TYPES: [&str; 21] = [
     "RoomRocketIgnited",
     "RoomRocketLaunched",
     "RoomRocketReset",
+    "RoomResourcesRevoked",
 ];
 
 /// The golden files that are not one event type each.
@@ -240,6 +241,12 @@ fn sample_events() -> Vec<Event> {
         Event::RoomRocketReset {
             day_key: DayKey(today().0 + 1),
         },
+        Event::RoomResourcesRevoked {
+            resources: vec![RoomResource::Name, RoomResource::Cover],
+            name: Some("Voice room".into()),
+            reason: "The cover breaks the content rules.".into(),
+            by: Some(user("staff")),
+        },
     ]
 }
 
@@ -397,6 +404,12 @@ fn variant_events() -> Vec<Event> {
             rewards: Vec::new(),
             next_level: None,
         },
+        Event::RoomResourcesRevoked {
+            resources: vec![RoomResource::Notice, RoomResource::Background],
+            name: None,
+            reason: "Advertising.".into(),
+            by: Some(user("staff")),
+        },
     ]);
     events
 }
@@ -407,6 +420,7 @@ fn command_kind_is_listed(kind: &CommandKind) {
         CommandKind::CreateRoom { .. }
         | CommandKind::UpdateProfile { .. }
         | CommandKind::ChangeBackground { .. }
+        | CommandKind::RevokeResources { .. }
         | CommandKind::SetChatEnabled { .. }
         | CommandKind::SetLock { .. }
         | CommandKind::CloseRoom
@@ -623,6 +637,10 @@ fn sample_commands() -> Vec<Command> {
         CommandKind::Join {
             password_verified: true,
             verified_lock: Some(PasswordHash(HASH.into())),
+        },
+        CommandKind::RevokeResources {
+            resources: vec![RoomResource::Name, RoomResource::Cover],
+            reason: "The cover breaks the content rules.".into(),
         },
     ];
     let mut commands: Vec<Command> = kinds

@@ -329,14 +329,14 @@ impl GiftSaga {
                         )
                     })
                     .await?;
-                if status == RoomStatus::Open && member && recipients.is_empty() {
-                    return Ok(Some(Rejection::NoRecipients));
-                }
-                apply.recipients = recipients;
-                if status == RoomStatus::Open
-                    && let Err(rejection) = apply.check_shape(&rules)
-                {
-                    return Ok(Some(rejection));
+                if status == RoomStatus::Open && member {
+                    if recipients.is_empty() {
+                        return Ok(Some(Rejection::NoRecipients));
+                    }
+                    apply.recipients = recipients;
+                    if let Err(rejection) = apply.check_shape(&rules) {
+                        return Ok(Some(rejection));
+                    }
                 }
                 (status, member)
             }

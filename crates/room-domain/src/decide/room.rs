@@ -6,7 +6,7 @@ use crate::event::{Event, MicDownReason};
 use crate::ids::UserId;
 use crate::rejection::{Field, Rejection};
 use crate::rules::MAX_SEATS;
-use crate::state::{PasswordHash, RoomState};
+use crate::state::{PasswordHash, RoomResource, RoomState};
 
 use super::seats::{mic_down, seat_index};
 use super::standing::{Standing, acting_user, require_moderator};
@@ -82,6 +82,43 @@ pub(super) fn change_background(
         return Ok(Vec::new());
     }
     Ok(vec![Event::RoomBackgroundChanged { background_url, by }])
+}
+
+/// `RevokeResources`: a platform admin resets parts of the profile to their defaults, with a
+/// reason. Always an event, even when the resources are at their defaults already: the room
+/// is shown the reason.
+pub(super) fn revoke_resources(
+    standing: Standing,
+    by: Option<UserId>,
+    resources: &[RoomResource],
+    reason: &str,
+    ctx: &Ctx<'_>,
+) -> Result<Vec<Event>, Rejection> {
+    if standing != Standing::PlatformAdmin {
+        return Err(Rejection::Forbidden);
+    }
+    let mut chosen = resources.to_vec();
+    chosen.sort_unstable();
+    chosen.dedup();
+    if chosen.is_empty() || chosen.len() != resources.len() {
+        return Err(Rejection::InvalidResources);
+    }
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(Rejection::FieldEmpty {
+            field: Field::Reason,
+        });
+    }
+    Field::Reason.check(reason)?;
+    let name = resources
+        .contains(&RoomResource::Name)
+        .then(|| ctx.rules.default_room_name.clone());
+    Ok(vec![Event::RoomResourcesRevoked {
+        resources: resources.to_vec(),
+        name,
+        reason: reason.to_owned(),
+        by,
+    }])
 }
 
 /// `SetChatEnabled`: moderators allow or forbid the public chat.

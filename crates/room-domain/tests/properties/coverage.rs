@@ -31,6 +31,7 @@ pub fn kind_name(kind: &CommandKind) -> &'static str {
         CommandKind::CreateRoom { .. } => "create_room",
         CommandKind::UpdateProfile { .. } => "update_profile",
         CommandKind::ChangeBackground { .. } => "change_background",
+        CommandKind::RevokeResources { .. } => "revoke_resources",
         CommandKind::SetChatEnabled { .. } => "set_chat_enabled",
         CommandKind::SetLock { .. } => "set_lock",
         CommandKind::CloseRoom => "close_room",
@@ -56,10 +57,11 @@ pub fn kind_name(kind: &CommandKind) -> &'static str {
     }
 }
 
-pub const ALL_COMMAND_KINDS: [&str; 25] = [
+pub const ALL_COMMAND_KINDS: [&str; 26] = [
     "create_room",
     "update_profile",
     "change_background",
+    "revoke_resources",
     "set_chat_enabled",
     "set_lock",
     "close_room",
@@ -84,10 +86,11 @@ pub const ALL_COMMAND_KINDS: [&str; 25] = [
     "robot_gift",
 ];
 
-pub const ALL_EVENT_TYPES: [&str; 21] = [
+pub const ALL_EVENT_TYPES: [&str; 22] = [
     "RoomCreated",
     "RoomProfileUpdated",
     "RoomBackgroundChanged",
+    "RoomResourcesRevoked",
     "RoomChatEnabledChanged",
     "RoomLockChanged",
     "RoomClosed",

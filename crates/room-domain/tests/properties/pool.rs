@@ -103,6 +103,7 @@ pub fn fitting_actor(who: Who, op: &Op) -> Who {
         | Op::ResetRocket => Who::System,
         Op::UpdateProfile { .. }
         | Op::ChangeBackground(_)
+        | Op::Revoke { .. }
         | Op::SetChatEnabled(_)
         | Op::SetLock(_)
         | Op::LockSeat(..)

@@ -8,7 +8,8 @@ use proptest::test_runner::TestCaseError;
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope,
     GiftId, GiftSnapshot, OrderId, PasswordHash, Rejection, RobotGift, RocketId, RocketStatus,
-    RoomState, SeatIndex, SeatSessionId, Snapshot, Timestamp, decide, evolve, evolve_all,
+    RoomResource, RoomState, SeatIndex, SeatSessionId, Snapshot, Timestamp, decide, evolve,
+    evolve_all,
 };
 
 use crate::checks::{check_effects, check_events};
@@ -153,6 +154,23 @@ impl Run<'_> {
             },
             Op::ChangeBackground(background_url) => CommandKind::ChangeBackground {
                 background_url: background_url.clone(),
+            },
+            Op::Revoke {
+                resources,
+                blank_reason,
+            } => CommandKind::RevokeResources {
+                resources: [
+                    RoomResource::Name,
+                    RoomResource::Notice,
+                    RoomResource::Cover,
+                    RoomResource::Background,
+                ]
+                .into_iter()
+                .enumerate()
+                .filter(|(bit, _)| resources & (1 << bit) != 0)
+                .map(|(_, resource)| resource)
+                .collect(),
+                reason: if *blank_reason { " " } else { "spam" }.to_owned(),
             },
             Op::SetChatEnabled(enabled) => CommandKind::SetChatEnabled { enabled: *enabled },
             Op::SetLock(hash) => CommandKind::SetLock {

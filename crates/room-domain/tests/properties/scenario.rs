@@ -119,6 +119,12 @@ pub enum Op {
         cover_url: Option<String>,
     },
     ChangeBackground(Option<String>),
+    /// Which resources (bits 0-3: name, notice, cover, background; none is refused) and
+    /// whether the reason is blank (refused).
+    Revoke {
+        resources: u8,
+        blank_reason: bool,
+    },
     SetChatEnabled(bool),
     SetLock(Option<u8>),
     CloseRoom,

@@ -241,6 +241,15 @@ fn op() -> impl Strategy<Value = Op> {
                 .prop_map(Op::ChangeBackground)
                 .boxed(),
         ),
+        (
+            3,
+            (0u8..16, prop::bool::weighted(0.1))
+                .prop_map(|(resources, blank_reason)| Op::Revoke {
+                    resources,
+                    blank_reason,
+                })
+                .boxed(),
+        ),
         (6, any::<bool>().prop_map(Op::SetChatEnabled).boxed()),
         (6, prop::option::of(0u8..2).prop_map(Op::SetLock).boxed()),
         (4, Just(Op::CloseRoom).boxed()),

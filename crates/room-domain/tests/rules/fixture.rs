@@ -4,8 +4,8 @@
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Ctx, Event, GiftId, GiftSnapshot,
     MicChange, MicDownReason, OrderId, Rejection, RobotGift, RocketId, RocketLevel, RocketStatus,
-    RoomId, RoomRules, RoomState, SeatIndex, SeatSessionId, Timestamp, UserActor, UserId,
-    VipStanding, decide, evolve,
+    RoomId, RoomResource, RoomRules, RoomState, SeatIndex, SeatSessionId, Timestamp, UserActor,
+    UserId, VipStanding, decide, evolve,
 };
 
 /// Wednesday 2025-11-26, 12:00 UTC: far from any day or week boundary between UTC-8 and
@@ -305,6 +305,10 @@ pub fn every_command_kind() -> Vec<CommandKind> {
         CommandKind::ChangeBackground {
             background_url: Some("https://img.example/bg.png".into()),
         },
+        CommandKind::RevokeResources {
+            resources: vec![RoomResource::Notice],
+            reason: "spam".into(),
+        },
         CommandKind::SetChatEnabled { enabled: false },
         CommandKind::SetLock {
             password_hash: None,
@@ -369,6 +373,7 @@ pub fn every_command_kind() -> Vec<CommandKind> {
             CommandKind::CreateRoom { .. }
             | CommandKind::UpdateProfile { .. }
             | CommandKind::ChangeBackground { .. }
+            | CommandKind::RevokeResources { .. }
             | CommandKind::SetChatEnabled { .. }
             | CommandKind::SetLock { .. }
             | CommandKind::CloseRoom

@@ -56,6 +56,7 @@ fn one_of_each_rejection() -> Vec<Rejection> {
         Rejection::AmountOverflow,
         Rejection::SelfGift,
         Rejection::NoRecipients,
+        Rejection::InvalidResources,
     ]
 }
 

@@ -2,7 +2,7 @@
 //! count, region, profile texts and images.
 
 use room_domain::{
-    CommandKind, Event, Field, MicDownReason, Rejection, Role, RoomRules, RoomStatus,
+    CommandKind, Event, Field, MicDownReason, Rejection, Role, RoomResource, RoomRules, RoomStatus,
 };
 
 use crate::fixture::{NOON, Room, downs, every_command_kind, id, platform_admin, system, user};
@@ -351,4 +351,136 @@ fn profile_updates_validate_their_fields() {
     room.ok(&admin, update(None, None, Some("")));
     assert_eq!(room.state.profile.cover_url, None);
     assert_eq!(room.state.profile.notice, notice);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource revoke.
+// ---------------------------------------------------------------------------------------------
+
+fn revoke(resources: &[RoomResource], reason: &str) -> CommandKind {
+    CommandKind::RevokeResources {
+        resources: resources.to_vec(),
+        reason: reason.into(),
+    }
+}
+
+#[test]
+fn a_platform_admin_resets_resources_to_their_defaults_with_a_reason() {
+    let mut room = Room::open();
+    let owner = user("owner");
+    room.ok(
+        &owner,
+        CommandKind::UpdateProfile {
+            name: Some("Buy cheap coins".into()),
+            notice: Some("dm me".into()),
+            cover_url: Some("https://img.example/ad.png".into()),
+        },
+    );
+    room.ok(
+        &owner,
+        CommandKind::ChangeBackground {
+            background_url: Some("https://img.example/ad-bg.png".into()),
+        },
+    );
+    let events = room.ok(
+        &platform_admin("staff"),
+        revoke(
+            &[RoomResource::Name, RoomResource::Cover],
+            "  Advertising. ",
+        ),
+    );
+    assert_eq!(
+        events,
+        [Event::RoomResourcesRevoked {
+            resources: vec![RoomResource::Name, RoomResource::Cover],
+            name: Some("Voice room".into()),
+            reason: "Advertising.".into(),
+            by: Some(id("staff")),
+        }]
+    );
+    assert_eq!(room.state.profile.name, "Voice room");
+    assert_eq!(room.state.profile.cover_url, None);
+    // What was not revoked stays.
+    assert_eq!(room.state.profile.notice, "dm me");
+    assert_eq!(
+        room.state.profile.background_url.as_deref(),
+        Some("https://img.example/ad-bg.png")
+    );
+    room.ok(
+        &platform_admin("staff"),
+        revoke(&[RoomResource::Background, RoomResource::Notice], "Spam"),
+    );
+    assert_eq!(room.state.profile.notice, "");
+    assert_eq!(room.state.profile.background_url, None);
+    assert_eq!(room.state.profile.name, "Voice room");
+    // The name comes from the rules.
+    let mut other = Room::open_with(RoomRules {
+        default_room_name: "Room".into(),
+        ..RoomRules::default()
+    });
+    other.ok(&platform_admin("staff"), revoke(&[RoomResource::Name], "x"));
+    assert_eq!(other.state.profile.name, "Room");
+}
+
+#[test]
+fn only_a_platform_admin_revokes_and_only_with_a_reason_and_distinct_resources() {
+    let mut room = Room::open();
+    for who in ["owner", "admin", "alice"] {
+        assert_eq!(
+            room.err(&user(who), revoke(&[RoomResource::Name], "spam")),
+            Rejection::Forbidden,
+            "{who}"
+        );
+    }
+    assert_eq!(
+        room.err(&system(), revoke(&[RoomResource::Name], "spam")),
+        Rejection::Forbidden
+    );
+    let staff = platform_admin("staff");
+    assert_eq!(
+        room.err(&staff, revoke(&[], "spam")),
+        Rejection::InvalidResources
+    );
+    assert_eq!(
+        room.err(
+            &staff,
+            revoke(&[RoomResource::Name, RoomResource::Name], "spam")
+        ),
+        Rejection::InvalidResources
+    );
+    assert_eq!(
+        room.err(&staff, revoke(&[RoomResource::Name], " \t")),
+        Rejection::FieldEmpty {
+            field: Field::Reason
+        }
+    );
+    assert_eq!(
+        room.err(&staff, revoke(&[RoomResource::Name], &"x".repeat(201))),
+        Rejection::FieldTooLong {
+            field: Field::Reason,
+            max: 200
+        }
+    );
+    assert!(
+        room.ask(&staff, revoke(&[RoomResource::Name], &"x".repeat(200)))
+            .is_ok()
+    );
+    assert_eq!(
+        room.err(&staff, revoke(&[RoomResource::Name], "a\u{202E}b")),
+        Rejection::FieldInvalidCharacter {
+            field: Field::Reason,
+            character: 0x202E
+        }
+    );
+}
+
+#[test]
+fn a_default_room_name_that_breaks_the_name_rule_is_refused() {
+    for name in ["", " Room", &"n".repeat(31), "a\u{0007}b"] {
+        let rules = RoomRules {
+            default_room_name: name.to_owned(),
+            ..RoomRules::default()
+        };
+        assert!(rules.validate().is_err(), "{name:?}");
+    }
 }

@@ -162,7 +162,10 @@ async fn every_field_round_trips<S: GiftOrders>(store: Arc<S>) {
     batch.scope = Some(GiftScope::AllRoom);
     ok(store.create_or_get(&batch).await, "create_or_get");
     same(
-        ok(GiftOrders::get(&*store, &alice(), &batch.order_id).await, "get"),
+        ok(
+            GiftOrders::get(&*store, &alice(), &batch.order_id).await,
+            "get",
+        ),
         Some(batch.clone()),
         "a batch order reads back with its scope",
     );
@@ -171,16 +174,25 @@ async fn every_field_round_trips<S: GiftOrders>(store: Arc<S>) {
     applied.partial_refund = Coins(30);
     ok(store.update(&applied, OrderStatus::Pending).await, "update");
     same(
-        ok(GiftOrders::get(&*store, &alice(), &batch.order_id).await, "get"),
+        ok(
+            GiftOrders::get(&*store, &alice(), &batch.order_id).await,
+            "get",
+        ),
         Some(applied.clone()),
         "an applied batch order reads back with whom it reached and its refund",
     );
     let mut refunded = applied.clone();
     refunded.partial_refunded = true;
     refunded.status = OrderStatus::Completed;
-    ok(store.update(&refunded, OrderStatus::Applied).await, "update");
+    ok(
+        store.update(&refunded, OrderStatus::Applied).await,
+        "update",
+    );
     same(
-        ok(GiftOrders::get(&*store, &alice(), &batch.order_id).await, "get"),
+        ok(
+            GiftOrders::get(&*store, &alice(), &batch.order_id).await,
+            "get",
+        ),
         Some(refunded),
         "a refunded batch order reads back",
     );
