@@ -39,11 +39,11 @@ pub use rocket::{PutRocketRequest, RocketSettingsResponse};
 pub use rooms::{
     BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, FollowResponse, FollowedRoomItem,
     FollowedRoomsResponse, JoinRequest, KickRequest, LockSeatRequest, MuteSeatRequest,
-    OnlineUsersResponse, PatchRoomRequest, RankResponse, RoomResponse, UnbanRequest,
+    OnlineUsersResponse, PatchRoomRequest, RankResponse, RevokeRequest, RoomResponse, UnbanRequest,
 };
 pub use schema::{
-    Audience, Country, GiftName, Id, ImageUrl, Nickname, Notice, OrderIdSchema, Recipients, Region,
-    RobotPool, RoomName, UserRegion,
+    Audience, Country, GiftName, Id, ImageUrl, Nickname, Notice, OrderIdSchema, Reason, Recipients,
+    Region, RobotPool, RoomName, UserRegion,
 };
 pub use tallies::{GiftValueResponse, TurnoverResponse};
 pub use users::{

@@ -56,6 +56,7 @@ use crate::state::AppState;
         crate::dto::OrderIdSchema,
         crate::dto::RoomName,
         crate::dto::Notice,
+        crate::dto::Reason,
         crate::dto::ImageUrl,
         crate::dto::Region,
         crate::dto::Nickname,
@@ -152,6 +153,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(lists::delete_pin))
         .routes(routes!(admin::list_dead_letters))
         .routes(routes!(admin::replay_dead_letter))
+        .routes(routes!(admin::revoke_resources))
         .routes(routes!(billing::get_billing, billing::put_billing))
         .routes(routes!(billing::my_income))
         .routes(routes!(billing::user_income))

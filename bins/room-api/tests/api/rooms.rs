@@ -458,3 +458,85 @@ async fn a_cover_another_open_room_shows_is_refused_as_in_use() {
         .await;
     assert_eq!(status, StatusCode::OK, "{room}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_platform_admin_revokes_a_rooms_name_and_cover_with_a_reason() {
+    let t = TestApp::new().await;
+    let first = t.create_room("alice").await;
+    let second = t.create_room("bob").await;
+    let cover = "https://img.example/covers/ad.png";
+    let (status, room) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{first}"),
+            Some(&t.token("alice")),
+            Some(json!({"name": "Cheap coins here", "notice": "dm me", "cover_url": cover})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    let revoke = |token: String, body: serde_json::Value| {
+        let (t, first) = (&t, first.clone());
+        async move {
+            t.call(
+                Method::POST,
+                &format!("/v1/admin/rooms/{first}/revoke"),
+                Some(&token),
+                Some(body),
+            )
+            .await
+        }
+    };
+    let body = json!({"resources": ["name", "cover", "cover"], "reason": "Advertising."});
+    // The owner is no platform admin.
+    let (status, answer) = revoke(t.token("alice"), body.clone()).await;
+    assert_eq!(
+        (status, error_code(&answer)),
+        (StatusCode::FORBIDDEN, "FORBIDDEN")
+    );
+    let (status, room) = revoke(t.admin_token(), body).await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["name"], "Voice room");
+    assert_eq!(room["cover_url"], serde_json::Value::Null);
+    assert_eq!(room["notice"], "dm me");
+    // The revoked cover is free for another room.
+    let (status, other) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{second}"),
+            Some(&t.token("bob")),
+            Some(json!({"cover_url": cover})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
+
+    // Bad input changes nothing.
+    for (bad, code) in [
+        (json!({"resources": [], "reason": "x"}), "INVALID_BODY"),
+        (
+            json!({"resources": ["name", "notice", "cover", "background", "name"], "reason": "x"}),
+            "INVALID_BODY",
+        ),
+        (
+            json!({"resources": ["owner"], "reason": "x"}),
+            "INVALID_BODY",
+        ),
+        (json!({"resources": ["notice"]}), "INVALID_BODY"),
+        (
+            json!({"resources": ["notice"], "reason": "  "}),
+            "FIELD_EMPTY",
+        ),
+        (
+            json!({"resources": ["notice"], "reason": "x".repeat(201)}),
+            "FIELD_TOO_LONG",
+        ),
+    ] {
+        let (status, answer) = revoke(t.admin_token(), bad.clone()).await;
+        assert_eq!(
+            (status, error_code(&answer)),
+            (StatusCode::BAD_REQUEST, code),
+            "{bad}: {answer}"
+        );
+    }
+    let room = t.room(&first).await;
+    assert_eq!(room["notice"], "dm me");
+}

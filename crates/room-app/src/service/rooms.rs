@@ -3,7 +3,7 @@
 
 use room_domain::{
     Actor, Command, CommandId, CommandKind, Ctx, Event, EventEnvelope, Rejection, RoomId,
-    RoomState, UserActor, UserId, decide,
+    RoomResource, RoomState, UserActor, UserId, decide,
 };
 
 use super::idempotency::IdempotencyKey;
@@ -247,6 +247,48 @@ impl RoomService {
                 CommandKind::SetLock { password_hash },
             )
             .await?;
+        }
+        self.get_room(room_id).await
+    }
+
+    /// Resets parts of the room's profile to their defaults, with a reason the room is shown
+    /// (platform admins only: the room refuses anyone else). A revoked cover is let go, so
+    /// another room may show it.
+    pub async fn revoke_resources(
+        &self,
+        actor: &UserActor,
+        room_id: &RoomId,
+        resources: Vec<RoomResource>,
+        reason: String,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<RoomView> {
+        let cover = if resources.contains(&RoomResource::Cover) {
+            let shown = self
+                .query(room_id, |state| state.profile.cover_url.clone())
+                .await?;
+            match shown {
+                Some(cover) => self
+                    .claim_of(room_id, &cover)
+                    .await?
+                    .map(|claim| (cover, claim)),
+                None => None,
+            }
+        } else {
+            None
+        };
+        let actor = Actor::User(actor.clone());
+        let command = CommandKind::RevokeResources { resources, reason };
+        self.run_keyed(room_id, actor, key, "revoke", command)
+            .await?;
+        // The claim is let go only if the room no longer shows the cover (another change may
+        // have come between).
+        if let Some((cover, claim)) = cover
+            && let Ok(shown) = self
+                .query(room_id, |state| state.profile.cover_url.clone())
+                .await
+            && shown.as_ref() != Some(&cover)
+        {
+            self.release_cover(&cover, &claim).await;
         }
         self.get_room(room_id).await
     }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::fields::{present, whole};
-use super::schema::{Id, ImageUrl, Notice, Region, RoomName};
+use super::schema::{Id, ImageUrl, Notice, Reason, Region, RoomName};
 
 /// `POST /v1/rooms`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -46,6 +46,44 @@ pub struct PatchRoomRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
     pub password: Option<Option<String>>,
+}
+
+/// `POST /v1/admin/rooms/{room_id}/revoke`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeRequest {
+    /// What to reset to its default: 1 to 4 resources (one named twice counts once).
+    #[schema(min_items = 1, max_items = 4)]
+    pub resources: Vec<RevokedResource>,
+    /// Why: shown to the room.
+    #[schema(value_type = Reason)]
+    pub reason: String,
+}
+
+/// A part of a room's profile a platform admin can reset: the name (to the configured default
+/// name), the notice (empty), the cover or the background (none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RevokedResource {
+    /// The name.
+    Name,
+    /// The notice.
+    Notice,
+    /// The cover.
+    Cover,
+    /// The background.
+    Background,
+}
+
+impl From<RevokedResource> for room_domain::RoomResource {
+    fn from(resource: RevokedResource) -> Self {
+        match resource {
+            RevokedResource::Name => room_domain::RoomResource::Name,
+            RevokedResource::Notice => room_domain::RoomResource::Notice,
+            RevokedResource::Cover => room_domain::RoomResource::Cover,
+            RevokedResource::Background => room_domain::RoomResource::Background,
+        }
+    }
 }
 
 /// `POST /v1/rooms/{room_id}/join` (the body may be left out).

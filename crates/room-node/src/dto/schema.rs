@@ -80,6 +80,16 @@ string_schema!(
 );
 
 string_schema!(
+    /// The schema of the reason of an operator's action.
+    Reason,
+    "1 to 200 characters with at least one that is not whitespace (the reason is trimmed), \
+     no control character, no bidirectional embedding, override or isolate.",
+    Some(1),
+    room_domain::Field::Reason.max_chars() as usize,
+    r"^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202a-\u202f\u205f\u2066-\u2069\u3000][^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+string_schema!(
     /// The schema of a room's notice board.
     Notice,
     "Up to 500 characters; line breaks and tabs are allowed, other control characters and \

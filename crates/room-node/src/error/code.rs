@@ -150,6 +150,8 @@ api_codes! {
     InvalidGiftCount = "INVALID_GIFT_COUNT", BAD_REQUEST, false;
     /// Too few or too many recipients.
     InvalidRecipientCount = "INVALID_RECIPIENT_COUNT", BAD_REQUEST, false;
+    /// A resource revoke naming no resource, or one twice.
+    InvalidResources = "INVALID_RESOURCES", BAD_REQUEST, false;
     /// A recipient named twice.
     DuplicateRecipient = "DUPLICATE_RECIPIENT", BAD_REQUEST, false;
     /// A gift with a negative price, heat or fuel, or a catalog gift that breaks a rule.

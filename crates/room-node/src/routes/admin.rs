@@ -13,7 +13,7 @@ use room_app::ports::{CatalogGift, GiftShare};
 use room_app::robot_admin::{
     CreateRobotRoom, PatchRobotRoom, ProfileInput, ProfilePatch, RobotAdminError, RobotRoom,
 };
-use room_domain::{Coins, CommandId, GiftId, RoomId, UserId};
+use room_domain::{Coins, CommandId, GiftId, RoomId, RoomResource, UserId};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -21,10 +21,10 @@ use crate::auth::PlatformAdmin;
 use crate::dto::{
     CreateRobotRoomRequest, CreditRequest, CreditResponse, DeadLetterListResponse,
     DeadLetterResponse, GiftCatalogEntry, GiftShareRequest, PatchRobotRoomRequest, PutGiftRequest,
-    RobotProfileRequest, RobotRoomListResponse, RobotRoomResponse,
+    RevokeRequest, RobotProfileRequest, RobotRoomListResponse, RobotRoomResponse, RoomResponse,
 };
 use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, parse_id};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey, parse_id};
 use crate::state::AppState;
 
 /// Credits coins to a user's wallet. Idempotent by `op_id`: a repeat credits nothing more and
@@ -597,4 +597,55 @@ pub async fn replay_dead_letter(
             format!("no dead letter has id {id}"),
         ))
     }
+}
+
+/// Resets parts of a room's profile to their defaults, with a reason the room is shown
+/// (`RoomResourcesRevoked`, in the event stream and in IM): the name becomes the configured
+/// `default_room_name`, the notice empty, the cover and the background none. A revoked cover
+/// may be shown by another room. Answers the room.
+#[utoipa::path(
+    post, path = "/v1/admin/rooms/{room_id}/revoke", tag = "admin",
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
+    request_body = RevokeRequest,
+    responses(
+        (status = 200, description = "Revoked", body = RoomResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY` (no resource, more than 4, an unknown one), `INVALID_ID`, `FIELD_EMPTY`, `FIELD_TOO_LONG`, `FIELD_INVALID_CHARACTER` (the reason)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`ROOM_CLOSED`", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn revoke_resources(
+    State(state): State<AppState>,
+    PlatformAdmin(actor): PlatformAdmin,
+    key: IdempotencyKey,
+    ApiPath(room_id): ApiPath<String>,
+    ApiJson(request): ApiJson<RevokeRequest>,
+) -> ApiResult<Json<RoomResponse>> {
+    if request.resources.len() > 4 {
+        return Err(ApiError::of(
+            ApiCode::InvalidBody,
+            "resources: name 1 to 4 resources",
+        ));
+    }
+    let mut resources: Vec<RoomResource> = Vec::with_capacity(4);
+    for resource in request.resources {
+        let resource = RoomResource::from(resource);
+        if !resources.contains(&resource) {
+            resources.push(resource);
+        }
+    }
+    if resources.is_empty() {
+        return Err(ApiError::of(
+            ApiCode::InvalidBody,
+            "resources: name 1 to 4 resources",
+        ));
+    }
+    let room_id = state.existing_room(&room_id).await?;
+    let view = state
+        .service
+        .revoke_resources(&actor, &room_id, resources, request.reason, key.get())
+        .await?;
+    Ok(Json(view.into()))
 }
