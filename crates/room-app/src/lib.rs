@@ -62,6 +62,6 @@ pub use ports::CommandReply;
 pub use robot_admin::RobotRoomAdmin;
 pub use service::{
     BannedUser, COVER_CLAIM_GRACE, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS,
-    OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch, RoomService, RoomView, SeatView,
-    ServicePorts,
+    MessageReport, MessageTarget, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch,
+    RoomService, RoomView, SeatView, ServicePorts,
 };

@@ -5,7 +5,8 @@
 //! grouped by what they touch: `rooms` (creation, profile, closing), `covers` (one open room
 //! per cover picture), `members` (joins and
 //! leaves), `current_room` (the user's current-room record and how rooms follow it), `commands` (commands of users, the system and robots, and the room's lists),
-//! `money` (gifts, the catalog, balances). `views` is what clients see, `idempotency` the
+//! `money` (gifts, the catalog, balances), `messages` (the platform's system messages to
+//! rooms). `views` is what clients see, `idempotency` the
 //! keys that make a request repeatable, `password` how room passwords are kept.
 
 mod commands;
@@ -13,6 +14,7 @@ mod covers;
 mod current_room;
 mod idempotency;
 mod members;
+mod messages;
 mod money;
 mod password;
 mod room_service;
@@ -21,6 +23,7 @@ mod views;
 
 pub use covers::COVER_CLAIM_GRACE;
 pub use idempotency::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
+pub use messages::{MessageReport, MessageTarget};
 pub use money::MAX_ADMIN_CREDIT;
 pub use room_service::{RoomService, ServicePorts};
 pub use views::{

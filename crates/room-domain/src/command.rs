@@ -96,6 +96,12 @@ pub enum CommandKind {
         /// New background URL.
         background_url: Option<String>,
     },
+    /// A message from the platform to the room (platform admins, the system): shown as a
+    /// display event, kept with who sent it.
+    SystemMessage {
+        /// 1 to 500 characters; line breaks and tabs allowed.
+        text: String,
+    },
     /// Reset parts of the room's profile to their defaults, with a reason the room is shown
     /// (platform admins): content that breaks the platform's rules.
     RevokeResources {
@@ -347,6 +353,19 @@ impl RobotGift {
             rules.max_recipients,
         )
     }
+}
+
+/// The rule of a system message's text ([`CommandKind::SystemMessage`]): 1 to 500 characters,
+/// not all whitespace, line breaks and tabs allowed, no other control character and no
+/// bidirectional embedding, override or isolate. Public so that a service sending one message
+/// to many rooms checks it once, before any room.
+pub fn check_system_message(text: &str) -> Result<(), Rejection> {
+    if text.trim().is_empty() {
+        return Err(Rejection::FieldEmpty {
+            field: crate::rejection::Field::Message,
+        });
+    }
+    crate::rejection::Field::Message.check(text)
 }
 
 /// The state-free checks shared by paid and robot gifts; returns the total value.

@@ -72,6 +72,7 @@ pub fn decide(
         CommandKind::ChangeBackground { background_url } => {
             room::change_background(state, standing, by, background_url.as_deref())
         }
+        CommandKind::SystemMessage { text } => room::system_message(standing, by, text),
         CommandKind::RevokeResources { resources, reason } => {
             room::revoke_resources(standing, by, resources, reason, ctx)
         }

@@ -66,6 +66,13 @@ pub enum Event {
         /// Who changed it.
         by: Option<UserId>,
     },
+    /// A message from the platform to the room.
+    RoomSystemMessage {
+        /// The text.
+        text: String,
+        /// The platform admin who sent it; `None` for the system.
+        by: Option<UserId>,
+    },
     /// A platform admin reset parts of the room's profile to their defaults.
     RoomResourcesRevoked {
         /// What was reset.
@@ -446,6 +453,7 @@ impl Event {
             Event::RoomChatEnabledChanged { .. } => "RoomChatEnabledChanged",
             Event::RoomLockChanged { .. } => "RoomLockChanged",
             Event::RoomResourcesRevoked { .. } => "RoomResourcesRevoked",
+            Event::RoomSystemMessage { .. } => "RoomSystemMessage",
             Event::RoomClosed { .. } => "RoomClosed",
             Event::RoomUserJoined { .. } => "RoomUserJoined",
             Event::RoomUserLeft { .. } => "RoomUserLeft",
@@ -494,6 +502,7 @@ impl Event {
             | Event::RoomProfileUpdated { .. }
             | Event::RoomBackgroundChanged { .. }
             | Event::RoomResourcesRevoked { .. }
+            | Event::RoomSystemMessage { .. }
             | Event::RoomChatEnabledChanged { .. }
             | Event::RoomAdminChanged { .. } => (Some(Normal), true, None),
         };

@@ -41,6 +41,8 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
         Event::RoomBackgroundChanged { background_url, .. } => {
             state.profile.background_url = background_url.clone();
         }
+        // A message changes nothing in the room but its version.
+        Event::RoomSystemMessage { .. } => {}
         Event::RoomResourcesRevoked {
             resources, name, ..
         } => {

@@ -90,6 +90,7 @@ pub use billing::{
     BASIS_POINTS, BillingError, BillingPolicy, BillingShares, FIRST_BILLING_VERSION, IncomePart,
     MAX_BILLING_OVERRIDES, Split, SplitError,
 };
+pub use command::check_system_message;
 pub use command::{
     ApplyGift, COMMAND_SCHEMA_VERSION, Command, CommandKind, Ctx, GiftSnapshot, RTC_CLOCK_SKEW_MS,
     RobotGift,

@@ -22,6 +22,8 @@ pub enum Field {
     Region,
     /// Why an operator acted (a resource revoke).
     Reason,
+    /// A system message's text.
+    Message,
 }
 
 impl Field {
@@ -34,6 +36,7 @@ impl Field {
             Field::BackgroundUrl => "background_url",
             Field::Region => "region",
             Field::Reason => "reason",
+            Field::Message => "text",
         }
     }
 
@@ -48,6 +51,7 @@ impl Field {
             Field::CoverUrl | Field::BackgroundUrl => 2048,
             Field::Region => 32,
             Field::Reason => 200,
+            Field::Message => 500,
         }
     }
 
@@ -62,7 +66,8 @@ impl Field {
             return Err(Rejection::FieldTooLong { field: self, max });
         }
         let refused = |c: char| {
-            let line_break = matches!(c, '\n' | '\r' | '\t') && self == Field::Notice;
+            let line_break =
+                matches!(c, '\n' | '\r' | '\t') && matches!(self, Field::Notice | Field::Message);
             (c.is_control() && !line_break)
                 || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
         };

@@ -37,7 +37,7 @@ const AT: i64 = 1_764_460_800_000;
 const HASH: &str = "argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo";
 
 /// Every event type, as in [`Event::type_name`] and the JSON `type`.
-const EVENT_TYPES: [&str; 22] = [
+const EVENT_TYPES: [&str; 23] = [
     "RoomCreated",
     "RoomProfileUpdated",
     "RoomBackgroundChanged",
@@ -60,6 +60,7 @@ const EVENT_TYPES: [&str; 22] = [
     "RoomRocketLaunched",
     "RoomRocketReset",
     "RoomResourcesRevoked",
+    "RoomSystemMessage",
 ];
 
 /// The golden files that are not one event type each.
@@ -247,6 +248,10 @@ fn sample_events() -> Vec<Event> {
             reason: "The cover breaks the content rules.".into(),
             by: Some(user("staff")),
         },
+        Event::RoomSystemMessage {
+            text: "Maintenance tonight at 02:00.\nGifts stay open.".into(),
+            by: Some(user("staff")),
+        },
     ]
 }
 
@@ -421,6 +426,7 @@ fn command_kind_is_listed(kind: &CommandKind) {
         | CommandKind::UpdateProfile { .. }
         | CommandKind::ChangeBackground { .. }
         | CommandKind::RevokeResources { .. }
+        | CommandKind::SystemMessage { .. }
         | CommandKind::SetChatEnabled { .. }
         | CommandKind::SetLock { .. }
         | CommandKind::CloseRoom
@@ -641,6 +647,9 @@ fn sample_commands() -> Vec<Command> {
         CommandKind::RevokeResources {
             resources: vec![RoomResource::Name, RoomResource::Cover],
             reason: "The cover breaks the content rules.".into(),
+        },
+        CommandKind::SystemMessage {
+            text: "Maintenance tonight at 02:00.\nGifts stay open.".into(),
         },
     ];
     let mut commands: Vec<Command> = kinds

@@ -10,6 +10,7 @@ mod fields;
 mod gifts;
 mod lists;
 mod me;
+mod messages;
 mod ops;
 mod outbox;
 mod robot_rooms;
@@ -29,6 +30,7 @@ pub use gifts::{
 };
 pub use lists::{CreatePinRequest, PinListResponse, PinResponse, RoomListResponse};
 pub use me::{CurrentRoomResponse, ImCredentialsResponse};
+pub use messages::{SystemMessageRequest, SystemMessageResponse, TargetField};
 pub use ops::{HealthResponse, RtcAck};
 pub use outbox::{DeadLetterListResponse, DeadLetterResponse};
 pub use robot_rooms::{
@@ -42,8 +44,8 @@ pub use rooms::{
     OnlineUsersResponse, PatchRoomRequest, RankResponse, RevokeRequest, RoomResponse, UnbanRequest,
 };
 pub use schema::{
-    Audience, Country, GiftName, Id, ImageUrl, Nickname, Notice, OrderIdSchema, Reason, Recipients,
-    Region, RobotPool, RoomName, UserRegion,
+    Audience, Country, GiftName, Id, ImageUrl, MessageTargetSchema, MessageText, Nickname, Notice,
+    OrderIdSchema, Reason, Recipients, Region, RobotPool, RoomName, UserRegion,
 };
 pub use tallies::{GiftValueResponse, TurnoverResponse};
 pub use users::{

@@ -57,6 +57,8 @@ use crate::state::AppState;
         crate::dto::RoomName,
         crate::dto::Notice,
         crate::dto::Reason,
+        crate::dto::MessageText,
+        crate::dto::MessageTargetSchema,
         crate::dto::ImageUrl,
         crate::dto::Region,
         crate::dto::Nickname,
@@ -154,6 +156,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(admin::list_dead_letters))
         .routes(routes!(admin::replay_dead_letter))
         .routes(routes!(admin::revoke_resources))
+        .routes(routes!(admin::send_system_message))
         .routes(routes!(billing::get_billing, billing::put_billing))
         .routes(routes!(billing::my_income))
         .routes(routes!(billing::user_income))

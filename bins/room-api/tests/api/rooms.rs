@@ -540,3 +540,101 @@ async fn a_platform_admin_revokes_a_rooms_name_and_cover_with_a_reason() {
     let room = t.room(&first).await;
     assert_eq!(room["notice"], "dm me");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_platform_admin_sends_system_messages_to_a_room_a_region_or_everyone() {
+    let t = TestApp::new().await;
+    let room_id = t.create_room("alice").await;
+    let send = |token: String, body: serde_json::Value| {
+        let t = &t;
+        async move {
+            t.call(
+                Method::POST,
+                "/v1/admin/system-messages",
+                Some(&token),
+                Some(body),
+            )
+            .await
+        }
+    };
+    let version = t.room(&room_id).await["version"].as_u64().unwrap();
+    for (target, sent) in [
+        (json!({"room_id": room_id}), 1),
+        (json!({"all": true}), 1),
+        (json!({"region": "nowhere"}), 0),
+    ] {
+        let (status, report) = send(
+            t.admin_token(),
+            json!({"text": "Maintenance at 02:00.\nBack soon.", "target": target}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{target}: {report}");
+        assert_eq!(
+            report,
+            json!({"sent": sent, "closed": 0, "failed": 0}),
+            "{target}"
+        );
+    }
+    // Two messages shown: one event each.
+    assert_eq!(t.room(&room_id).await["version"], version + 2);
+
+    let (status, answer) = send(
+        t.token("alice"),
+        json!({"text": "Hi", "target": {"all": true}}),
+    )
+    .await;
+    assert_eq!(
+        (status, error_code(&answer)),
+        (StatusCode::FORBIDDEN, "FORBIDDEN")
+    );
+    for (bad, status, code) in [
+        (
+            json!({"text": "Hi", "target": {"all": false}}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_BODY",
+        ),
+        (
+            json!({"text": "Hi", "target": {"room_id": "a", "all": true}}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_BODY",
+        ),
+        (
+            json!({"text": "Hi", "target": "all"}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_BODY",
+        ),
+        (
+            json!({"text": "Hi"}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_BODY",
+        ),
+        (
+            json!({"text": " ", "target": {"all": true}}),
+            StatusCode::BAD_REQUEST,
+            "FIELD_EMPTY",
+        ),
+        (
+            json!({"text": "x".repeat(501), "target": {"all": true}}),
+            StatusCode::BAD_REQUEST,
+            "FIELD_TOO_LONG",
+        ),
+        (
+            json!({"text": "Hi", "target": {"region": "r".repeat(33)}}),
+            StatusCode::BAD_REQUEST,
+            "FIELD_TOO_LONG",
+        ),
+        (
+            json!({"text": "Hi", "target": {"room_id": "no-such-room"}}),
+            StatusCode::NOT_FOUND,
+            "ROOM_NOT_FOUND",
+        ),
+    ] {
+        let (got, answer) = send(t.admin_token(), bad.clone()).await;
+        assert_eq!(
+            (got, error_code(&answer)),
+            (status, code),
+            "{bad}: {answer}"
+        );
+    }
+    assert_eq!(t.room(&room_id).await["version"], version + 2);
+}

@@ -33,6 +33,7 @@ mod runtime;
 mod saga_interactions;
 mod saga_state;
 mod support;
+mod system_messages;
 mod vip;
 mod visitors;
 mod workers;

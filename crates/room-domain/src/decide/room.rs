@@ -84,6 +84,22 @@ pub(super) fn change_background(
     Ok(vec![Event::RoomBackgroundChanged { background_url, by }])
 }
 
+/// `SystemMessage`: the platform (a platform admin or the system) speaks to the room.
+pub(super) fn system_message(
+    standing: Standing,
+    by: Option<UserId>,
+    text: &str,
+) -> Result<Vec<Event>, Rejection> {
+    if standing < Standing::PlatformAdmin {
+        return Err(Rejection::Forbidden);
+    }
+    crate::command::check_system_message(text)?;
+    Ok(vec![Event::RoomSystemMessage {
+        text: text.to_owned(),
+        by,
+    }])
+}
+
 /// `RevokeResources`: a platform admin resets parts of the profile to their defaults, with a
 /// reason. Always an event, even when the resources are at their defaults already: the room
 /// is shown the reason.

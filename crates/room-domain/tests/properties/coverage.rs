@@ -32,6 +32,7 @@ pub fn kind_name(kind: &CommandKind) -> &'static str {
         CommandKind::UpdateProfile { .. } => "update_profile",
         CommandKind::ChangeBackground { .. } => "change_background",
         CommandKind::RevokeResources { .. } => "revoke_resources",
+        CommandKind::SystemMessage { .. } => "system_message",
         CommandKind::SetChatEnabled { .. } => "set_chat_enabled",
         CommandKind::SetLock { .. } => "set_lock",
         CommandKind::CloseRoom => "close_room",
@@ -57,11 +58,12 @@ pub fn kind_name(kind: &CommandKind) -> &'static str {
     }
 }
 
-pub const ALL_COMMAND_KINDS: [&str; 26] = [
+pub const ALL_COMMAND_KINDS: [&str; 27] = [
     "create_room",
     "update_profile",
     "change_background",
     "revoke_resources",
+    "system_message",
     "set_chat_enabled",
     "set_lock",
     "close_room",
@@ -86,11 +88,12 @@ pub const ALL_COMMAND_KINDS: [&str; 26] = [
     "robot_gift",
 ];
 
-pub const ALL_EVENT_TYPES: [&str; 22] = [
+pub const ALL_EVENT_TYPES: [&str; 23] = [
     "RoomCreated",
     "RoomProfileUpdated",
     "RoomBackgroundChanged",
     "RoomResourcesRevoked",
+    "RoomSystemMessage",
     "RoomChatEnabledChanged",
     "RoomLockChanged",
     "RoomClosed",

@@ -104,6 +104,7 @@ pub fn fitting_actor(who: Who, op: &Op) -> Who {
         Op::UpdateProfile { .. }
         | Op::ChangeBackground(_)
         | Op::Revoke { .. }
+        | Op::SystemMessage { .. }
         | Op::SetChatEnabled(_)
         | Op::SetLock(_)
         | Op::LockSeat(..)

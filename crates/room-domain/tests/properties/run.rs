@@ -172,6 +172,9 @@ impl Run<'_> {
                 .collect(),
                 reason: if *blank_reason { " " } else { "spam" }.to_owned(),
             },
+            Op::SystemMessage { blank } => CommandKind::SystemMessage {
+                text: if *blank { "\n " } else { "Welcome" }.to_owned(),
+            },
             Op::SetChatEnabled(enabled) => CommandKind::SetChatEnabled { enabled: *enabled },
             Op::SetLock(hash) => CommandKind::SetLock {
                 password_hash: hash.map(|h| PasswordHash(format!("argon2id$salt${h}"))),

@@ -125,6 +125,10 @@ pub enum Op {
         resources: u8,
         blank_reason: bool,
     },
+    /// A system message; a blank one is refused.
+    SystemMessage {
+        blank: bool,
+    },
     SetChatEnabled(bool),
     SetLock(Option<u8>),
     CloseRoom,

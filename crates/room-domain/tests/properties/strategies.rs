@@ -250,6 +250,12 @@ fn op() -> impl Strategy<Value = Op> {
                 })
                 .boxed(),
         ),
+        (
+            3,
+            prop::bool::weighted(0.1)
+                .prop_map(|blank| Op::SystemMessage { blank })
+                .boxed(),
+        ),
         (6, any::<bool>().prop_map(Op::SetChatEnabled).boxed()),
         (6, prop::option::of(0u8..2).prop_map(Op::SetLock).boxed()),
         (4, Just(Op::CloseRoom).boxed()),

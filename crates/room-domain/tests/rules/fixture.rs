@@ -309,6 +309,9 @@ pub fn every_command_kind() -> Vec<CommandKind> {
             resources: vec![RoomResource::Notice],
             reason: "spam".into(),
         },
+        CommandKind::SystemMessage {
+            text: "hello".into(),
+        },
         CommandKind::SetChatEnabled { enabled: false },
         CommandKind::SetLock {
             password_hash: None,
@@ -374,6 +377,7 @@ pub fn every_command_kind() -> Vec<CommandKind> {
             | CommandKind::UpdateProfile { .. }
             | CommandKind::ChangeBackground { .. }
             | CommandKind::RevokeResources { .. }
+            | CommandKind::SystemMessage { .. }
             | CommandKind::SetChatEnabled { .. }
             | CommandKind::SetLock { .. }
             | CommandKind::CloseRoom

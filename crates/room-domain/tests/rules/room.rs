@@ -484,3 +484,57 @@ fn a_default_room_name_that_breaks_the_name_rule_is_refused() {
         assert!(rules.validate().is_err(), "{name:?}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// System messages.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn the_platform_speaks_to_a_room_with_a_system_message() {
+    let mut room = Room::open();
+    let message = |text: &str| CommandKind::SystemMessage { text: text.into() };
+    let version = room.state.version;
+    let events = room.ok(
+        &platform_admin("staff"),
+        message("Maintenance at 02:00.\nBack soon."),
+    );
+    assert_eq!(
+        events,
+        [Event::RoomSystemMessage {
+            text: "Maintenance at 02:00.\nBack soon.".into(),
+            by: Some(id("staff")),
+        }]
+    );
+    assert_eq!(room.state.version, version + 1);
+    assert_eq!(
+        room.ok(&system(), message("Hi")),
+        [Event::RoomSystemMessage {
+            text: "Hi".into(),
+            by: None,
+        }]
+    );
+    for who in ["owner", "admin", "alice"] {
+        assert_eq!(room.err(&user(who), message("Hi")), Rejection::Forbidden);
+    }
+    let staff = platform_admin("staff");
+    assert_eq!(
+        room.err(&staff, message(" \n ")),
+        Rejection::FieldEmpty {
+            field: Field::Message
+        }
+    );
+    assert_eq!(
+        room.err(&staff, message(&"x".repeat(501))),
+        Rejection::FieldTooLong {
+            field: Field::Message,
+            max: 500
+        }
+    );
+    assert_eq!(
+        room.err(&staff, message("a\u{0007}b")),
+        Rejection::FieldInvalidCharacter {
+            field: Field::Message,
+            character: 7
+        }
+    );
+}

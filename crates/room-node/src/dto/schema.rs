@@ -90,6 +90,49 @@ string_schema!(
 );
 
 string_schema!(
+    /// The schema of a system message's text.
+    MessageText,
+    "1 to 500 characters with at least one that is not whitespace; line breaks and tabs are \
+     allowed, other control characters and bidirectional embeddings, overrides and isolates \
+     are not.",
+    Some(1),
+    room_domain::Field::Message.max_chars() as usize,
+    r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202a-\u202f\u205f\u2066-\u2069\u3000][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$"
+);
+
+/// The schema of a system message's target: one room, every open room of a region, or every
+/// open room.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageTargetSchema;
+
+impl PartialSchema for MessageTargetSchema {
+    fn schema() -> RefOr<Schema> {
+        let closed = |name: &str, value: RefOr<Schema>| {
+            ObjectBuilder::new()
+                .property(name, value)
+                .required(name)
+                .additional_properties(Some(
+                    utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+                ))
+        };
+        let all = ObjectBuilder::new()
+            .schema_type(Type::Boolean)
+            .enum_values(Some([true]))
+            .into();
+        utoipa::openapi::schema::OneOfBuilder::new()
+            .item(closed("room_id", Id::schema()).description(Some("One room")))
+            .item(
+                closed("region", Region::schema())
+                    .description(Some("Every open room of the region")),
+            )
+            .item(closed("all", all).description(Some("Every open room")))
+            .into()
+    }
+}
+
+impl ToSchema for MessageTargetSchema {}
+
+string_schema!(
     /// The schema of a room's notice board.
     Notice,
     "Up to 500 characters; line breaks and tabs are allowed, other control characters and \

@@ -8,11 +8,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use room_app::RobotRoomAdmin;
 use room_app::ports::{CatalogGift, GiftShare};
 use room_app::robot_admin::{
     CreateRobotRoom, PatchRobotRoom, ProfileInput, ProfilePatch, RobotAdminError, RobotRoom,
 };
+use room_app::{MessageTarget, RobotRoomAdmin};
 use room_domain::{Coins, CommandId, GiftId, RoomId, RoomResource, UserId};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -22,6 +22,7 @@ use crate::dto::{
     CreateRobotRoomRequest, CreditRequest, CreditResponse, DeadLetterListResponse,
     DeadLetterResponse, GiftCatalogEntry, GiftShareRequest, PatchRobotRoomRequest, PutGiftRequest,
     RevokeRequest, RobotProfileRequest, RobotRoomListResponse, RobotRoomResponse, RoomResponse,
+    SystemMessageRequest, SystemMessageResponse, TargetField,
 };
 use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey, parse_id};
@@ -648,4 +649,45 @@ pub async fn revoke_resources(
         .revoke_resources(&actor, &room_id, resources, request.reason, key.get())
         .await?;
     Ok(Json(view.into()))
+}
+
+/// Sends a message from the platform to one room, to every open room of a region, or to
+/// every open room. Each room shows it as a `RoomSystemMessage` event (SSE, IM) and keeps it
+/// in its log and in the durable facts with who sent it. One room answers as any room command
+/// (404 `ROOM_NOT_FOUND`, 422 `ROOM_CLOSED`); many are sent to 16 at a time and answered
+/// with how many show it, had closed, or could not be reached now. With an
+/// `Idempotency-Key`, a repeat is shown once in each room.
+#[utoipa::path(
+    post, path = "/v1/admin/system-messages", tag = "admin",
+    request_body = SystemMessageRequest,
+    responses(
+        (status = 200, description = "Sent", body = SystemMessageResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY` (a target not of one of the three forms), `INVALID_ID`, `FIELD_EMPTY`, `FIELD_TOO_LONG`, `FIELD_INVALID_CHARACTER` (the text, the region)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not a platform admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND` (one room)", body = ErrorResponse),
+        (status = 422, description = "`ROOM_CLOSED` (one room)", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn send_system_message(
+    State(state): State<AppState>,
+    PlatformAdmin(actor): PlatformAdmin,
+    key: IdempotencyKey,
+    ApiJson(request): ApiJson<SystemMessageRequest>,
+) -> ApiResult<Json<SystemMessageResponse>> {
+    let target = match request.target {
+        TargetField::Room(room_id) => MessageTarget::Room(state.existing_room(&room_id).await?),
+        TargetField::Region(region) => {
+            room_domain::Field::Region
+                .check(&region)
+                .map_err(|rejection| ApiError::from_rejection(&rejection))?;
+            MessageTarget::Region(region)
+        }
+        TargetField::All => MessageTarget::All,
+    };
+    let report = state
+        .service
+        .send_system_message(&actor, target, request.text, key.get())
+        .await?;
+    Ok(Json(report.into()))
 }
