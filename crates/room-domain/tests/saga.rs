@@ -255,26 +255,35 @@ fn a_rejection_after_the_debit_is_refunded_and_compensated() {
     assert_eq!(order.next_step(), SagaStep::Done);
 }
 
+/// Decides `kind` by `actor` in `room` under `rules` (under the order's id as command id) and
+/// applies what it decided.
+fn run_in(
+    room: &mut RoomState,
+    rules: &RoomRules,
+    kind: CommandKind,
+    actor: &Actor,
+) -> Result<Vec<Event>, Rejection> {
+    let ctx = Ctx {
+        now: CREATED_AT,
+        actor,
+        random: 0,
+        rules,
+    };
+    let command = Command::new(new_order().order_id.into(), kind);
+    let result = decide(room, &command, &ctx);
+    for event in result.iter().flatten() {
+        evolve(room, event);
+    }
+    result
+}
+
 #[test]
 fn the_rooms_own_rejection_drives_the_refund() {
     // A room that closed after the order was placed.
     let rules = RoomRules::default();
     let owner = Actor::user(id("owner"));
     let mut room = RoomState::new(room_id());
-    let mut run = |kind: CommandKind, actor: &Actor| {
-        let ctx = Ctx {
-            now: CREATED_AT,
-            actor,
-            random: 0,
-            rules: &rules,
-        };
-        let command = Command::new(new_order().order_id.into(), kind);
-        let result = decide(&room, &command, &ctx);
-        for event in result.iter().flatten() {
-            evolve(&mut room, event);
-        }
-        result
-    };
+    let mut run = |kind: CommandKind, actor: &Actor| run_in(&mut room, &rules, kind, actor);
     run(
         CommandKind::CreateRoom {
             name: "Night talk".into(),
@@ -626,20 +635,7 @@ fn a_room_answer_worth_more_than_was_paid_is_invalid() {
 fn the_room_gives_a_batch_gift_to_whom_its_scope_names_when_it_applies_it() {
     let rules = RoomRules::default();
     let mut room = RoomState::new(room_id());
-    let mut run = |kind: CommandKind, actor: &Actor| {
-        let ctx = Ctx {
-            now: CREATED_AT,
-            actor,
-            random: 0,
-            rules: &rules,
-        };
-        let command = Command::new(room_domain::CommandId::new("c").unwrap(), kind);
-        let result = decide(&room, &command, &ctx);
-        for event in result.iter().flatten() {
-            evolve(&mut room, event);
-        }
-        result
-    };
+    let mut run = |kind: CommandKind, actor: &Actor| run_in(&mut room, &rules, kind, actor);
     let create = CommandKind::CreateRoom {
         name: "Night talk".into(),
         seat_count: None,

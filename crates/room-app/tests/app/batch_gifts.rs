@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use room_app::ports::{Clock, CreditKind, GiftOrders};
-use room_app::{CellConfig, Error};
+use room_app::{CellConfig, Error, GiftReceipt, SendGift};
 use room_domain::{
-    Coins, CommandKind, GiftScope, OrderStatus, Rejection, RoomRules, SeatIndex, UserId,
+    Coins, CommandKind, GiftScope, OrderStatus, Rejection, RoomId, RoomRules, SeatIndex, UserId,
 };
 
 use crate::support::{
@@ -39,6 +39,26 @@ async fn gated_world(coins: i64) -> (World, Arc<GatedWallet>) {
     .unwrap();
     let world = World::builder().wallet(wallet.clone()).build().await;
     (world, wallet)
+}
+
+/// Sends `request` and, while its debit waits at the wallet's gate (the order is placed: its
+/// recipients are resolved and paid for), has `who` run `change` in `room`; then lets the
+/// debit through.
+async fn send_while(
+    world: &World,
+    wallet: &GatedWallet,
+    request: SendGift,
+    room: &RoomId,
+    who: &str,
+    change: CommandKind,
+) -> room_app::Result<GiftReceipt> {
+    let send = world.saga().send(request);
+    let meanwhile = async {
+        wallet.entered.notified().await;
+        world.exec(room, user(who), change).await.unwrap();
+        wallet.gate.notify_one();
+    };
+    tokio::join!(send, meanwhile).0
 }
 
 /// Alice's balance in the gated wallet.
@@ -134,28 +154,17 @@ async fn a_seat_holder_who_stands_up_before_the_room_applies_the_gift_is_not_cha
             .await
             .unwrap();
     }
-    let send = world.saga().send(batch_gift(
+    // The order is placed for bob, carol and dave (30 coins); carol stands up before the
+    // room applies it.
+    let receipt = send_while(
+        &world,
+        &wallet,
+        batch_gift(&room, "alice", "o-1", "rose", 1, GiftScope::AllMic),
         &room,
-        "alice",
-        "o-1",
-        "rose",
-        1,
-        GiftScope::AllMic,
-    ));
-    let stand_up = async {
-        // The order is placed for bob, carol and dave (30 coins) and its debit is under way.
-        wallet.entered.notified().await;
-        world
-            .exec(
-                &room,
-                user("carol"),
-                CommandKind::LeaveSeat { seat: SeatIndex(1) },
-            )
-            .await
-            .unwrap();
-        wallet.gate.notify_one();
-    };
-    let (receipt, ()) = tokio::join!(send, stand_up);
+        "carol",
+        CommandKind::LeaveSeat { seat: SeatIndex(1) },
+    )
+    .await;
     let receipt = receipt.unwrap();
     assert_eq!(receipt.status, OrderStatus::Completed);
     assert_eq!(
@@ -185,23 +194,15 @@ async fn a_lucky_batch_gift_draws_on_what_it_gave_and_is_refunded_the_rest() {
     let room = world
         .open_room("r1", "alice", &["bob", "carol", "dave"])
         .await;
-    let send = world.saga().send(batch_gift(
+    let receipt = send_while(
+        &world,
+        &wallet,
+        batch_gift(&room, "alice", "o-1", "clover", 1, GiftScope::AllRoom),
         &room,
-        "alice",
-        "o-1",
-        "clover",
-        1,
-        GiftScope::AllRoom,
-    ));
-    let leave = async {
-        wallet.entered.notified().await;
-        world
-            .exec(&room, user("dave"), CommandKind::Leave)
-            .await
-            .unwrap();
-        wallet.gate.notify_one();
-    };
-    let (receipt, ()) = tokio::join!(send, leave);
+        "dave",
+        CommandKind::Leave,
+    )
+    .await;
     let receipt = receipt.unwrap();
     assert_eq!(receipt.status, OrderStatus::Completed);
     assert_eq!(
@@ -290,23 +291,15 @@ async fn a_room_with_nobody_but_the_sender_refuses_a_batch_gift_before_any_coin_
 async fn a_batch_gift_whose_recipients_all_left_before_the_apply_is_refunded_whole() {
     let (world, wallet) = gated_world(1_000).await;
     let room = world.open_room("r1", "alice", &["bob"]).await;
-    let send = world.saga().send(batch_gift(
+    let receipt = send_while(
+        &world,
+        &wallet,
+        batch_gift(&room, "alice", "o-1", "rose", 1, GiftScope::AllRoom),
         &room,
-        "alice",
-        "o-1",
-        "rose",
-        1,
-        GiftScope::AllRoom,
-    ));
-    let leave = async {
-        wallet.entered.notified().await;
-        world
-            .exec(&room, user("bob"), CommandKind::Leave)
-            .await
-            .unwrap();
-        wallet.gate.notify_one();
-    };
-    let (receipt, ()) = tokio::join!(send, leave);
+        "bob",
+        CommandKind::Leave,
+    )
+    .await;
     let receipt = receipt.unwrap();
     assert_eq!(receipt.status, OrderStatus::Compensated);
     assert_eq!(receipt.rejection, Some(Rejection::NoRecipients));
@@ -371,14 +364,15 @@ async fn a_partial_refund_that_fails_is_owed_until_recovery_credits_it_once() {
     // is away for the refund of her share.
     wallet.failing_refunds.store(1, Ordering::SeqCst);
     let request = batch_gift(&room, "alice", "o-1", "rose", 1, GiftScope::AllMic);
-    let send = world.saga().send(request.clone());
-    let stand_up = async {
-        wallet.entered.notified().await;
-        let leave = CommandKind::LeaveSeat { seat: SeatIndex(1) };
-        world.exec(&room, user("carol"), leave).await.unwrap();
-        wallet.gate.notify_one();
-    };
-    let (first, ()) = tokio::join!(send, stand_up);
+    let first = send_while(
+        &world,
+        &wallet,
+        request.clone(),
+        &room,
+        "carol",
+        CommandKind::LeaveSeat { seat: SeatIndex(1) },
+    )
+    .await;
     assert!(first.unwrap_err().is_retryable());
     let order = GiftOrders::get(&*world.store, &uid("alice"), &oid("o-1"))
         .await

@@ -591,18 +591,13 @@ pub fn batch_gift(
     room: &RoomId,
     sender: &str,
     order: &str,
-    gift: &str,
+    gift_id: &str,
     count: u32,
     scope: room_domain::GiftScope,
 ) -> SendGift {
     SendGift {
-        room_id: room.clone(),
-        sender: uid(sender),
-        order_id: oid(order),
-        gift_id: GiftId::new(gift).expect("valid gift id"),
-        count,
-        recipients: Vec::new(),
         scope: Some(scope),
+        ..gift(room, sender, order, gift_id, count, &[])
     }
 }
 
