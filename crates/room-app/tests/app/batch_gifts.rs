@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use room_app::ports::{Clock, CreditKind, GiftOrders};
+use room_app::ports::{Clock, GiftOrders};
 use room_app::{CellConfig, Error, GiftReceipt, SendGift};
 use room_domain::{
     Coins, CommandKind, GiftScope, OrderStatus, Rejection, RoomId, RoomRules, SeatIndex, UserId,
@@ -23,22 +23,6 @@ fn take_seat(seat: u8) -> CommandKind {
 
 fn names(users: &[UserId]) -> Vec<&str> {
     users.iter().map(UserId::as_str).collect()
-}
-
-/// A world whose wallet holds the first debit at a gate, with `coins` for alice.
-async fn gated_world(coins: i64) -> (World, Arc<GatedWallet>) {
-    let wallet = Arc::new(GatedWallet::new());
-    room_app::ports::Wallet::credit(
-        &*wallet,
-        "fund",
-        CreditKind::Admin,
-        &uid("alice"),
-        Coins(coins),
-    )
-    .await
-    .unwrap();
-    let world = World::builder().wallet(wallet.clone()).build().await;
-    (world, wallet)
 }
 
 /// Sends `request` and, while its debit waits at the wallet's gate (the order is placed: its
@@ -144,7 +128,7 @@ async fn all_mic_reaches_every_seat_holder_but_the_sender_and_charges_for_them()
 
 #[tokio::test]
 async fn a_seat_holder_who_stands_up_before_the_room_applies_the_gift_is_not_charged_for() {
-    let (world, wallet) = gated_world(1_000).await;
+    let (world, wallet) = GatedWallet::world_with(1_000).await;
     let room = world
         .open_room("r1", "alice", &["bob", "carol", "dave"])
         .await;
@@ -190,7 +174,7 @@ async fn a_seat_holder_who_stands_up_before_the_room_applies_the_gift_is_not_cha
 
 #[tokio::test]
 async fn a_lucky_batch_gift_draws_on_what_it_gave_and_is_refunded_the_rest() {
-    let (world, wallet) = gated_world(1_000).await;
+    let (world, wallet) = GatedWallet::world_with(1_000).await;
     let room = world
         .open_room("r1", "alice", &["bob", "carol", "dave"])
         .await;
@@ -289,7 +273,7 @@ async fn a_room_with_nobody_but_the_sender_refuses_a_batch_gift_before_any_coin_
 
 #[tokio::test]
 async fn a_batch_gift_whose_recipients_all_left_before_the_apply_is_refunded_whole() {
-    let (world, wallet) = gated_world(1_000).await;
+    let (world, wallet) = GatedWallet::world_with(1_000).await;
     let room = world.open_room("r1", "alice", &["bob"]).await;
     let receipt = send_while(
         &world,
@@ -352,7 +336,7 @@ async fn a_batch_gift_from_someone_outside_the_room_is_refused() {
 /// recovery credits it, once, and every repeat of the order is answered as it ended.
 #[tokio::test]
 async fn a_partial_refund_that_fails_is_owed_until_recovery_credits_it_once() {
-    let (world, wallet) = gated_world(1_000).await;
+    let (world, wallet) = GatedWallet::world_with(1_000).await;
     let room = world.open_room("r1", "alice", &["bob", "carol"]).await;
     for (name, seat) in [("bob", 0), ("carol", 1)] {
         world

@@ -795,6 +795,22 @@ impl Default for GatedWallet {
 }
 
 impl GatedWallet {
+    /// A gated wallet in which alice holds `coins`, and a world that pays with it.
+    pub async fn world_with(coins: i64) -> (World, Arc<GatedWallet>) {
+        let wallet = Arc::new(GatedWallet::new());
+        Wallet::credit(
+            &*wallet,
+            "fund",
+            CreditKind::Admin,
+            &uid("alice"),
+            Coins(coins),
+        )
+        .await
+        .expect("funded");
+        let world = World::builder().wallet(wallet.clone()).build().await;
+        (world, wallet)
+    }
+
     pub fn new() -> Self {
         GatedWallet {
             inner: InMemoryStore::new(),

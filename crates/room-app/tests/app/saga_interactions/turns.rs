@@ -1,29 +1,17 @@
 //! Concurrent drives of one order take turns: a repeat that arrives during the first drive's
 //! debit waits for it and never reaches the wallet.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use room_app::ports::CreditKind;
 use room_domain::{Coins, OrderStatus};
 
-use crate::support::{GatedWallet, World, gift, uid};
+use crate::support::{GatedWallet, gift};
 
 // Paused time: the repeat's 100 ms head start ends only once every task is idle, so the
 // repeat always reaches the lock (or, without it, the wallet) before the first drive goes on.
 #[tokio::test(start_paused = true)]
 async fn concurrent_drives_of_one_order_take_turns() {
-    let wallet = Arc::new(GatedWallet::new());
-    room_app::ports::Wallet::credit(
-        &*wallet,
-        "fund",
-        CreditKind::Admin,
-        &uid("alice"),
-        Coins(100),
-    )
-    .await
-    .unwrap();
-    let world = World::builder().wallet(wallet.clone()).build().await;
+    let (world, wallet) = GatedWallet::world_with(100).await;
     let room = world.open_room("r1", "alice", &["bob"]).await;
     let request = gift(&room, "alice", "o-1", "rose", 1, &["bob"]);
 
