@@ -168,6 +168,8 @@ fn token(user: &str) -> String {
 
 #[path = "cluster_process/lists.rs"]
 mod lists;
+#[path = "cluster_process/profiles.rs"]
+mod profiles;
 #[path = "cluster_process/races.rs"]
 mod races;
 

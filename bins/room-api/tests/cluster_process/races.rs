@@ -9,7 +9,7 @@ use super::*;
 
 impl Node {
     /// `user` gets `path`: the status (0 when no answer came) and the body.
-    async fn get(&self, path: &str, user: &str) -> (u16, Value) {
+    pub(super) async fn get(&self, path: &str, user: &str) -> (u16, Value) {
         match self
             .http
             .get(format!("{}{path}", self.base))
