@@ -76,7 +76,9 @@ pub use directory::{
     RoomSummary, check_summaries_read,
 };
 pub use follows::{FollowOutcome, FollowedRoom, MAX_FOLLOW_PAGE, RoomFollows, RoomFollowsRef};
-pub use forwarder::{ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer, ReadKind};
+pub use forwarder::{
+    BatchStanding, ForwardedCommand, Forwarder, ForwarderRef, Membership, Peer, ReadKind,
+};
 pub use gift_orders::{GiftOrders, GiftOrdersRef, OrderCursor};
 pub use gift_tallies::{
     GiftTallies, GiftTalliesRef, GiftTally, GiftValues, MAX_TALLY_COUNT, MAX_TURNOVER_PAGE,

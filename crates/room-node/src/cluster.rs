@@ -30,9 +30,9 @@ use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use room_app::ports::{ForwardedCommand, Forwarder, Membership, Peer, ReadKind};
+use room_app::ports::{BatchStanding, ForwardedCommand, Forwarder, Membership, Peer, ReadKind};
 use room_app::{CommandReply, Error};
-use room_domain::{Actor, Event, GiftOrder, RoomId, RoomState, UserId};
+use room_domain::{Actor, Event, GiftOrder, GiftScope, RoomId, RoomState, UserId};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -208,6 +208,26 @@ async fn answer_item(state: AppState, item: LinkItem) -> LinkAnswer {
             let command = room_app::gift_apply_command(&order);
             let answer = execute_item(&state, &room_id, command, Actor::System, Some(*order)).await;
             LinkAnswer::ApplyGift(ForwardAnswer::of(answer.map(|reply| gift_reply(&reply))))
+        }
+        LinkItem::BatchStanding {
+            room_id,
+            sender,
+            scope,
+            most,
+        } => {
+            let answer = async {
+                let sender = UserId::new(&sender)
+                    .map_err(|error| Error::Invalid(format!("sender: {error}")))?;
+                let room_id = created_room(&state, &room_id).await?;
+                // The owner's own bound, whatever the asker wants.
+                let most = most.min(room_domain::MAX_BATCH_RECIPIENTS);
+                state
+                    .service
+                    .runtime()
+                    .batch_standing_local(&room_id, &sender, scope, most)
+                    .await
+            };
+            LinkAnswer::BatchStanding(ForwardAnswer::of(answer.await))
         }
         LinkItem::Membership {
             room_id,
@@ -445,7 +465,29 @@ impl Forwarder for NodeForwarder {
         };
         match self.call(peer, room_id, &item).await? {
             LinkAnswer::Membership(answer) => answer.into_result(room_id),
-            LinkAnswer::Execute(_) | LinkAnswer::ApplyGift(_) => Err(Error::Unavailable(format!(
+            _ => Err(Error::Unavailable(format!(
+                "forward of room {room_id}: the owner answered another request"
+            ))),
+        }
+    }
+
+    async fn batch_standing(
+        &self,
+        peer: &Peer,
+        room_id: &RoomId,
+        sender: &UserId,
+        scope: GiftScope,
+        most: u32,
+    ) -> room_app::Result<BatchStanding> {
+        let item = LinkItem::BatchStanding {
+            room_id: room_id.to_string(),
+            sender: sender.to_string(),
+            scope,
+            most,
+        };
+        match self.call(peer, room_id, &item).await? {
+            LinkAnswer::BatchStanding(answer) => answer.into_result(room_id),
+            _ => Err(Error::Unavailable(format!(
                 "forward of room {room_id}: the owner answered another request"
             ))),
         }

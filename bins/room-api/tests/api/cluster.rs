@@ -343,6 +343,36 @@ async fn a_gift_through_another_node_gets_the_owners_lucky_reward() {
     assert_eq!(cluster.active_on(&room_id), vec![0]);
 }
 
+/// A batch gift placed through a node that does not run the room: the owner answers whom the
+/// scope names (over the link, not the room's whole state), and applies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_gift_through_another_node_reaches_whom_the_owner_names() {
+    let Some(cluster) = Cluster::start("forwarded_batch_gift", 2).await else {
+        return;
+    };
+    let room_id = cluster.room_on_node_0(&["alice", "bob", "carol"]).await;
+    cluster.credit(1, "bob", 1_000).await;
+    for scope in ["all_mic", "all_room"] {
+        let gift = json!({
+            "order_id": format!("batch-{scope}"), "gift_id": "rose", "count": 1,
+            "recipients": {"scope": scope},
+        });
+        let (status, body) = cluster
+            .post(1, &format!("/v1/rooms/{room_id}/gifts"), "bob", gift)
+            .await;
+        if scope == "all_mic" {
+            // Nobody holds a seat.
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+            assert_eq!(body["error"]["code"], "NO_RECIPIENTS", "{body}");
+        } else {
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["recipients"], json!(["alice", "carol"]), "{body}");
+            assert_eq!(body["coin_balance_after"], 1_000 - 2 * 10, "{body}");
+        }
+    }
+    assert_eq!(cluster.active_on(&room_id), vec![0]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_stops_hands_its_rooms_to_the_next_request() {
     let Some(mut cluster) = Cluster::start("a_node_that_stops", 2).await else {

@@ -6,12 +6,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use room_domain::{Actor, Command, CommandKind, GiftOrder, RoomId, RoomState, RoomStatus, UserId};
+use room_domain::{
+    Actor, Command, CommandKind, GiftOrder, GiftScope, RoomId, RoomState, RoomStatus, UserId,
+};
 
 use super::registry::Inner;
 use super::runtime::CellRuntime;
 use crate::error::{Error, Result};
-use crate::ports::{CommandReply, ForwardedCommand, Membership, Peer, ReadKind};
+use crate::ports::{BatchStanding, CommandReply, ForwardedCommand, Membership, Peer, ReadKind};
 
 impl CellRuntime {
     /// Applies `command` to its room as `actor`, on this node's cell of the room (activating
@@ -119,6 +121,62 @@ impl CellRuntime {
             self.inner.forget_owner(room_id);
         }
         answer
+    }
+
+    /// Where a batch gift's `sender` stands in the room's newest state and at most `most`
+    /// recipients of `scope` there ([`BatchStanding`]); from the owner when another live node
+    /// runs the room, without shipping the room's state.
+    pub async fn batch_standing(
+        &self,
+        room_id: &RoomId,
+        sender: &UserId,
+        scope: GiftScope,
+        most: u32,
+    ) -> Result<BatchStanding> {
+        let Some(forwarder) = self.inner.forwarder.get() else {
+            return self
+                .batch_standing_local(room_id, sender, scope, most)
+                .await;
+        };
+        let mut answer = Err(Error::NotOwner(room_id.to_string()));
+        for _ in 0..2 {
+            answer = match self.route(room_id).await? {
+                Route::Local => {
+                    self.batch_standing_local(room_id, sender, scope, most)
+                        .await
+                }
+                Route::Remote(peer) => {
+                    let answer = forwarder
+                        .batch_standing(&peer, room_id, sender, scope, most)
+                        .await;
+                    forwarded(&answer);
+                    answer
+                }
+            };
+            if !matches!(answer, Err(Error::NotOwner(_))) {
+                break;
+            }
+            self.inner.forget_owner(room_id);
+        }
+        answer
+    }
+
+    /// [`CellRuntime::batch_standing`] on this node's cell (activating it if needed): what
+    /// the internal endpoint answers other nodes. Never forwards.
+    pub async fn batch_standing_local(
+        &self,
+        room_id: &RoomId,
+        sender: &UserId,
+        scope: GiftScope,
+        most: u32,
+    ) -> Result<BatchStanding> {
+        let sender = sender.clone();
+        self.read_here(
+            room_id,
+            move |state| BatchStanding::of(state, &sender, scope, most as usize),
+            ReadKind::Newest,
+        )
+        .await
     }
 
     pub(super) async fn read<T, F>(&self, room_id: &RoomId, read: F, kind: ReadKind) -> Result<T>

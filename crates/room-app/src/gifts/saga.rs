@@ -316,18 +316,18 @@ impl GiftSaga {
                         max: rules.max_gift_count,
                     }));
                 }
-                let sender = request.sender.clone();
-                let most = rules.max_batch_recipients as usize;
-                let (status, member, recipients) = self
+                let crate::ports::BatchStanding {
+                    status,
+                    member,
+                    recipients,
+                } = self
                     .runtime
-                    .peek(&request.room_id, move |state| {
-                        let recipients = state.batch_recipients(scope, &sender, most);
-                        (
-                            state.status,
-                            state.members.contains_key(&sender),
-                            recipients,
-                        )
-                    })
+                    .batch_standing(
+                        &request.room_id,
+                        &request.sender,
+                        scope,
+                        rules.max_batch_recipients,
+                    )
                     .await?;
                 if status == RoomStatus::Open && member {
                     if recipients.is_empty() {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use room_domain::{Actor, Command, GiftOrder, RoomId, RoomState, UserId};
+use room_domain::{Actor, Command, GiftOrder, GiftScope, RoomId, RoomState, UserId};
 use serde::{Deserialize, Serialize};
 
 use super::cell_store::CommandReply;
@@ -57,6 +57,30 @@ pub struct Membership {
     pub version: u64,
 }
 
+/// Where a batch gift's sender stands in a room and whom its scope names there, as
+/// [`Forwarder::batch_standing`] answers it: what a batch gift's pre-check needs, without the
+/// whole room.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchStanding {
+    /// The room's status.
+    pub status: room_domain::RoomStatus,
+    /// Whether the sender is a member.
+    pub member: bool,
+    /// Whom the scope names ([`RoomState::batch_recipients`]), at most as many as asked.
+    pub recipients: Vec<UserId>,
+}
+
+impl BatchStanding {
+    /// `sender`'s standing in `state` and at most `most` recipients of `scope`.
+    pub fn of(state: &RoomState, sender: &UserId, scope: GiftScope, most: usize) -> Self {
+        BatchStanding {
+            status: state.status,
+            member: state.members.contains_key(sender),
+            recipients: state.batch_recipients(scope, sender, most),
+        }
+    }
+}
+
 /// Reaches a room's cell on the node that owns it, through that node's internal endpoint
 /// (the URL the node registered with its lease), checking that the node answering is that
 /// node ([`Peer`]). The owner runs the request on its own cell
@@ -85,6 +109,21 @@ pub trait Forwarder: Send + Sync {
         user: &UserId,
         kind: ReadKind,
     ) -> Result<Membership>;
+    /// Where a batch gift's `sender` stands in `room_id`'s newest state on the node `peer`,
+    /// and at most `most` recipients of `scope` there. By default the whole state is read
+    /// ([`Forwarder::read`]) and resolved here; a forwarder that can ask the owner for the
+    /// answer alone does so.
+    async fn batch_standing(
+        &self,
+        peer: &Peer,
+        room_id: &RoomId,
+        sender: &UserId,
+        scope: GiftScope,
+        most: u32,
+    ) -> Result<BatchStanding> {
+        let state = self.read(peer, room_id, ReadKind::Newest).await?;
+        Ok(BatchStanding::of(&state, sender, scope, most as usize))
+    }
 }
 
 /// Shared handle to a [`Forwarder`].

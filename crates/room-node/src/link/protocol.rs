@@ -60,6 +60,17 @@ pub enum LinkItem {
         /// The order.
         order: Box<room_domain::GiftOrder>,
     },
+    /// Where a batch gift's sender stands in the room, and whom its scope names there.
+    BatchStanding {
+        /// The room.
+        room_id: String,
+        /// The sender.
+        sender: String,
+        /// The batch gift's scope.
+        scope: room_domain::GiftScope,
+        /// The most recipients wanted.
+        most: u32,
+    },
     /// Where a user stands in the room.
     Membership {
         /// The room.
@@ -82,6 +93,8 @@ pub enum LinkAnswer {
     ApplyGift(ForwardAnswer<room_app::CommandReply>),
     /// The answer to [`LinkItem::Membership`].
     Membership(ForwardAnswer<room_app::ports::Membership>),
+    /// The answer to [`LinkItem::BatchStanding`].
+    BatchStanding(ForwardAnswer<room_app::ports::BatchStanding>),
 }
 
 /// The answer of the internal endpoint to a forwarded request: the reply, or the error the
