@@ -95,32 +95,23 @@ impl CellRuntime {
         let Some(forwarder) = self.inner.forwarder.get() else {
             return self.membership_local(room_id, user, kind).await;
         };
-        let mut answer = Err(Error::NotOwner(room_id.to_string()));
-        for _ in 0..2 {
-            answer = match self.route(room_id).await? {
-                Route::Local => self.membership_local(room_id, user, kind).await,
-                Route::Remote(peer) => {
-                    if kind == ReadKind::Newest
-                        && let Some(hint) = self.inner.member_hint(room_id, user)
-                    {
-                        return Ok(hint);
-                    }
-                    let answer = forwarder.membership(&peer, room_id, user, kind).await;
-                    forwarded(&answer);
-                    if kind == ReadKind::Newest
-                        && let Ok(membership) = &answer
-                    {
-                        self.inner.remember_member(room_id, user, *membership);
-                    }
-                    answer
-                }
-            };
-            if !matches!(answer, Err(Error::NotOwner(_))) {
-                break;
+        let local = || self.membership_local(room_id, user, kind);
+        let remote = |peer: Peer| async move {
+            if kind == ReadKind::Newest
+                && let Some(hint) = self.inner.member_hint(room_id, user)
+            {
+                return Ok(hint);
             }
-            self.inner.forget_owner(room_id);
-        }
-        answer
+            let answer = forwarder.membership(&peer, room_id, user, kind).await;
+            forwarded(&answer);
+            if kind == ReadKind::Newest
+                && let Ok(membership) = &answer
+            {
+                self.inner.remember_member(room_id, user, *membership);
+            }
+            answer
+        };
+        self.routed(room_id, local, remote).await
     }
 
     /// Where a batch gift's `sender` stands in the room's newest state and at most `most`
@@ -138,20 +129,32 @@ impl CellRuntime {
                 .batch_standing_local(room_id, sender, scope, most)
                 .await;
         };
+        let local = || self.batch_standing_local(room_id, sender, scope, most);
+        let remote = |peer: Peer| async move {
+            let answer = forwarder
+                .batch_standing(&peer, room_id, sender, scope, most)
+                .await;
+            forwarded(&answer);
+            answer
+        };
+        self.routed(room_id, local, remote).await
+    }
+
+    /// Answers a read of `room_id` here (`local`) or from its owner (`remote`), as the room's
+    /// lease routes it; an answer that finds ownership moved is routed once more, then
+    /// answered [`Error::NotOwner`] (retryable).
+    async fn routed<T, L, LF, R, RF>(&self, room_id: &RoomId, local: L, remote: R) -> Result<T>
+    where
+        L: Fn() -> LF,
+        LF: Future<Output = Result<T>>,
+        R: Fn(Peer) -> RF,
+        RF: Future<Output = Result<T>>,
+    {
         let mut answer = Err(Error::NotOwner(room_id.to_string()));
         for _ in 0..2 {
             answer = match self.route(room_id).await? {
-                Route::Local => {
-                    self.batch_standing_local(room_id, sender, scope, most)
-                        .await
-                }
-                Route::Remote(peer) => {
-                    let answer = forwarder
-                        .batch_standing(&peer, room_id, sender, scope, most)
-                        .await;
-                    forwarded(&answer);
-                    answer
-                }
+                Route::Local => local().await,
+                Route::Remote(peer) => remote(peer).await,
             };
             if !matches!(answer, Err(Error::NotOwner(_))) {
                 break;
