@@ -37,16 +37,21 @@ where
         let value = Json::<T>::from_bytes(&bytes)
             .map(|Json(value)| ApiJson(value))
             .map_err(json_rejection)?;
-        // Every body is a JSON object; serde would also read a struct from an array of its
-        // fields in order (`[null, null]`), which no schema of the API allows.
-        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-            return Err(ApiError::of(
-                ApiCode::InvalidBody,
-                "the body does not fit this request: a JSON object is expected, not an array",
-            ));
-        }
+        refuse_array(&bytes)?;
         Ok(value)
     }
+}
+
+/// Every body is a JSON object; serde would also read a struct from an array of its fields in
+/// order (`[null, null]`), which no schema of the API allows.
+fn refuse_array(bytes: &[u8]) -> Result<(), ApiError> {
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(ApiError::of(
+            ApiCode::InvalidBody,
+            "the body does not fit this request: a JSON object is expected, not an array",
+        ));
+    }
+    Ok(())
 }
 
 /// How long a request's body may take to arrive, put in the request's extensions by the
@@ -102,9 +107,11 @@ where
             return Err(ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
         }
         // JSON `null` is the same as no body.
-        Json::<Option<T>>::from_bytes(&bytes)
+        let value = Json::<Option<T>>::from_bytes(&bytes)
             .map(|Json(value)| OptionalJson(value.unwrap_or_default()))
-            .map_err(json_rejection)
+            .map_err(json_rejection)?;
+        refuse_array(&bytes)?;
+        Ok(value)
     }
 }
 

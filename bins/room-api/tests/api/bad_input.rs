@@ -596,3 +596,35 @@ async fn no_input_produces_a_server_error() {
         }
     }
 }
+
+/// A body is a JSON object (or, where it may be left out, nothing or `null`): serde would read
+/// a struct from an array of its fields, which no schema allows, so an array is refused on
+/// every route, the optional bodies too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_array_is_no_body_even_where_the_body_may_be_left_out() {
+    let t = TestApp::new().await;
+    let room_id = t.create_room("alice").await;
+    for body in [json!(["\u{0096}\u{00fd}"]), json!([null]), json!([])] {
+        let (status, answer) = t
+            .post(
+                &format!("/v1/rooms/{room_id}/join"),
+                &t.token("bob"),
+                body.clone(),
+            )
+            .await;
+        assert_eq!(
+            (status, error_code(&answer)),
+            (StatusCode::BAD_REQUEST, "INVALID_BODY"),
+            "{body}: {answer}"
+        );
+    }
+    // Nothing, or null, still joins.
+    let (status, answer) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/join"),
+            &t.token("bob"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}
