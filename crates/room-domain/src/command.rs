@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::actor::Actor;
 use crate::display::UserDisplay;
+use crate::event::GiftBroadcast;
 use crate::ids::{CommandId, GiftId, OrderId, RocketId, SeatIndex, SeatSessionId, UserId};
 use crate::money::Coins;
 use crate::rejection::Rejection;
@@ -160,6 +161,26 @@ pub enum CommandKind {
         /// Locked or not.
         locked: bool,
     },
+    /// Reserve a seat for VIP or open it to everyone again (owner, admins). A VIP seat's
+    /// holder stays on it.
+    SetSeatVip {
+        /// Which seat.
+        seat: SeatIndex,
+        /// Reserved for VIP or not.
+        vip_only: bool,
+    },
+    /// Invite a user to the room, or to a seat of it (owner, admins), for the rules'
+    /// [`RoomRules::invite_ttl_secs`]: meanwhile the invitee joins without the password, and
+    /// an invited seat is held for them (nobody else may take it).
+    Invite {
+        /// Who.
+        user: UserId,
+        /// The seat held for them, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seat: Option<SeatIndex>,
+    },
+    /// Show another room's big gift in this room (system): display only.
+    ShowGiftBroadcast(GiftBroadcast),
     /// Mute or unmute a seat (owner, admins, or its holder).
     MuteSeat {
         /// Which seat.

@@ -96,11 +96,16 @@ pub fn decide(
         ),
         CommandKind::Leave => membership::leave(state, ctx),
         CommandKind::Evict { user, seen } => membership::evict(state, standing, user, *seen),
-        CommandKind::TakeSeat { seat } => seats::take_seat(state, ctx, *seat, display),
+        CommandKind::TakeSeat { seat } => seats::take_seat(state, ctx, *seat, display, vip),
         CommandKind::LeaveSeat { seat } => seats::leave_seat(state, ctx, *seat),
         CommandKind::LockSeat { seat, locked } => {
             seats::lock_seat(state, ctx, standing, by, *seat, *locked)
         }
+        CommandKind::SetSeatVip { seat, vip_only } => {
+            seats::set_seat_vip(state, standing, by, *seat, *vip_only)
+        }
+        CommandKind::Invite { user, seat } => seats::invite(state, ctx, standing, by, user, *seat),
+        CommandKind::ShowGiftBroadcast(broadcast) => room::show_gift_broadcast(standing, broadcast),
         CommandKind::MuteSeat { seat, muted } => {
             seats::mute_seat(state, ctx, standing, by, *seat, *muted)
         }

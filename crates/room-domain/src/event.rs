@@ -182,6 +182,31 @@ pub enum Event {
         /// By whom.
         by: Option<UserId>,
     },
+    /// A seat was reserved for VIP or opened to everyone again.
+    RoomMicSeatVip {
+        /// Which seat.
+        seat: SeatIndex,
+        /// Reserved for VIP now or not.
+        vip_only: bool,
+        /// By whom.
+        by: Option<UserId>,
+    },
+    /// A user was invited to the room, or to a seat held for them until the invite expires.
+    RoomUserInvited {
+        /// The invitee.
+        user: UserId,
+        /// The seat held for them, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seat: Option<SeatIndex>,
+        /// When the invite was made.
+        invited_at: Timestamp,
+        /// When it expires (exclusive).
+        expires_at: Timestamp,
+        /// Who invited them.
+        by: Option<UserId>,
+    },
+    /// Another room's big gift, shown in this room (display only).
+    RoomGiftBroadcast(GiftBroadcast),
     /// A paid gift was applied, or a robot sent a free one ([`GiftSent::robot`]).
     RoomGiftSent(GiftSent),
     /// The room's heat changed.
@@ -290,6 +315,27 @@ pub struct GiftSent {
     /// The sender's avatar URL as of the order; absent when they have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_avatar_url: Option<String>,
+}
+
+/// A big gift of one room as other rooms show it ([`Event::RoomGiftBroadcast`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GiftBroadcast {
+    /// The room the gift was sent in.
+    pub from_room: RoomId,
+    /// Who sent it.
+    pub sender: UserId,
+    /// The sender's nickname as of the gift; absent when they have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_nickname: Option<String>,
+    /// The sender's avatar URL as of the gift; absent when they have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_avatar_url: Option<String>,
+    /// The gift.
+    pub gift_id: GiftId,
+    /// Units per recipient.
+    pub count: u32,
+    /// What the sender paid for it.
+    pub total_value: Coins,
 }
 
 impl GiftSent {
@@ -463,6 +509,9 @@ impl Event {
             Event::RoomAdminChanged { .. } => "RoomAdminChanged",
             Event::RoomMicChanged { .. } => "RoomMicChanged",
             Event::RoomMicSeatLocked { .. } => "RoomMicSeatLocked",
+            Event::RoomMicSeatVip { .. } => "RoomMicSeatVip",
+            Event::RoomUserInvited { .. } => "RoomUserInvited",
+            Event::RoomGiftBroadcast(_) => "RoomGiftBroadcast",
             Event::RoomGiftSent(_) => "RoomGiftSent",
             Event::RoomHeatChanged { .. } => "RoomHeatChanged",
             Event::RoomRankChanged { .. } => "RoomRankChanged",
@@ -485,6 +534,10 @@ impl Event {
             Event::RoomRocketIgnited { .. } => (Some(High), false, None),
             Event::RoomRocketLaunched { .. } => (Some(High), true, None),
             Event::RoomRocketReset { .. } => (Some(Normal), false, None),
+            // Display only: another room's gift (its own room made the fact), and an invite
+            // (no fact for other services; the invitee's stream shows it).
+            Event::RoomGiftBroadcast(_) => (Some(Low), false, None),
+            Event::RoomUserInvited { .. } => (Some(Normal), false, None),
             // Robot gifts, joins and leaves are shown like a user's, but are no facts for
             // other services: no consumer may count them as money, activity or growth.
             Event::RoomGiftSent(gift) => (Some(High), !gift.robot, None),
@@ -497,6 +550,7 @@ impl Event {
             Event::RoomLockChanged { .. } => (Some(Normal), false, None),
             Event::RoomUserKicked { .. } | Event::RoomClosed { .. } => (Some(High), true, None),
             Event::RoomMicSeatLocked { .. }
+            | Event::RoomMicSeatVip { .. }
             | Event::RoomUserUnbanned { .. }
             | Event::RoomUserMuted { .. }
             | Event::RoomProfileUpdated { .. }

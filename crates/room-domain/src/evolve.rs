@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use crate::event::{Event, MicChange};
 use crate::ids::{SeatSessionId, UserId};
 use crate::money::Coins;
-use crate::state::{Member, Occupant, RocketStatus, RoomResource, RoomState, RoomStatus, Seat};
+use crate::state::{
+    Member, Occupant, RocketStatus, RoomResource, RoomState, RoomStatus, Seat, SeatHold,
+};
 
 /// Applies `event` to `state` and advances [`RoomState::version`] by one.
 pub fn evolve(state: &mut RoomState, event: &Event) {
@@ -79,6 +81,7 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             ..
         } => {
             state.bans.remove(user);
+            state.invites.remove(user);
             state.members.insert(
                 user.clone(),
                 Member {
@@ -135,6 +138,7 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
                     robot,
                     ..
                 } => {
+                    seat.hold = None;
                     seat.occupant = Some(Occupant {
                         user: user.clone(),
                         session: *session,
@@ -168,8 +172,33 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
         Event::RoomMicSeatLocked { seat, locked, .. } => {
             if let Some(seat) = state.seats.get_mut(usize::from(seat.0)) {
                 seat.locked = *locked;
+                if *locked {
+                    seat.hold = None;
+                }
             }
         }
+        Event::RoomMicSeatVip { seat, vip_only, .. } => {
+            if let Some(seat) = state.seats.get_mut(usize::from(seat.0)) {
+                seat.vip_only = *vip_only;
+            }
+        }
+        Event::RoomUserInvited {
+            user,
+            seat,
+            invited_at,
+            expires_at,
+            ..
+        } => {
+            state.invites.retain(|_, until| *until > *invited_at);
+            state.invites.insert(user.clone(), *expires_at);
+            if let Some(seat) = seat.and_then(|seat| state.seats.get_mut(usize::from(seat.0))) {
+                seat.hold = Some(SeatHold {
+                    user: user.clone(),
+                    until: *expires_at,
+                });
+            }
+        }
+        Event::RoomGiftBroadcast(_) => {}
         Event::RoomGiftSent(_) => {
             // The gift's effects come as the events that follow it (heat, rank, fuel; a robot
             // gift's only as heat).

@@ -98,8 +98,8 @@ pub use command::{
 pub use decide::decide;
 pub use display::UserDisplay;
 pub use event::{
-    Delivery, EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftSent, ImPriority, LeaveReason,
-    LuckyOutcome, MicChange, MicDownReason, RocketReward,
+    Delivery, EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftBroadcast, GiftSent, ImPriority,
+    LeaveReason, LuckyOutcome, MicChange, MicDownReason, RocketReward,
 };
 pub use evolve::{evolve, evolve_all};
 pub use ids::{
@@ -110,7 +110,7 @@ pub use image_url::{IMAGE_URL_PATTERN, MAX_IMAGE_URL_BYTES, check_image_url};
 pub use money::Coins;
 pub use rejection::{Field, Rejection, RejectionKind};
 pub use rules::{
-    LuckyEntry, LuckyTable, MAX_BATCH_RECIPIENTS, MAX_GIFT_COUNT, MAX_RECIPIENTS,
+    LuckyEntry, LuckyTable, MAX_BATCH_RECIPIENTS, MAX_GIFT_COUNT, MAX_INVITES, MAX_RECIPIENTS,
     MAX_ROCKET_COUNTDOWN_SECS, MAX_ROCKET_LEVELS, MAX_ROCKET_WINNERS, MAX_SEATS, RocketLevel,
     RocketPrize, RocketSettings, RoomRules, RulesError, validate_rocket_levels,
 };
@@ -120,11 +120,12 @@ pub use saga::{
 pub use snapshot::{SNAPSHOT_SCHEMA_VERSION, Snapshot, SnapshotVersionError};
 pub use state::{
     Contribution, GiftScope, LAUNCH_WAIT_MS, Member, Occupant, PasswordHash, Rocket, RocketStatus,
-    Role, RoomProfile, RoomResource, RoomSettings, RoomState, RoomStatus, Seat,
+    Role, RoomProfile, RoomResource, RoomSettings, RoomState, RoomStatus, Seat, SeatHold,
 };
 pub use time::{DayKey, MonthKey, Periods, Timestamp, WeekKey, parse_utc_offset};
 pub use vip::{
-    MAX_VIP_ASSET_ID_CHARS, MAX_VIP_LEVELS, VipPrivileges, VipStanding, check_vip_levels,
+    MAX_VIP_ASSET_ID_CHARS, MAX_VIP_BACKGROUNDS, MAX_VIP_LEVELS, VipPrivileges, VipStanding,
+    background_allowed, check_vip_levels,
 };
 
 /// The domain's result type: a command either yields events or is refused.

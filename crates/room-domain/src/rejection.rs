@@ -168,6 +168,27 @@ pub enum Rejection {
         /// The seat.
         seat: SeatIndex,
     },
+    /// The seat is held for an invited user until their invite expires.
+    #[error("seat {seat} is held for an invited user")]
+    SeatHeld {
+        /// The seat.
+        seat: SeatIndex,
+    },
+    /// The seat is reserved for VIP, and the user's level does not give seat priority.
+    #[error("seat {seat} is reserved for VIP")]
+    VipSeat {
+        /// The seat.
+        seat: SeatIndex,
+    },
+    /// The background is exclusive to a VIP level the user does not have.
+    #[error("this background is exclusive to a VIP level the user does not have")]
+    VipBackground,
+    /// The room has as many open invites as it may.
+    #[error("the room has {max} open invites, as many as it may")]
+    TooManyInvites {
+        /// The limit.
+        max: u32,
+    },
     /// The seat is empty.
     #[error("seat {seat} is empty")]
     SeatEmpty {
@@ -306,6 +327,10 @@ impl Rejection {
             Rejection::InvalidSeat { .. } => "INVALID_SEAT",
             Rejection::SeatOccupied { .. } => "SEAT_OCCUPIED",
             Rejection::SeatLocked { .. } => "SEAT_LOCKED",
+            Rejection::SeatHeld { .. } => "SEAT_HELD",
+            Rejection::VipSeat { .. } => "VIP_SEAT",
+            Rejection::VipBackground => "VIP_BACKGROUND",
+            Rejection::TooManyInvites { .. } => "TOO_MANY_INVITES",
             Rejection::SeatEmpty { .. } => "SEAT_EMPTY",
             Rejection::NotOnSeat { .. } => "NOT_ON_SEAT",
             Rejection::SeatMutedByModerator { .. } => "SEAT_MUTED_BY_MODERATOR",
@@ -336,11 +361,14 @@ impl Rejection {
             Rejection::Forbidden
             | Rejection::CannotModerate { .. }
             | Rejection::VipProtected { .. }
+            | Rejection::VipSeat { .. }
+            | Rejection::VipBackground
             | Rejection::Banned { .. }
             | Rejection::WrongPassword
             | Rejection::NotARobot => RejectionKind::Forbidden,
             Rejection::RoomAlreadyExists
             | Rejection::SeatOccupied { .. }
+            | Rejection::SeatHeld { .. }
             | Rejection::StaleTimer => RejectionKind::Conflict,
             Rejection::FieldEmpty { .. }
             | Rejection::FieldTooLong { .. }

@@ -25,6 +25,11 @@ pub struct RoomRules {
     pub max_batch_recipients: u32,
     /// Most units of one gift in one order.
     pub max_gift_count: u32,
+    /// How long an invite lasts, in seconds (1 to 3,600): the invitee joins without the
+    /// password, and an invited seat is held for them, until it expires.
+    pub invite_ttl_secs: u32,
+    /// Most open invites of one room (1 to [`MAX_INVITES`]).
+    pub max_invites: u32,
     /// For a kick the service sent without the target's VIP standing (a command built
     /// without the lookup, or forwarded by an older node): members who joined with at least
     /// this VIP level cannot be kicked by admins (the owner and platform admins still can).
@@ -51,6 +56,8 @@ impl Default for RoomRules {
             max_recipients: 20,
             max_batch_recipients: 200,
             max_gift_count: 9_999,
+            invite_ttl_secs: 120,
+            max_invites: 50,
             vip_kick_protection_level: Some(5),
             mic_publish_timeout_secs: 30,
             day_utc_offset_secs: 0,
@@ -120,7 +127,12 @@ impl RoomRules {
     /// Checks that the rules make sense: limits in range, rocket levels rising, the lucky table
     /// returning exactly its configured expected return.
     pub fn validate(&self) -> Result<(), RulesError> {
-        let ranges: [(&'static str, bool); 6] = [
+        let ranges: [(&'static str, bool); 8] = [
+            (
+                "invite_ttl_secs",
+                (1..=3_600).contains(&self.invite_ttl_secs),
+            ),
+            ("max_invites", (1..=MAX_INVITES).contains(&self.max_invites)),
             ("max_members", self.max_members > 0),
             ("max_admins", self.max_admins > 0),
             (
@@ -169,6 +181,8 @@ impl RoomRules {
     }
 }
 
+/// The hard upper bound of [`RoomRules::max_invites`].
+pub const MAX_INVITES: u32 = 200;
 /// The most seats a room can have.
 pub const MAX_SEATS: u8 = 20;
 /// The hard upper bound of [`RoomRules::max_recipients`].

@@ -119,6 +119,34 @@ pub struct Seat {
     /// the owner or a platform admin, whoever holds the seat then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub muted_by: Option<UserId>,
+    /// Reserved for VIP: only a user whose VIP level gives
+    /// [`seat_priority`](crate::VipPrivileges::seat_priority) may take it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vip_only: bool,
+    /// Held for an invited user until the invite expires
+    /// ([`CommandKind::Invite`](crate::CommandKind::Invite)): nobody else may take it
+    /// meanwhile. A hold in the past holds nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<SeatHold>,
+}
+
+/// A seat held for an invited user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatHold {
+    /// The invitee.
+    pub user: UserId,
+    /// Until when (exclusive).
+    pub until: Timestamp,
+}
+
+impl Seat {
+    /// Whom the seat is held for at `now`, if anyone.
+    pub fn held_for(&self, now: Timestamp) -> Option<&UserId> {
+        self.hold
+            .as_ref()
+            .filter(|hold| hold.until > now)
+            .map(|hold| &hold.user)
+    }
 }
 
 /// Coins given in the room per user, for the current day and week.
@@ -230,6 +258,11 @@ pub struct RoomState {
     pub bans: BTreeMap<UserId, Timestamp>,
     /// Users muted on the public screen and until when.
     pub chat_mutes: BTreeMap<UserId, Timestamp>,
+    /// Users invited to the room and until when: they join without the password meanwhile.
+    /// An entry is dropped when its user joins, and expired entries when the next invite is
+    /// made.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub invites: BTreeMap<UserId, Timestamp>,
     /// The mic seats, by index.
     pub seats: Vec<Seat>,
     /// Popularity: grows with the heat of gifts.
@@ -292,6 +325,7 @@ impl RoomState {
             members: BTreeMap::new(),
             admins: BTreeSet::new(),
             bans: BTreeMap::new(),
+            invites: BTreeMap::new(),
             chat_mutes: BTreeMap::new(),
             seats: Vec::new(),
             heat: 0,
@@ -334,12 +368,19 @@ impl RoomState {
         chosen
     }
 
-    /// Whether `actor` must give the room's password to join it: the room is locked, and they
-    /// are neither its owner, one of its admins, nor a platform admin.
-    pub fn join_needs_password(&self, actor: &UserActor) -> bool {
+    /// Whether `actor` must give the room's password to join it at `now`: the room is locked,
+    /// and they are neither its owner, one of its admins, a platform admin, nor invited
+    /// ([`RoomState::invite_of`]).
+    pub fn join_needs_password(&self, actor: &UserActor, now: Timestamp) -> bool {
         self.settings.lock.is_some()
             && !actor.platform_admin
             && self.role_of(&actor.user_id) == Role::Member
+            && self.invite_of(&actor.user_id, now).is_none()
+    }
+
+    /// Until when `user` is invited to the room at `now`, if they are.
+    pub fn invite_of(&self, user: &UserId, now: Timestamp) -> Option<Timestamp> {
+        self.invites.get(user).copied().filter(|until| *until > now)
     }
 
     /// The role `user` has in this room, whether present or not.

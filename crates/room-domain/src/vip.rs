@@ -6,11 +6,17 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::image_url::check_image_url;
+use crate::rejection::Field;
+
 /// The most VIP levels a level table may have.
 pub const MAX_VIP_LEVELS: usize = 32;
 
 /// The most characters of an entry effect's or a vehicle's id.
 pub const MAX_VIP_ASSET_ID_CHARS: usize = 64;
+
+/// The most exclusive backgrounds one level may list.
+pub const MAX_VIP_BACKGROUNDS: usize = 16;
 
 /// What one VIP level gives its holder.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -28,6 +34,14 @@ pub struct VipPrivileges {
     /// The vehicle clients show the holder arriving in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vehicle_id: Option<String>,
+    /// The holder may take seats reserved for VIP ([`crate::Seat::vip_only`]); everyone else
+    /// is refused them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seat_priority: bool,
+    /// Room backgrounds (image URLs) exclusive to VIP: a user may set one as their room's
+    /// background only when their level, or a lower one, lists it ([`background_allowed`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backgrounds: Vec<String>,
 }
 
 impl VipPrivileges {
@@ -44,8 +58,33 @@ impl VipPrivileges {
                 return Some((field, problem));
             }
         }
+        if self.backgrounds.len() > MAX_VIP_BACKGROUNDS {
+            return Some((
+                "backgrounds",
+                format!(
+                    "{} backgrounds; at most {MAX_VIP_BACKGROUNDS}",
+                    self.backgrounds.len()
+                ),
+            ));
+        }
+        for url in &self.backgrounds {
+            if let Err(rejection) = check_image_url(Field::BackgroundUrl, url) {
+                return Some(("backgrounds", rejection.to_string()));
+            }
+        }
         None
     }
+}
+
+/// Whether a user of VIP `level` (0: none) may set `url` as a room's background under the
+/// level table `levels` (the first is level 1): yes when no level lists it (it is no VIP
+/// background), or when a level from 1 to `level` lists it.
+pub fn background_allowed(levels: &[VipPrivileges], level: u8, url: &str) -> bool {
+    let lists = |privileges: &VipPrivileges| privileges.backgrounds.iter().any(|b| b == url);
+    let Some(first) = levels.iter().position(lists) else {
+        return true;
+    };
+    first < usize::from(level)
 }
 
 fn asset_id_problem(id: &str) -> Option<String> {
@@ -105,6 +144,7 @@ mod tests {
             mute_shield: false,
             entry_effect_id: Some("fx.gold-01".into()),
             vehicle_id: Some("car:7".into()),
+            ..VipPrivileges::default()
         };
         assert_eq!(good.problem(), None);
         let long = VipPrivileges {
@@ -122,6 +162,31 @@ mod tests {
             ..VipPrivileges::default()
         };
         assert!(empty.problem().is_some());
+    }
+
+    #[test]
+    fn vip_backgrounds_need_their_level_or_a_higher_one() {
+        let gold = "https://cdn.example.com/bg/gold.png";
+        let mut levels = vec![VipPrivileges::default(); 4];
+        levels[2].backgrounds.push(gold.into());
+        assert!(background_allowed(
+            &levels,
+            0,
+            "https://cdn.example.com/free.png"
+        ));
+        assert!(!background_allowed(&levels, 0, gold));
+        assert!(!background_allowed(&levels, 2, gold));
+        assert!(background_allowed(&levels, 3, gold));
+        assert!(background_allowed(&levels, 4, gold));
+        assert_eq!(check_vip_levels(&levels), Ok(()));
+        levels[1].backgrounds.push("ftp://x".into());
+        assert!(
+            check_vip_levels(&levels)
+                .unwrap_err()
+                .starts_with("levels[1].backgrounds")
+        );
+        levels[1].backgrounds = vec![gold.into(); MAX_VIP_BACKGROUNDS + 1];
+        assert!(check_vip_levels(&levels).is_err());
     }
 
     #[test]

@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Contribution, DayKey,
-    EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftId, GiftSent, GiftSnapshot, LeaveReason,
-    LuckyOutcome, Member, MicChange, MicDownReason, Occupant, OrderId, PasswordHash, RobotGift,
-    Rocket, RocketId, RocketPrize, RocketReward, RocketStatus, Role, RoomId, RoomProfile,
-    RoomResource, RoomSettings, RoomState, RoomStatus, Seat, SeatIndex, SeatSessionId, Snapshot,
-    Timestamp, UserActor, UserDisplay, UserId, VipPrivileges, VipStanding,
+    EVENT_SCHEMA_VERSION, Event, EventEnvelope, GiftBroadcast, GiftId, GiftSent, GiftSnapshot,
+    LeaveReason, LuckyOutcome, Member, MicChange, MicDownReason, Occupant, OrderId, PasswordHash,
+    RobotGift, Rocket, RocketId, RocketPrize, RocketReward, RocketStatus, Role, RoomId,
+    RoomProfile, RoomResource, RoomSettings, RoomState, RoomStatus, Seat, SeatHold, SeatIndex,
+    SeatSessionId, Snapshot, Timestamp, UserActor, UserDisplay, UserId, VipPrivileges, VipStanding,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -37,7 +37,7 @@ const AT: i64 = 1_764_460_800_000;
 const HASH: &str = "argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo";
 
 /// Every event type, as in [`Event::type_name`] and the JSON `type`.
-const EVENT_TYPES: [&str; 23] = [
+const EVENT_TYPES: [&str; 26] = [
     "RoomCreated",
     "RoomProfileUpdated",
     "RoomBackgroundChanged",
@@ -61,6 +61,9 @@ const EVENT_TYPES: [&str; 23] = [
     "RoomRocketReset",
     "RoomResourcesRevoked",
     "RoomSystemMessage",
+    "RoomMicSeatVip",
+    "RoomUserInvited",
+    "RoomGiftBroadcast",
 ];
 
 /// The golden files that are not one event type each.
@@ -252,6 +255,27 @@ fn sample_events() -> Vec<Event> {
             text: "Maintenance tonight at 02:00.\nGifts stay open.".into(),
             by: Some(user("staff")),
         },
+        Event::RoomMicSeatVip {
+            seat: SeatIndex(5),
+            vip_only: true,
+            by: Some(user("alice")),
+        },
+        Event::RoomUserInvited {
+            user: user("dave"),
+            seat: Some(SeatIndex(3)),
+            invited_at: at(200),
+            expires_at: at(320),
+            by: Some(user("bob")),
+        },
+        Event::RoomGiftBroadcast(GiftBroadcast {
+            from_room: RoomId::new("room-far").unwrap(),
+            sender: user("carol"),
+            sender_nickname: Some("Carol ✨".into()),
+            sender_avatar_url: None,
+            gift_id: GiftId::new("castle").unwrap(),
+            count: 1,
+            total_value: Coins(50_000),
+        }),
     ]
 }
 
@@ -427,6 +451,9 @@ fn command_kind_is_listed(kind: &CommandKind) {
         | CommandKind::ChangeBackground { .. }
         | CommandKind::RevokeResources { .. }
         | CommandKind::SystemMessage { .. }
+        | CommandKind::SetSeatVip { .. }
+        | CommandKind::Invite { .. }
+        | CommandKind::ShowGiftBroadcast(_)
         | CommandKind::SetChatEnabled { .. }
         | CommandKind::SetLock { .. }
         | CommandKind::CloseRoom
@@ -651,6 +678,27 @@ fn sample_commands() -> Vec<Command> {
         CommandKind::SystemMessage {
             text: "Maintenance tonight at 02:00.\nGifts stay open.".into(),
         },
+        CommandKind::SetSeatVip {
+            seat: SeatIndex(5),
+            vip_only: true,
+        },
+        CommandKind::Invite {
+            user: user("dave"),
+            seat: Some(SeatIndex(3)),
+        },
+        CommandKind::Invite {
+            user: user("erin"),
+            seat: None,
+        },
+        CommandKind::ShowGiftBroadcast(GiftBroadcast {
+            from_room: RoomId::new("room-far").unwrap(),
+            sender: user("carol"),
+            sender_nickname: None,
+            sender_avatar_url: Some("https://cdn.example/avatars/carol.png".into()),
+            gift_id: GiftId::new("castle").unwrap(),
+            count: 2,
+            total_value: Coins(100_000),
+        }),
     ];
     let mut commands: Vec<Command> = kinds
         .into_iter()
@@ -700,6 +748,8 @@ fn sample_commands() -> Vec<Command> {
             mute_shield: true,
             entry_effect_id: Some("fx-gold-wings".into()),
             vehicle_id: Some("car:7".into()),
+            seat_priority: true,
+            backgrounds: vec!["https://cdn.example/bg/gold.png".into()],
         },
     };
     commands.extend([
@@ -761,12 +811,20 @@ fn sample_snapshot() -> Snapshot {
             // A snapshot from before the muter was kept reads without one.
             muted_by: None,
             locked: false,
+            vip_only: true,
+            hold: None,
         },
         Seat {
             locked: true,
             ..Seat::default()
         },
-        Seat::default(),
+        Seat {
+            hold: Some(SeatHold {
+                user: user("erin"),
+                until: at(900),
+            }),
+            ..Seat::default()
+        },
     ];
     let state = RoomState {
         room_id: room(),
@@ -793,6 +851,7 @@ fn sample_snapshot() -> Snapshot {
         admins: BTreeSet::from([user("bob")]),
         bans: BTreeMap::from([(user("dave"), at(3_600))]),
         chat_mutes: BTreeMap::from([(user("carol"), at(600))]),
+        invites: BTreeMap::from([(user("erin"), at(900))]),
         seats,
         heat: 1_060,
         contribution: Contribution {

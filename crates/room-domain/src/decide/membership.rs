@@ -52,7 +52,7 @@ pub(super) fn join(
             until,
         });
     }
-    if state.join_needs_password(actor) && !password_verified {
+    if state.join_needs_password(actor, ctx.now) && !password_verified {
         return Err(Rejection::WrongPassword);
     }
     let role = state.role_of(user);

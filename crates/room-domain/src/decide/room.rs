@@ -2,7 +2,7 @@
 //! settings (chat, lock) and its closing.
 
 use crate::command::Ctx;
-use crate::event::{Event, MicDownReason};
+use crate::event::{Event, GiftBroadcast, MicDownReason};
 use crate::ids::UserId;
 use crate::rejection::{Field, Rejection};
 use crate::rules::MAX_SEATS;
@@ -98,6 +98,17 @@ pub(super) fn system_message(
         text: text.to_owned(),
         by,
     }])
+}
+
+/// `ShowGiftBroadcast`: the system shows another room's big gift here.
+pub(super) fn show_gift_broadcast(
+    standing: Standing,
+    broadcast: &GiftBroadcast,
+) -> Result<Vec<Event>, Rejection> {
+    if standing != Standing::System {
+        return Err(Rejection::Forbidden);
+    }
+    Ok(vec![Event::RoomGiftBroadcast(broadcast.clone())])
 }
 
 /// `RevokeResources`: a platform admin resets parts of the profile to their defaults, with a

@@ -1,4 +1,5 @@
-//! The rules of the mic seats: taking, leaving, locking, muting and emptying a seat, and the
+//! The rules of the mic seats: taking, leaving, locking, reserving for VIP, muting and emptying
+//! a seat, invites (to the room or a held seat), and the
 //! RTC vendor's word on who publishes audio. Also the `Down` events that other families emit
 //! when a user leaves a seat with the room, a kick or a closing.
 
@@ -9,6 +10,7 @@ use crate::ids::{SeatIndex, SeatSessionId, UserId};
 use crate::rejection::Rejection;
 use crate::state::{Occupant, Role, RoomState, Seat};
 use crate::time::Timestamp;
+use crate::vip::VipStanding;
 
 use super::standing::{
     Standing, acting_user, is_robot_member, may_moderate, require_member, require_moderator,
@@ -21,6 +23,7 @@ pub(super) fn take_seat(
     ctx: &Ctx<'_>,
     seat: SeatIndex,
     display: Option<&UserDisplay>,
+    vip: Option<&VipStanding>,
 ) -> Result<Vec<Event>, Rejection> {
     let user = acting_user(ctx)?;
     require_member(state, user)?;
@@ -33,6 +36,15 @@ pub(super) fn take_seat(
             return Ok(Vec::new());
         }
         return Err(Rejection::SeatOccupied { seat });
+    }
+    if target
+        .held_for(ctx.now)
+        .is_some_and(|invitee| invitee != user)
+    {
+        return Err(Rejection::SeatHeld { seat });
+    }
+    if target.vip_only && !vip.is_some_and(|vip| vip.privileges.seat_priority) {
+        return Err(Rejection::VipSeat { seat });
     }
     let mut events = Vec::with_capacity(2);
     if let Some(old) = state.seat_of(user) {
@@ -93,6 +105,71 @@ pub(super) fn lock_seat(
     }
     events.push(Event::RoomMicSeatLocked { seat, locked, by });
     Ok(events)
+}
+
+/// `SetSeatVip`: moderators reserve a seat for VIP or open it again; its holder stays.
+pub(super) fn set_seat_vip(
+    state: &RoomState,
+    standing: Standing,
+    by: Option<UserId>,
+    seat: SeatIndex,
+    vip_only: bool,
+) -> Result<Vec<Event>, Rejection> {
+    require_moderator(standing)?;
+    let target = checked_seat(state, seat)?;
+    if target.vip_only == vip_only {
+        return Ok(Vec::new());
+    }
+    Ok(vec![Event::RoomMicSeatVip { seat, vip_only, by }])
+}
+
+/// `Invite`: moderators invite a user who is not banned, for the rules' invite lifetime; an
+/// invited seat must exist, be unlocked, and be neither taken nor held for someone else. A
+/// room holds at most the rules' `max_invites` open invites (a new invite of the same user
+/// replaces theirs).
+pub(super) fn invite(
+    state: &RoomState,
+    ctx: &Ctx<'_>,
+    standing: Standing,
+    by: Option<UserId>,
+    user: &UserId,
+    seat: Option<SeatIndex>,
+) -> Result<Vec<Event>, Rejection> {
+    require_moderator(standing)?;
+    if let Some(until) = state.ban_of(user, ctx.now) {
+        return Err(Rejection::Banned {
+            user: user.clone(),
+            until,
+        });
+    }
+    if let Some(seat) = seat {
+        let target = checked_seat(state, seat)?;
+        if target.locked {
+            return Err(Rejection::SeatLocked { seat });
+        }
+        if target.occupant.as_ref().is_some_and(|o| o.user != *user) {
+            return Err(Rejection::SeatOccupied { seat });
+        }
+        if target.held_for(ctx.now).is_some_and(|held| held != user) {
+            return Err(Rejection::SeatHeld { seat });
+        }
+    }
+    let max = ctx.rules.max_invites;
+    let open = state
+        .invites
+        .iter()
+        .filter(|(invitee, until)| *invitee != user && **until > ctx.now)
+        .count();
+    if open >= max as usize {
+        return Err(Rejection::TooManyInvites { max });
+    }
+    Ok(vec![Event::RoomUserInvited {
+        user: user.clone(),
+        seat,
+        invited_at: ctx.now,
+        expires_at: ctx.now.plus_secs(ctx.rules.invite_ttl_secs),
+        by,
+    }])
 }
 
 /// `MuteSeat`: the holder mutes their own seat; moderators mute or unmute anyone's, and

@@ -55,10 +55,16 @@ pub fn kind_name(kind: &CommandKind) -> &'static str {
         CommandKind::LaunchRocket { .. } => "launch_rocket",
         CommandKind::ResetRocket => "reset_rocket",
         CommandKind::RobotGift(_) => "robot_gift",
+        CommandKind::SetSeatVip { .. } => "set_seat_vip",
+        CommandKind::Invite { .. } => "invite",
+        CommandKind::ShowGiftBroadcast(_) => "show_gift_broadcast",
     }
 }
 
-pub const ALL_COMMAND_KINDS: [&str; 27] = [
+pub const ALL_COMMAND_KINDS: [&str; 30] = [
+    "set_seat_vip",
+    "invite",
+    "show_gift_broadcast",
     "create_room",
     "update_profile",
     "change_background",
@@ -88,7 +94,10 @@ pub const ALL_COMMAND_KINDS: [&str; 27] = [
     "robot_gift",
 ];
 
-pub const ALL_EVENT_TYPES: [&str; 23] = [
+pub const ALL_EVENT_TYPES: [&str; 26] = [
+    "RoomMicSeatVip",
+    "RoomUserInvited",
+    "RoomGiftBroadcast",
     "RoomCreated",
     "RoomProfileUpdated",
     "RoomBackgroundChanged",

@@ -100,7 +100,8 @@ pub fn fitting_actor(who: Who, op: &Op) -> Who {
         | Op::MicPublishTimeout { .. }
         | Op::RtcUserLeft(_)
         | Op::Launch(_)
-        | Op::ResetRocket => Who::System,
+        | Op::ResetRocket
+        | Op::GiftBroadcast => Who::System,
         Op::UpdateProfile { .. }
         | Op::ChangeBackground(_)
         | Op::Revoke { .. }
@@ -108,6 +109,8 @@ pub fn fitting_actor(who: Who, op: &Op) -> Who {
         | Op::SetChatEnabled(_)
         | Op::SetLock(_)
         | Op::LockSeat(..)
+        | Op::SetSeatVip(..)
+        | Op::Invite(..)
         | Op::RemoveFromSeat(_)
         | Op::Kick { .. }
         | Op::Unban(_)

@@ -7,9 +7,9 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use room_domain::{
     Actor, ApplyGift, Coins, Command, CommandId, CommandKind, Ctx, DayKey, Event, EventEnvelope,
-    GiftId, GiftSnapshot, OrderId, PasswordHash, Rejection, RobotGift, RocketId, RocketStatus,
-    RoomResource, RoomState, SeatIndex, SeatSessionId, Snapshot, Timestamp, decide, evolve,
-    evolve_all,
+    GiftBroadcast, GiftId, GiftSnapshot, OrderId, PasswordHash, Rejection, RobotGift, RocketId,
+    RocketStatus, RoomId, RoomResource, RoomState, SeatIndex, SeatSessionId, Snapshot, Timestamp,
+    UserId, VipPrivileges, VipStanding, decide, evolve, evolve_all,
 };
 
 use crate::checks::{check_effects, check_events};
@@ -108,7 +108,24 @@ impl Run<'_> {
             CommandKind::ApplyGift(gift) => CommandId::from(gift.order_id.clone()),
             _ => CommandId::new(format!("c-{i}")).unwrap(),
         };
-        self.apply(Command::new(command_id, kind), &actor, step.random)?;
+        // A taker of VIP level 3 or more has seat priority.
+        let vip = match (&kind, &actor) {
+            (CommandKind::TakeSeat { .. }, Actor::User(user)) if user.vip_level >= 3 => {
+                Some(VipStanding {
+                    level: user.vip_level,
+                    privileges: VipPrivileges {
+                        seat_priority: true,
+                        ..VipPrivileges::default()
+                    },
+                })
+            }
+            _ => None,
+        };
+        self.apply(
+            Command::new(command_id, kind).with_vip(vip),
+            &actor,
+            step.random,
+        )?;
 
         if step.snapshot {
             let json = serde_json::to_string(&Snapshot::new(self.state.clone())).unwrap();
@@ -190,6 +207,23 @@ impl Run<'_> {
                 seen: None,
             },
             Op::TakeSeat(pick) => CommandKind::TakeSeat { seat: seat(pick) },
+            Op::SetSeatVip(pick, vip_only) => CommandKind::SetSeatVip {
+                seat: seat(pick),
+                vip_only: *vip_only,
+            },
+            Op::Invite(target, pick) => CommandKind::Invite {
+                user: resolve(target),
+                seat: pick.as_ref().map(seat),
+            },
+            Op::GiftBroadcast => CommandKind::ShowGiftBroadcast(GiftBroadcast {
+                from_room: RoomId::new("room-far").unwrap(),
+                sender: UserId::new("far-sender").unwrap(),
+                sender_nickname: None,
+                sender_avatar_url: None,
+                gift_id: GiftId::new("castle").unwrap(),
+                count: 1,
+                total_value: Coins(50_000),
+            }),
             Op::LeaveSeat(pick) => CommandKind::LeaveSeat { seat: seat(pick) },
             Op::LockSeat(pick, locked) => CommandKind::LockSeat {
                 seat: seat(pick),

@@ -138,6 +138,12 @@ pub enum Op {
     Leave,
     Evict(Target),
     TakeSeat(SeatPick),
+    /// Reserve a seat for VIP or open it again.
+    SetSeatVip(SeatPick, bool),
+    /// Invite a user to the room, or to a seat.
+    Invite(Target, Option<SeatPick>),
+    /// Show another room's big gift (the system only).
+    GiftBroadcast,
     LeaveSeat(SeatPick),
     LockSeat(SeatPick, bool),
     MuteSeat(SeatPick, bool),

@@ -269,6 +269,19 @@ fn op() -> impl Strategy<Value = Op> {
         (6, target().prop_map(Op::Evict).boxed()),
         (28, seat().prop_map(Op::TakeSeat).boxed()),
         (
+            4,
+            (seat(), any::<bool>())
+                .prop_map(|(pick, vip_only)| Op::SetSeatVip(pick, vip_only))
+                .boxed(),
+        ),
+        (
+            5,
+            (target(), prop::option::of(seat()))
+                .prop_map(|(user, pick)| Op::Invite(user, pick))
+                .boxed(),
+        ),
+        (2, Just(Op::GiftBroadcast).boxed()),
+        (
             8,
             prop_oneof![3 => Just(SeatPick::Own), 1 => seat()]
                 .prop_map(Op::LeaveSeat)

@@ -370,6 +370,23 @@ pub fn every_command_kind() -> Vec<CommandKind> {
         },
         CommandKind::ResetRocket,
         CommandKind::RobotGift(robot_gift(&["bob"], 10, 1)),
+        CommandKind::SetSeatVip {
+            seat: SeatIndex(0),
+            vip_only: true,
+        },
+        CommandKind::Invite {
+            user: id("alice"),
+            seat: Some(SeatIndex(1)),
+        },
+        CommandKind::ShowGiftBroadcast(room_domain::GiftBroadcast {
+            from_room: RoomId::new("room-far").unwrap(),
+            sender: id("far"),
+            sender_nickname: None,
+            sender_avatar_url: None,
+            gift_id: GiftId::new("castle").unwrap(),
+            count: 1,
+            total_value: Coins(50_000),
+        }),
     ];
     for kind in &kinds {
         match kind {
@@ -399,7 +416,10 @@ pub fn every_command_kind() -> Vec<CommandKind> {
             | CommandKind::ApplyGift(_)
             | CommandKind::LaunchRocket { .. }
             | CommandKind::ResetRocket
-            | CommandKind::RobotGift(_) => {}
+            | CommandKind::RobotGift(_)
+            | CommandKind::SetSeatVip { .. }
+            | CommandKind::Invite { .. }
+            | CommandKind::ShowGiftBroadcast(_) => {}
         }
     }
     kinds

@@ -7,6 +7,7 @@
 mod display;
 mod fixture;
 mod gifts;
+mod invites;
 mod membership;
 mod moderation;
 mod rejections;
