@@ -7,6 +7,7 @@
 //! of every port and the conformance suites every adapter must pass.
 
 mod attempts;
+pub mod broadcast;
 mod budgets;
 mod cell;
 pub mod consumers;
@@ -55,13 +56,13 @@ pub use ids::SYSTEM_ID_PREFIX;
 pub use known::{KNOWN_ROOMS_REMEMBERED, KnownRooms};
 pub use local::{
     BroadcastMessenger, FanOutMessenger, LocalLease, LocalPresence, RandomIds, RoomWatch,
-    SystemClock,
+    SystemClock, UserWatch, Watch, addressee,
 };
 pub use memory::{InMemoryStore, MemoryListCache};
 pub use ports::CommandReply;
 pub use robot_admin::RobotRoomAdmin;
 pub use service::{
-    BannedUser, COVER_CLAIM_GRACE, IdempotencyKey, MAX_ADMIN_CREDIT, MAX_IDEMPOTENCY_KEY_CHARS,
-    MessageReport, MessageTarget, OnlineUser, RankEntry, RankPeriod, RocketView, RoomPatch,
-    RoomService, RoomView, SeatView, ServicePorts,
+    BannedUser, COVER_CLAIM_GRACE, IdempotencyKey, Invite, MAX_ADMIN_CREDIT,
+    MAX_IDEMPOTENCY_KEY_CHARS, MessageReport, MessageTarget, OnlineUser, RankEntry, RankPeriod,
+    RocketView, RoomPatch, RoomService, RoomView, SeatView, ServicePorts,
 };

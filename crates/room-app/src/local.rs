@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use room_domain::{RoomId, Timestamp, UserId};
+use room_domain::{Event, RoomId, Timestamp, UserId};
 use tokio::sync::broadcast;
 
 use crate::error::Result;
@@ -159,16 +159,29 @@ impl Presence for LocalPresence {
 /// Display events on an in-process broadcast channel per room: the embedded stand-in for IM,
 /// read by the API's Server-Sent Events stream. Rooms nobody watches cost nothing: a room's
 /// channel is made by its first [`RoomWatch`] and dropped with its last.
+///
+/// The events addressed to one user (an invite: [`addressee`]) also go to that user's
+/// channel, read by the user's own stream ([`BroadcastMessenger::subscribe_user`]), made and
+/// dropped the same way.
 #[derive(Debug)]
 pub struct BroadcastMessenger {
-    rooms: Arc<Mutex<RoomChannels>>,
+    rooms: Arc<Mutex<Channels<RoomId>>>,
+    users: Arc<Mutex<Channels<UserId>>>,
     capacity: usize,
 }
 
-type RoomChannels = HashMap<RoomId, broadcast::Sender<DisplayMessage>>;
+type Channels<K> = HashMap<K, broadcast::Sender<DisplayMessage>>;
 
-fn lock_channels(rooms: &Mutex<RoomChannels>) -> std::sync::MutexGuard<'_, RoomChannels> {
-    rooms.lock().unwrap_or_else(|e| e.into_inner())
+fn lock_channels<K>(channels: &Mutex<Channels<K>>) -> std::sync::MutexGuard<'_, Channels<K>> {
+    channels.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The user a display event is addressed to, beside its room: the invitee of an invite.
+pub fn addressee(event: &Event) -> Option<&UserId> {
+    match event {
+        Event::RoomUserInvited { user, .. } => Some(user),
+        _ => None,
+    }
 }
 
 impl BroadcastMessenger {
@@ -177,27 +190,30 @@ impl BroadcastMessenger {
     pub fn new(capacity: usize) -> Self {
         BroadcastMessenger {
             rooms: Arc::new(Mutex::new(HashMap::new())),
+            users: Arc::new(Mutex::new(HashMap::new())),
             capacity,
         }
     }
 
     /// Watches a room's display events from now on, until the [`RoomWatch`] is dropped.
     pub fn subscribe(&self, room_id: &RoomId) -> RoomWatch {
-        let mut rooms = lock_channels(&self.rooms);
-        let receiver = rooms
-            .entry(room_id.clone())
-            .or_insert_with(|| broadcast::channel(self.capacity).0)
-            .subscribe();
-        RoomWatch {
-            receiver,
-            room_id: room_id.clone(),
-            rooms: self.rooms.clone(),
-        }
+        Watch::open(&self.rooms, room_id, self.capacity)
+    }
+
+    /// Watches the display events addressed to `user` ([`addressee`]), from any room, from
+    /// now on, until the [`UserWatch`] is dropped.
+    pub fn subscribe_user(&self, user: &UserId) -> UserWatch {
+        Watch::open(&self.users, user, self.capacity)
     }
 
     /// How many rooms have a channel, that is at least one watcher.
     pub fn channel_count(&self) -> usize {
         lock_channels(&self.rooms).len()
+    }
+
+    /// How many users have a channel, that is at least one stream.
+    pub fn user_channel_count(&self) -> usize {
+        lock_channels(&self.users).len()
     }
 }
 
@@ -228,14 +244,34 @@ impl Messenger for FanOutMessenger {
 
 /// One watcher of a room's display events ([`BroadcastMessenger::subscribe`]). Dropping the
 /// last watcher of a room drops the room's channel and its buffer.
+pub type RoomWatch = Watch<RoomId>;
+
+/// One watcher of the display events addressed to a user
+/// ([`BroadcastMessenger::subscribe_user`]).
+pub type UserWatch = Watch<UserId>;
+
+/// One watcher of a channel of display events, keyed by room or user. Dropping the last
+/// watcher of a key drops its channel and its buffer.
 #[derive(Debug)]
-pub struct RoomWatch {
+pub struct Watch<K: Eq + std::hash::Hash + Clone> {
     receiver: broadcast::Receiver<DisplayMessage>,
-    room_id: RoomId,
-    rooms: Arc<Mutex<RoomChannels>>,
+    key: K,
+    channels: Arc<Mutex<Channels<K>>>,
 }
 
-impl RoomWatch {
+impl<K: Eq + std::hash::Hash + Clone> Watch<K> {
+    fn open(channels: &Arc<Mutex<Channels<K>>>, key: &K, capacity: usize) -> Self {
+        let receiver = lock_channels(channels)
+            .entry(key.clone())
+            .or_insert_with(|| broadcast::channel(capacity).0)
+            .subscribe();
+        Watch {
+            receiver,
+            key: key.clone(),
+            channels: channels.clone(),
+        }
+    }
+
     /// The next message; see [`broadcast::Receiver::recv`] (a watcher that fell behind learns
     /// how many messages it missed).
     pub async fn recv(&mut self) -> Result<DisplayMessage, broadcast::error::RecvError> {
@@ -243,15 +279,15 @@ impl RoomWatch {
     }
 }
 
-impl Drop for RoomWatch {
+impl<K: Eq + std::hash::Hash + Clone> Drop for Watch<K> {
     fn drop(&mut self) {
         // Under the lock no one subscribes in between: a count of one is this watcher alone.
-        let mut rooms = lock_channels(&self.rooms);
-        if rooms
-            .get(&self.room_id)
+        let mut channels = lock_channels(&self.channels);
+        if channels
+            .get(&self.key)
             .is_some_and(|sender| sender.receiver_count() <= 1)
         {
-            rooms.remove(&self.room_id);
+            channels.remove(&self.key);
         }
     }
 }
@@ -259,6 +295,18 @@ impl Drop for RoomWatch {
 #[async_trait]
 impl Messenger for BroadcastMessenger {
     async fn publish(&self, room_id: &RoomId, messages: Vec<DisplayMessage>) {
+        {
+            let users = lock_channels(&self.users);
+            if !users.is_empty() {
+                for message in &messages {
+                    if let Some(sender) =
+                        addressee(&message.envelope.event).and_then(|user| users.get(user))
+                    {
+                        let _ = sender.send(message.clone());
+                    }
+                }
+            }
+        }
         let rooms = lock_channels(&self.rooms);
         let Some(sender) = rooms.get(room_id) else {
             return;

@@ -13,6 +13,7 @@ mod commands;
 mod covers;
 mod current_room;
 mod idempotency;
+mod invites;
 mod members;
 mod messages;
 mod money;
@@ -23,6 +24,7 @@ mod views;
 
 pub use covers::COVER_CLAIM_GRACE;
 pub use idempotency::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
+pub use invites::Invite;
 pub use messages::{MessageReport, MessageTarget};
 pub use money::MAX_ADMIN_CREDIT;
 pub use room_service::{RoomService, ServicePorts};

@@ -103,6 +103,12 @@ impl Vip {
         self.cache.standing(user).await
     }
 
+    /// Whether `user` may set `url` as a room's background: a background a VIP level lists
+    /// needs that level or a higher one. An error when the store cannot be read.
+    pub async fn may_use_background(&self, user: &UserId, url: &str) -> Result<bool> {
+        self.cache.may_use_background(user, url).await
+    }
+
     /// Like [`Vip::standing`], but `None` when the store cannot be read now (logged): for
     /// the rooms, which go on without VIP privileges rather than fail.
     pub async fn standing_or_none(&self, user: &UserId) -> Option<VipStanding> {

@@ -11,6 +11,7 @@
 
 mod auth;
 mod billing;
+mod broadcast;
 mod catalog;
 mod cell;
 mod cluster;
@@ -44,6 +45,7 @@ use serde::{Deserialize, Serialize};
 
 pub use auth::{AuthSettings, DEV_JWT_SECRET, MIN_JWT_SECRET_BYTES};
 pub use billing::{BillingSettings, MAX_SETTLE_DELAY_SECS};
+pub use broadcast::BroadcastSettings;
 pub use catalog::CatalogSettings;
 pub use cell::CellSettings;
 pub use cluster::ClusterSettings;
@@ -69,7 +71,7 @@ use crate::role::Role;
 pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 
 /// Every section as the reference describes it, in the order of [`Settings`]' fields.
-const SECTIONS: [&reference::Section; 20] = [
+const SECTIONS: [&reference::Section; 21] = [
     &http::SECTION,
     &storage::SECTION,
     &auth::SECTION,
@@ -78,6 +80,7 @@ const SECTIONS: [&reference::Section; 20] = [
     &presence::SECTION,
     &profiles::SECTION,
     &vip::SECTION,
+    &broadcast::SECTION,
     &billing::SECTION,
     &workers::SECTION,
     &outbox::SECTION,
@@ -112,6 +115,8 @@ pub struct Settings {
     pub profiles: ProfileSettings,
     /// The node's cache of VIP grants.
     pub vip: VipSettings,
+    /// `[broadcast]`: big gifts shown in other rooms of the sender's region.
+    pub broadcast: BroadcastSettings,
     /// Periods of gift value and turnover, and the turnover settlement.
     pub billing: BillingSettings,
     /// Background passes.
@@ -206,6 +211,7 @@ impl Settings {
         self.validate_cluster()?;
         self.profiles.validate()?;
         self.vip.validate()?;
+        self.broadcast.validate()?;
         self.billing.validate()?;
         let prefix = &self.robots.id_prefix;
         anyhow::ensure!(

@@ -40,12 +40,13 @@ pub use robot_rooms::{
 pub use rocket::{PutRocketRequest, RocketSettingsResponse};
 pub use rooms::{
     BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, FollowResponse, FollowedRoomItem,
-    FollowedRoomsResponse, JoinRequest, KickRequest, LockSeatRequest, MuteSeatRequest,
-    OnlineUsersResponse, PatchRoomRequest, RankResponse, RevokeRequest, RoomResponse, UnbanRequest,
+    FollowedRoomsResponse, InviteRequest, InviteResponse, JoinRequest, KickRequest,
+    LockSeatRequest, MuteSeatRequest, OnlineUsersResponse, PatchRoomRequest, RankResponse,
+    RevokeRequest, RoomResponse, SeatVipRequest, UnbanRequest,
 };
 pub use schema::{
     Audience, Country, GiftName, Id, ImageUrl, MessageTargetSchema, MessageText, Nickname, Notice,
-    OrderIdSchema, Reason, Recipients, Region, RobotPool, RoomName, UserRegion,
+    OrderIdSchema, Reason, Recipients, Region, RobotPool, RoomName, UserRegion, VipBackgroundUrl,
 };
 pub use tallies::{GiftValueResponse, TurnoverResponse};
 pub use users::{

@@ -4,8 +4,9 @@
 //! under a work claim). The consumers: the income consumer, named `workers.income_group`,
 //! which credits each paid gift's parts as income ([`IncomeConsumer`]), always; the tally
 //! consumer, named `workers.tallies_group`, which counts each paid gift's value for gift value
-//! and room turnover ([`TallyConsumer`]), always; and the IM group effects, named
-//! `workers.im_effects_group`, when IM is configured.
+//! and room turnover ([`TallyConsumer`]), always; the big-gift broadcaster, named
+//! `broadcast.group` ([`GiftBroadcaster`]), when `broadcast.min_value` is set; and the IM
+//! group effects, named `workers.im_effects_group`, when IM is configured.
 //!
 //! A recipient's agency is the one the user directory names ([`DirectoryAgencies`]; set with
 //! `PUT /v1/admin/users/{user_id}`); a recipient without one leaves the agency share to the
@@ -23,6 +24,7 @@ use adapters_mq::KafkaFacts;
 use adapters_tencent_im::ImClient;
 use anyhow::Context;
 use room_app::RoomService;
+use room_app::broadcast::GiftBroadcaster;
 use room_app::consumers::{FactConsumer, FactSourceRef, OutboxSource, mark_passed};
 use room_app::gift_value::TallyConsumer;
 use room_app::income::{DirectoryAgencies, IncomeConsumer};
@@ -57,8 +59,8 @@ pub(crate) fn early_consumer(
     Ok(Some(Arc::new(consumer)))
 }
 
-/// The node's consumers of the durable facts: the income and tally consumers, and the IM
-/// group effects when IM is configured.
+/// The node's consumers of the durable facts: the income and tally consumers, the big-gift
+/// broadcaster when broadcasts are on, and the IM group effects when IM is configured.
 pub(crate) fn consumers(
     settings: &Settings,
     im: Option<&ImClient>,
@@ -88,6 +90,17 @@ pub(crate) fn consumers(
         )
         .context("ROOM__WORKERS__TALLIES_GROUP")?,
     ));
+    let broadcast = settings.broadcast.config();
+    if broadcast.is_enabled() {
+        consumers.push(Arc::new(
+            FactConsumer::new(
+                &settings.broadcast.group,
+                Arc::new(GiftBroadcaster::new(service.clone(), broadcast)),
+                ports.clock.clone(),
+            )
+            .context("ROOM__BROADCAST__GROUP")?,
+        ));
+    }
     if let Some(client) = im {
         let effects = GroupEffects::new(client.clone(), service.clone());
         consumers.push(Arc::new(

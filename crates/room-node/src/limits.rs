@@ -38,7 +38,7 @@ pub enum RouteClass {
     Join,
     /// `POST /v1/rooms/{room_id}/gifts`.
     Gift,
-    /// `GET /v1/rooms/{room_id}/events`.
+    /// `GET /v1/rooms/{room_id}/events` and `GET /v1/me/events`.
     Stream,
     /// Any other `POST`, `PUT`, `PATCH` or `DELETE` (heartbeats excepted).
     Write,
@@ -60,7 +60,7 @@ impl RouteClass {
             ("POST", "/v1/rooms") => Some(RouteClass::CreateRoom),
             ("POST", "/v1/rooms/{room_id}/join") => Some(RouteClass::Join),
             ("POST", "/v1/rooms/{room_id}/gifts") => Some(RouteClass::Gift),
-            ("GET", "/v1/rooms/{room_id}/events") => Some(RouteClass::Stream),
+            ("GET", "/v1/rooms/{room_id}/events" | "/v1/me/events") => Some(RouteClass::Stream),
             // A heartbeat reads the room and refreshes an entry in memory: it costs what a
             // read costs and, like reads, is not limited.
             ("POST", "/v1/rooms/{room_id}/heartbeat") => None,
@@ -485,6 +485,10 @@ mod tests {
         );
         assert_eq!(
             class(Method::GET, "/v1/rooms/{room_id}/events"),
+            Some(RouteClass::Stream)
+        );
+        assert_eq!(
+            class(Method::GET, "/v1/me/events"),
             Some(RouteClass::Stream)
         );
         assert_eq!(

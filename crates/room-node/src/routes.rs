@@ -60,6 +60,7 @@ use crate::state::AppState;
         crate::dto::MessageText,
         crate::dto::MessageTargetSchema,
         crate::dto::ImageUrl,
+        crate::dto::VipBackgroundUrl,
         crate::dto::Region,
         crate::dto::Nickname,
         crate::dto::UserRegion,
@@ -118,6 +119,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rooms::take_seat))
         .routes(routes!(rooms::leave_seat))
         .routes(routes!(rooms::lock_seat))
+        .routes(routes!(rooms::seat_vip))
+        .routes(routes!(rooms::invite))
+        .routes(routes!(events::my_events))
         .routes(routes!(rooms::mute_seat))
         .routes(routes!(rooms::remove_from_seat))
         .routes(routes!(rooms::kick))

@@ -24,11 +24,12 @@ impl RoomService {
     ) -> Result<RoomView> {
         let user = &actor.user_id;
         let joiner = actor.clone();
+        let asked_at = self.ports.clock.now();
         let (lock, needs_password) = self
             .query(room_id, move |state| {
                 (
                     state.settings.lock.clone(),
-                    state.join_needs_password(&joiner),
+                    state.join_needs_password(&joiner, asked_at),
                 )
             })
             .await?;

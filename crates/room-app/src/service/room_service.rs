@@ -203,8 +203,8 @@ impl RoomService {
 
     /// The VIP standing a user's command carries, looked up here through the node's cache
     /// (the service keeps VIP levels, not the token): a join's (the joining user's level is
-    /// set on the actor, and a level's entry effect and vehicle go with the command), a
-    /// kick's and a muting `chat_mute`'s (the target's shields). A join goes on without VIP
+    /// set on the actor, and a level's entry effect and vehicle go with the command), a seat
+    /// taker's (seat priority for seats reserved for VIP), a kick's and a muting `chat_mute`'s (the target's shields). A join goes on without VIP
     /// when the grants cannot be read now; a kick or a mute fails, retryably, rather than
     /// guess a shield.
     async fn vip_standing(
@@ -221,6 +221,13 @@ impl RoomService {
                 user.vip_level = standing.as_ref().map_or(0, |standing| standing.level);
                 Ok(standing.filter(|standing| standing.level > 0))
             }
+            // The taker's seat priority, for seats reserved for VIP; without the grants a
+            // seat taker is refused only those seats.
+            CommandKind::TakeSeat { .. } => Ok(self
+                .vip
+                .standing_or_none(&user.user_id)
+                .await
+                .filter(|standing| standing.level > 0)),
             CommandKind::Kick { user: target, .. } => Ok(Some(self.vip.standing(target).await?)),
             CommandKind::ChatMute {
                 user: target,

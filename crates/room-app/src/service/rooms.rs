@@ -98,8 +98,9 @@ impl RoomService {
     /// The room as clients see it.
     pub async fn get_room(&self, room_id: &RoomId) -> Result<RoomView> {
         let rules = self.runtime.rules().clone();
+        let now = self.ports.clock.now();
         let view = self
-            .query(room_id, move |state| view_of(state, &rules))
+            .query(room_id, move |state| view_of(state, &rules, now))
             .await?
             .ok_or(Error::Rejected(Rejection::RoomNotFound))?;
         let short_id = self.ports.directory.get_short_id(room_id).await?;
@@ -145,6 +146,16 @@ impl RoomService {
         patch: RoomPatch,
         key: Option<&IdempotencyKey>,
     ) -> Result<RoomView> {
+        // A background a VIP level lists is for that level and higher: the setter's level
+        // counts, whoever owns the room. Checked before any part of the patch is applied.
+        if let Some(url) = patch
+            .background_url
+            .as_deref()
+            .filter(|url| !url.is_empty())
+            && !self.vip.may_use_background(&actor.user_id, url).await?
+        {
+            return Err(Error::Rejected(Rejection::VipBackground));
+        }
         let actor = Actor::User(actor.clone());
         // A new cover is claimed first (its own claim renewed, when the room shows it
         // already): one open room at a time shows it. The old cover's claim is noted, so that

@@ -67,6 +67,12 @@ pub struct SeatView {
     pub muted: bool,
     /// Whether the holder's audio is confirmed by the RTC vendor.
     pub publishing: bool,
+    /// Whether it is reserved for VIP (seat priority).
+    pub vip_only: bool,
+    /// The invitee it is held for, while their invite lasts.
+    pub held_for: Option<UserId>,
+    /// Until when it is held.
+    pub held_until: Option<Timestamp>,
 }
 
 /// The rocket as clients see it.
@@ -149,7 +155,12 @@ pub struct RoomPatch {
     pub password: Option<Option<String>>,
 }
 
-pub(super) fn view_of(state: &RoomState, rules: &room_domain::RoomRules) -> Option<RoomView> {
+/// The room as clients see it at `now` (which decides whether a seat is still held).
+pub(super) fn view_of(
+    state: &RoomState,
+    rules: &room_domain::RoomRules,
+    now: Timestamp,
+) -> Option<RoomView> {
     if state.status == RoomStatus::Absent {
         return None;
     }
@@ -188,6 +199,13 @@ pub(super) fn view_of(state: &RoomState, rules: &room_domain::RoomRules) -> Opti
                     .occupant
                     .as_ref()
                     .is_some_and(|o| o.publish_deadline.is_none()),
+                vip_only: seat.vip_only,
+                held_for: seat.held_for(now).cloned(),
+                held_until: seat
+                    .hold
+                    .as_ref()
+                    .map(|hold| hold.until)
+                    .filter(|until| *until > now),
             })
             .collect(),
         online_count: u32::try_from(state.members.len()).unwrap_or(u32::MAX),

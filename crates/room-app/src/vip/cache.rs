@@ -145,6 +145,27 @@ impl VipCache {
         Ok(self.levels(now).await?.standing(level))
     }
 
+    /// Whether `user` may set `url` as a room's background at the clock's now: yes unless a
+    /// level of the table lists it as exclusive and no level from 1 to the user's does
+    /// ([`room_domain::background_allowed`]).
+    pub async fn may_use_background(&self, user: &UserId, url: &str) -> Result<bool> {
+        let now = self.clock.now();
+        let levels = self.levels(now).await?;
+        if levels
+            .levels
+            .iter()
+            .all(|level| !level.backgrounds.iter().any(|b| b == url))
+        {
+            return Ok(true);
+        }
+        let level = self
+            .grant(user, now)
+            .await?
+            .and_then(|grant| grant.level_at(now))
+            .unwrap_or(0);
+        Ok(room_domain::background_allowed(&levels.levels, level, url))
+    }
+
     /// Drops the entry of `user` (after a write through this node).
     pub fn forget(&self, user: &UserId) {
         lock(&self.users).remove(user);

@@ -14,6 +14,7 @@ mod eviction;
 mod forwarding;
 mod gift_value;
 mod income;
+mod invites;
 mod keyed;
 mod lease;
 mod lists;

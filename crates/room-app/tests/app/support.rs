@@ -284,6 +284,8 @@ pub struct World {
     pub clock: Arc<ManualClock>,
     pub ids: Arc<TestIds>,
     pub service: Arc<RoomService>,
+    /// What the runtime hands display events to.
+    pub messenger: Arc<BroadcastMessenger>,
 }
 
 pub struct WorldBuilder {
@@ -377,11 +379,12 @@ impl WorldBuilder {
         let probe = Arc::new(ProbeStore::new(
             self.cell_store.unwrap_or_else(|| store.clone()),
         ));
+        let messenger = Arc::new(BroadcastMessenger::new(64));
         let deps = CellDeps {
             store: probe.clone(),
             snapshots: store.clone(),
             lease: self.lease.unwrap_or_else(|| Arc::new(LocalLease)),
-            messenger: Arc::new(BroadcastMessenger::new(64)),
+            messenger: messenger.clone(),
             clock: clock.clone(),
             ids: ids.clone(),
             directory: store.clone(),
@@ -419,6 +422,7 @@ impl WorldBuilder {
                         service.with_early_consumer(consumer)
                     }),
             ),
+            messenger,
         }
     }
 }

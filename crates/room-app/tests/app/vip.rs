@@ -10,6 +10,9 @@ use room_domain::{CommandKind, Event, Rejection, RoomId, UserActor, VipPrivilege
 
 use crate::support::{T0, World, uid, user};
 
+/// The background level 2 makes exclusive.
+const GOLD: &str = "https://cdn.example.com/bg/gold.png";
+
 fn actor(name: &str) -> UserActor {
     // What a token gives: no VIP level (the service looks it up).
     UserActor {
@@ -34,6 +37,8 @@ async fn world_with_levels() -> (World, RoomId) {
                     mute_shield: true,
                     entry_effect_id: Some("fx-wings".into()),
                     vehicle_id: Some("car-7".into()),
+                    seat_priority: true,
+                    backgrounds: vec![GOLD.into()],
                 },
             ],
         )

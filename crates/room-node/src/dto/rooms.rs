@@ -103,6 +103,53 @@ pub struct LockSeatRequest {
     pub locked: bool,
 }
 
+/// `POST /v1/rooms/{room_id}/seats/{seat}/vip`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SeatVipRequest {
+    /// Reserve the seat for VIP with seat priority (its holder stays), or open it again.
+    pub vip_only: bool,
+}
+
+/// `POST /v1/rooms/{room_id}/invites`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InviteRequest {
+    /// The invitee.
+    #[schema(value_type = Id)]
+    pub user_id: String,
+    /// The seat to hold for them, from 0 (400 `INVALID_SEAT` for a seat the room does not
+    /// have); absent: an invite to the room.
+    #[serde(default, deserialize_with = "whole::option_u32")]
+    #[schema(minimum = 0, maximum = 255)]
+    pub seat: Option<u32>,
+}
+
+/// An invite as the room made it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct InviteResponse {
+    /// The room.
+    pub room_id: String,
+    /// The invitee.
+    pub user_id: String,
+    /// The seat held for them until the invite expires (`null`: an invite to the room).
+    pub seat: Option<u8>,
+    /// When the invite expires (ms since the epoch): until then the invitee joins without the
+    /// password and the seat is theirs to take.
+    pub expires_at_ms: i64,
+}
+
+impl From<room_app::Invite> for InviteResponse {
+    fn from(invite: room_app::Invite) -> Self {
+        InviteResponse {
+            room_id: invite.room_id.to_string(),
+            user_id: invite.user.to_string(),
+            seat: invite.seat.map(|seat| seat.0),
+            expires_at_ms: invite.expires_at.0,
+        }
+    }
+}
+
 /// `POST /v1/rooms/{room_id}/seats/{seat}/mute`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -212,6 +259,12 @@ pub struct SeatResponse {
     pub muted: bool,
     /// Whether RTC confirmed the holder's audio.
     pub publishing: bool,
+    /// Reserved for VIP: only users whose VIP level gives seat priority may take it.
+    pub vip_only: bool,
+    /// The invitee it is held for while their invite lasts (`null`: not held).
+    pub held_for: Option<String>,
+    /// Until when it is held (ms since the epoch).
+    pub held_until_ms: Option<i64>,
 }
 
 /// The room rocket.
@@ -263,6 +316,9 @@ impl From<RoomView> for RoomResponse {
                     locked: seat.locked,
                     muted: seat.muted,
                     publishing: seat.publishing,
+                    vip_only: seat.vip_only,
+                    held_for: seat.held_for.map(|user| user.to_string()),
+                    held_until_ms: seat.held_until.map(|until| until.0),
                 })
                 .collect(),
             online_count: view.online_count,

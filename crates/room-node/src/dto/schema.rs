@@ -156,6 +156,16 @@ string_schema!(
 );
 
 string_schema!(
+    /// The schema of a VIP level's exclusive background: an image URL that is not empty.
+    VipBackgroundUrl,
+    "An absolute `http` or `https` URL of at most 2,048 bytes, of the image URL rule \
+     (`background_url` of a room); anything else is 400 `INVALID_VIP_LEVELS`.",
+    Some(1),
+    room_domain::MAX_IMAGE_URL_BYTES,
+    room_domain::IMAGE_URL_PATTERN
+);
+
+string_schema!(
     /// The schema of a region code.
     Region,
     "Up to 32 characters, no control character, no bidirectional embedding, override or \

@@ -67,6 +67,15 @@ pub struct VipLevelBody {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9._:-]{1,64}$")]
     pub vehicle_id: Option<String>,
+    /// The holder may take seats reserved for VIP (`PUT /v1/rooms/{room_id}/seats/{seat}/vip`);
+    /// everyone else is refused them (403 `VIP_SEAT`).
+    #[serde(default)]
+    pub seat_priority: bool,
+    /// Room backgrounds exclusive to VIP: a user may set one as their room's background only
+    /// when their level, or a lower one, lists it (else 403 `VIP_BACKGROUND`). At most 16.
+    #[serde(default)]
+    #[schema(value_type = Vec<super::schema::VipBackgroundUrl>, max_items = 16)]
+    pub backgrounds: Vec<String>,
 }
 
 impl From<VipPrivileges> for VipLevelBody {
@@ -76,6 +85,8 @@ impl From<VipPrivileges> for VipLevelBody {
             mute_shield: privileges.mute_shield,
             entry_effect_id: privileges.entry_effect_id,
             vehicle_id: privileges.vehicle_id,
+            seat_priority: privileges.seat_priority,
+            backgrounds: privileges.backgrounds,
         }
     }
 }
@@ -87,6 +98,8 @@ impl From<VipLevelBody> for VipPrivileges {
             mute_shield: body.mute_shield,
             entry_effect_id: body.entry_effect_id,
             vehicle_id: body.vehicle_id,
+            seat_priority: body.seat_priority,
+            backgrounds: body.backgrounds,
         }
     }
 }

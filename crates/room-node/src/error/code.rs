@@ -181,6 +181,10 @@ api_codes! {
     /// The member's VIP level protects them from this act of a room admin (a kick or a chat
     /// mute, as the level table says).
     VipProtected = "VIP_PROTECTED", FORBIDDEN, false;
+    /// The seat is reserved for VIP, and the caller's level gives no seat priority.
+    VipSeat = "VIP_SEAT", FORBIDDEN, false;
+    /// The background is exclusive to a VIP level the caller does not have.
+    VipBackground = "VIP_BACKGROUND", FORBIDDEN, false;
     /// Only robots send robot gifts, and robots send no other.
     NotARobot = "NOT_A_ROBOT", FORBIDDEN, false;
     /// This node has no internal token: its internal routes are off.
@@ -209,6 +213,8 @@ api_codes! {
     RoomAlreadyExists = "ROOM_ALREADY_EXISTS", CONFLICT, false;
     /// The seat is taken.
     SeatOccupied = "SEAT_OCCUPIED", CONFLICT, false;
+    /// The seat is held for an invited user until their invite expires.
+    SeatHeld = "SEAT_HELD", CONFLICT, false;
     /// Another open room shows this cover picture (one open room at a time may): choose
     /// another. Nothing was changed.
     CoverInUse = "COVER_IN_USE", CONFLICT, false;
@@ -253,6 +259,8 @@ api_codes! {
     NotBanned = "NOT_BANNED", UNPROCESSABLE_ENTITY, false;
     /// The room has as many admins as it may.
     TooManyAdmins = "TOO_MANY_ADMINS", UNPROCESSABLE_ENTITY, false;
+    /// The room has as many open invites as its rules allow.
+    TooManyInvites = "TOO_MANY_INVITES", UNPROCESSABLE_ENTITY, false;
     /// The seat is locked.
     SeatLocked = "SEAT_LOCKED", UNPROCESSABLE_ENTITY, false;
     /// The seat is empty.

@@ -1,5 +1,6 @@
 //! `GET /v1/rooms/{room_id}/events`: the room's display events as Server-Sent Events — the
-//! embedded stand-in for the room's IM group.
+//! embedded stand-in for the room's IM group. `GET /v1/me/events`: the display events
+//! addressed to the caller (invites), from every room.
 //!
 //! The stream opens with a `subscribed` event (`{"room_id","version"}`); every later event is
 //! named after the room event's type (`RoomGiftSent`, `RoomMicChanged`, ...), has the event's
@@ -23,9 +24,9 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt, stream};
-use room_app::RoomWatch;
 use room_app::ports::DisplayMessage;
 use room_app::room_feed::{CatchUp, RoomFeed, ends_watch, last_seen_of};
+use room_app::{RoomWatch, UserWatch};
 use room_domain::UserId;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -103,6 +104,75 @@ pub async fn room_events(
         .chain(stream::unfold(watch, next_event))
         .take_until(state.shutdown.clone().cancelled_owned());
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.sse_keep_alive)))
+}
+
+/// Streams the display events addressed to the caller, from any room and through any node:
+/// invites (`RoomUserInvited`).
+#[utoipa::path(
+    get, path = "/v1/me/events", tag = "me",
+    responses(
+        (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"user_id\"}`), then each event addressed to the caller, named by its type (`RoomUserInvited`) with its room event envelope as data (the envelope's `room_id` and `seq` name it in its room); `lagged` (`{\"missed\"}`) ends a stream that fell behind. Nothing is replayed on reconnect: an invite missed meanwhile shows in the room (`held_for` of its seat).", content_type = "text/event-stream", body = crate::dto::StreamEvent),
+        (status = 429, description = "`TOO_MANY_STREAMS` (too many streams open for this user, this one and room streams together) or `RATE_LIMITED` (opened too fast)", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn my_events(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let slot = state.streams.acquire(&actor.user_id).await.ok_or_else(|| {
+        ApiError::of(
+            ApiCode::TooManyStreams,
+            "this user has as many event streams open as allowed; close one first",
+        )
+    })?;
+    let watch = state.messenger.subscribe_user(&actor.user_id);
+    metrics::counter!("room_user_streams_total").increment(1);
+    let subscribed = SseEvent::default()
+        .event("subscribed")
+        .data(serde_json::json!({ "user_id": actor.user_id }).to_string());
+    let stream = UserStream {
+        receiver: watch,
+        done: false,
+        _slot: slot,
+    };
+    let events = stream::iter([Ok(subscribed)])
+        .chain(stream::unfold(stream, next_user_event))
+        .take_until(state.shutdown.clone().cancelled_owned());
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.sse_keep_alive)))
+}
+
+struct UserStream {
+    receiver: UserWatch,
+    done: bool,
+    /// Counts the stream against its user's cap until the stream is dropped.
+    _slot: StreamSlot,
+}
+
+async fn next_user_event(
+    mut stream: UserStream,
+) -> Option<(Result<SseEvent, Infallible>, UserStream)> {
+    if stream.done {
+        return None;
+    }
+    let event = match stream.receiver.recv().await {
+        Ok(message) => {
+            let envelope = &message.envelope;
+            let data = serde_json::to_string(envelope).unwrap_or_else(|_| "{}".to_owned());
+            SseEvent::default()
+                .event(envelope.event.type_name())
+                .data(data)
+        }
+        Err(RecvError::Lagged(missed)) => {
+            metrics::counter!("room_sse_lagged_total").increment(1);
+            stream.done = true;
+            SseEvent::default()
+                .event("lagged")
+                .data(serde_json::json!({ "missed": missed }).to_string())
+        }
+        Err(RecvError::Closed) => return None,
+    };
+    Some((Ok(event), stream))
 }
 
 /// The `Last-Event-ID` header: the seq it names ([`last_seen_of`]), or `None` when it is

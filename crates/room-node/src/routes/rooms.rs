@@ -14,9 +14,9 @@ use utoipa::IntoParams;
 
 use crate::auth::Auth;
 use crate::dto::{
-    BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, JoinRequest, KickRequest,
-    LockSeatRequest, MuteSeatRequest, OnlineUsersResponse, PatchRoomRequest, RankResponse,
-    RoomResponse, UnbanRequest,
+    BannedUsersResponse, ChatMuteRequest, CreateRoomRequest, InviteRequest, InviteResponse,
+    JoinRequest, KickRequest, LockSeatRequest, MuteSeatRequest, OnlineUsersResponse,
+    PatchRoomRequest, RankResponse, RoomResponse, SeatVipRequest, UnbanRequest,
 };
 use crate::error::{ApiCode, ApiError, ApiResult, ErrorResponse};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey, OptionalJson, parse_id};
@@ -537,6 +537,77 @@ async fn moderate(
         .command(actor, &room_id, kind, key.get())
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Reserves a seat for VIP, or opens it to everyone again (owner, admins). Only users whose
+/// VIP level gives seat priority take a reserved seat (403 `VIP_SEAT` for others); its
+/// holder stays.
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/seats/{seat}/vip", tag = "seats",
+    params(("room_id" = crate::dto::Id, Path, description = "The room id"), ("seat" = u8, Path, minimum = 0, maximum = 255, description = "Seat index, from 0 (400 `INVALID_SEAT` for a seat the room does not have)")),
+    request_body = SeatVipRequest,
+    responses(
+        (status = 200, description = "The room after the change", body = RoomResponse),
+        (status = 400, description = "`INVALID_ID`, `INVALID_SEAT` (a seat the room does not have), `MALFORMED_JSON`, `INVALID_BODY`", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`: not the owner or an admin", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 422, description = "`ROOM_CLOSED`, ...", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn seat_vip(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    key: IdempotencyKey,
+    ApiPath((room_id, seat)): ApiPath<(String, String)>,
+    ApiJson(request): ApiJson<SeatVipRequest>,
+) -> ApiResult<Json<RoomResponse>> {
+    seat_command(&state, &actor, &key, &room_id, &seat, |seat| {
+        CommandKind::SetSeatVip {
+            seat,
+            vip_only: request.vip_only,
+        }
+    })
+    .await
+}
+
+/// Invites a user to the room, or to a seat held for them (owner, admins), for the room
+/// rules' `invite_ttl_secs`. The invitee sees a `RoomUserInvited` event on
+/// `GET /v1/me/events` (and the room on its stream); until the invite expires they join
+/// without the password, and nobody else may take the held seat. Inviting the same user
+/// again replaces their invite.
+#[utoipa::path(
+    post, path = "/v1/rooms/{room_id}/invites", tag = "moderation",
+    params(("room_id" = crate::dto::Id, Path, description = "The room id")),
+    request_body = InviteRequest,
+    responses(
+        (status = 200, description = "The invite", body = InviteResponse),
+        (status = 400, description = "`MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_SEAT` (a seat the room does not have)", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN` (not the owner or an admin) or `BANNED` (the invitee is banned from the room)", body = ErrorResponse),
+        (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
+        (status = 409, description = "`SEAT_OCCUPIED` or `SEAT_HELD` (held for another invitee)", body = ErrorResponse),
+        (status = 422, description = "`SEAT_LOCKED`, `TOO_MANY_INVITES` (the rules' `max_invites` open ones), `ROOM_CLOSED`, ...", body = ErrorResponse),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn invite(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    key: IdempotencyKey,
+    ApiPath(room_id): ApiPath<String>,
+    ApiJson(request): ApiJson<InviteRequest>,
+) -> ApiResult<Json<InviteResponse>> {
+    let user = parse_id("user_id", &request.user_id)?;
+    let seat = request
+        .seat
+        .map(|seat| seat_index(&seat.to_string()))
+        .transpose()?;
+    let room_id = state.existing_room(&room_id).await?;
+    let invite = state
+        .service
+        .invite(&actor, &room_id, user, seat, key.get())
+        .await?;
+    Ok(Json(invite.into()))
 }
 
 /// Removes a member, optionally banning them (owner, admins). A room admin may not kick or

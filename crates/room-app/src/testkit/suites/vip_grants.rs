@@ -32,6 +32,11 @@ fn level(kick: bool, mute: bool, effect: Option<&str>, vehicle: Option<&str>) ->
         mute_shield: mute,
         entry_effect_id: effect.map(str::to_owned),
         vehicle_id: vehicle.map(str::to_owned),
+        // Every stored level says what the newer privileges say too.
+        seat_priority: vehicle.is_some(),
+        backgrounds: effect
+            .map(|effect| vec![format!("https://cdn.example.com/bg/{effect}.png")])
+            .unwrap_or_default(),
     }
 }
 
