@@ -27,7 +27,7 @@ use crate::cpu;
 use crate::load::{SENDERS, next_order};
 use crate::report::report;
 use crate::server::{ClientView, Server, token};
-use crate::stats::{median, metric_sample};
+use crate::stats::{median, metric_sample, millis, quantile};
 
 /// The open rooms the lists rank.
 const ROOMS: usize = 10_000;
@@ -516,16 +516,6 @@ impl Idle {
             ),
         );
     }
-}
-
-/// The `q` quantile of `sorted`, zero for none.
-fn quantile(sorted: &[Duration], q: f64) -> Duration {
-    let at = ((sorted.len().saturating_sub(1)) as f64 * q) as usize;
-    sorted.get(at).copied().unwrap_or_default()
-}
-
-fn millis(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
 }
 
 fn errors(errors: u64) -> String {

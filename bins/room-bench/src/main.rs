@@ -10,6 +10,9 @@
 //! - spread: 100 rooms, 64 concurrent senders, gifts per second;
 //! - latency: an open-loop offered load (default 1,500 gifts/s) and its p50/p99/max;
 //! - memory: the server's resident memory per idle active room and per member;
+//! - joins: 1 room, 64 clients in a closed loop joining and leaving as 2,000 users with
+//!   profiles, joins per second, their p50/p99 and the profile cache's hit rate (see
+//!   [`joins`]);
 //! - billing (`--only billing`, only when named): the hot room with income paid against
 //!   without, in turns (see [`billing`]);
 //! - lists (`--only lists`, only when named): the room lists at 10,000 open rooms, first
@@ -30,7 +33,7 @@
 //!
 //! Usage: `cargo build --release -p room-api -p room-bench && target/release/room-bench
 //! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only] [--help]
-//! [--only hot,single,spread,latency,memory]`.
+//! [--only hot,single,spread,latency,memory,joins]`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -53,7 +56,8 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
   --server PATH    the room-api binary (default target/release/room-api)
   --seconds N      length of each measured phase (default 10)
   --rate N         offered load of the open-loop phase, gifts per second (default 1500)
-  --only PHASES    comma-separated, of: hot, single, spread, latency, memory (default: all),
+  --only PHASES    comma-separated, of: hot, single, spread, latency, memory, joins
+                   (default: all),
                    billing (only when named: the hot room paying income against not, in turns),
                    lists (only when named: hot pages and refreshes at 10,000 rooms);
                    with --nodes 2, of: forwarding, spread, failover, renewals
@@ -73,6 +77,7 @@ Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS)
 mod billing;
 mod cpu;
 mod disk;
+mod joins;
 mod lists;
 mod load;
 mod nodes;
@@ -96,7 +101,7 @@ struct Options {
     /// The offered rate of the two-node forwarding rounds, when not derived from the closed
     /// loop.
     forward_rate: Option<u64>,
-    /// The phases to run (all when empty): hot, single, spread, latency, memory.
+    /// The phases to run (all when empty): hot, single, spread, latency, memory, joins.
     only: Vec<String>,
     /// With `--soak MINUTES`: only the soak, this long.
     soak: Option<u64>,
@@ -182,6 +187,7 @@ fn options() -> Result<Options> {
                         "spread",
                         "latency",
                         "memory",
+                        "joins",
                         "forwarding",
                         "failover",
                         "renewals",
@@ -331,6 +337,9 @@ async fn main() -> Result<()> {
         );
         report("memory per member", &format!("{per_member:.0} bytes"));
         server.stop().await?;
+    }
+    if options.runs("joins") {
+        joins::joins(&storage, duration).await?;
     }
     Ok(())
 }

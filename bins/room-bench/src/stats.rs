@@ -1,4 +1,7 @@
-//! Small figures the phases share: a median, and a sample of the server's `/metrics` page.
+//! Small figures the phases share: a median, quantiles of sorted times, and a sample of the
+//! server's `/metrics` page.
+
+use std::time::Duration;
 
 /// The middle value of `values` (sorted here; the mean of the two middle ones for an even
 /// count); 0 for none.
@@ -9,6 +12,17 @@ pub fn median(values: &mut [f64]) -> f64 {
         n if n % 2 == 1 => values[n / 2],
         n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
     }
+}
+
+/// The `q` quantile of `sorted`, zero for none.
+pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    let at = ((sorted.len().saturating_sub(1)) as f64 * q) as usize;
+    sorted.get(at).copied().unwrap_or_default()
+}
+
+/// `duration` in milliseconds.
+pub fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
 }
 
 /// The first sample of `name` on a `/metrics` page: `name` as written, labels included

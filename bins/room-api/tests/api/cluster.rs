@@ -884,3 +884,119 @@ async fn a_profile_change_reaches_the_other_nodes_views_within_the_cache_ttl() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invite_through_one_node_reaches_the_invitees_stream_on_another() {
+    let Some(cluster) = Cluster::start("invite_across_nodes", 2).await else {
+        return;
+    };
+    let room_id = cluster.room_on_node_0(&["alice", "bob"]).await;
+    assert_eq!(cluster.active_on(&room_id), vec![0]);
+    // carol watches her own stream through node 1; the room runs on node 0.
+    let mut stream = cluster
+        .http
+        .get(format!("{}/v1/me/events", cluster.nodes[1].base))
+        .bearer_auth(cluster.token("carol", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, "event: subscribed").await;
+
+    // The owner invites her to seat 2 through node 1 as well.
+    let (status, invite) = cluster
+        .post(
+            1,
+            &format!("/v1/rooms/{room_id}/invites"),
+            "alice",
+            json!({ "user_id": "carol", "seat": 2 }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{invite}");
+    assert_eq!(invite["seat"], 2);
+    read_until(&mut stream, &mut seen, "event: RoomUserInvited").await;
+    let data = seen
+        .split("event: RoomUserInvited")
+        .nth(1)
+        .and_then(|rest| rest.lines().find_map(|line| line.strip_prefix("data: ")))
+        .unwrap();
+    let envelope: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(envelope["room_id"], room_id.as_str());
+    assert_eq!(envelope["payload"]["user"], "carol");
+    assert_eq!(envelope["payload"]["expires_at"], invite["expires_at_ms"]);
+
+    // The held seat is hers: bob is refused, she takes it after joining.
+    let take = format!("/v1/rooms/{room_id}/seats/2/take");
+    let (status, body) = cluster.post(1, &take, "bob", json!({})).await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::CONFLICT, "SEAT_HELD")
+    );
+    let (status, body) = cluster
+        .post(0, &format!("/v1/rooms/{room_id}/join"), "carol", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, view) = cluster.post(1, &take, "carol", json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(view["seats"][2]["user_id"], "carol");
+    assert_eq!(view["seats"][2]["held_for"], Value::Null);
+
+    // A seat reserved for VIP through node 1 refuses a member without seat priority.
+    let (status, view) = cluster
+        .post(
+            1,
+            &format!("/v1/rooms/{room_id}/seats/3/vip"),
+            "alice",
+            json!({ "vip_only": true }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(view["seats"][3]["vip_only"], true);
+    let (status, body) = cluster
+        .post(
+            1,
+            &format!("/v1/rooms/{room_id}/seats/3/take"),
+            "bob",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "VIP_SEAT")
+    );
+    // An outsider may not invite; a banned user may not be invited.
+    let (status, body) = cluster
+        .post(
+            1,
+            &format!("/v1/rooms/{room_id}/invites"),
+            "bob",
+            json!({ "user_id": "dave" }),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "FORBIDDEN")
+    );
+    let (status, _) = cluster
+        .post(
+            0,
+            &format!("/v1/rooms/{room_id}/kick"),
+            "alice",
+            json!({ "user_id": "bob", "ban_seconds": 600 }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = cluster
+        .post(
+            1,
+            &format!("/v1/rooms/{room_id}/invites"),
+            "alice",
+            json!({ "user_id": "bob", "seat": 4 }),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "BANNED")
+    );
+}

@@ -385,3 +385,39 @@ async fn a_stop_closes_idle_connections_and_ends() {
     server.stop().await;
     assert!(closed_by_server(&mut idle).await);
 }
+
+async fn open_my_stream(app: &TestApp, user: &str) -> Response<Body> {
+    let request = Request::builder()
+        .uri("/v1/me/events")
+        .header(header::AUTHORIZATION, format!("Bearer {}", app.token(user)))
+        .body(Body::empty())
+        .unwrap();
+    app.app.router().oneshot(request).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_users_own_streams_count_against_the_same_cap_and_hold_nothing_once_closed() {
+    let app = TestApp::with(|settings| settings.sse.max_streams_per_user = 2).await;
+    let room_id = app.room_with_members(0).await;
+    let messenger = app.app.messenger().clone();
+    let room_stream = open_stream(&app, &room_id, "bob").await;
+    assert_eq!(room_stream.status(), StatusCode::OK);
+    let own = open_my_stream(&app, "bob").await;
+    assert_eq!(own.status(), StatusCode::OK);
+    assert_eq!(messenger.user_channel_count(), 1);
+    let refused = open_my_stream(&app, "bob").await;
+    assert_eq!(
+        error_of(refused).await,
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            "TOO_MANY_STREAMS".to_owned(),
+            true
+        )
+    );
+    // A refused stream held no channel, and a closed one leaves none behind.
+    assert_eq!(messenger.user_channel_count(), 1);
+    drop(own);
+    assert_eq!(messenger.user_channel_count(), 0);
+    let again = open_my_stream(&app, "bob").await;
+    assert_eq!(again.status(), StatusCode::OK);
+}
