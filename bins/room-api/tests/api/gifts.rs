@@ -375,3 +375,59 @@ async fn a_batch_gift_to_nobody_is_refused_before_any_debit() {
     assert!(body.get("order").is_none(), "{body}");
     assert_eq!(t.balance("alice").await, 1000);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_gift_is_shown_in_the_other_rooms_of_the_senders_region() {
+    let t = TestApp::with(|settings| settings.broadcast.min_value = 100).await;
+    let mut rooms = Vec::new();
+    for (owner, region) in [("alice", "sg"), ("olga", "sg"), ("uma", "us")] {
+        let (status, body) = t
+            .post(
+                "/v1/rooms",
+                &t.token(owner),
+                json!({ "name": "Night talk", "region": region }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        rooms.push(body["room_id"].as_str().unwrap().to_owned());
+    }
+    t.join(&rooms[0], "alice").await;
+    t.join(&rooms[0], "bob").await;
+    t.credit("alice", 1_000).await;
+    // A small gift stays in its room; a big one reaches the other sg room only.
+    let (status, body) = t
+        .gift(&rooms[0], "alice", "small", "rose", 1, &["bob"])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = t
+        .gift(&rooms[0], "alice", "big", "rose", 10, &["bob"])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let cells = t.app.storage().cells.clone();
+    let broadcasts = |room: &str| {
+        let (cells, room) = (cells.clone(), room_domain::RoomId::new(room).unwrap());
+        async move {
+            cells
+                .list_events(&room, 0, 1_000)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter_map(|stored| match stored.event {
+                    room_domain::Event::RoomGiftBroadcast(shown) => Some(shown),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    crate::support::eventually("the big gift is shown in the other sg room", || {
+        let shown = broadcasts(&rooms[1]);
+        async move { !shown.await.is_empty() }
+    })
+    .await;
+    let shown = broadcasts(&rooms[1]).await;
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert_eq!(shown[0].total_value, room_domain::Coins(100));
+    assert_eq!(shown[0].from_room.as_str(), rooms[0]);
+    assert!(broadcasts(&rooms[0]).await.is_empty());
+    assert!(broadcasts(&rooms[2]).await.is_empty());
+}

@@ -305,3 +305,92 @@ async fn a_granted_level_shields_its_holder_from_room_admins() {
         assert_eq!(status, StatusCode::NO_CONTENT, "{path}: {answer}");
     }
 }
+
+/// The gold background level 2 makes exclusive.
+const GOLD: &str = "https://cdn.example.com/bg/gold.png";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exclusive_background_and_a_vip_seat_need_their_level() {
+    let t = TestApp::new().await;
+    let (status, body) = put_levels(
+        &t,
+        json!({ "expected_version": 0, "levels": [
+            {},
+            { "seat_priority": true, "backgrounds": [GOLD] },
+        ] }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["levels"][1]["backgrounds"][0], GOLD);
+    assert_eq!(body["levels"][1]["seat_priority"], true);
+    // A background that is no image URL, or too many of them, is refused whole.
+    for bad in [
+        json!([{ "backgrounds": ["ftp://cdn.example.com/x.png"] }]),
+        json!([{ "backgrounds": vec![GOLD; 17] }]),
+    ] {
+        let (status, body) = put_levels(&t, json!({ "expected_version": 1, "levels": bad })).await;
+        assert_eq!(
+            (status, error_code(&body)),
+            (StatusCode::BAD_REQUEST, "INVALID_VIP_LEVELS"),
+            "{body}"
+        );
+    }
+
+    let room_id = t.room_with_members(0).await;
+    let patch = |background: &str| json!({ "name": "Gold room", "background_url": background });
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{room_id}"),
+            Some(&t.token("alice")),
+            Some(patch(GOLD)),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "VIP_BACKGROUND"),
+        "{body}"
+    );
+    assert_eq!(
+        t.room(&room_id).await["name"],
+        "Night talk",
+        "nothing applied"
+    );
+
+    let (status, body) = put_vip(&t, "alice", json!({ "level": 2, "expires_at_ms": LATER })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, room) = t
+        .call(
+            Method::PATCH,
+            &format!("/v1/rooms/{room_id}"),
+            Some(&t.token("alice")),
+            Some(patch(GOLD)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["background_url"], GOLD);
+
+    // A seat reserved for VIP: bob (no grant) is refused, alice (level 2) takes it.
+    let (status, room) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/seats/5/vip"),
+            &t.token("alice"),
+            json!({ "vip_only": true }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{room}");
+    assert_eq!(room["seats"][5]["vip_only"], true);
+    let (status, body) = t
+        .post(
+            &format!("/v1/rooms/{room_id}/seats/5/take"),
+            &t.token("bob"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::FORBIDDEN, "VIP_SEAT")
+    );
+    let room = t.seat(&room_id, "alice", 5, "take").await;
+    assert_eq!(room["seats"][5]["user_id"], "alice");
+}
