@@ -13,10 +13,11 @@
 //!
 //! The sender's region is their profile's (`PUT /v1/admin/users/{user_id}`), else the region
 //! of the room the gift was sent in. Rooms are read hottest first from the directory, at most
-//! [`BroadcastConfig::scan_rooms`] of them, and the gift's own room is left out.
+//! [`BroadcastConfig::scan_rooms`] of them; rooms nobody is in and the gift's own room are
+//! left out. The budget is spent only once a broadcast has rooms to go to.
 //!
-//! Metrics: `room_gift_broadcasts_total{outcome}` (`sent`: a broadcast went out;
-//! `over_budget`, `stale`, `no_rooms`) and `room_gift_broadcast_rooms_total{outcome}` (`shown`,
+//! Metrics: `room_gift_broadcasts_total{outcome}` (`sent`: a broadcast reached a room;
+//! `failed`: it reached none; `over_budget`, `stale`, `no_rooms`) and `room_gift_broadcast_rooms_total{outcome}` (`shown`,
 //! `failed`: rooms reached or not).
 
 use std::sync::{Arc, Mutex};
@@ -31,6 +32,7 @@ use tokio::task::JoinSet;
 
 use crate::consumers::{FactError, FactHandler};
 use crate::digest::{hex, length_prefixed_sha256};
+use crate::ids::SYSTEM_ID_PREFIX;
 use crate::service::RoomService;
 
 /// Rooms a broadcast is sent to at once.
@@ -136,7 +138,12 @@ impl GiftBroadcaster {
             cursor = page.last().map(|room| (room.heat, room.room_id.clone()));
             rooms.extend(
                 page.into_iter()
-                    .filter(|room| room.open && room.region == region && room.room_id != *origin)
+                    .filter(|room| {
+                        room.open
+                            && room.online > 0
+                            && room.region == region
+                            && room.room_id != *origin
+                    })
                     .map(|room| room.room_id),
             );
             if !full {
@@ -167,10 +174,6 @@ impl FactHandler for GiftBroadcaster {
             count("stale");
             return Ok(());
         }
-        if !self.take_token(now) {
-            count("over_budget");
-            return Ok(());
-        }
         let origin = &envelope.room_id;
         let Some(region) = self.region_of(gift, origin).await else {
             count("no_rooms");
@@ -184,9 +187,17 @@ impl FactHandler for GiftBroadcaster {
             count("no_rooms");
             return Ok(());
         }
+        // The budget is spent on broadcasts that have rooms to go to, once they are known (a
+        // directory that cannot be read now, retried, spends nothing).
+        if !self.take_token(now) {
+            count("over_budget");
+            return Ok(());
+        }
+        // A system id (no client's command can take it), the same for every hand-over of
+        // this fact.
         let digest = length_prefixed_sha256([envelope.event_id.as_bytes()]);
-        let command_id =
-            CommandId::new(format!("bc-{}", hex(&digest[..16]))).map_err(FactError::permanent)?;
+        let command_id = CommandId::new(format!("{SYSTEM_ID_PREFIX}bc-{}", hex(&digest[..16])))
+            .map_err(FactError::permanent)?;
         let kind = CommandKind::ShowGiftBroadcast(GiftBroadcast {
             from_room: origin.clone(),
             sender: gift.sender.clone(),
@@ -197,9 +208,10 @@ impl FactHandler for GiftBroadcaster {
             total_value: gift.total_value,
         });
         let mut sending = JoinSet::new();
+        let mut reached = 0u32;
         for room_id in rooms {
             while sending.len() >= FAN_OUT {
-                shown(sending.join_next().await);
+                reached += u32::from(shown(sending.join_next().await));
             }
             let service = self.service.clone();
             let command = Command::new(command_id.clone(), kind.clone());
@@ -212,18 +224,20 @@ impl FactHandler for GiftBroadcaster {
             });
         }
         while let Some(done) = sending.join_next().await {
-            shown(Some(done));
+            reached += u32::from(shown(Some(done)));
         }
-        count("sent");
+        count(if reached > 0 { "sent" } else { "failed" });
         Ok(())
     }
 }
 
-fn shown(done: Option<Result<bool, tokio::task::JoinError>>) {
-    let outcome = match done {
-        None => return,
-        Some(Ok(true)) => "shown",
-        Some(_) => "failed",
+/// Counts what came of one room's broadcast; whether the room shows it.
+fn shown(done: Option<Result<bool, tokio::task::JoinError>>) -> bool {
+    let (outcome, shown) = match done {
+        None => return false,
+        Some(Ok(true)) => ("shown", true),
+        Some(_) => ("failed", false),
     };
     metrics::counter!("room_gift_broadcast_rooms_total", "outcome" => outcome).increment(1);
+    shown
 }

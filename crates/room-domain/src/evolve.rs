@@ -10,6 +10,15 @@ use crate::state::{
     Member, Occupant, RocketStatus, RoomResource, RoomState, RoomStatus, Seat, SeatHold,
 };
 
+/// Frees every seat held for `user`.
+fn release_holds(state: &mut RoomState, user: &UserId) {
+    for seat in &mut state.seats {
+        if seat.hold.as_ref().is_some_and(|hold| hold.user == *user) {
+            seat.hold = None;
+        }
+    }
+}
+
 /// Applies `event` to `state` and advances [`RoomState::version`] by one.
 pub fn evolve(state: &mut RoomState, event: &Event) {
     state.version += 1;
@@ -81,7 +90,6 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             ..
         } => {
             state.bans.remove(user);
-            state.invites.remove(user);
             state.members.insert(
                 user.clone(),
                 Member {
@@ -101,6 +109,9 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             state.members.remove(user);
             if let Some(until) = ban_until {
                 state.bans.insert(user.clone(), *until);
+                // A ban ends the user's invite and frees the seat held for them.
+                state.invites.remove(user);
+                release_holds(state, user);
             }
         }
         Event::RoomUserUnbanned { user, .. } => {
@@ -126,6 +137,11 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             }
         }
         Event::RoomMicChanged { seat, change } => {
+            if let MicChange::Up { user, .. } = change {
+                // Whoever takes a seat lets go of any seat held for them; the one taken is
+                // held for nobody.
+                release_holds(state, user);
+            }
             let Some(seat) = state.seats.get_mut(usize::from(seat.0)) else {
                 return;
             };
@@ -191,6 +207,8 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
         } => {
             state.invites.retain(|_, until| *until > *invited_at);
             state.invites.insert(user.clone(), *expires_at);
+            // A new invite replaces the user's earlier one, and its seat.
+            release_holds(state, user);
             if let Some(seat) = seat.and_then(|seat| state.seats.get_mut(usize::from(seat.0))) {
                 seat.hold = Some(SeatHold {
                     user: user.clone(),

@@ -125,7 +125,7 @@ pub use state::{
 pub use time::{DayKey, MonthKey, Periods, Timestamp, WeekKey, parse_utc_offset};
 pub use vip::{
     MAX_VIP_ASSET_ID_CHARS, MAX_VIP_BACKGROUNDS, MAX_VIP_LEVELS, VipPrivileges, VipStanding,
-    background_allowed, check_vip_levels,
+    background_allowed, background_key, check_vip_levels, first_level_listing,
 };
 
 /// The domain's result type: a command either yields events or is refused.

@@ -258,9 +258,9 @@ pub struct RoomState {
     pub bans: BTreeMap<UserId, Timestamp>,
     /// Users muted on the public screen and until when.
     pub chat_mutes: BTreeMap<UserId, Timestamp>,
-    /// Users invited to the room and until when: they join without the password meanwhile.
-    /// An entry is dropped when its user joins, and expired entries when the next invite is
-    /// made.
+    /// Users invited to the room and until when: they join without the password meanwhile
+    /// (also again, after leaving). Expired entries are dropped when the next invite is made;
+    /// a ban drops its user's entry.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub invites: BTreeMap<UserId, Timestamp>,
     /// The mic seats, by index.

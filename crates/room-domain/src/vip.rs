@@ -78,13 +78,42 @@ impl VipPrivileges {
 
 /// Whether a user of VIP `level` (0: none) may set `url` as a room's background under the
 /// level table `levels` (the first is level 1): yes when no level lists it (it is no VIP
-/// background), or when a level from 1 to `level` lists it.
+/// background), or when a level from 1 to `level` lists it and the table has `level` (a grant
+/// of a level the table dropped gives nothing). URLs are compared as images are fetched: by
+/// host, case-insensitive, and path, without the scheme, port, query or fragment
+/// ([`background_key`]), so `?x=1` or an upper-case host does not make an exclusive
+/// background free.
 pub fn background_allowed(levels: &[VipPrivileges], level: u8, url: &str) -> bool {
-    let lists = |privileges: &VipPrivileges| privileges.backgrounds.iter().any(|b| b == url);
-    let Some(first) = levels.iter().position(lists) else {
+    let Some(first) = first_level_listing(levels, url) else {
         return true;
     };
-    first < usize::from(level)
+    let level = usize::from(level);
+    first < level && level <= levels.len()
+}
+
+/// The index (from 0) of the first level of `levels` that lists `url` as an exclusive
+/// background, compared by [`background_key`]; `None` when no level does.
+pub fn first_level_listing(levels: &[VipPrivileges], url: &str) -> Option<usize> {
+    let key = background_key(url);
+    levels.iter().position(|privileges| {
+        privileges
+            .backgrounds
+            .iter()
+            .any(|listed| background_key(listed) == key)
+    })
+}
+
+/// What names a background's image: its host in lower case and its path; the URL itself when
+/// it does not parse.
+pub fn background_key(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) => format!(
+            "{}{}",
+            parsed.host_str().unwrap_or_default().to_ascii_lowercase(),
+            parsed.path()
+        ),
+        Err(_) => url.to_owned(),
+    }
 }
 
 fn asset_id_problem(id: &str) -> Option<String> {
@@ -178,6 +207,17 @@ mod tests {
         assert!(!background_allowed(&levels, 2, gold));
         assert!(background_allowed(&levels, 3, gold));
         assert!(background_allowed(&levels, 4, gold));
+        // A level the table does not have gives nothing.
+        assert!(!background_allowed(&levels, 5, gold));
+        // The same image under another spelling is the same background.
+        for same in [
+            "https://CDN.example.com/bg/gold.png",
+            "https://cdn.example.com/bg/gold.png?x=1",
+            "https://cdn.example.com/bg/gold.png#a",
+            "http://cdn.example.com:443/bg/gold.png",
+        ] {
+            assert!(!background_allowed(&levels, 0, same), "{same}");
+        }
         assert_eq!(check_vip_levels(&levels), Ok(()));
         levels[1].backgrounds.push("ftp://x".into());
         assert!(

@@ -1312,3 +1312,21 @@ fn display_fields_are_left_out_when_absent() {
     let joined = serde_json::to_value(envelope(1, &sample_events()[6])).unwrap();
     assert_eq!(joined["payload"]["nickname"], "Carol ✨");
 }
+
+/// `snapshot.json` as it was before seats reserved for VIP and invites: a snapshot written
+/// by the release before reads, with no seat reserved or held and no invite.
+#[test]
+fn a_snapshot_from_before_invites_and_vip_seats_still_decodes() {
+    let json = include_str!("frozen/snapshot_before_invites.json");
+    let snapshot: Snapshot = serde_json::from_str(json).expect("an old snapshot decodes");
+    let state = snapshot.into_state().expect("its version is known");
+    assert_eq!(state.seats.len(), 4);
+    assert!(
+        state
+            .seats
+            .iter()
+            .all(|seat| !seat.vip_only && seat.hold.is_none())
+    );
+    assert!(state.invites.is_empty());
+    assert_eq!(state.members.len(), 3);
+}

@@ -393,6 +393,9 @@ async fn a_big_gift_is_shown_in_the_other_rooms_of_the_senders_region() {
     }
     t.join(&rooms[0], "alice").await;
     t.join(&rooms[0], "bob").await;
+    // A broadcast goes to rooms someone is in.
+    t.join(&rooms[1], "olga").await;
+    t.join(&rooms[2], "uma").await;
     t.credit("alice", 1_000).await;
     // A small gift stays in its room; a big one reaches the other sg room only.
     let (status, body) = t

@@ -337,15 +337,16 @@ async fn an_exclusive_background_and_a_vip_seat_need_their_level() {
     }
 
     let room_id = t.room_with_members(0).await;
-    let patch = |background: &str| json!({ "name": "Gold room", "background_url": background });
-    let (status, body) = t
-        .call(
+    let (path, alice) = (format!("/v1/rooms/{room_id}"), t.token("alice"));
+    let patch_to_gold = || {
+        t.call(
             Method::PATCH,
-            &format!("/v1/rooms/{room_id}"),
-            Some(&t.token("alice")),
-            Some(patch(GOLD)),
+            &path,
+            Some(&alice),
+            Some(json!({ "name": "Gold room", "background_url": GOLD })),
         )
-        .await;
+    };
+    let (status, body) = patch_to_gold().await;
     assert_eq!(
         (status, error_code(&body)),
         (StatusCode::FORBIDDEN, "VIP_BACKGROUND"),
@@ -359,14 +360,7 @@ async fn an_exclusive_background_and_a_vip_seat_need_their_level() {
 
     let (status, body) = put_vip(&t, "alice", json!({ "level": 2, "expires_at_ms": LATER })).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, room) = t
-        .call(
-            Method::PATCH,
-            &format!("/v1/rooms/{room_id}"),
-            Some(&t.token("alice")),
-            Some(patch(GOLD)),
-        )
-        .await;
+    let (status, room) = patch_to_gold().await;
     assert_eq!(status, StatusCode::OK, "{room}");
     assert_eq!(room["background_url"], GOLD);
 

@@ -23,7 +23,8 @@ pub struct RobotView {
     pub absent: Vec<UserId>,
     /// Robots of the pool on a seat, with the seat.
     pub seated: Vec<(UserId, SeatIndex)>,
-    /// Seats nobody holds and nobody locked, in seat order.
+    /// Seats a robot may take: nobody on them, not locked, not reserved for VIP, not held for
+    /// an invitee; in seat order.
     pub free_seats: Vec<SeatIndex>,
     /// Whoever is on a seat, robot or not: who robot gifts go to.
     pub on_seats: Vec<UserId>,
@@ -55,7 +56,9 @@ impl RobotView {
                     }
                     view.on_seats.push(occupant.user.clone());
                 }
-                None if !seat.locked => view.free_seats.push(index),
+                None if !seat.locked && !seat.vip_only && seat.held_for(now).is_none() => {
+                    view.free_seats.push(index)
+                }
                 None => {}
             }
         }

@@ -154,7 +154,13 @@ impl RoomService {
             .filter(|url| !url.is_empty())
             && !self.vip.may_use_background(&actor.user_id, url).await?
         {
-            return Err(Error::Rejected(Rejection::VipBackground));
+            // The background the room shows already stays: sending it again changes nothing.
+            let shown = self
+                .query(room_id, |state| state.profile.background_url.clone())
+                .await?;
+            if shown.as_deref() != Some(url) {
+                return Err(Error::Rejected(Rejection::VipBackground));
+            }
         }
         let actor = Actor::User(actor.clone());
         // A new cover is claimed first (its own claim renewed, when the room shows it

@@ -155,6 +155,11 @@ pub struct RoomPatch {
     pub password: Option<Option<String>>,
 }
 
+/// The hold of `seat` while it lasts at `now`.
+fn hold_of(seat: &room_domain::Seat, now: Timestamp) -> Option<&room_domain::SeatHold> {
+    seat.hold.as_ref().filter(|hold| hold.until > now)
+}
+
 /// The room as clients see it at `now` (which decides whether a seat is still held).
 pub(super) fn view_of(
     state: &RoomState,
@@ -200,12 +205,8 @@ pub(super) fn view_of(
                     .as_ref()
                     .is_some_and(|o| o.publish_deadline.is_none()),
                 vip_only: seat.vip_only,
-                held_for: seat.held_for(now).cloned(),
-                held_until: seat
-                    .hold
-                    .as_ref()
-                    .map(|hold| hold.until)
-                    .filter(|until| *until > now),
+                held_for: hold_of(seat, now).map(|hold| hold.user.clone()),
+                held_until: hold_of(seat, now).map(|hold| hold.until),
             })
             .collect(),
         online_count: u32::try_from(state.members.len()).unwrap_or(u32::MAX),

@@ -151,11 +151,7 @@ impl VipCache {
     pub async fn may_use_background(&self, user: &UserId, url: &str) -> Result<bool> {
         let now = self.clock.now();
         let levels = self.levels(now).await?;
-        if levels
-            .levels
-            .iter()
-            .all(|level| !level.backgrounds.iter().any(|b| b == url))
-        {
+        if room_domain::first_level_listing(&levels.levels, url).is_none() {
             return Ok(true);
         }
         let level = self

@@ -13,20 +13,12 @@ use room_app::ports::VipGrants;
 use room_app::{Error, RoomPatch};
 use room_domain::{
     CommandKind, Event, EventEnvelope, GiftId, GiftSent, OrderId, Rejection, RoomId, SeatIndex,
-    UserActor, VipPrivileges,
+    VipPrivileges,
 };
 
-use crate::support::{T0, World, rid, uid, user};
+use crate::support::{T0, World, rid, uid, user, user_actor as actor};
 
 const GOLD: &str = "https://cdn.example.com/bg/gold.png";
-
-fn actor(name: &str) -> UserActor {
-    UserActor {
-        user_id: uid(name),
-        vip_level: 0,
-        platform_admin: false,
-    }
-}
 
 fn rejected<T: std::fmt::Debug>(result: Result<T, Error>) -> Rejection {
     match result {
@@ -93,34 +85,26 @@ async fn an_invite_reaches_the_invitee_alone_and_holds_its_seat_until_it_expires
     assert_eq!(world.messenger.user_channel_count(), 1);
 
     let seat_view = |view: room_app::RoomView| view.seats[2].clone();
+    let alice = actor("alice");
+    let alice_takes_seat_2 = || {
+        world.service.command(
+            &alice,
+            &room,
+            CommandKind::TakeSeat { seat: SeatIndex(2) },
+            None,
+        )
+    };
     let held = seat_view(world.service.get_room(&room).await.unwrap());
     assert_eq!(held.held_for, Some(uid("carol")));
     assert_eq!(
-        rejected(
-            world
-                .service
-                .command(
-                    &actor("alice"),
-                    &room,
-                    CommandKind::TakeSeat { seat: SeatIndex(2) },
-                    None
-                )
-                .await
-        ),
+        rejected(alice_takes_seat_2().await),
         Rejection::SeatHeld { seat: SeatIndex(2) }
     );
     // At the expiry the hold is gone, in the view and for the room.
     world.clock.set(invite.expires_at);
     let released = seat_view(world.service.get_room(&room).await.unwrap());
     assert_eq!((released.held_for, released.held_until), (None, None));
-    world
-        .service
-        .command(
-            &actor("alice"),
-            &room,
-            CommandKind::TakeSeat { seat: SeatIndex(2) },
-            None,
-        )
+    alice_takes_seat_2()
         .await
         .expect("the released seat is anyone's");
 }
@@ -277,6 +261,13 @@ async fn an_exclusive_background_needs_its_level_and_refuses_the_whole_patch() {
         .expect("level 2 lists it");
     assert_eq!(view.background_url.as_deref(), Some(GOLD));
     assert_eq!(view.name, "Renamed");
+    // After the grant ends, the background the room shows may be sent again unchanged.
+    world.clock.set(T0.plus_secs(3_600));
+    world
+        .service
+        .update_room(&actor("owner"), &room, patch(), None)
+        .await
+        .expect("the background shown already stays");
 }
 
 /// Opens `room` in `region`.
@@ -329,7 +320,11 @@ async fn a_big_gift_shows_once_in_each_other_room_of_its_region_within_the_budge
     let origin = open_in(&world, "sg-1", "sg").await;
     let sg2 = open_in(&world, "sg-2", "sg").await;
     let sg3 = open_in(&world, "sg-3", "sg").await;
+    let empty = open_in(&world, "sg-empty", "sg").await;
     let us1 = open_in(&world, "us-1", "us").await;
+    for room in [&origin, &sg2, &sg3, &us1] {
+        world.join(room, &format!("{room}-listener")).await;
+    }
     let broadcaster = GiftBroadcaster::new(
         world.service.clone(),
         BroadcastConfig {
@@ -354,9 +349,10 @@ async fn a_big_gift_shows_once_in_each_other_room_of_its_region_within_the_budge
         broadcasts(&world, &origin).await,
         broadcasts(&world, &sg2).await,
         broadcasts(&world, &sg3).await,
+        broadcasts(&world, &empty).await,
         broadcasts(&world, &us1).await,
     ];
-    assert_eq!(counts, [0, 1, 1, 0]);
+    assert_eq!(counts, [0, 1, 1, 0, 0], "nobody is in sg-empty");
     let shown = world
         .log(&sg2)
         .await

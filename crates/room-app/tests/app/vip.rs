@@ -6,21 +6,12 @@
 
 use room_app::Error;
 use room_app::ports::VipGrants;
-use room_domain::{CommandKind, Event, Rejection, RoomId, UserActor, VipPrivileges};
+use room_domain::{CommandKind, Event, Rejection, RoomId, VipPrivileges};
 
-use crate::support::{T0, World, uid, user};
+use crate::support::{T0, World, uid, user, user_actor as actor};
 
 /// The background level 2 makes exclusive.
 const GOLD: &str = "https://cdn.example.com/bg/gold.png";
-
-fn actor(name: &str) -> UserActor {
-    // What a token gives: no VIP level (the service looks it up).
-    UserActor {
-        user_id: uid(name),
-        vip_level: 0,
-        platform_admin: false,
-    }
-}
 
 /// A room with its owner and an appointed admin, and the level table: level 1 without
 /// privileges, level 2 with both shields, an entry effect and a vehicle.

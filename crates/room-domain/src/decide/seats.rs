@@ -37,13 +37,14 @@ pub(super) fn take_seat(
         }
         return Err(Rejection::SeatOccupied { seat });
     }
-    if target
-        .held_for(ctx.now)
-        .is_some_and(|invitee| invitee != user)
-    {
+    let held_for = target.held_for(ctx.now);
+    if held_for.is_some_and(|invitee| invitee != user) {
         return Err(Rejection::SeatHeld { seat });
     }
-    if target.vip_only && !vip.is_some_and(|vip| vip.privileges.seat_priority) {
+    // A moderator who holds a seat for an invitee chose them: the hold lets them past a VIP
+    // reservation.
+    if target.vip_only && held_for.is_none() && !vip.is_some_and(|vip| vip.privileges.seat_priority)
+    {
         return Err(Rejection::VipSeat { seat });
     }
     let mut events = Vec::with_capacity(2);

@@ -84,7 +84,6 @@ fn an_invite_lets_the_invitee_past_the_password_while_it_lasts() {
     room.ok(&user("admin"), invite("carol", None));
     room.ok(&user("owner"), invite("dave", None));
     room.ok(&user("carol"), join(false));
-    assert!(!room.state.invites.contains_key(&id("carol")));
     room.advance_secs(room.rules.invite_ttl_secs);
     assert_eq!(
         room.err(&user("dave"), join(false)),
@@ -224,4 +223,69 @@ fn a_seat_reserved_for_vip_refuses_others() {
         },
     );
     room.sit("bob", 2 + 1);
+}
+
+#[test]
+fn a_new_invite_a_seat_taken_or_a_ban_releases_the_seat_held_for_the_user() {
+    let mut room = Room::open();
+    room.join("carol");
+    room.ok(&user("admin"), invite("carol", Some(1)));
+    room.ok(&user("admin"), invite("carol", Some(2)));
+    assert_eq!(
+        room.state.seats[1].hold, None,
+        "the new invite replaced the old"
+    );
+    room.sit("alice", 1);
+    // Taking another seat lets go of the held one.
+    room.sit("carol", 3);
+    assert_eq!(room.state.seats[2].hold, None);
+    room.sit("bob", 2);
+    // A ban ends the invite and its hold.
+    room.ok(&user("owner"), invite("dave", Some(4)));
+    room.ok(
+        &user("owner"),
+        CommandKind::Kick {
+            user: id("dave"),
+            ban_seconds: Some(60),
+        },
+    );
+    assert_eq!(room.state.seats[4].hold, None);
+    assert!(!room.state.invites.contains_key(&id("dave")));
+}
+
+#[test]
+fn an_invitee_takes_the_seat_held_for_them_though_it_is_reserved_for_vip() {
+    let mut room = Room::open();
+    room.join("carol");
+    room.ok(
+        &user("owner"),
+        CommandKind::SetSeatVip {
+            seat: seat(2),
+            vip_only: true,
+        },
+    );
+    room.ok(&user("owner"), invite("carol", Some(2)));
+    room.sit("carol", 2);
+    assert_eq!(room.occupant(2), Some("carol"));
+}
+
+#[test]
+fn an_invitee_who_left_comes_back_without_the_password_while_the_invite_lasts() {
+    let mut room = Room::open();
+    room.ok(
+        &user("owner"),
+        CommandKind::SetLock {
+            password_hash: Some(PasswordHash("argon2id$salt$hash".into())),
+        },
+    );
+    room.ok(&user("admin"), invite("carol", None));
+    room.ok(&user("carol"), join(false));
+    room.ok(&user("carol"), CommandKind::Leave);
+    room.ok(&user("carol"), join(false));
+    room.ok(&user("carol"), CommandKind::Leave);
+    room.advance_secs(room.rules.invite_ttl_secs);
+    assert_eq!(
+        room.err(&user("carol"), join(false)),
+        Rejection::WrongPassword
+    );
 }

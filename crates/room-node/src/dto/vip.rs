@@ -67,7 +67,7 @@ pub struct VipLevelBody {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9._:-]{1,64}$")]
     pub vehicle_id: Option<String>,
-    /// The holder may take seats reserved for VIP (`PUT /v1/rooms/{room_id}/seats/{seat}/vip`);
+    /// The holder may take seats reserved for VIP (`POST /v1/rooms/{room_id}/seats/{seat}/vip`);
     /// everyone else is refused them (403 `VIP_SEAT`).
     #[serde(default)]
     pub seat_priority: bool,

@@ -111,7 +111,7 @@ pub async fn room_events(
 #[utoipa::path(
     get, path = "/v1/me/events", tag = "me",
     responses(
-        (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"user_id\"}`), then each event addressed to the caller, named by its type (`RoomUserInvited`) with its room event envelope as data (the envelope's `room_id` and `seq` name it in its room); `lagged` (`{\"missed\"}`) ends a stream that fell behind. Nothing is replayed on reconnect: an invite missed meanwhile shows in the room (`held_for` of its seat).", content_type = "text/event-stream", body = crate::dto::StreamEvent),
+        (status = 200, description = "Server-Sent Events: `subscribed` first (`{\"user_id\"}`), then each event addressed to the caller, named by its type (`RoomUserInvited`) with its room event envelope as data (the envelope's `room_id` and `seq` name it in its room); `lagged` (`{\"missed\"}`) ends a stream that fell behind. Nothing is replayed on reconnect: an invite to a seat missed meanwhile shows on its seat in the room (`held_for`); an invite to the room is not shown again.", content_type = "text/event-stream", body = crate::dto::StreamEvent),
         (status = 429, description = "`TOO_MANY_STREAMS` (too many streams open for this user, this one and room streams together) or `RATE_LIMITED` (opened too fast)", body = ErrorResponse),
     ),
     security(("bearer" = []))
@@ -156,19 +156,10 @@ async fn next_user_event(
         return None;
     }
     let event = match stream.receiver.recv().await {
-        Ok(message) => {
-            let envelope = &message.envelope;
-            let data = serde_json::to_string(envelope).unwrap_or_else(|_| "{}".to_owned());
-            SseEvent::default()
-                .event(envelope.event.type_name())
-                .data(data)
-        }
+        Ok(message) => envelope_event(&message),
         Err(RecvError::Lagged(missed)) => {
-            metrics::counter!("room_sse_lagged_total").increment(1);
             stream.done = true;
-            SseEvent::default()
-                .event("lagged")
-                .data(serde_json::json!({ "missed": missed }).to_string())
+            lagged_event(missed)
         }
         Err(RecvError::Closed) => return None,
     };
@@ -184,12 +175,25 @@ fn last_event_id(headers: &HeaderMap) -> Option<u64> {
 
 /// A room event as the stream sends it.
 fn sse_event(message: &DisplayMessage) -> SseEvent {
+    envelope_event(message).id(message.envelope.seq.to_string())
+}
+
+/// A room event named by its type, with its envelope as data and no id (a user's stream
+/// carries several rooms' events, whose seqs are each room's own).
+fn envelope_event(message: &DisplayMessage) -> SseEvent {
     let envelope = &message.envelope;
     let data = serde_json::to_string(envelope).unwrap_or_else(|_| "{}".to_owned());
     SseEvent::default()
         .event(envelope.event.type_name())
-        .id(envelope.seq.to_string())
         .data(data)
+}
+
+/// The `lagged` event of a stream that fell `missed` events behind, counted.
+fn lagged_event(missed: u64) -> SseEvent {
+    metrics::counter!("room_sse_lagged_total").increment(1);
+    SseEvent::default()
+        .event("lagged")
+        .data(serde_json::json!({ "missed": missed }).to_string())
 }
 
 struct Watch {
@@ -218,13 +222,10 @@ async fn next_event(mut watch: Watch) -> Option<(Result<SseEvent, Infallible>, W
             sse_event(&message)
         }
         Err(RecvError::Lagged(missed)) => {
-            metrics::counter!("room_sse_lagged_total").increment(1);
             // The missed events may include the watcher's own kick: end the stream, so a
             // reconnect checks membership again (a slow reader cannot outlive a kick).
             watch.done = true;
-            SseEvent::default()
-                .event("lagged")
-                .data(serde_json::json!({ "missed": missed }).to_string())
+            lagged_event(missed)
         }
         Err(RecvError::Closed) => return None,
     };

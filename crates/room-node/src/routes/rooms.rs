@@ -177,7 +177,7 @@ pub async fn get_room_by_short_id(
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
         (status = 400, description = "Bad input: `MALFORMED_JSON`, `INVALID_BODY`, `INVALID_ID`, `INVALID_PASSWORD`, `FIELD_EMPTY`, `FIELD_TOO_LONG`, `FIELD_INVALID_CHARACTER`, `INVALID_URL`", body = ErrorResponse),
-        (status = 403, description = "`FORBIDDEN`: not the owner or an admin", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN` (not the owner or an admin) or `VIP_BACKGROUND` (a background a VIP level above the caller's lists; nothing of the patch applied)", body = ErrorResponse),
         (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
         (status = 409, description = "`COVER_IN_USE`: another open room shows this cover", body = ErrorResponse),
         (status = 422, description = "A room rule refused it, e.g. `ROOM_CLOSED`", body = ErrorResponse),
@@ -395,9 +395,9 @@ async fn seat_command(
     responses(
         (status = 200, description = "The room after the change", body = RoomResponse),
         (status = 400, description = "`INVALID_ID`, `INVALID_SEAT` (a seat the room does not have))", body = ErrorResponse),
-        (status = 403, description = "`FORBIDDEN` or `BANNED`", body = ErrorResponse),
+        (status = 403, description = "`FORBIDDEN`, `BANNED` or `VIP_SEAT` (a seat reserved for VIP, and the caller's level has no seat priority)", body = ErrorResponse),
         (status = 404, description = "`ROOM_NOT_FOUND`", body = ErrorResponse),
-        (status = 409, description = "`SEAT_OCCUPIED`", body = ErrorResponse),
+        (status = 409, description = "`SEAT_OCCUPIED` or `SEAT_HELD` (held for an invitee)", body = ErrorResponse),
         (status = 422, description = "`SEAT_LOCKED`, `NOT_A_MEMBER`, `ROOM_CLOSED`, ...", body = ErrorResponse),
     ),
     security(("bearer" = []))
