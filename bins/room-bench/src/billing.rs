@@ -1,7 +1,7 @@
 //! The cost of billing (`--only billing`): the hot room on a server that pays income (the
 //! catalog's `[billing]`: the income consumer credits every gift's parts) against one whose
 //! catalog has no billing section (the platform keeps every gift: the consumer reads the
-//! facts and credits nothing), in turns, in one run: on, off, on, off, on, off. Each side
+//! facts and credits nothing), in turns, in one run: on, off, off, on, on, off ([`crate::turns`]). Each side
 //! also reports the consumers' lags, read every 100 ms during the loop: how far income (on the
 //! paying side) and gift value (on both) trail the gifts.
 
@@ -14,10 +14,8 @@ use crate::cpu;
 use crate::load::{SENDERS, closed_loop};
 use crate::report::report;
 use crate::server::{ClientView, Server, gifts_completed};
-use crate::stats::{median, metric_sample};
-
-/// How many turns each side gets.
-const ROUNDS: usize = 3;
+use crate::stats::metric_sample;
+use crate::turns::{in_turns, report_medians};
 
 /// How long the income consumer may take to catch up after a loop.
 const TRAIL_WAIT: Duration = Duration::from_secs(30);
@@ -137,89 +135,76 @@ pub async fn billing(
 ) -> Result<()> {
     let catalog = catalog_without_billing()?;
     let catalog = catalog.to_string_lossy().into_owned();
-    let (mut on, mut off) = (Vec::new(), Vec::new());
-    for round in 0..ROUNDS {
-        for billed in [true, false] {
-            let env: Vec<(&str, &str)> = if billed {
-                Vec::new()
-            } else {
-                vec![("ROOM__CATALOG__PATH", catalog.as_str())]
-            };
-            let server = start(&env).await?;
-            let setup = server.setup(1, SENDERS).await?;
-            let database = if on_mysql { database_pid() } else { None };
-            let before = database.map(|pid| cpu::sample(&[pid])).transpose()?;
-            let gifts_before = gifts_completed();
-            let (rate, lags) = tokio::join!(
-                closed_loop(&server, &setup, duration, true),
-                lag_samples(server.client.clone(), duration)
-            );
-            let rate = rate?;
-            let side = if billed { "on" } else { "off" };
-            // Read on both sides alike (reading `/metrics` costs the server a little).
-            for ((what, _), mut lags) in CONSUMERS.into_iter().zip(lags) {
-                report(
-                    &format!("  {what} consumer lag, billing {side} (p50 / p99 / max)"),
-                    &format!(
-                        "{:.0} / {:.0} / {:.0} ms",
-                        quantile(&mut lags, 0.5) * 1e3,
-                        quantile(&mut lags, 0.99) * 1e3,
-                        quantile(&mut lags, 1.0) * 1e3
-                    ),
-                );
-            }
-            if let (Some(pid), Some(before)) = (database, before) {
-                let used = cpu::sample(&[pid])?.since(&before);
-                let gifts = gifts_completed().saturating_sub(gifts_before).max(1);
-                report(
-                    "  database server CPU per gift (all its work)",
-                    &format!("{:.0} us", used.node_secs[0] * 1e6 / gifts as f64),
-                );
-            }
+    let (on, off) = in_turns(async |billed, round| {
+        let env: Vec<(&str, &str)> = if billed {
+            Vec::new()
+        } else {
+            vec![("ROOM__CATALOG__PATH", catalog.as_str())]
+        };
+        let server = start(&env).await?;
+        let setup = server.setup(1, SENDERS).await?;
+        let database = if on_mysql { database_pid() } else { None };
+        let before = database.map(|pid| cpu::sample(&[pid])).transpose()?;
+        let gifts_before = gifts_completed();
+        let (rate, lags) = tokio::join!(
+            closed_loop(&server, &setup, duration, true),
+            lag_samples(server.client.clone(), duration)
+        );
+        let rate = rate?;
+        let side = if billed { "on" } else { "off" };
+        // Read on both sides alike (reading `/metrics` costs the server a little).
+        for ((what, _), mut lags) in CONSUMERS.into_iter().zip(lags) {
             report(
-                &format!("billing {side}, round {} (gifts/s)", round + 1),
-                &format!("{rate:.0}"),
+                &format!("  {what} consumer lag, billing {side} (p50 / p99 / max)"),
+                &format!(
+                    "{:.0} / {:.0} / {:.0} ms",
+                    quantile(&mut lags, 0.5) * 1e3,
+                    quantile(&mut lags, 0.99) * 1e3,
+                    quantile(&mut lags, 1.0) * 1e3
+                ),
             );
-            // Income trails the gifts: wait for it, and check what each side credited.
-            let deadline = tokio::time::Instant::now() + TRAIL_WAIT;
-            let mut lag = largest_lag(&server).await?;
-            while lag > 0.0 && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                lag = largest_lag(&server).await?;
-            }
-            let counted = metric(&server, "room_gift_tallies_total").await?;
-            report(
-                &format!("  gifts counted for gift value (billing {side})"),
-                &format!("{counted:.0}"),
-            );
-            if counted == 0.0 {
-                bail!("billing {side}: no gift counted for gift value");
-            }
-            let entries = metric(&server, "room_income_entries_total").await?;
-            report(
-                &format!("  income entries credited (billing {side})"),
-                &format!("{entries:.0}"),
-            );
-            if billed == (entries == 0.0) {
-                bail!("billing {side}: {entries} income entries credited");
-            }
-            server.stop().await?;
-            if billed {
-                on.push(rate)
-            } else {
-                off.push(rate)
-            }
         }
-    }
+        if let (Some(pid), Some(before)) = (database, before) {
+            let used = cpu::sample(&[pid])?.since(&before);
+            let gifts = gifts_completed().saturating_sub(gifts_before).max(1);
+            report(
+                "  database server CPU per gift (all its work)",
+                &format!("{:.0} us", used.node_secs[0] * 1e6 / gifts as f64),
+            );
+        }
+        report(
+            &format!("billing {side}, round {} (gifts/s)", round + 1),
+            &format!("{rate:.0}"),
+        );
+        // Income trails the gifts: wait for it, and check what each side credited.
+        let deadline = tokio::time::Instant::now() + TRAIL_WAIT;
+        let mut lag = largest_lag(&server).await?;
+        while lag > 0.0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            lag = largest_lag(&server).await?;
+        }
+        let counted = metric(&server, "room_gift_tallies_total").await?;
+        report(
+            &format!("  gifts counted for gift value (billing {side})"),
+            &format!("{counted:.0}"),
+        );
+        if counted == 0.0 {
+            bail!("billing {side}: no gift counted for gift value");
+        }
+        let entries = metric(&server, "room_income_entries_total").await?;
+        report(
+            &format!("  income entries credited (billing {side})"),
+            &format!("{entries:.0}"),
+        );
+        if billed == (entries == 0.0) {
+            bail!("billing {side}: {entries} income entries credited");
+        }
+        server.stop().await?;
+        Ok(rate)
+    })
+    .await?;
     let _ = std::fs::remove_file(&catalog);
-    let (on, off) = (median(&mut on), median(&mut off));
-    report(
-        "hot room, billing on against off (median gifts/s)",
-        &format!(
-            "{on:.0} against {off:.0} ({:+.1} %)",
-            (on / off.max(1.0) - 1.0) * 100.0
-        ),
-    );
+    report_medians("hot room, billing on against off (median gifts/s)", on, off);
     Ok(())
 }
 

@@ -22,6 +22,17 @@ pub fn next_order() -> u64 {
     ORDERS.fetch_add(1, Ordering::Relaxed)
 }
 
+/// What a closed loop measured.
+#[derive(Debug, Clone, Copy)]
+pub struct ClosedRun {
+    /// Completed gifts per second.
+    pub rate: f64,
+    /// The servers' CPU time per completed gift, in microseconds (0 for a warm-up).
+    pub cpu_per_gift: f64,
+    /// The gifts that failed.
+    pub failed: u64,
+}
+
 /// Runs 64 senders, each sending back to back for `duration`; returns completed gifts per
 /// second, and reports the CPU figures of the run if it is `measured` (not a warm-up).
 pub async fn closed_loop(
@@ -30,25 +41,26 @@ pub async fn closed_loop(
     duration: Duration,
     measured: bool,
 ) -> Result<f64> {
-    closed_loop_on(
+    let run = closed_loop_on(
         std::slice::from_ref(&server.client),
         &[server],
         setup,
         duration,
         measured,
     )
-    .await
+    .await?;
+    Ok(run.rate)
 }
 
 /// [`closed_loop`] through several nodes: sender `w` sends through `clients[w % n]`, and the
-/// CPU reported is that of all of `servers`.
+/// CPU reported is that of all of `servers`; answers all the loop measured.
 pub async fn closed_loop_on(
     clients: &[ClientView],
     servers: &[&Server],
     setup: &Setup,
     duration: Duration,
     measured: bool,
-) -> Result<f64> {
+) -> Result<ClosedRun> {
     // Warm up: activate every room and open connections.
     for (i, sender) in setup.rooms.iter().enumerate() {
         clients[i % clients.len()]
@@ -80,15 +92,17 @@ pub async fn closed_loop_on(
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu = cpu_of(servers)?.since(&cpu_before);
-    let errors = errors.load(Ordering::Relaxed);
-    if errors > 0 {
-        report("  errors during the run", &errors.to_string());
+    let failed = errors.load(Ordering::Relaxed);
+    if failed > 0 {
+        report("  errors during the run", &failed.to_string());
     }
     let gifts = done.load(Ordering::Relaxed);
-    if measured {
-        cpu.report(gifts);
-    }
-    Ok(gifts as f64 / elapsed)
+    let cpu_per_gift = if measured { cpu.report(gifts) } else { 0.0 };
+    Ok(ClosedRun {
+        rate: gifts as f64 / elapsed,
+        cpu_per_gift,
+        failed,
+    })
 }
 
 /// The CPU counters of `servers`, one entry per server in their order.

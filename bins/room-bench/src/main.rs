@@ -15,6 +15,9 @@
 //!   [`joins`]);
 //! - billing (`--only billing`, only when named): the hot room with income paid against
 //!   without, in turns (see [`billing`]);
+//! - display (`--only display`, only when named): the hot room with its senders' nicknames and
+//!   avatars in every gift (and its joiners' in every join) against without, in turns (see
+//!   [`display`]);
 //! - lists (`--only lists`, only when named): the room lists at 10,000 open rooms, first
 //!   pages of `hot` against authenticated wallet reads, and the CPU a refresh costs (see
 //!   [`lists`]);
@@ -59,6 +62,8 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
   --only PHASES    comma-separated, of: hot, single, spread, latency, memory, joins
                    (default: all),
                    billing (only when named: the hot room paying income against not, in turns),
+                   display (only when named: the hot room with senders' profiles against
+                   without, in turns),
                    lists (only when named: hot pages and refreshes at 10,000 rooms);
                    with --nodes 2, of: forwarding, spread, failover, renewals
   --latency-only   the same as --only latency
@@ -77,6 +82,7 @@ Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS)
 mod billing;
 mod cpu;
 mod disk;
+mod display;
 mod joins;
 mod lists;
 mod load;
@@ -87,6 +93,7 @@ mod round_trips;
 mod server;
 mod soak;
 mod stats;
+mod turns;
 
 struct Options {
     server: PathBuf,
@@ -183,6 +190,7 @@ fn options() -> Result<Options> {
                         "hot",
                         "single",
                         "billing",
+                        "display",
                         "lists",
                         "spread",
                         "latency",
@@ -246,6 +254,9 @@ async fn main() -> Result<()> {
     if options.only.iter().any(|p| p == "billing") {
         let on_mysql = matches!(options.storage, nodes::Storage::MySql(_));
         billing::billing(&storage, duration, on_mysql).await?;
+    }
+    if options.only.iter().any(|p| p == "display") {
+        display::display(&storage, duration).await?;
     }
     if options.only.iter().any(|p| p == "lists") {
         lists::lists(&storage, duration).await?;

@@ -121,7 +121,9 @@ pub async fn two_nodes(
             .rooms
             .extend(other.setup_tagged(50, 50, "spread-b-").await?.rooms);
         let clients = [owner.client.clone(), other.client.clone()];
-        let rate = closed_loop_on(&clients, &both, &spread, duration, true).await?;
+        let rate = closed_loop_on(&clients, &both, &spread, duration, true)
+            .await?
+            .rate;
         report(
             "two nodes: spread, 100 rooms (gifts/s)",
             &format!("{rate:.0}"),
@@ -158,7 +160,8 @@ async fn forwarding(
         duration,
         true,
     )
-    .await?;
+    .await?
+    .rate;
     report(
         "two nodes: hot room, through its owner (gifts/s)",
         &format!("{on_owner:.0}"),
@@ -170,7 +173,8 @@ async fn forwarding(
         duration,
         true,
     )
-    .await?;
+    .await?
+    .rate;
     report(
         "two nodes: hot room, forwarded (gifts/s)",
         &format!("{forwarded:.0}"),
