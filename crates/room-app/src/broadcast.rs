@@ -95,19 +95,20 @@ impl GiftBroadcaster {
         }
     }
 
-    /// Takes one broadcast from the budget at `now`, if one is left.
-    fn take_token(&self, now: Timestamp) -> bool {
+    /// Whether the budget has a broadcast left at `now`; with `take`, takes it.
+    fn budget(&self, now: Timestamp, take: bool) -> bool {
         let mut bucket = self.bucket.lock().unwrap_or_else(|e| e.into_inner());
         let size = f64::from(self.config.per_minute);
         let elapsed_ms = now.0.saturating_sub(bucket.1.0).max(0) as f64;
         let tokens = (bucket.0 + elapsed_ms * size / 60_000.0).min(size);
         *bucket = (tokens, now);
-        if tokens >= 1.0 {
-            bucket.0 = tokens - 1.0;
-            true
-        } else {
-            false
+        if tokens < 1.0 {
+            return false;
         }
+        if take {
+            bucket.0 = tokens - 1.0;
+        }
+        true
     }
 
     /// The region the gift is shown in: the sender's, else its room's.
@@ -174,6 +175,11 @@ impl FactHandler for GiftBroadcaster {
             count("stale");
             return Ok(());
         }
+        // Nothing is read for a broadcast the budget has no room for.
+        if !self.budget(now, false) {
+            count("over_budget");
+            return Ok(());
+        }
         let origin = &envelope.room_id;
         let Some(region) = self.region_of(gift, origin).await else {
             count("no_rooms");
@@ -189,7 +195,7 @@ impl FactHandler for GiftBroadcaster {
         }
         // The budget is spent on broadcasts that have rooms to go to, once they are known (a
         // directory that cannot be read now, retried, spends nothing).
-        if !self.take_token(now) {
+        if !self.budget(now, true) {
             count("over_budget");
             return Ok(());
         }

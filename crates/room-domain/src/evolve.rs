@@ -109,10 +109,10 @@ pub fn evolve(state: &mut RoomState, event: &Event) {
             state.members.remove(user);
             if let Some(until) = ban_until {
                 state.bans.insert(user.clone(), *until);
-                // A ban ends the user's invite and frees the seat held for them.
-                state.invites.remove(user);
-                release_holds(state, user);
             }
+            // A kick ends the user's invite and frees the seat held for them.
+            state.invites.remove(user);
+            release_holds(state, user);
         }
         Event::RoomUserUnbanned { user, .. } => {
             state.bans.remove(user);

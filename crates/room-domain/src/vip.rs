@@ -103,17 +103,44 @@ pub fn first_level_listing(levels: &[VipPrivileges], url: &str) -> Option<usize>
     })
 }
 
-/// What names a background's image: its host in lower case and its path; the URL itself when
-/// it does not parse.
+/// What names a background's image: its host in lower case and its path as servers read it
+/// (percent escapes decoded, runs of `/` as one); the URL itself when it does not parse.
 pub fn background_key(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(parsed) => format!(
-            "{}{}",
-            parsed.host_str().unwrap_or_default().to_ascii_lowercase(),
-            parsed.path()
-        ),
-        Err(_) => url.to_owned(),
+    let Ok(parsed) = url::Url::parse(url) else {
+        return url.to_owned();
+    };
+    let mut key = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
+    let path = percent_decoded(parsed.path());
+    for part in path.split('/').filter(|part| !part.is_empty()) {
+        key.push('/');
+        key.push_str(part);
     }
+    if path.ends_with('/') {
+        key.push('/');
+    }
+    key
+}
+
+/// `text` with its `%XX` escapes decoded (bytes that are no UTF-8 shown as U+FFFD).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&high), Some(&low)) if hex(high).is_some() && hex(low).is_some() => {
+                let value = hex(high).unwrap_or(0) * 16 + hex(low).unwrap_or(0);
+                out.push(u8::try_from(value).unwrap_or(b'?'));
+                i += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn asset_id_problem(id: &str) -> Option<String> {
@@ -215,6 +242,9 @@ mod tests {
             "https://cdn.example.com/bg/gold.png?x=1",
             "https://cdn.example.com/bg/gold.png#a",
             "http://cdn.example.com:443/bg/gold.png",
+            "https://cdn.example.com/bg/gol%64.png",
+            "https://cdn.example.com/bg/gold%2Epng",
+            "https://cdn.example.com//bg//gold.png",
         ] {
             assert!(!background_allowed(&levels, 0, same), "{same}");
         }

@@ -146,20 +146,27 @@ impl RoomService {
         patch: RoomPatch,
         key: Option<&IdempotencyKey>,
     ) -> Result<RoomView> {
-        // A background a VIP level lists is for that level and higher: the setter's level
-        // counts, whoever owns the room. Checked before any part of the patch is applied.
+        let mut patch = patch;
         if let Some(url) = patch
             .background_url
             .as_deref()
             .filter(|url| !url.is_empty())
-            && !self.vip.may_use_background(&actor.user_id, url).await?
         {
-            // The background the room shows already stays: sending it again changes nothing.
-            let shown = self
-                .query(room_id, |state| state.profile.background_url.clone())
-                .await?;
-            if shown.as_deref() != Some(url) {
-                return Err(Error::Rejected(Rejection::VipBackground));
+            // A bad URL is refused before any part of the patch is applied.
+            room_domain::check_image_url(room_domain::Field::BackgroundUrl, url)
+                .map_err(Error::Rejected)?;
+            // A background a VIP level lists is for that level and higher: the setter's
+            // level counts, whoever owns the room.
+            if !self.vip.may_use_background(&actor.user_id, url).await? {
+                let shown = self
+                    .query(room_id, |state| state.profile.background_url.clone())
+                    .await?;
+                if shown.as_deref() != Some(url) {
+                    return Err(Error::Rejected(Rejection::VipBackground));
+                }
+                // The room shows it already: sending it again changes nothing, and nothing
+                // is sent (a change made meanwhile by someone else stays).
+                patch.background_url = None;
             }
         }
         let actor = Actor::User(actor.clone());

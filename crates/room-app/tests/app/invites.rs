@@ -230,6 +230,21 @@ async fn an_exclusive_background_needs_its_level_and_refuses_the_whole_patch() {
         ),
         Rejection::VipBackground
     );
+    // A bad URL is refused before any part of the patch too.
+    let bad = RoomPatch {
+        name: Some("Renamed".into()),
+        background_url: Some("ftp://cdn.example.com/bg.png".into()),
+        ..RoomPatch::default()
+    };
+    assert!(matches!(
+        rejected(
+            world
+                .service
+                .update_room(&actor("owner"), &room, bad, None)
+                .await
+        ),
+        Rejection::InvalidUrl { .. }
+    ));
     let view = world.service.get_room(&room).await.unwrap();
     assert_ne!(view.name, "Renamed", "nothing of the patch was applied");
     assert_eq!(view.background_url, None);

@@ -143,16 +143,22 @@ pub(super) fn invite(
             until,
         });
     }
-    if let Some(seat) = seat {
-        let target = checked_seat(state, seat)?;
+    let mut seat = seat;
+    if let Some(index) = seat {
+        let target = checked_seat(state, index)?;
         if target.locked {
-            return Err(Rejection::SeatLocked { seat });
+            return Err(Rejection::SeatLocked { seat: index });
         }
-        if target.occupant.as_ref().is_some_and(|o| o.user != *user) {
-            return Err(Rejection::SeatOccupied { seat });
+        match &target.occupant {
+            Some(occupant) if occupant.user != *user => {
+                return Err(Rejection::SeatOccupied { seat: index });
+            }
+            // The invitee sits on it already: nothing to hold.
+            Some(_) => seat = None,
+            None => {}
         }
         if target.held_for(ctx.now).is_some_and(|held| held != user) {
-            return Err(Rejection::SeatHeld { seat });
+            return Err(Rejection::SeatHeld { seat: index });
         }
     }
     let max = ctx.rules.max_invites;

@@ -289,3 +289,36 @@ fn an_invitee_who_left_comes_back_without_the_password_while_the_invite_lasts() 
         Rejection::WrongPassword
     );
 }
+
+#[test]
+fn a_kick_ends_the_invite_and_an_invite_to_ones_own_seat_holds_nothing() {
+    let mut room = Room::open();
+    room.ok(
+        &user("owner"),
+        CommandKind::SetLock {
+            password_hash: Some(PasswordHash("argon2id$salt$hash".into())),
+        },
+    );
+    room.ok(&user("admin"), invite("carol", Some(3)));
+    room.ok(&user("carol"), join(false));
+    room.ok(
+        &user("owner"),
+        CommandKind::Kick {
+            user: id("carol"),
+            ban_seconds: None,
+        },
+    );
+    assert_eq!(room.state.seats[3].hold, None, "a kick frees the held seat");
+    assert_eq!(
+        room.err(&user("carol"), join(false)),
+        Rejection::WrongPassword,
+        "a kick ends the invite"
+    );
+    room.sit("alice", 4);
+    let events = room.ok(&user("admin"), invite("alice", Some(4)));
+    assert!(matches!(
+        events.as_slice(),
+        [Event::RoomUserInvited { seat: None, .. }]
+    ));
+    assert_eq!(room.state.seats[4].hold, None);
+}
