@@ -10,12 +10,11 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::load::{ClosedRun, SENDERS, closed_loop_on, next_order};
 use crate::report::report;
-use crate::server::{Server, token};
+use crate::server::Server;
 use crate::turns::{in_turns, report_medians};
 
 /// How long the check of a turn's event stream may take.
@@ -52,14 +51,7 @@ pub async fn display(
                 .enumerate()
                 .map(|(n, user)| profile(user, n))
                 .collect();
-            server
-                .call(
-                    Method::PUT,
-                    "/v1/admin/users",
-                    &token("bench-admin", true)?,
-                    json!({ "users": users }),
-                )
-                .await?;
+            server.put_profiles(&users).await?;
         }
         let setup = server.setup(1, SENDERS).await?;
         let side = if shown { "on" } else { "off" };

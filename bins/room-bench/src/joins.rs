@@ -1,7 +1,7 @@
 //! Joins into one room by users with profiles (`--only joins`).
 //!
 //! One server, one room, and [`USERS`] users whose profiles (a nickname and an avatar) are
-//! written through `PUT /v1/admin/users`, [`PROFILE_BATCH`] a call. Then [`SENDERS`] clients
+//! written through `PUT /v1/admin/users` ([`Server::put_profiles`]). Then [`SENDERS`] clients
 //! in a closed loop, each joining the room as one of its own users and leaving it again at
 //! once: client `w` takes users `w`, `w + 64`, `w + 128`, ... in turn, so no user is in two
 //! requests at once and every user joins many times. The room never holds more than the
@@ -33,10 +33,6 @@ use crate::stats::{metric_sample, millis, quantile};
 
 /// The users who join, each with a profile.
 const USERS: usize = 2000;
-
-/// Profiles per `PUT /v1/admin/users` (the most a call takes; about 100 bytes each, well
-/// inside the 64 KiB body limit).
-const PROFILE_BATCH: usize = 500;
 
 /// The unmeasured loop before the measured one, which opens the clients' connections.
 const WARM_UP: Duration = Duration::from_secs(1);
@@ -122,21 +118,11 @@ async fn cache_lookups(server: &Server) -> Result<(f64, f64)> {
 
 /// The profiles of the owner and of every joiner, then the room; answers its id.
 async fn seed(server: &Server) -> Result<String> {
-    let admin = token("bench-admin", true)?;
     let profiles: Vec<Value> = (0..USERS)
         .map(|u| profile(&joiner(u), u))
         .chain([profile(OWNER, USERS)])
         .collect();
-    for batch in profiles.chunks(PROFILE_BATCH) {
-        server
-            .call(
-                Method::PUT,
-                "/v1/admin/users",
-                &admin,
-                json!({ "users": batch }),
-            )
-            .await?;
-    }
+    server.put_profiles(&profiles).await?;
     let room = server
         .call(
             Method::POST,

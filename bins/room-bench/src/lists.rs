@@ -41,9 +41,6 @@ const REGIONS: [&str; 8] = ["sa", "ae", "eg", "iq", "kw", "tr", "id", "ph"];
 /// The owners' countries, owner `r` of `COUNTRIES[r % 8]`.
 const COUNTRIES: [&str; 8] = ["SA", "AE", "EG", "IQ", "KW", "TR", "ID", "PH"];
 
-/// Profiles per `PUT /v1/admin/users` (a batch stays well inside the 64 KiB body limit).
-const PROFILE_BATCH: usize = 250;
-
 /// Set-up requests in flight at once.
 const IN_FLIGHT: usize = 32;
 
@@ -164,33 +161,21 @@ pub async fn lists(
 /// The owners' profiles, then the rooms, one per owner, in their order; answers the room
 /// ids, room `r` owned by [`owner`]`(r)`.
 async fn create_rooms(server: &Server) -> Result<Vec<String>> {
-    let admin = token("bench-admin", true)?;
-    let owners: Vec<usize> = (0..ROOMS).collect();
-    for batch in owners.chunks(PROFILE_BATCH) {
-        let users: Vec<Value> = batch
-            .iter()
-            .map(|&r| {
-                let mut user = json!({
-                    "user_id": owner(r),
-                    "nickname": format!("host {r}"),
-                    "avatar_url": format!("https://img.example.com/a/{r}.png"),
-                    "country": COUNTRIES[r % COUNTRIES.len()],
-                });
-                if r.is_multiple_of(10) {
-                    user["agency"] = json!(format!("agency-{}", r % 7));
-                }
-                user
-            })
-            .collect();
-        server
-            .call(
-                Method::PUT,
-                "/v1/admin/users",
-                &admin,
-                json!({ "users": users }),
-            )
-            .await?;
-    }
+    let owners: Vec<Value> = (0..ROOMS)
+        .map(|r| {
+            let mut user = json!({
+                "user_id": owner(r),
+                "nickname": format!("host {r}"),
+                "avatar_url": format!("https://img.example.com/a/{r}.png"),
+                "country": COUNTRIES[r % COUNTRIES.len()],
+            });
+            if r.is_multiple_of(10) {
+                user["agency"] = json!(format!("agency-{}", r % 7));
+            }
+            user
+        })
+        .collect();
+    server.put_profiles(&owners).await?;
     stream::iter(0..ROOMS)
         .map(|r| async move {
             let owner_token = token(&owner(r), false)?;

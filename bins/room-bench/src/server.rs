@@ -13,6 +13,10 @@ use tokio::process::{Child, Command};
 
 use crate::disk::Database;
 
+/// Profiles per `PUT /v1/admin/users` call (the most a call takes is 500; 250 of the bench's
+/// stay well inside the 64 KiB body limit).
+pub const PROFILE_BATCH: usize = 250;
+
 /// Gifts completed so far by every client of this process.
 static GIFTS_COMPLETED: AtomicU64 = AtomicU64::new(0);
 
@@ -208,6 +212,22 @@ impl Server {
             bail!("{path}: {status} {value}");
         }
         Ok(value)
+    }
+
+    /// Writes `profiles` (each `{"user_id", ...}`) to the user directory as a platform admin,
+    /// [`PROFILE_BATCH`] to a `PUT /v1/admin/users` call.
+    pub async fn put_profiles(&self, profiles: &[Value]) -> Result<()> {
+        let admin = token("bench-admin", true)?;
+        for batch in profiles.chunks(PROFILE_BATCH) {
+            self.call(
+                reqwest::Method::PUT,
+                "/v1/admin/users",
+                &admin,
+                json!({ "users": batch }),
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// `rooms` rooms, each with its own sender (rich) and recipient, both members.
