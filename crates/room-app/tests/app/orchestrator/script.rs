@@ -666,6 +666,27 @@ fn the_view_reads_the_pool_from_the_rooms_state() {
             on_seats: vec![robots[0].clone(), uid("alice")],
         }
     );
+    // A seat reserved for VIP, or held for an invitee while the invite lasts, is no robot's.
+    state.seats.push(Seat {
+        vip_only: true,
+        ..Seat::default()
+    });
+    state.seats.push(Seat {
+        hold: Some(room_domain::SeatHold {
+            user: uid("carol"),
+            until: Timestamp(T0.0 + 1),
+        }),
+        ..Seat::default()
+    });
+    assert_eq!(
+        RobotView::of(&state, &config, T0).free_seats,
+        vec![SeatIndex(3)]
+    );
+    assert_eq!(
+        RobotView::of(&state, &config, Timestamp(T0.0 + 1)).free_seats,
+        vec![SeatIndex(3), SeatIndex(5)],
+        "a hold is over at its expiry"
+    );
     state.status = RoomStatus::Closed;
     assert!(!RobotView::of(&state, &config, T0).open);
 }
