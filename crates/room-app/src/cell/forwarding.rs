@@ -13,7 +13,9 @@ use room_domain::{
 use super::registry::Inner;
 use super::runtime::CellRuntime;
 use crate::error::{Error, Result};
-use crate::ports::{BatchStanding, CommandReply, ForwardedCommand, Membership, Peer, ReadKind};
+use crate::ports::{
+    BatchStanding, CommandReply, ForwardedCommand, ForwarderRef, Membership, Peer, ReadKind,
+};
 
 impl CellRuntime {
     /// Applies `command` to its room as `actor`, on this node's cell of the room (activating
@@ -92,11 +94,8 @@ impl CellRuntime {
         user: &UserId,
         kind: ReadKind,
     ) -> Result<Membership> {
-        let Some(forwarder) = self.inner.forwarder.get() else {
-            return self.membership_local(room_id, user, kind).await;
-        };
         let local = || self.membership_local(room_id, user, kind);
-        let remote = |peer: Peer| async move {
+        let remote = |forwarder: ForwarderRef, peer: Peer| async move {
             if kind == ReadKind::Newest
                 && let Some(hint) = self.inner.member_hint(room_id, user)
             {
@@ -124,13 +123,8 @@ impl CellRuntime {
         scope: GiftScope,
         most: u32,
     ) -> Result<BatchStanding> {
-        let Some(forwarder) = self.inner.forwarder.get() else {
-            return self
-                .batch_standing_local(room_id, sender, scope, most)
-                .await;
-        };
         let local = || self.batch_standing_local(room_id, sender, scope, most);
-        let remote = |peer: Peer| async move {
+        let remote = |forwarder: ForwarderRef, peer: Peer| async move {
             let answer = forwarder
                 .batch_standing(&peer, room_id, sender, scope, most)
                 .await;
@@ -140,21 +134,25 @@ impl CellRuntime {
         self.routed(room_id, local, remote).await
     }
 
-    /// Answers a read of `room_id` here (`local`) or from its owner (`remote`), as the room's
-    /// lease routes it; an answer that finds ownership moved is routed once more, then
-    /// answered [`Error::NotOwner`] (retryable).
+    /// Answers a read of `room_id` here (`local`) or from its owner through the node's
+    /// forwarder (`remote`), as the room's lease routes it (here when there is no forwarder);
+    /// an answer that finds ownership moved is routed once more, then answered
+    /// [`Error::NotOwner`] (retryable).
     async fn routed<T, L, LF, R, RF>(&self, room_id: &RoomId, local: L, remote: R) -> Result<T>
     where
         L: Fn() -> LF,
         LF: Future<Output = Result<T>>,
-        R: Fn(Peer) -> RF,
+        R: Fn(ForwarderRef, Peer) -> RF,
         RF: Future<Output = Result<T>>,
     {
         let mut answer = Err(Error::NotOwner(room_id.to_string()));
         for _ in 0..2 {
             answer = match self.route(room_id).await? {
                 Route::Local => local().await,
-                Route::Remote(peer) => remote(peer).await,
+                Route::Remote(peer) => match self.inner.forwarder.get() {
+                    Some(forwarder) => remote(forwarder.clone(), peer).await,
+                    None => local().await,
+                },
             };
             if !matches!(answer, Err(Error::NotOwner(_))) {
                 break;
