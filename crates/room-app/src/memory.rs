@@ -14,6 +14,7 @@ use room_domain::{
 
 use crate::error::{Error, Result};
 mod billing;
+mod boards;
 mod follows;
 mod gift_tallies;
 mod list_cache;
@@ -132,6 +133,8 @@ struct Tables {
     pins: BTreeMap<String, crate::ports::RoomPin>,
     /// Gift value and turnover.
     tallies: Tallies,
+    /// The leaderboards.
+    boards: boards::BoardTables,
     /// The rocket's levels, by version.
     rocket: BTreeMap<u64, room_domain::RocketSettings>,
 }

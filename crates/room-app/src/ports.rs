@@ -15,7 +15,8 @@
 //! - money: [`gift_orders`](GiftOrders), [`wallet`](Wallet), [`catalog`](GiftCatalog),
 //!   [`billing`](BillingPolicies) (the billing policy's versions), [`income`](IncomeLedger)
 //!   (what gifts paid people) and whose agency a user belongs to ([`Agencies`]),
-//!   [`gift_tallies`](GiftTallies) (gift value by user, turnover by room and day);
+//!   [`gift_tallies`](GiftTallies) (gift value by user, turnover by room and day),
+//!   [`boards`](Boards) (leaderboards of senders, receivers and rooms);
 //! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims),
 //!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
@@ -33,6 +34,7 @@
 //! - time and ids: [`clock`](Clock).
 
 mod billing;
+mod boards;
 mod catalog;
 mod cell_store;
 mod clock;
@@ -64,6 +66,10 @@ mod wallet;
 mod work_claims;
 
 pub use billing::{BillingPolicies, BillingPoliciesRef};
+pub use boards::{
+    BoardEntry, BoardGift, BoardId, BoardKind, BoardPeriod, BoardStanding, BoardSums, Boards,
+    BoardsRef, MAX_BOARD_GIFTS, MAX_BOARD_PAGE, check_board_entries, check_board_gifts,
+};
 pub use catalog::{
     CatalogGift, GiftCatalog, GiftCatalogRef, MAX_GIFT_NAME_CHARS, MAX_GIFT_UNIT_VALUE,
 };
@@ -127,6 +133,7 @@ pub use work_claims::{WorkClaims, WorkClaimsRef};
 #[cfg(any(test, feature = "mock"))]
 pub use self::{
     billing::MockBillingPolicies,
+    boards::MockBoards,
     catalog::MockGiftCatalog,
     cell_store::MockCellStore,
     clock::{MockClock, MockIdGen},

@@ -144,6 +144,11 @@ async fn gift_tallies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn boards() {
+    testkit::boards_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rocket_settings() {
     testkit::rocket_settings_suite(fresh).await;
 }
