@@ -1,6 +1,7 @@
 //! `room-api`: serves the room service (`room-api` or `room-api serve`), applies the
-//! configured storage's migrations (`room-api migrate`), or prints a token for the configured
-//! secret (`room-api token --user ID [--admin]`).
+//! configured storage's migrations (`room-api migrate`), prints a token for the configured
+//! secret (`room-api token --user ID [--admin]`), or rebuilds a leaderboard from the durable
+//! facts (`room-api boards rebuild --board B --period P [--room R] [--at DAY] [--apply]`).
 
 use std::time::Duration;
 
@@ -39,6 +40,34 @@ enum Command {
         #[arg(long)]
         ttl_secs: Option<u64>,
     },
+    /// Leaderboards.
+    Boards {
+        #[command(subcommand)]
+        command: BoardsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BoardsCommand {
+    /// Rebuild one board from the durable facts the outbox holds and compare it with the live
+    /// one; exits 1 when they differ and `--apply` was not given.
+    Rebuild {
+        /// `senders`, `receivers` or `rooms`.
+        #[arg(long)]
+        board: String,
+        /// `day`, `week` or `month`.
+        #[arg(long)]
+        period: String,
+        /// The room, for a room's board (senders or receivers).
+        #[arg(long)]
+        room: Option<String>,
+        /// A day of the period, `YYYY-MM-DD` in the billing time zone (default: today).
+        #[arg(long)]
+        at: Option<String>,
+        /// Replace the live board with the rebuilt one when they differ.
+        #[arg(long)]
+        apply: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -47,7 +76,9 @@ fn main() -> anyhow::Result<()> {
     // The tools use a part of the settings; the service checks all of them.
     let settings = match command {
         Command::Serve => Settings::load_default(),
-        Command::Token { .. } | Command::Migrate => Settings::load_default_unchecked(),
+        Command::Token { .. } | Command::Migrate | Command::Boards { .. } => {
+            Settings::load_default_unchecked()
+        }
     }
     .context("cannot load the configuration")?;
     match command {
@@ -67,13 +98,42 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Serve => room_node::run(settings, Role::Api),
         Command::Migrate => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
-            runtime.block_on(room_node::Storage::migrate(&settings.storage))?;
+            runtime()?.block_on(room_node::Storage::migrate(&settings.storage))?;
             eprintln!("migrated {}", settings.storage.redacted_url());
             Ok(())
         }
+        Command::Boards {
+            command:
+                BoardsCommand::Rebuild {
+                    board,
+                    period,
+                    room,
+                    at,
+                    apply,
+                },
+        } => {
+            let args = room_node::RebuildArgs {
+                board,
+                period,
+                room,
+                at,
+                apply,
+            };
+            let (equal, report) =
+                runtime()?.block_on(room_node::rebuild_board(&settings, &args))?;
+            eprint!("{report}");
+            if !equal {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
+}
+
+/// The runtime of the one-shot commands.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }

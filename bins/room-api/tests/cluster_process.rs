@@ -132,6 +132,22 @@ impl Node {
         }
     }
 
+    /// `user` gets `path`, which must answer a success.
+    async fn get_ok(&self, path: &str, user: &str) -> Value {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token(user))
+            .timeout(Duration::from_secs(20))
+            .send()
+            .await
+            .expect("an answer");
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "GET {path}: {status} {body}");
+        body
+    }
+
     /// Posts until the answer is a success, retrying what the service says is retryable
     /// (503 while a lease expires), for up to [`DEADLINE`].
     async fn post_until_ok(&self, path: &str, user: &str, body: Value) -> Value {
@@ -397,8 +413,8 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
     .await
     .unwrap();
     assert_eq!(unfinished, 0, "every order settled");
-    let events: Vec<Vec<u8>> =
-        sqlx::query_scalar("SELECT event FROM room_events WHERE room_id = ? ORDER BY seq")
+    let events: Vec<(Vec<u8>, i64)> =
+        sqlx::query_as("SELECT event, occurred_at FROM room_events WHERE room_id = ? ORDER BY seq")
             .bind(&room_id)
             .fetch_all(&mut conn)
             .await
@@ -420,11 +436,16 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
     let mut batch_applied = 0;
     let mut gift_value = 0;
     let mut income_owed = 0;
-    for event in events {
+    // What each sender gave, by the UTC day of the gift (the boards' default time zone).
+    let mut given: std::collections::BTreeMap<(i64, String), i64> = Default::default();
+    for (event, occurred_at) in events {
         let event: Value = room_app::stored::decode(&event, "event").unwrap();
         if event["type"] == "RoomGiftSent" {
             let payload = &event["payload"];
             let gift: GiftSent = serde_json::from_value(payload.clone()).unwrap();
+            *given
+                .entry((occurred_at.div_euclid(86_400_000), gift.sender.to_string()))
+                .or_default() += gift.total_value.0;
             let split = policies[&gift.billed_under()]
                 .split_gift(&gift, false)
                 .unwrap();
@@ -475,6 +496,56 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
             "the income consumer did not catch up: {position:?} of {last:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The room's and the app's boards of senders, read through the surviving node once the
+    // board consumer has caught up too, equal the sums of the applied gifts.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let last: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM room_outbox")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        let position: Option<i64> =
+            sqlx::query_scalar("SELECT position FROM room_consumer_positions WHERE name = ?")
+                .bind(room_node::BOARDS_CONSUMER_GROUP)
+                .fetch_optional(&mut conn)
+                .await
+                .unwrap();
+        if position.unwrap_or(0) >= last.unwrap_or(0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the board consumer did not catch up: {position:?} of {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let days: std::collections::BTreeSet<i64> = given.keys().map(|(day, _)| *day).collect();
+    for day in days {
+        let date = room_domain::DayKey(day).to_string();
+        let expected: std::collections::BTreeMap<String, i64> = given
+            .iter()
+            .filter(|((d, _), _)| *d == day)
+            .map(|((_, sender), total)| (sender.clone(), *total))
+            .collect();
+        for path in [
+            format!("/v1/rooms/{room_id}/boards/senders?at={date}&limit=100"),
+            format!("/v1/boards/senders?at={date}&limit=100"),
+        ] {
+            let board = b.get_ok(&path, "carol").await;
+            let ranked: std::collections::BTreeMap<String, i64> = board["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|item| {
+                    (
+                        item["user_id"].as_str().unwrap().to_owned(),
+                        item["score"].as_i64().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(ranked, expected, "{path}: {board}");
+        }
     }
     let income: (i64, i64) = sqlx::query_as(
         "SELECT CAST(COALESCE((SELECT SUM(balance) FROM income_accounts), 0) AS SIGNED),

@@ -245,12 +245,22 @@ async fn an_orderly_restart_finds_every_committed_state_and_balance() {
     assert_eq!(first["status"], "COMPLETED");
     assert_eq!(first["coin_balance_after"], 5000 - 30);
     let before = server.get(&format!("/v1/rooms/{room_id}"), &alice).await;
-    let rank_before = server
-        .get(
-            &format!("/v1/rooms/{room_id}/contribution-rank?period=day"),
-            &alice,
-        )
-        .await;
+    // The rank is the room's board of senders: it shows the gift once the board consumer
+    // counted it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let rank_before = loop {
+        let rank = server
+            .get(
+                &format!("/v1/rooms/{room_id}/contribution-rank?period=day"),
+                &alice,
+            )
+            .await;
+        if rank["entries"][0]["coins"] == 30 {
+            break rank;
+        }
+        assert!(Instant::now() < deadline, "the gift is not ranked: {rank}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
 
     let status = server.terminate().await;
     assert!(status.success(), "orderly shutdown exits 0, got {status}");
@@ -533,19 +543,27 @@ fn income_credited(db: &Path) -> (i64, i64) {
 }
 
 /// Whether the income consumer has handled every fact in the outbox.
-fn income_caught_up(db: &Path) -> bool {
+/// Whether the income and board consumers have passed every row of the outbox.
+fn consumers_caught_up(db: &Path) -> bool {
     let conn = rusqlite::Connection::open(db).expect("open the database");
     let last: Option<i64> = conn
         .query_row("SELECT MAX(id) FROM room_outbox", [], |row| row.get(0))
         .unwrap();
-    let position: Option<i64> = conn
-        .query_row(
-            "SELECT position FROM room_consumer_positions WHERE name = ?1",
-            [room_node::INCOME_CONSUMER_GROUP],
-            |row| row.get(0),
-        )
-        .ok();
-    position.unwrap_or(0) >= last.unwrap_or(0)
+    [
+        room_node::INCOME_CONSUMER_GROUP,
+        room_node::BOARDS_CONSUMER_GROUP,
+    ]
+    .into_iter()
+    .all(|name| {
+        let position: Option<i64> = conn
+            .query_row(
+                "SELECT position FROM room_consumer_positions WHERE name = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .ok();
+        position.unwrap_or(0) >= last.unwrap_or(0)
+    })
 }
 
 /// Rocket fuel per unit is 10 for the rose and 20 for the lucky clover, so the storm launches
@@ -723,11 +741,20 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
     balances.insert("recipient".to_owned(), server.balance(&recipient).await);
     let hopper = token("hopper", false);
     balances.insert("hopper".to_owned(), server.balance(&hopper).await);
-    // The week rank counts the current week only: note which week that is around the query.
-    let utc_offset_secs = room_node::CatalogFile::load(&catalog)
-        .expect("the test catalog")
-        .rules
-        .day_utc_offset_secs;
+    // The income and board consumers catch up with the outbox the kill left behind.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !consumers_caught_up(&db) {
+        assert!(
+            Instant::now() < deadline,
+            "the income and board consumers did not catch up"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The week rank (the room's board of senders, in the billing time zone) counts the
+    // current week only: note which week that is around the query.
+    let utc_offset_secs = room_node::BillingSettings::default()
+        .utc_offset_secs()
+        .expect("the default billing time zone");
     let this_week = || Timestamp(now_ms()).day_key(utc_offset_secs).week();
     let week_before = this_week();
     let rank = server
@@ -748,15 +775,6 @@ async fn kill_9_in_a_gift_storm_loses_no_coin() {
         })
         .collect();
     let week_after = this_week();
-    // The income consumer catches up with the outbox the kill left behind.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !income_caught_up(&db) {
-        assert!(
-            Instant::now() < deadline,
-            "the income consumer did not catch up"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     let status = server.terminate().await;
     assert!(status.success(), "orderly shutdown exits 0, got {status}");
 

@@ -1,9 +1,9 @@
 //! MySQL / MariaDB storage for the room service, for deployments where many nodes share one
 //! database: [`MySqlStore`] implements every storage port of `room-app` (the cell log with its
 //! epoch fence, snapshots, the outbox, gift orders, the gift catalog, timers, payouts, the
-//! room directory, the wallet, the robot room configurations, the user directory and the
-//! outbox positions of in-process consumers) with the sqlx MySQL driver. It runs on MariaDB
-//! 10.11 and MySQL 8.
+//! room directory, the wallet, the robot room configurations, the user directory, the
+//! outbox positions of in-process consumers, the leaderboards and their rewards) with the sqlx
+//! MySQL driver. It runs on MariaDB 10.11 and MySQL 8.
 //!
 //! Each group commit is one InnoDB transaction whose first statement locks the room's cell row
 //! (`SELECT ... FOR UPDATE`) and checks the epoch and version the batch carries; when they do
@@ -26,6 +26,8 @@
 
 mod accounts;
 mod billing;
+mod board_rewards;
+mod boards;
 mod catalog;
 mod cells;
 mod claims;

@@ -1,8 +1,8 @@
-//! Tables of versions (the billing policy's, the rocket's levels): a row (version, body) per
-//! version, never changed once written; the newest is current. A version is inserted by one
-//! `INSERT ... SELECT` only when the newest stored version is the one before it, and the
-//! primary key refuses a second row of one version: of two nodes that put one version at
-//! once, one wins.
+//! Tables of versions (the billing policy's, the rocket's levels, the leaderboards' reward
+//! tables): a row (version, body) per version, never changed once written; the newest is
+//! current. A version is inserted by one `INSERT ... SELECT` only when the newest stored
+//! version is the one before it, and the primary key refuses a second row of one version: of
+//! two nodes that put one version at once, one wins.
 
 use room_app::Error;
 use serde::Serialize;
@@ -18,6 +18,8 @@ pub(crate) enum Versions {
     Billing,
     /// `rocket_settings` (migration 0121).
     Rocket,
+    /// `board_reward_tables` (migration 0131).
+    BoardRewards,
 }
 
 impl Versions {
@@ -25,6 +27,7 @@ impl Versions {
         match self {
             Versions::Billing => "billing policy",
             Versions::Rocket => "rocket settings",
+            Versions::BoardRewards => "board reward tables",
         }
     }
 
@@ -32,6 +35,9 @@ impl Versions {
         match self {
             Versions::Billing => "SELECT body FROM billing_policies ORDER BY version DESC LIMIT 1",
             Versions::Rocket => "SELECT body FROM rocket_settings ORDER BY version DESC LIMIT 1",
+            Versions::BoardRewards => {
+                "SELECT body FROM board_reward_tables ORDER BY version DESC LIMIT 1"
+            }
         }
     }
 
@@ -45,6 +51,10 @@ impl Versions {
             Versions::Rocket => {
                 "INSERT INTO rocket_settings (version, body) SELECT ?, ? FROM DUAL
                  WHERE (SELECT COALESCE(MAX(version), 0) FROM rocket_settings) = ?"
+            }
+            Versions::BoardRewards => {
+                "INSERT INTO board_reward_tables (version, body) SELECT ?, ? FROM DUAL
+                 WHERE (SELECT COALESCE(MAX(version), 0) FROM board_reward_tables) = ?"
             }
         }
     }

@@ -181,6 +181,22 @@ async fn gift_tallies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn boards() {
+    let Some(fresh) = Fresh::new("conformance::boards").await else {
+        return;
+    };
+    testkit::boards_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn board_rewards() {
+    let Some(fresh) = Fresh::new("conformance::board_rewards").await else {
+        return;
+    };
+    testkit::board_rewards_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rocket_settings() {
     let Some(fresh) = Fresh::new("conformance::rocket_settings").await else {
         return;

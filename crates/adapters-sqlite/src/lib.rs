@@ -1,8 +1,9 @@
 //! SQLite storage for the room service: [`SqliteStore`] implements every storage port of
 //! `room-app` (the cell log with its epoch fence, snapshots, outbox, gift orders, the wallet
 //! ledger, the gift catalog, timers, payouts, the room directory, the robot room
-//! configurations, the user directory and the outbox positions of in-process consumers) on
-//! one database file, for the embedded single-node deployment.
+//! configurations, the user directory, the leaderboards with their rewards, and the outbox
+//! positions of in-process consumers) on one database file, for the embedded single-node
+//! deployment.
 //!
 //! The file runs in WAL mode with `synchronous=FULL`: an acknowledged write survives a power
 //! loss. Throughput comes from batching instead: every write is a job for ONE writer thread,
@@ -18,6 +19,8 @@
 //! [`SqliteStore::open`] (with `sqlx::migrate!`).
 
 mod billing;
+mod board_rewards;
+mod boards;
 mod catalog;
 mod cells;
 mod checkpoint;

@@ -15,6 +15,7 @@ fn kind_name(kind: CreditKind) -> &'static str {
         CreditKind::Refund => "refund",
         CreditKind::LuckyReward => "lucky_reward",
         CreditKind::RocketReward => "rocket_reward",
+        CreditKind::BoardReward => "board_reward",
     }
 }
 
@@ -24,6 +25,7 @@ fn kind_from(name: &str) -> Result<CreditKind> {
         "refund" => CreditKind::Refund,
         "lucky_reward" => CreditKind::LuckyReward,
         "rocket_reward" => CreditKind::RocketReward,
+        "board_reward" => CreditKind::BoardReward,
         other => return Err(Error::corrupt(format!("stored payout kind {other:?}"))),
     })
 }

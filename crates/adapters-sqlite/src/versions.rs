@@ -1,6 +1,7 @@
-//! Tables of versions (the billing policy's, the rocket's levels): a row (version, body) per
-//! version, never changed once written; the newest is current. A version is inserted by one
-//! statement of the single writer only when the newest stored one is the version before it.
+//! Tables of versions (the billing policy's, the rocket's levels, the leaderboards' reward
+//! tables): a row (version, body) per version, never changed once written; the newest is
+//! current. A version is inserted by one statement of the single writer only when the newest
+//! stored one is the version before it.
 
 use room_app::Error;
 use rusqlite::params;
@@ -17,6 +18,8 @@ pub(crate) enum Versions {
     Billing,
     /// `rocket_settings` (migration 0121).
     Rocket,
+    /// `board_reward_tables` (migration 0131).
+    BoardRewards,
 }
 
 impl Versions {
@@ -24,6 +27,7 @@ impl Versions {
         match self {
             Versions::Billing => "billing policy",
             Versions::Rocket => "rocket settings",
+            Versions::BoardRewards => "board reward tables",
         }
     }
 
@@ -31,6 +35,9 @@ impl Versions {
         match self {
             Versions::Billing => "SELECT body FROM billing_policies ORDER BY version DESC LIMIT 1",
             Versions::Rocket => "SELECT body FROM rocket_settings ORDER BY version DESC LIMIT 1",
+            Versions::BoardRewards => {
+                "SELECT body FROM board_reward_tables ORDER BY version DESC LIMIT 1"
+            }
         }
     }
 
@@ -44,6 +51,10 @@ impl Versions {
             Versions::Rocket => {
                 "INSERT INTO rocket_settings (version, body) SELECT ?1, ?2
                  WHERE COALESCE((SELECT MAX(version) FROM rocket_settings), 0) = ?1 - 1"
+            }
+            Versions::BoardRewards => {
+                "INSERT INTO board_reward_tables (version, body) SELECT ?1, ?2
+                 WHERE COALESCE((SELECT MAX(version) FROM board_reward_tables), 0) = ?1 - 1"
             }
         }
     }

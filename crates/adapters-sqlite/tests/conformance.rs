@@ -134,6 +134,18 @@ async fn gift_tallies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn boards() {
+    let fresh = Fresh::default();
+    testkit::boards_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn board_rewards() {
+    let fresh = Fresh::default();
+    testkit::board_rewards_suite(|| fresh.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rocket_settings() {
     let fresh = Fresh::default();
     testkit::rocket_settings_suite(|| fresh.store()).await;

@@ -1183,3 +1183,142 @@ async fn covers_shown_before_cover_claims_are_claimed_by_the_upgrade() {
     let store = open(&path).await;
     covers_claimed_by_the_upgrade(&store).await;
 }
+
+/// A ledger written by the release before the board rewards (every migration before 0131,
+/// entries inserted as its wallet inserted them, the trigger moving the balances): opening it
+/// rebuilds `wallet_entries` for the kind 'board_reward', and every entry and balance reads
+/// back as it was (a repeat answers its first answer and moves nothing, a voided debit stays
+/// void); a board reward credits after it, once.
+#[tokio::test]
+async fn wallet_entries_written_before_the_board_rewards_read_back_after_the_upgrade() {
+    use room_app::ports::DebitStatus;
+
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("room.db");
+    let mut conn = schema_before(&path, 131).await;
+    sqlx::raw_sql(
+        "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         VALUES ('top-up', 'credit_admin', 'done', 'alice', 100, 100);
+         INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         VALUES ('o-1', 'debit', 'done', 'alice', 30, 70);
+         INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         VALUES ('o-1', 'rocket_reward', 'done', 'alice', 5, 75);
+         INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         VALUES ('o-2', 'lucky_reward', 'done', 'bob', 8, 8);
+         INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         VALUES ('o-3', 'refund', 'done', 'bob', 2, 10);
+         INSERT INTO wallet_entries (op_id, kind, state) VALUES ('o-void', 'debit', 'void');",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    // The kind did not exist: the previous release's ledger refuses it.
+    let refused = sqlx::query(
+        "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         VALUES ('early', 'board_reward', 'done', 'alice', 1, 76)",
+    )
+    .execute(&mut conn)
+    .await;
+    assert!(refused.is_err(), "{refused:?}");
+    conn.close().await.unwrap();
+
+    let store = open(&path).await;
+    let (alice, bob) = (user("alice"), user("bob"));
+    assert_eq!(Wallet::balance(&store, &alice).await.unwrap(), Coins(75));
+    assert_eq!(Wallet::balance(&store, &bob).await.unwrap(), Coins(10));
+    // Every old entry answers its repeat with its first answer and moves nothing.
+    assert_eq!(
+        store
+            .credit("top-up", CreditKind::Admin, &alice, Coins(100))
+            .await
+            .unwrap(),
+        Coins(100)
+    );
+    assert_eq!(
+        store.debit("o-1", &alice, Coins(30)).await.unwrap(),
+        Coins(70)
+    );
+    assert_eq!(
+        store
+            .credit("o-1", CreditKind::RocketReward, &alice, Coins(5))
+            .await
+            .unwrap(),
+        Coins(75)
+    );
+    assert_eq!(
+        store
+            .credit("o-2", CreditKind::LuckyReward, &bob, Coins(8))
+            .await
+            .unwrap(),
+        Coins(8)
+    );
+    assert_eq!(
+        store
+            .credit("o-3", CreditKind::Refund, &bob, Coins(2))
+            .await
+            .unwrap(),
+        Coins(10)
+    );
+    assert!(matches!(
+        store
+            .credit("o-3", CreditKind::Refund, &bob, Coins(3))
+            .await,
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(
+        store.settle_debit("o-1").await.unwrap(),
+        DebitStatus::Debited
+    );
+    assert_eq!(
+        store.settle_debit("o-void").await.unwrap(),
+        DebitStatus::Void
+    );
+    assert!(matches!(
+        store.debit("o-void", &alice, Coins(1)).await,
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(Wallet::balance(&store, &alice).await.unwrap(), Coins(75));
+    assert_eq!(Wallet::balance(&store, &bob).await.unwrap(), Coins(10));
+
+    // A board reward credits, once, beside the old entries (one of them of the same id).
+    for _ in 0..2 {
+        assert_eq!(
+            store
+                .credit("o-1", CreditKind::BoardReward, &alice, Coins(4))
+                .await
+                .unwrap(),
+            Coins(79)
+        );
+    }
+    assert_eq!(Wallet::balance(&store, &alice).await.unwrap(), Coins(79));
+    // New debits and credits of the other kinds go on as before.
+    assert_eq!(store.debit("o-4", &bob, Coins(10)).await.unwrap(), Coins(0));
+    assert!(matches!(
+        store.debit("o-5", &bob, Coins(1)).await,
+        Err(Error::InsufficientFunds { balance }) if balance == Coins(0)
+    ));
+    store.close().await;
+
+    // The ledger kept its rows, and its CHECK still refuses a kind it does not know.
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .connect()
+        .await
+        .unwrap();
+    let entries: i64 = sqlx::query_scalar("SELECT count(*) FROM wallet_entries")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        entries, 8,
+        "six old entries, the board reward and the debit"
+    );
+    let unknown = sqlx::query(
+        "INSERT INTO wallet_entries (op_id, kind, state, user_id, amount, balance_after)
+         VALUES ('late', 'bonus', 'done', 'alice', 1, 80)",
+    )
+    .execute(&mut conn)
+    .await;
+    assert!(unknown.is_err(), "{unknown:?}");
+    conn.close().await.unwrap();
+}

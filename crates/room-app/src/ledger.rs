@@ -16,6 +16,7 @@ pub fn credit_kind(kind: CreditKind) -> &'static str {
         CreditKind::Refund => "refund",
         CreditKind::LuckyReward => "lucky_reward",
         CreditKind::RocketReward => "rocket_reward",
+        CreditKind::BoardReward => "board_reward",
     }
 }
 

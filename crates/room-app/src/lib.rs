@@ -7,6 +7,7 @@
 //! of every port and the conformance suites every adapter must pass.
 
 mod attempts;
+pub mod boards;
 pub mod broadcast;
 mod budgets;
 mod cell;

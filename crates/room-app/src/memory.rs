@@ -14,6 +14,7 @@ use room_domain::{
 
 use crate::error::{Error, Result};
 mod billing;
+mod board_rewards;
 mod boards;
 mod follows;
 mod gift_tallies;
@@ -135,6 +136,8 @@ struct Tables {
     tallies: Tallies,
     /// The leaderboards.
     boards: boards::BoardTables,
+    /// The leaderboards' rewards.
+    rewards: board_rewards::RewardTablesStore,
     /// The rocket's levels, by version.
     rocket: BTreeMap<u64, room_domain::RocketSettings>,
 }
@@ -184,6 +187,7 @@ fn credit_key(kind: CreditKind) -> &'static str {
         CreditKind::Refund => "refund",
         CreditKind::LuckyReward => "lucky_reward",
         CreditKind::RocketReward => "rocket_reward",
+        CreditKind::BoardReward => "board_reward",
     }
 }
 

@@ -16,7 +16,8 @@
 //!   [`billing`](BillingPolicies) (the billing policy's versions), [`income`](IncomeLedger)
 //!   (what gifts paid people) and whose agency a user belongs to ([`Agencies`]),
 //!   [`gift_tallies`](GiftTallies) (gift value by user, turnover by room and day),
-//!   [`boards`](Boards) (leaderboards of senders, receivers and rooms);
+//!   [`boards`](Boards) (leaderboards of senders, receivers and rooms) and their
+//!   [`rewards`](BoardRewards);
 //! - the cluster: [`lease`](Lease), [`forwarder`](Forwarder), [`work_claims`](WorkClaims),
 //!   [`keyed_requests`](KeyedRequests) (idempotency keys);
 //! - consumers of the durable facts: [`positions`](ConsumerPositions);
@@ -34,6 +35,7 @@
 //! - time and ids: [`clock`](Clock).
 
 mod billing;
+mod board_rewards;
 mod boards;
 mod catalog;
 mod cell_store;
@@ -66,6 +68,10 @@ mod wallet;
 mod work_claims;
 
 pub use billing::{BillingPolicies, BillingPoliciesRef};
+pub use board_rewards::{
+    BoardPayout, BoardRewards, BoardRewardsRef, MAX_PAYOUT_PAGE, MAX_RANK_REWARD, MAX_REWARD_RANKS,
+    MAX_REWARD_TABLES, RewardTable, RewardTables, check_board_payouts,
+};
 pub use boards::{
     BoardEntry, BoardGift, BoardId, BoardKind, BoardPeriod, BoardStanding, BoardSums, Boards,
     BoardsRef, MAX_BOARD_GIFTS, MAX_BOARD_PAGE, check_board_entries, check_board_gifts,
@@ -133,6 +139,7 @@ pub use work_claims::{WorkClaims, WorkClaimsRef};
 #[cfg(any(test, feature = "mock"))]
 pub use self::{
     billing::MockBillingPolicies,
+    board_rewards::MockBoardRewards,
     boards::MockBoards,
     catalog::MockGiftCatalog,
     cell_store::MockCellStore,

@@ -12,13 +12,13 @@ mod suites;
 pub use crate::memory::{InMemoryStore, MemoryListCache};
 pub use leases::InMemoryLeases;
 pub use suites::{
-    LeaseBackend, billing_policies_suite, boards_suite, cell_store_suite, consumer_positions_suite,
-    covers_claimed_by_the_upgrade, gift_catalog_suite, gift_orders_suite, gift_tallies_suite,
-    income_ledger_suite, keyed_requests_suite, lease_suite, list_cache_suite, open_streams_suite,
-    outbox_suite, password_attempts_suite, payouts_suite, presence_suite, rate_budgets_suite,
-    robot_rooms_suite, rocket_settings_suite, room_directory_suite, room_follows_suite,
-    room_pins_suite, snapshot_store_suite, timers_suite, user_directory_suite, vip_grants_suite,
-    wallet_suite, work_claims_suite,
+    LeaseBackend, billing_policies_suite, board_rewards_suite, boards_suite, cell_store_suite,
+    consumer_positions_suite, covers_claimed_by_the_upgrade, gift_catalog_suite, gift_orders_suite,
+    gift_tallies_suite, income_ledger_suite, keyed_requests_suite, lease_suite, list_cache_suite,
+    open_streams_suite, outbox_suite, password_attempts_suite, payouts_suite, presence_suite,
+    rate_budgets_suite, robot_rooms_suite, rocket_settings_suite, room_directory_suite,
+    room_follows_suite, room_pins_suite, snapshot_store_suite, timers_suite, user_directory_suite,
+    vip_grants_suite, wallet_suite, work_claims_suite,
 };
 
 use std::future::Future;

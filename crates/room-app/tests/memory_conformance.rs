@@ -149,6 +149,11 @@ async fn boards() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn board_rewards() {
+    testkit::board_rewards_suite(fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rocket_settings() {
     testkit::rocket_settings_suite(fresh).await;
 }

@@ -230,6 +230,13 @@ impl App {
             .await
             .context("cannot store the first rocket levels")?;
         tracing::info!(version = rocket.version, "rocket levels");
+        let rewards = room_app::boards::rewards::seed_board_rewards(
+            &storage.board_rewards,
+            &catalog.board_rewards,
+        )
+        .await
+        .context("cannot store the first board rewards")?;
+        tracing::info!(version = rewards.version, "board rewards");
 
         if settings.auth.uses_dev_secret() {
             tracing::warn!(
@@ -313,6 +320,8 @@ impl App {
                 billing: storage.billing.clone(),
                 income: storage.income.clone(),
                 tallies: storage.tallies.clone(),
+                boards: storage.boards.clone(),
+                board_rewards: storage.board_rewards.clone(),
                 rocket: storage.rocket.clone(),
                 directory: storage.directory.clone(),
                 users: storage.users.clone(),
@@ -686,6 +695,72 @@ impl App {
         self.spawn_passes();
         self.spawn_outbox();
         self.spawn_turnover();
+        self.spawn_board_retention();
+        self.spawn_board_rewards();
+    }
+
+    /// The rewards of closed periods' boards, paid by one process of the deployment at a
+    /// time (under a claim).
+    fn spawn_board_rewards(&self) {
+        let Ok(offset) = self.settings.billing.utc_offset_secs() else {
+            // Validated at start: unreachable with checked settings.
+            tracing::error!("the board rewards cannot start: bad billing.time_zone");
+            return;
+        };
+        let boards = &self.settings.boards;
+        let ports = self.state.service.ports();
+        let payer = Arc::new(room_app::boards::rewards::RewardPayer {
+            boards: ports.boards.clone(),
+            rewards: ports.board_rewards.clone(),
+            wallet: ports.wallet.clone(),
+            directory: ports.directory.clone(),
+            utc_offset_secs: offset,
+            delay_secs: boards.reward_delay_secs,
+        });
+        let (clock, limit) = (
+            ports.clock.clone(),
+            self.settings.workers.batch_limit.max(1),
+        );
+        self.tasks.spawn(workers::run_claimed(
+            "board_rewards",
+            Duration::from_secs(boards.reward_every_secs.max(1)),
+            self.claim(),
+            self.root.child_token(),
+            move || {
+                let (payer, clock) = (payer.clone(), clock.clone());
+                async move { payer.pay(clock.now(), limit).await }
+            },
+        ));
+    }
+
+    /// The deletion of expired periods' board entries, by one process of the deployment at a
+    /// time (under a claim).
+    fn spawn_board_retention(&self) {
+        let Ok(offset) = self.settings.billing.utc_offset_secs() else {
+            // Validated at start: unreachable with checked settings.
+            tracing::error!("the board retention cannot start: bad billing.time_zone");
+            return;
+        };
+        let boards = &self.settings.boards;
+        let ports = self.state.service.ports();
+        let (store, clock) = (ports.boards.clone(), ports.clock.clone());
+        let (retention, batch) = (
+            boards.retention(),
+            self.settings.outbox.retention_batch.max(1),
+        );
+        self.tasks.spawn(workers::run_claimed(
+            "board_retention",
+            Duration::from_secs(boards.prune_every_secs.max(1)),
+            self.claim(),
+            self.root.child_token(),
+            move || {
+                let (store, clock) = (store.clone(), clock.clone());
+                async move {
+                    room_app::boards::prune_boards(&store, retention, clock.now(), offset, batch)
+                        .await
+                }
+            },
+        ));
     }
 
     /// On every process that runs rooms: the rooms take the newest stored rocket levels

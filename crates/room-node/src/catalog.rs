@@ -6,7 +6,9 @@ use std::path::Path;
 use anyhow::Context;
 use figment::Figment;
 use figment::providers::{Format, Toml};
-use room_app::ports::{CatalogGift, GiftCatalogRef};
+use room_app::ports::{
+    BoardKind, BoardPeriod, CatalogGift, GiftCatalogRef, RewardTable, RewardTables,
+};
 use room_domain::{BillingPolicy, BillingShares, Coins, FIRST_BILLING_VERSION, GiftId, RoomRules};
 use serde::Deserialize;
 
@@ -22,6 +24,9 @@ pub struct CatalogFile {
     pub rules: RoomRules,
     /// The billing policy stored as version 1 when the store has none, already validated.
     pub billing: BillingPolicy,
+    /// The leaderboards' reward tables stored as version 1 when the store has none, already
+    /// validated.
+    pub board_rewards: Vec<RewardTable>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -33,6 +38,38 @@ struct RawFile {
     rules: RoomRules,
     #[serde(default)]
     billing: RawBilling,
+    #[serde(default)]
+    board_rewards: Vec<RawRewardTable>,
+}
+
+/// A `[[board_rewards]]` table: what one board of the whole app pays its top ranks when a
+/// period closes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRewardTable {
+    board: String,
+    period: String,
+    ranks: Vec<i64>,
+}
+
+impl RawRewardTable {
+    fn table(self) -> anyhow::Result<RewardTable> {
+        Ok(RewardTable {
+            board: BoardKind::parse(&self.board).with_context(|| {
+                format!(
+                    "board_rewards: board {:?} is none of senders, receivers and rooms",
+                    self.board
+                )
+            })?,
+            period: BoardPeriod::parse(&self.period).with_context(|| {
+                format!(
+                    "board_rewards: period {:?} is none of day, week and month",
+                    self.period
+                )
+            })?,
+            ranks: self.ranks.into_iter().map(Coins).collect(),
+        })
+    }
 }
 
 /// The `[billing]` section: the default shares, the owner's turnover share, and
@@ -146,10 +183,23 @@ impl CatalogFile {
             }
             gifts.push(gift);
         }
+        let board_rewards = raw
+            .board_rewards
+            .into_iter()
+            .map(RawRewardTable::table)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let tables = RewardTables {
+            version: 1,
+            tables: board_rewards,
+        };
+        if let Some(problem) = tables.problem() {
+            anyhow::bail!("the board rewards of the catalog file are not valid: {problem}");
+        }
         Ok(CatalogFile {
             gifts,
             rules: raw.rules,
             billing: raw.billing.policy()?,
+            board_rewards: tables.tables,
         })
     }
 

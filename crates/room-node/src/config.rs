@@ -11,6 +11,7 @@
 
 mod auth;
 mod billing;
+mod boards;
 mod broadcast;
 mod catalog;
 mod cell;
@@ -45,6 +46,7 @@ use serde::{Deserialize, Serialize};
 
 pub use auth::{AuthSettings, DEV_JWT_SECRET, MIN_JWT_SECRET_BYTES};
 pub use billing::{BillingSettings, MAX_SETTLE_DELAY_SECS};
+pub use boards::{BOARDS_CONSUMER_GROUP, BoardSettings};
 pub use broadcast::BroadcastSettings;
 pub use catalog::CatalogSettings;
 pub use cell::CellSettings;
@@ -71,7 +73,7 @@ use crate::role::Role;
 pub const DEFAULT_CONFIG_FILE: &str = "configs/room.toml";
 
 /// Every section as the reference describes it, in the order of [`Settings`]' fields.
-const SECTIONS: [&reference::Section; 21] = [
+const SECTIONS: [&reference::Section; 22] = [
     &http::SECTION,
     &storage::SECTION,
     &auth::SECTION,
@@ -82,6 +84,7 @@ const SECTIONS: [&reference::Section; 21] = [
     &vip::SECTION,
     &broadcast::SECTION,
     &billing::SECTION,
+    &boards::SECTION,
     &workers::SECTION,
     &outbox::SECTION,
     &catalog::SECTION,
@@ -119,6 +122,8 @@ pub struct Settings {
     pub broadcast: BroadcastSettings,
     /// Periods of gift value and turnover, and the turnover settlement.
     pub billing: BillingSettings,
+    /// `[boards]`: the leaderboards.
+    pub boards: BoardSettings,
     /// Background passes.
     pub workers: WorkerSettings,
     /// Publishing and pruning the outbox.
@@ -213,6 +218,12 @@ impl Settings {
         self.vip.validate()?;
         self.broadcast.validate()?;
         self.billing.validate()?;
+        self.boards.validate(&[
+            &self.workers.im_effects_group,
+            &self.workers.income_group,
+            &self.workers.tallies_group,
+            &self.broadcast.group,
+        ])?;
         let prefix = &self.robots.id_prefix;
         anyhow::ensure!(
             !prefix.is_empty()

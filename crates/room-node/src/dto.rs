@@ -5,6 +5,7 @@
 //! are in `schema`; how request fields are read beyond serde's defaults, in `fields`.
 
 mod billing;
+mod boards;
 mod events;
 mod fields;
 mod gifts;
@@ -23,6 +24,10 @@ mod vip;
 mod wallet;
 
 pub use billing::{BillingPolicyResponse, IncomeResponse, PutBillingRequest};
+pub use boards::{
+    BoardItem, BoardOf, BoardPayoutsResponse, BoardResponse, BoardRewardsResponse,
+    BoardStandingResponse, PutBoardRewardsRequest,
+};
 pub use events::StreamEvent;
 pub use gifts::{
     GiftCatalogEntry, GiftCatalogResponse, GiftErrorResponse, GiftResponse, PutGiftRequest,

@@ -4,7 +4,9 @@
 //! under a work claim). The consumers: the income consumer, named `workers.income_group`,
 //! which credits each paid gift's parts as income ([`IncomeConsumer`]), always; the tally
 //! consumer, named `workers.tallies_group`, which counts each paid gift's value for gift value
-//! and room turnover ([`TallyConsumer`]), always; the big-gift broadcaster, named
+//! and room turnover ([`TallyConsumer`]), always; the board consumer, named `boards.group`,
+//! which counts each paid gift on the leaderboards ([`BoardConsumer`]), always; the big-gift
+//! broadcaster, named
 //! `broadcast.group` ([`GiftBroadcaster`]), when `broadcast.min_value` is set; and the IM
 //! group effects, named `workers.im_effects_group`, when IM is configured.
 //!
@@ -24,6 +26,7 @@ use adapters_mq::KafkaFacts;
 use adapters_tencent_im::ImClient;
 use anyhow::Context;
 use room_app::RoomService;
+use room_app::boards::BoardConsumer;
 use room_app::broadcast::GiftBroadcaster;
 use room_app::consumers::{FactConsumer, FactSourceRef, OutboxSource, mark_passed};
 use room_app::gift_value::TallyConsumer;
@@ -59,7 +62,7 @@ pub(crate) fn early_consumer(
     Ok(Some(Arc::new(consumer)))
 }
 
-/// The node's consumers of the durable facts: the income and tally consumers, the big-gift
+/// The node's consumers of the durable facts: the income, tally and board consumers, the big-gift
 /// broadcaster when broadcasts are on, and the IM group effects when IM is configured.
 pub(crate) fn consumers(
     settings: &Settings,
@@ -89,6 +92,15 @@ pub(crate) fn consumers(
             ports.clock.clone(),
         )
         .context("ROOM__WORKERS__TALLIES_GROUP")?,
+    ));
+    let boards = BoardConsumer::new(ports.boards.clone(), settings.billing.utc_offset_secs()?);
+    consumers.push(Arc::new(
+        FactConsumer::new(
+            &settings.boards.group,
+            Arc::new(boards),
+            ports.clock.clone(),
+        )
+        .context("ROOM__BOARDS__GROUP")?,
     ));
     let broadcast = settings.broadcast.config();
     if broadcast.is_enabled() {

@@ -13,6 +13,7 @@
 
 mod app;
 mod auth;
+mod boards_cli;
 mod catalog;
 mod chain;
 mod cluster;
@@ -38,16 +39,18 @@ pub use app::App;
 pub use auth::{
     ADMIN_ROLE, Audience, Auth, Authenticator, AuthenticatorRef, Claims, PlatformAdmin,
 };
+pub use boards_cli::{RebuildArgs, rebuild as rebuild_board};
 pub use catalog::{CatalogFile, EMBEDDED_CATALOG};
 pub use cluster::{INTERNAL_PREFIX, token_matches};
 pub use config::{
-    AuthSettings, BillingSettings, CatalogSettings, CellSettings, ClusterSettings,
-    DEFAULT_CONFIG_FILE, DEV_JWT_SECRET, GROUP_EFFECTS_CONSUMER_GROUP, HttpSettings,
-    INCOME_CONSUMER_GROUP, LeaseSettings, LimitSettings, MAX_BODY_BYTES, MAX_CALLBACK_WINDOW_SECS,
-    MAX_PROFILE_CACHE_CAPACITY, MAX_PROFILE_CACHE_TTL_MS, MAX_SETTLE_DELAY_SECS,
-    MAX_VIP_CACHE_CAPACITY, MAX_VIP_CACHE_TTL_MS, MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS,
-    OutboxSettings, PresenceSettings, ProfileSettings, RtcSettings, Settings, SseSettings,
-    StorageSettings, TALLIES_CONSUMER_GROUP, VipSettings, WorkerSettings,
+    AuthSettings, BOARDS_CONSUMER_GROUP, BillingSettings, BoardSettings, CatalogSettings,
+    CellSettings, ClusterSettings, DEFAULT_CONFIG_FILE, DEV_JWT_SECRET,
+    GROUP_EFFECTS_CONSUMER_GROUP, HttpSettings, INCOME_CONSUMER_GROUP, LeaseSettings,
+    LimitSettings, MAX_BODY_BYTES, MAX_CALLBACK_WINDOW_SECS, MAX_PROFILE_CACHE_CAPACITY,
+    MAX_PROFILE_CACHE_TTL_MS, MAX_SETTLE_DELAY_SECS, MAX_VIP_CACHE_CAPACITY, MAX_VIP_CACHE_TTL_MS,
+    MIN_JWT_SECRET_BYTES, MIN_LEASE_TTL_MS, OutboxSettings, PresenceSettings, ProfileSettings,
+    RtcSettings, Settings, SseSettings, StorageSettings, TALLIES_CONSUMER_GROUP, VipSettings,
+    WorkerSettings,
 };
 pub use error::{ApiCode, ApiError, ErrorBody, ErrorResponse};
 pub use link::{ForwardAnswer, LINK_PATH, LINK_PROTOCOL, MAX_FRAME, MAX_LINKS};

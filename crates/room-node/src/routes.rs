@@ -3,6 +3,7 @@
 
 mod admin;
 mod billing;
+mod boards;
 mod callbacks;
 mod events;
 mod follows;
@@ -77,6 +78,7 @@ use crate::state::AppState;
         (name = "gifts", description = "Paid gifts and the catalog"),
         (name = "me", description = "The caller"),
         (name = "users", description = "Other people: what the service counts of them"),
+        (name = "boards", description = "Leaderboards of senders, receivers and rooms"),
         (name = "admin", description = "Platform admins"),
         (name = "rtc", description = "TRTC webhooks"),
         (name = "ops", description = "Health and metrics"),
@@ -166,6 +168,15 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(billing::user_income))
         .routes(routes!(tallies::get_gift_value))
         .routes(routes!(tallies::get_turnover))
+        .routes(routes!(boards::app_board))
+        .routes(routes!(boards::my_app_standing))
+        .routes(routes!(boards::room_board))
+        .routes(routes!(boards::my_room_standing))
+        .routes(routes!(
+            boards::get_board_rewards,
+            boards::put_board_rewards
+        ))
+        .routes(routes!(boards::board_payouts))
         .routes(routes!(rocket::get_rocket, rocket::put_rocket))
         .routes(routes!(callbacks::rtc_callback))
         .routes(routes!(ops::healthz))

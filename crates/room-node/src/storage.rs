@@ -6,13 +6,14 @@ use adapters_mysql::MySqlStore;
 use adapters_sqlite::SqliteStore;
 use anyhow::{Context, bail};
 use room_app::ports::{
-    BillingPolicies, BillingPoliciesRef, CellStore, CellStoreRef, ConsumerPositions,
-    ConsumerPositionsRef, GiftCatalog, GiftCatalogRef, GiftOrders, GiftOrdersRef, GiftTallies,
-    GiftTalliesRef, IncomeLedger, IncomeLedgerRef, KeyedRequests, KeyedRequestsRef, Outbox,
-    OutboxRef, Payouts, PayoutsRef, RobotRooms, RobotRoomsRef, RocketSettingsStore,
-    RocketSettingsStoreRef, RoomDirectory, RoomDirectoryRef, RoomFollows, RoomFollowsRef, RoomPins,
-    RoomPinsRef, SnapshotStore, SnapshotStoreRef, Timers, TimersRef, UserDirectory,
-    UserDirectoryRef, VipGrants, VipGrantsRef, Wallet, WalletRef, WorkClaims, WorkClaimsRef,
+    BillingPolicies, BillingPoliciesRef, BoardRewards, BoardRewardsRef, Boards, BoardsRef,
+    CellStore, CellStoreRef, ConsumerPositions, ConsumerPositionsRef, GiftCatalog, GiftCatalogRef,
+    GiftOrders, GiftOrdersRef, GiftTallies, GiftTalliesRef, IncomeLedger, IncomeLedgerRef,
+    KeyedRequests, KeyedRequestsRef, Outbox, OutboxRef, Payouts, PayoutsRef, RobotRooms,
+    RobotRoomsRef, RocketSettingsStore, RocketSettingsStoreRef, RoomDirectory, RoomDirectoryRef,
+    RoomFollows, RoomFollowsRef, RoomPins, RoomPinsRef, SnapshotStore, SnapshotStoreRef, Timers,
+    TimersRef, UserDirectory, UserDirectoryRef, VipGrants, VipGrantsRef, Wallet, WalletRef,
+    WorkClaims, WorkClaimsRef,
 };
 
 use crate::config::StorageSettings;
@@ -60,6 +61,10 @@ pub struct Storage {
     pub pins: RoomPinsRef,
     /// Gift value by user and turnover by room and day.
     pub tallies: GiftTalliesRef,
+    /// The leaderboards.
+    pub boards: BoardsRef,
+    /// The leaderboards' reward tables and payouts.
+    pub board_rewards: BoardRewardsRef,
     /// The rocket's levels by version.
     pub rocket: RocketSettingsStoreRef,
     /// The SQLite store behind the ports, to close on shutdown.
@@ -92,6 +97,8 @@ impl Storage {
             + VipGrants
             + RoomPins
             + GiftTallies
+            + Boards
+            + BoardRewards
             + RocketSettingsStore
             + 'static,
     {
@@ -115,6 +122,8 @@ impl Storage {
             vip: store.clone(),
             pins: store.clone(),
             tallies: store.clone(),
+            boards: store.clone(),
+            board_rewards: store.clone(),
             rocket: store.clone(),
             directory: store,
             sqlite: None,

@@ -5,6 +5,7 @@
 mod alert_rules;
 mod bad_input;
 mod billing;
+mod boards;
 mod cluster;
 mod dead_letters;
 mod flow;

@@ -217,6 +217,26 @@ impl TestApp {
     }
 
     /// A room with owner `alice` and members `alice` and `bob`; alice has `coins`.
+    /// `GET /v1/rooms/{room_id}/contribution-rank{query}` as `user`, once `ready` holds of
+    /// the answer: the rank is the room's board of senders, which trails the gifts by the
+    /// board consumer's lag.
+    pub async fn rank_when(
+        &self,
+        room_id: &str,
+        query: &str,
+        user: &str,
+        ready: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let path = format!("/v1/rooms/{room_id}/contribution-rank{query}");
+        let token = self.token(user);
+        eventually("the contribution rank shows the gifts", || async {
+            let (status, rank) = self.get(&path, &token).await;
+            status == StatusCode::OK && ready(&rank)
+        })
+        .await;
+        self.get(&path, &token).await.1
+    }
+
     pub async fn room_with_members(&self, coins: i64) -> String {
         let room_id = self.create_room("alice").await;
         self.join(&room_id, "alice").await;

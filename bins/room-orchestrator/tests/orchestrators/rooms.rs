@@ -139,9 +139,21 @@ async fn a_persons_paid_gift_in_a_robot_room_is_forwarded_and_debited_once() {
     let room = api.room(&room_id).await;
     let heat = room["heat"].as_i64().unwrap();
     assert!(heat >= heat_before + 30, "heat {heat} after {heat_before}");
-    let rank = api
-        .get(&format!("/v1/rooms/{room_id}/contribution-rank"), "alice")
-        .await;
+    // The rank is the room's board of senders: it trails the gift by the consumer's lag.
+    let rank = wait_until("the gift is on the room's board", DEADLINE, || async {
+        let rank = api
+            .get(&format!("/v1/rooms/{room_id}/contribution-rank"), "alice")
+            .await;
+        let ranked = rank["entries"]
+            .as_array()
+            .is_some_and(|entries| entries.iter().any(|entry| entry["user_id"] == "alice"));
+        if ranked {
+            Ok(rank)
+        } else {
+            Err(rank.to_string())
+        }
+    })
+    .await;
     let alice: Vec<&Value> = rank["entries"]
         .as_array()
         .unwrap()

@@ -1,15 +1,17 @@
 //! The wallet on two nodes of one database: concurrent debits and credits never overdraw, one
-//! operation id moves coins once, settling a debit another node runs is all or nothing, and
-//! the schema itself refuses a negative balance.
+//! operation id moves coins once, settling a debit another node runs is all or nothing, the
+//! schema itself refuses a negative balance, and a ledger written before the kind
+//! 'board_reward' (migration 0131) reads back after it.
 
 use std::sync::Arc;
 
 use adapters_mysql::{Error, MySqlSettings, MySqlStore};
 use room_app::ports::{CreditKind, DebitStatus, Wallet};
 use room_domain::Coins;
+use room_testkit::mysql::MySqlServer;
 use sqlx::{Executor, MySqlConnection};
 
-use crate::fixtures::{Fixture, fixture, user};
+use crate::fixtures::{Fixture, fixture, schema_before, user};
 
 /// A second store on the fixture's database: another node of one deployment.
 async fn second_node(f: &Fixture) -> Arc<MySqlStore> {
@@ -254,4 +256,142 @@ async fn the_schema_refuses_a_negative_balance_whoever_writes_it() {
     }
     assert_eq!(f.store.balance(&alice).await.unwrap(), Coins(10));
     assert_eq!(f.store.balance(&user("mallory")).await.unwrap(), Coins(0));
+}
+
+/// Asserts that `statement` is refused by the CHECK constraint `wallet_entries_kind`.
+async fn refused_kind(conn: &mut MySqlConnection, statement: &str) {
+    let error = conn
+        .execute(sqlx::AssertSqlSafe(statement))
+        .await
+        .expect_err("the kind's CHECK refuses it");
+    let server = error.as_database_error().expect("a server error");
+    assert_eq!(
+        server.kind(),
+        sqlx::error::ErrorKind::CheckViolation,
+        "{statement}: {server}"
+    );
+    assert!(
+        server.message().contains("wallet_entries_kind"),
+        "{statement}: names the constraint: {server}"
+    );
+}
+
+/// A ledger written by the release before migration 0131 (which adds the kind 'board_reward')
+/// upgraded by `migrate`: every entry answers a repeat of its operation as it first did, a
+/// voided debit stays void, the balance is kept, and board rewards credit beside the old kinds
+/// (which the old schema refused), while a kind no store writes is still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_written_before_board_rewards_read_back_after_the_upgrade() {
+    let Some(server) = MySqlServer::from_env("mysql::wallet_upgrade_0131").await else {
+        return;
+    };
+    let database = server.database().await;
+    let mut conn = database.connect().await;
+    schema_before(&mut conn, 131).await;
+    let board_reward = "INSERT INTO wallet_entries
+         (kind, op_id, state, user_id, amount, balance_after)
+         VALUES ('board_reward', 'o-new', 'done', 'alice', 4, 104)";
+    refused_kind(&mut conn, board_reward).await;
+
+    // As the previous release wrote them: alice credited once of each kind and debited, all
+    // under one op id, and a voided debit.
+    let credits = [
+        (CreditKind::Admin, "credit_admin", 100, 100),
+        (CreditKind::Refund, "refund", 10, 110),
+        (CreditKind::LuckyReward, "lucky_reward", 5, 115),
+        (CreditKind::RocketReward, "rocket_reward", 3, 118),
+    ];
+    for (_, kind, amount, after) in credits {
+        sqlx::query(
+            "INSERT INTO wallet_entries (kind, op_id, state, user_id, amount, balance_after)
+             VALUES (?, 'o-1', 'done', 'alice', ?, ?)",
+        )
+        .bind(kind)
+        .bind(amount)
+        .bind(after)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    for statement in [
+        "INSERT INTO wallet_entries (kind, op_id, state, user_id, amount, balance_after)
+         VALUES ('debit', 'o-1', 'done', 'alice', 18, 100)",
+        "INSERT INTO wallet_entries (kind, op_id, state) VALUES ('debit', 'o-void', 'void')",
+        "INSERT INTO wallet_accounts (user_id, balance) VALUES ('alice', 100)",
+    ] {
+        conn.execute(statement).await.unwrap();
+    }
+
+    let settings = MySqlSettings::new(database.url.clone());
+    MySqlStore::migrate(&settings).await.unwrap();
+    let store = MySqlStore::open(&settings).await.unwrap();
+    let alice = user("alice");
+    assert_eq!(store.balance(&alice).await.unwrap(), Coins(100));
+    for (kind, name, amount, after) in credits {
+        assert_eq!(
+            store
+                .credit("o-1", kind, &alice, Coins(amount))
+                .await
+                .unwrap(),
+            Coins(after),
+            "a repeated {name} answers as it first did"
+        );
+    }
+    assert_eq!(
+        store.debit("o-1", &alice, Coins(18)).await.unwrap(),
+        Coins(100),
+        "a repeated debit answers as it first did"
+    );
+    assert!(matches!(
+        store.debit("o-void", &alice, Coins(1)).await,
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(
+        store.settle_debit("o-void").await.unwrap(),
+        DebitStatus::Void
+    );
+    assert_eq!(
+        store.settle_debit("o-1").await.unwrap(),
+        DebitStatus::Debited
+    );
+    assert_eq!(
+        store.balance(&alice).await.unwrap(),
+        Coins(100),
+        "nothing moved"
+    );
+
+    // The new kind, beside the old ones under the same op id.
+    for _ in 0..2 {
+        assert_eq!(
+            store
+                .credit("o-1", CreditKind::BoardReward, &alice, Coins(4))
+                .await
+                .unwrap(),
+            Coins(104),
+            "a board reward, credited once"
+        );
+    }
+    assert_eq!(store.balance(&alice).await.unwrap(), Coins(104));
+    let kinds: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM wallet_entries WHERE op_id = 'o-1' ORDER BY kind")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(
+        kinds,
+        [
+            "board_reward",
+            "credit_admin",
+            "debit",
+            "lucky_reward",
+            "refund",
+            "rocket_reward"
+        ]
+    );
+    refused_kind(
+        &mut conn,
+        "INSERT INTO wallet_entries (kind, op_id, state, user_id, amount, balance_after)
+         VALUES ('bonus', 'o-1', 'done', 'alice', 1, 1)",
+    )
+    .await;
 }

@@ -30,6 +30,8 @@ pub enum CreditKind {
     LuckyReward,
     /// A rocket-launch reward.
     RocketReward,
+    /// A leaderboard's reward for a rank of a closed period.
+    BoardReward,
 }
 
 /// Coin balances. Every operation is idempotent by its operation id (per kind: a debit, an

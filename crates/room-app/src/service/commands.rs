@@ -3,13 +3,15 @@
 
 use std::sync::Arc;
 
-use room_domain::{Actor, Command, CommandId, CommandKind, Rejection, RoomId, UserActor, UserId};
+use room_domain::{
+    Actor, Command, CommandId, CommandKind, Periods, Rejection, RoomId, UserActor, UserId,
+};
 
 use super::idempotency::IdempotencyKey;
 use super::room_service::RoomService;
-use super::views::{BannedUser, OnlineUser, RankEntry, RankPeriod, rank_of};
+use super::views::{BannedUser, OnlineUser, RankEntry, RankPeriod};
 use crate::error::{Error, Result};
-use crate::ports::CommandReply;
+use crate::ports::{BoardId, BoardKind, BoardPeriod, CommandReply};
 
 impl RoomService {
     /// Runs a seat or moderation command as the actor; with a key, under the id it gives. A
@@ -145,23 +147,41 @@ impl RoomService {
         .await?
     }
 
-    /// The top givers of the day or week.
+    /// The top givers of the day or week in the zone `utc_offset_secs` east of UTC (the
+    /// billing time zone): the room's board of senders ([`crate::boards`]), read from the
+    /// boards' store, never from the room's cell.
     pub async fn contribution_rank(
         &self,
         room_id: &RoomId,
         period: RankPeriod,
         limit: u32,
+        utc_offset_secs: i32,
     ) -> Result<Vec<RankEntry>> {
-        let today = self
-            .ports
-            .clock
-            .now()
-            .day_key(self.runtime.rules().day_utc_offset_secs);
+        let period = match period {
+            RankPeriod::Day => BoardPeriod::Day,
+            RankPeriod::Week => BoardPeriod::Week,
+        };
+        let board = BoardId::new(
+            BoardKind::Senders,
+            Some(room_id.clone()),
+            period,
+            &Periods::at(self.ports.clock.now(), utc_offset_secs),
+        );
         let mut entries = self
-            .read_open(room_id, move |state| {
-                rank_of(state, period, today, limit as usize)
+            .ports
+            .boards
+            .board_page(&board, None, limit)
+            .await?
+            .into_iter()
+            .map(|entry| {
+                Ok(RankEntry {
+                    user_id: UserId::new(&entry.subject).map_err(Error::corrupt)?,
+                    coins: entry.score,
+                    nickname: None,
+                    avatar_url: None,
+                })
             })
-            .await?;
+            .collect::<Result<Vec<RankEntry>>>()?;
         let ids: Vec<UserId> = entries.iter().map(|e| e.user_id.clone()).collect();
         let mut displays = self.profiles.displays(&ids).await;
         for entry in &mut entries {

@@ -35,6 +35,10 @@ pub struct ServicePorts {
     pub income: crate::ports::IncomeLedgerRef,
     /// Gift value by user and turnover by room and day.
     pub tallies: crate::ports::GiftTalliesRef,
+    /// The leaderboards.
+    pub boards: crate::ports::BoardsRef,
+    /// The leaderboards' reward tables and payouts.
+    pub board_rewards: crate::ports::BoardRewardsRef,
     /// The rocket's levels by version.
     pub rocket: crate::ports::RocketSettingsStoreRef,
     /// Short ids and the room list.

@@ -3,7 +3,7 @@
 //! profile patch they take.
 
 use room_domain::{
-    Coins, DayKey, RocketStatus, Role, RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserId,
+    Coins, RocketStatus, Role, RoomId, RoomState, RoomStatus, SeatIndex, Timestamp, UserId,
 };
 use serde::Serialize;
 
@@ -221,35 +221,4 @@ pub(super) fn view_of(
         },
         version: state.version,
     })
-}
-
-pub(super) fn rank_of(
-    state: &RoomState,
-    period: RankPeriod,
-    today: DayKey,
-    limit: usize,
-) -> Vec<RankEntry> {
-    let contribution = &state.contribution;
-    let scores = match period {
-        RankPeriod::Day if contribution.day_key == today => &contribution.day,
-        RankPeriod::Week if contribution.week_key == today.week() => &contribution.week,
-        _ => return Vec::new(),
-    };
-    let mut entries: Vec<RankEntry> = scores
-        .iter()
-        .filter(|(_, coins)| **coins > Coins::ZERO)
-        .map(|(user, coins)| RankEntry {
-            user_id: user.clone(),
-            coins: *coins,
-            nickname: None,
-            avatar_url: None,
-        })
-        .collect();
-    entries.sort_by(|a, b| {
-        b.coins
-            .cmp(&a.coins)
-            .then_with(|| a.user_id.cmp(&b.user_id))
-    });
-    entries.truncate(limit);
-    entries
 }

@@ -8,6 +8,7 @@
 //! needs [`CellStore`](crate::ports::CellStore).
 
 mod billing;
+mod board_rewards;
 mod boards;
 mod cell_store;
 mod consumer_positions;
@@ -37,6 +38,7 @@ mod wallet;
 mod work_claims;
 
 pub use billing::{billing_policies_suite, income_ledger_suite};
+pub use board_rewards::board_rewards_suite;
 pub use boards::boards_suite;
 pub use cell_store::cell_store_suite;
 pub use consumer_positions::consumer_positions_suite;

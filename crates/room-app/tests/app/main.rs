@@ -5,6 +5,7 @@
 
 mod batch_faults;
 mod batch_gifts;
+mod boards;
 mod claims;
 mod consumers;
 mod covers;

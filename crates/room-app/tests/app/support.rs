@@ -397,6 +397,8 @@ impl WorldBuilder {
             billing: store.clone(),
             income: store.clone(),
             tallies: store.clone(),
+            boards: store.clone(),
+            board_rewards: store.clone(),
             rocket: store.clone(),
             directory: self.directory.unwrap_or_else(|| store.clone()),
             users: store.clone(),

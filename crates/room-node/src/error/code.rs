@@ -110,6 +110,10 @@ api_codes! {
     /// countdown over an hour, a negative pool, more than 10,000 winners, a cap below one
     /// coin). The message names the level. Nothing was written.
     InvalidRocketSettings = "INVALID_ROCKET_SETTINGS", UNPROCESSABLE_ENTITY, false;
+    /// Leaderboard reward tables that break a rule: a board and period twice, a table of no
+    /// rank or of more than 100, a reward out of 0 to 10^9 coins, more than 9 tables. Nothing
+    /// was written.
+    InvalidBoardRewards = "INVALID_BOARD_REWARDS", UNPROCESSABLE_ENTITY, false;
     /// A profile value that breaks its field's rule (nickname, avatar URL, region, country,
     /// agency), or a batch of more than 500 users; the message names the field, and in a
     /// batch the entry (`users[3].country`). Nothing was written.
@@ -195,6 +199,8 @@ api_codes! {
     NotFound = "NOT_FOUND", NOT_FOUND, false;
     /// The room does not exist.
     RoomNotFound = "ROOM_NOT_FOUND", NOT_FOUND, false;
+    /// No board of that name (or no such board in a room).
+    BoardNotFound = "BOARD_NOT_FOUND", NOT_FOUND, false;
     /// No such gift to send.
     GiftNotFound = "GIFT_NOT_FOUND", NOT_FOUND, false;
     /// No such robot room.
@@ -237,6 +243,8 @@ api_codes! {
     BillingVersionStale = "BILLING_VERSION_STALE", CONFLICT, false;
     /// `PUT /v1/admin/rocket` with an `expected_version` that is no longer current.
     RocketVersionStale = "ROCKET_VERSION_STALE", CONFLICT, false;
+    /// `PUT /v1/admin/board-rewards` with an `expected_version` that is no longer current.
+    BoardRewardsStale = "BOARD_REWARDS_STALE", CONFLICT, false;
     /// The VIP level table is no longer at the `expected_version` of the change: read it
     /// again.
     VipLevelsStale = "VIP_LEVELS_STALE", CONFLICT, false;

@@ -764,7 +764,9 @@ pub async fn delete_admin(
     moderate(&state, &actor, &key, &room_id, kind).await
 }
 
-/// The top givers of the day or the week.
+/// The top givers of the day or the week in the billing time zone: the first page of the
+/// room's board of senders (`GET /v1/rooms/{room_id}/boards/senders`), which trails the gifts
+/// by the board consumer's lag.
 #[utoipa::path(
     get, path = "/v1/rooms/{room_id}/contribution-rank", tag = "rooms",
     params(
@@ -793,7 +795,7 @@ pub async fn contribution_rank(
     };
     let entries = state
         .service
-        .contribution_rank(&room_id, period, limit)
+        .contribution_rank(&room_id, period, limit, state.billing_zone.utc_offset_secs)
         .await?;
     Ok(Json(RankResponse {
         period: name.to_owned(),

@@ -260,6 +260,16 @@ async fn kinds_have_separate_op_ids<S: Wallet>(store: Arc<S>) {
     same(
         ok(
             store
+                .credit("o-1", CreditKind::BoardReward, &alice, Coins(4))
+                .await,
+            "board reward",
+        ),
+        Coins(114),
+        "a board reward with the same id",
+    );
+    same(
+        ok(
+            store
                 .credit("o-1", CreditKind::Refund, &alice, Coins(30))
                 .await,
             "refund",
@@ -267,7 +277,7 @@ async fn kinds_have_separate_op_ids<S: Wallet>(store: Arc<S>) {
         Coins(100),
         "a repeated refund returns its first answer",
     );
-    same(balance(&*store, &alice).await, 110, "each kind moved once");
+    same(balance(&*store, &alice).await, 114, "each kind moved once");
 }
 
 /// Gift orders name their operations with [`GiftOrder::wallet_op_id`]: two senders' orders
