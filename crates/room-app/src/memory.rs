@@ -58,7 +58,24 @@ enum LedgerEntry {
     Void,
 }
 
-/// The follows' "tables".
+/// The tables of [`Boards`](crate::ports::Boards).
+#[derive(Default)]
+struct BoardTables {
+    /// Each board's entries: subject → (score, reached at).
+    entries: BTreeMap<crate::ports::BoardId, HashMap<String, (i64, Timestamp)>>,
+    /// The last position counted, by room.
+    marks: HashMap<RoomId, u64>,
+}
+
+/// The tables of [`BoardRewards`](crate::ports::BoardRewards).
+#[derive(Default)]
+struct RewardTablesStore {
+    /// The reward tables by version.
+    versions: BTreeMap<u64, crate::ports::RewardTables>,
+    /// Each board's recorded payouts, with when they were recorded.
+    payouts: BTreeMap<crate::ports::BoardId, (Timestamp, Vec<crate::ports::BoardPayout>)>,
+}
+
 /// The tables of [`GiftTallies`](crate::ports::GiftTallies).
 #[derive(Debug, Default)]
 struct Tallies {
@@ -135,9 +152,9 @@ struct Tables {
     /// Gift value and turnover.
     tallies: Tallies,
     /// The leaderboards.
-    boards: boards::BoardTables,
+    boards: BoardTables,
     /// The leaderboards' rewards.
-    rewards: board_rewards::RewardTablesStore,
+    rewards: RewardTablesStore,
     /// The rocket's levels, by version.
     rocket: BTreeMap<u64, room_domain::RocketSettings>,
 }

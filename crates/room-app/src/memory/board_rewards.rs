@@ -1,8 +1,6 @@
 //! [`BoardRewards`] of the [`InMemoryStore`]: the versions in a map, each board's recorded
 //! payouts with the instant they were recorded.
 
-use std::collections::BTreeMap;
-
 use async_trait::async_trait;
 use room_domain::Timestamp;
 
@@ -11,15 +9,6 @@ use crate::error::{Error, Result};
 use crate::ports::{
     BoardId, BoardPayout, BoardRewards, MAX_PAYOUT_PAGE, RewardTables, check_board_payouts,
 };
-
-/// The rewards' tables.
-#[derive(Default)]
-pub(super) struct RewardTablesStore {
-    /// The reward tables by version.
-    versions: BTreeMap<u64, RewardTables>,
-    /// Each board's recorded payouts, with when they were recorded.
-    payouts: BTreeMap<BoardId, (Timestamp, Vec<BoardPayout>)>,
-}
 
 /// The order unpaid payouts are listed in: recorded, period, number, kind, room, rank.
 fn order_key(

@@ -1,26 +1,15 @@
 //! [`Boards`] of the [`InMemoryStore`]: each board's entries in a map by subject, the last
 //! position counted by room, every count checked whole before anything changes.
 
-use std::collections::{BTreeMap, HashMap};
-
 use async_trait::async_trait;
-use room_domain::{Coins, RoomId, Timestamp};
+use room_domain::{Coins, Timestamp};
 
-use super::InMemoryStore;
+use super::{BoardTables, InMemoryStore};
 use crate::error::{Error, Result};
 use crate::ports::{
     BoardEntry, BoardId, BoardPeriod, BoardStanding, BoardSums, Boards, MAX_BOARD_PAGE,
     check_board_entries, check_board_gifts,
 };
-
-/// The boards' tables.
-#[derive(Default)]
-pub(super) struct BoardTables {
-    /// Each board's entries: subject → (score, reached at).
-    entries: BTreeMap<BoardId, HashMap<String, (i64, Timestamp)>>,
-    /// The last position counted, by room.
-    marks: HashMap<RoomId, u64>,
-}
 
 fn entry(subject: &str, (score, reached_at): (i64, Timestamp)) -> BoardEntry {
     BoardEntry {
