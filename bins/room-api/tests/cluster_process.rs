@@ -170,6 +170,32 @@ impl Node {
 
 use room_testkit::process::ownership;
 
+/// Waits until the consumer `name` has passed every row of the outbox, for up to
+/// [`DEADLINE`].
+async fn caught_up(conn: &mut MySqlConnection, name: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let last: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM room_outbox")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        let position: Option<i64> =
+            sqlx::query_scalar("SELECT position FROM room_consumer_positions WHERE name = ?")
+                .bind(name)
+                .fetch_optional(&mut *conn)
+                .await
+                .unwrap();
+        if position.unwrap_or(0) >= last.unwrap_or(0) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the consumer {name} did not catch up: {position:?} of {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// A bearer token of `user` (a platform admin if named `admin`).
 fn token(user: &str) -> String {
     Authenticator::new(&SecretString::from(SECRET))
@@ -476,50 +502,10 @@ async fn kill_9_of_the_owner_in_a_gift_storm_settles_every_order_and_conserves_c
     // killed one and catches up with the outbox; every applied gift's non-platform parts are
     // then credited, once.
     assert!(income_owed > 0, "the storm paid no income");
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let last: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM room_outbox")
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        let position: Option<i64> =
-            sqlx::query_scalar("SELECT position FROM room_consumer_positions WHERE name = ?")
-                .bind(room_node::INCOME_CONSUMER_GROUP)
-                .fetch_optional(&mut conn)
-                .await
-                .unwrap();
-        if position.unwrap_or(0) >= last.unwrap_or(0) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the income consumer did not catch up: {position:?} of {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    caught_up(&mut conn, room_node::INCOME_CONSUMER_GROUP).await;
     // The room's and the app's boards of senders, read through the surviving node once the
     // board consumer has caught up too, equal the sums of the applied gifts.
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let last: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM room_outbox")
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        let position: Option<i64> =
-            sqlx::query_scalar("SELECT position FROM room_consumer_positions WHERE name = ?")
-                .bind(room_node::BOARDS_CONSUMER_GROUP)
-                .fetch_optional(&mut conn)
-                .await
-                .unwrap();
-        if position.unwrap_or(0) >= last.unwrap_or(0) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the board consumer did not catch up: {position:?} of {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    caught_up(&mut conn, room_node::BOARDS_CONSUMER_GROUP).await;
     let days: std::collections::BTreeSet<i64> = given.keys().map(|(day, _)| *day).collect();
     for day in days {
         let date = room_domain::DayKey(day).to_string();

@@ -28,12 +28,10 @@
 //! - marking a payout paid is one `UPDATE` whose condition is that it is not paid yet.
 
 use async_trait::async_trait;
-use room_app::Error;
 use room_app::ports::{
-    BoardId, BoardKind, BoardPayout, BoardPeriod, BoardRewards, MAX_PAYOUT_PAGE, RewardTables,
-    check_board_payouts,
+    BoardId, BoardPayout, BoardRewards, MAX_PAYOUT_PAGE, RewardTables, check_board_payouts,
 };
-use room_domain::{Coins, RoomId, Timestamp};
+use room_domain::{Coins, Timestamp};
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, QueryBuilder};
 
@@ -187,19 +185,12 @@ fn payout_from(row: &MySqlRow, rank: u32) -> Result<BoardPayout> {
 fn board_from(row: &MySqlRow) -> Result<BoardId> {
     let period: i8 = col(row, "period")?;
     let kind: i8 = col(row, "kind")?;
-    let room: &str = col(row, "room_id")?;
-    Ok(BoardId {
-        kind: BoardKind::from_code(i64::from(kind))
-            .ok_or_else(|| Error::corrupt(format!("stored board kind {kind}")))?,
-        room: if room.is_empty() {
-            None
-        } else {
-            Some(RoomId::new(room).map_err(|e| Error::corrupt(format!("stored room_id: {e}")))?)
-        },
-        period: BoardPeriod::from_code(i64::from(period))
-            .ok_or_else(|| Error::corrupt(format!("stored board period {period}")))?,
-        number: col(row, "number")?,
-    })
+    BoardId::from_stored(
+        i64::from(kind),
+        col(row, "room_id")?,
+        i64::from(period),
+        col(row, "number")?,
+    )
 }
 
 #[async_trait]

@@ -15,17 +15,15 @@
 //! statement (one snapshot).
 
 use async_trait::async_trait;
-use room_app::Error;
 use room_app::ports::{
-    BoardId, BoardKind, BoardPayout, BoardPeriod, BoardRewards, MAX_PAYOUT_PAGE, RewardTables,
-    check_board_payouts,
+    BoardId, BoardPayout, BoardRewards, MAX_PAYOUT_PAGE, RewardTables, check_board_payouts,
 };
 use room_domain::{Coins, Timestamp};
 use rusqlite::{Connection, params};
 use sqlx::sqlite::SqliteRow;
 
 use crate::boards::key;
-use crate::codec::{col, db, id_col, sql, stored_id, stored_u32, to_i64, u64_col};
+use crate::codec::{col, db, id_col, sql, stored_u32, to_i64, u64_col};
 use crate::versions::Versions;
 use crate::{Result, SqliteStore};
 
@@ -124,21 +122,13 @@ fn payout_from(row: &SqliteRow) -> Result<BoardPayout> {
 
 /// The board of a row of [`UNPAID`]; a code no board has is [`Error::Corrupt`].
 fn board_from(row: &SqliteRow) -> Result<BoardId> {
-    let period: i64 = col(row, "period")?;
-    let kind: i64 = col(row, "kind")?;
     let room: String = col(row, "room_id")?;
-    Ok(BoardId {
-        kind: BoardKind::from_code(kind)
-            .ok_or_else(|| Error::corrupt(format!("stored board kind {kind}")))?,
-        room: if room.is_empty() {
-            None
-        } else {
-            Some(stored_id(&room, "room_id")?)
-        },
-        period: BoardPeriod::from_code(period)
-            .ok_or_else(|| Error::corrupt(format!("stored board period {period}")))?,
-        number: col(row, "number")?,
-    })
+    BoardId::from_stored(
+        col(row, "kind")?,
+        &room,
+        col(row, "period")?,
+        col(row, "number")?,
+    )
 }
 
 #[async_trait]
@@ -222,19 +212,7 @@ impl BoardRewards for SqliteStore {
 mod tests {
     use super::*;
     use crate::SqliteSettings;
-
-    /// The plan SQLite picks for `statement`, one line per step, with every parameter 0.
-    fn plan(conn: &Connection, statement: &str) -> Vec<String> {
-        let mut explain = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {statement}"))
-            .unwrap();
-        let zeros = vec![0_i64; explain.parameter_count()];
-        explain
-            .query_map(rusqlite::params_from_iter(zeros), |row| row.get(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
-    }
+    use crate::plans::query_plan as plan;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn payouts_are_read_and_marked_through_their_indexes() {

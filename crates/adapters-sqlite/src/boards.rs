@@ -284,19 +284,7 @@ impl Boards for SqliteStore {
 mod tests {
     use super::*;
     use crate::SqliteSettings;
-
-    /// The plan SQLite picks for `statement`, one line per step, with every parameter 0.
-    fn plan(conn: &Connection, statement: &str) -> Vec<String> {
-        let mut explain = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {statement}"))
-            .unwrap();
-        let zeros = vec![0_i64; explain.parameter_count()];
-        explain
-            .query_map(rusqlite::params_from_iter(zeros), |row| row.get(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
-    }
+    use crate::plans::query_plan as plan;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn boards_are_read_and_pruned_through_their_indexes() {

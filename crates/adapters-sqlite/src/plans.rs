@@ -23,6 +23,20 @@ fn migrated() -> (TempDir, Connection) {
     (dir, conn)
 }
 
+/// The plan SQLite picks for `statement`, one line per step, with every parameter 0: what
+/// the adapters' tests check their reads and writes against.
+pub(crate) fn query_plan(conn: &Connection, statement: &str) -> Vec<String> {
+    let mut explain = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {statement}"))
+        .unwrap();
+    let zeros = vec![0_i64; explain.parameter_count()];
+    explain
+        .query_map(rusqlite::params_from_iter(zeros), |row| row.get(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
 /// The opcodes of `statement`'s program.
 fn opcodes(conn: &Connection, statement: &str) -> Vec<String> {
     // Unbound parameters are NULL: EXPLAIN lists the program without running it.

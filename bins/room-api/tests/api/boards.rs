@@ -322,9 +322,5 @@ async fn a_closed_period_pays_its_ranks_once_by_the_reward_tables() {
     tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
     assert_eq!(t.balance("alice").await, alice + 100 + 30);
     assert_eq!(t.balance("bob").await, bob + 50);
-    assert_eq!(
-        payouts("receivers").await["recorded"],
-        false,
-        "no table"
-    );
+    assert_eq!(payouts("receivers").await["recorded"], false, "no table");
 }

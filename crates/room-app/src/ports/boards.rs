@@ -171,6 +171,29 @@ impl BoardId {
     pub fn room_key(&self) -> &str {
         self.room.as_ref().map_or("", |room| room.as_str())
     }
+
+    /// The board a store keeps under these codes ([`BoardKind::code`], [`room_key`],
+    /// [`BoardPeriod::code`]) and period number; [`Error::Corrupt`] for codes or a room id no
+    /// board has.
+    ///
+    /// [`room_key`]: Self::room_key
+    pub fn from_stored(kind: i64, room_key: &str, period: i64, number: i64) -> Result<BoardId> {
+        Ok(BoardId {
+            kind: BoardKind::from_code(kind)
+                .ok_or_else(|| Error::corrupt(format!("stored board kind {kind}")))?,
+            room: if room_key.is_empty() {
+                None
+            } else {
+                Some(
+                    RoomId::new(room_key)
+                        .map_err(|e| Error::corrupt(format!("stored board room_id: {e}")))?,
+                )
+            },
+            period: BoardPeriod::from_code(period)
+                .ok_or_else(|| Error::corrupt(format!("stored board period {period}")))?,
+            number,
+        })
+    }
 }
 
 /// One entry of a board: a user (or a room, on a board of rooms), its score, and when it was

@@ -215,6 +215,32 @@ fn standing_body(
     }
 }
 
+/// A page of `board` after the query's cursor, with display fields.
+async fn page_of(
+    state: &AppState,
+    board: BoardId,
+    query: &BoardQuery,
+) -> ApiResult<Json<BoardResponse>> {
+    let limit = page_limit(query.limit)?;
+    let page = read_board(&state.service.ports().boards, board, query.cursor()?, limit).await?;
+    Ok(Json(page_body(state, page).await?))
+}
+
+/// `user`'s standing on `board`.
+async fn standing_of(
+    state: &AppState,
+    board: BoardId,
+    user: &UserId,
+) -> ApiResult<Json<BoardStandingResponse>> {
+    let standing = state
+        .service
+        .ports()
+        .boards
+        .board_standing(&board, user.as_str())
+        .await?;
+    Ok(Json(standing_body(state, &board, user, standing)))
+}
+
 /// A page of one of the whole app's boards: `senders` (the coin value of the paid gifts each
 /// user sent), `receivers` (what each user received) or `rooms` (what was sent in each
 /// room), in one day, week or month of the billing time zone. Ranked by score, then by who
@@ -240,9 +266,7 @@ pub async fn app_board(
     ApiQuery(query): ApiQuery<BoardQuery>,
 ) -> ApiResult<Json<BoardResponse>> {
     let board = board(&state, &name, None, &query)?;
-    let limit = page_limit(query.limit)?;
-    let page = read_board(&state.service.ports().boards, board, query.cursor()?, limit).await?;
-    Ok(Json(page_body(&state, page).await?))
+    page_of(&state, board, &query).await
 }
 
 /// The caller's rank and score on one of the whole app's boards of users (`senders` or
@@ -273,18 +297,7 @@ pub async fn my_app_standing(
         ));
     }
     let board = board(&state, &name, None, &query)?;
-    let standing = state
-        .service
-        .ports()
-        .boards
-        .board_standing(&board, actor.user_id.as_str())
-        .await?;
-    Ok(Json(standing_body(
-        &state,
-        &board,
-        &actor.user_id,
-        standing,
-    )))
+    standing_of(&state, board, &actor.user_id).await
 }
 
 /// A page of one room's board: `senders` (the coin value of the paid gifts each user sent in
@@ -312,9 +325,7 @@ pub async fn room_board(
 ) -> ApiResult<Json<BoardResponse>> {
     let room = state.existing_room(&room_id).await?;
     let board = board(&state, &name, Some(room), &query)?;
-    let limit = page_limit(query.limit)?;
-    let page = read_board(&state.service.ports().boards, board, query.cursor()?, limit).await?;
-    Ok(Json(page_body(&state, page).await?))
+    page_of(&state, board, &query).await
 }
 
 /// The caller's rank and score on one room's board.
@@ -340,18 +351,7 @@ pub async fn my_room_standing(
 ) -> ApiResult<Json<BoardStandingResponse>> {
     let room = state.existing_room(&room_id).await?;
     let board = board(&state, &name, Some(room), &query)?;
-    let standing = state
-        .service
-        .ports()
-        .boards
-        .board_standing(&board, actor.user_id.as_str())
-        .await?;
-    Ok(Json(standing_body(
-        &state,
-        &board,
-        &actor.user_id,
-        standing,
-    )))
+    standing_of(&state, board, &actor.user_id).await
 }
 
 /// The leaderboards' reward tables: what each board of the whole app pays its top ranks when
