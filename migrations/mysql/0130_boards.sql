@@ -27,12 +27,16 @@ CREATE TABLE board_entries (
     CONSTRAINT board_entries_not_negative CHECK (score >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
--- The last position (`seq` of the room's facts) counted on the boards, by room: a gift at or
--- before it counts nothing. A count locks the rows of its rooms before it reads them, so of
--- two counts of one gift at once, the second waits for the first and then finds its position.
-CREATE TABLE board_marks (
+-- The key of each gift counted on the boards: its room and its fact's position (`seq`) in the
+-- room's history, so that a gift handed over again, in any order, counts nothing. `day` is the
+-- UTC day of its fact (days since 1970-01-01): keys are forgotten a day at a time, along
+-- `board_keys_day`, once no consumer can be handed their facts again. Of two counts of one
+-- gift at once, one inserts its key; the other fails on it, is tried again, and finds it.
+CREATE TABLE board_keys (
     room_id VARCHAR(64) NOT NULL,
     seq     BIGINT      NOT NULL,
-    PRIMARY KEY (room_id),
-    CONSTRAINT board_marks_not_negative CHECK (seq >= 0)
+    day     BIGINT      NOT NULL,
+    PRIMARY KEY (room_id, seq),
+    KEY board_keys_day (day),
+    CONSTRAINT board_keys_not_negative CHECK (seq >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;

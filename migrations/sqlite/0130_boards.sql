@@ -23,12 +23,21 @@ CREATE TABLE board_entries (
 ) STRICT, WITHOUT ROWID;
 
 -- Each board's entries in rank order (highest score first, then the earliest reached, then
--- the smallest subject id): a page or a standing reads a range of it, unsorted.
+-- the smallest subject id): a page or a standing seeks ranges of it, unsorted.
 CREATE INDEX board_entries_by_rank
 ON board_entries (period, number, kind, room_id, score DESC, reached_at, subject);
 
--- The last position counted of each room's facts: a gift is counted only past it.
-CREATE TABLE board_marks (
-    room_id TEXT    NOT NULL PRIMARY KEY,
-    seq     INTEGER NOT NULL CHECK (seq >= 0)
+-- The key of each gift counted: its room and its fact's position in the room's history
+-- (`BoardGift::seq`). Facts of a room can come out of order (a broker's retry, a dead letter
+-- replayed), so a gift is counted once by its own key, not past a mark of the room's. `day`
+-- is the UTC day of its fact (`BoardGift::key_day`, days since 1970-01-01): keys are forgotten
+-- a day at a time once no consumer can be handed their facts again.
+CREATE TABLE board_keys (
+    room_id TEXT    NOT NULL,
+    seq     INTEGER NOT NULL CHECK (seq >= 0),
+    day     INTEGER NOT NULL,
+    PRIMARY KEY (room_id, seq)
 ) STRICT, WITHOUT ROWID;
+
+-- The keys by day (and, after it, their primary key): the oldest are pruned as a range of it.
+CREATE INDEX board_keys_by_day ON board_keys (day);

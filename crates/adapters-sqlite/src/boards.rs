@@ -1,36 +1,63 @@
-//! [`Boards`] (migration 0130). `board_entries` holds one row per (board, subject): the
-//! board's period code and number, its kind code and its room (`''` for the whole app), keyed
-//! in that order, with the subject's score and when it was reached; its index
-//! `board_entries_by_rank` keeps each board's rows in rank order, so that a page or a
-//! standing reads a range of it and sorts nothing. `board_marks` holds the last position
-//! counted of each room's facts.
+//! [`Boards`] (migration 0130).
 //!
-//! A count is one job of the single writer, in its own savepoint: it reads the rooms' marks
-//! in that job (so that of two counts of one gift, the second sees the first), sums what the
-//! gifts past them add ([`BoardSums`]), checks every new score against the stored one for
-//! overflow before it writes anything, then writes each entry once and moves the marks. A
-//! replace is one job too (the board's rows deleted, the given ones inserted), and so is a
-//! prune. Reads use the reader pool, each one statement (one snapshot).
+//! `board_entries` holds one row per (board, subject): the board's period code and number,
+//! its kind code and its room (`''` for the whole app), keyed in that order, with the
+//! subject's score and when it was reached; its index `board_entries_by_rank` keeps each
+//! board's rows in rank order, so that a page or a standing seeks ranges of it and sorts
+//! nothing. `board_keys` holds the key of each gift counted (its room and its fact's
+//! position) with the UTC day of its fact ([`BoardGift::key_day`]); its index
+//! `board_keys_by_day` lets [`Boards::prune_board_keys`] delete the oldest days first.
+//!
+//! A gift is counted once by its key, whatever order a room's facts come in: a count is one
+//! job of the single writer, in its own savepoint. It reads which of the call's keys are
+//! stored in one statement (the keys travel as one JSON array, each looked up through the
+//! primary key), so that of two counts of one gift, the second sees the first's key; sums
+//! what the other gifts add ([`BoardSums`], which also passes over a key given twice in the
+//! call); checks every new score against the stored one for overflow before it writes
+//! anything; then writes each entry once and stores the counted gifts' keys. A replace is
+//! one job too (the board's rows deleted, the given ones inserted), and so is each prune.
+//!
+//! Reads use the reader pool. The first page is one range of the index from the board's
+//! top. A page after a cursor (score `s`, reached at `r`, subject `u`) seeks twice, in one
+//! read transaction (one snapshot) on one connection: first the entries tied at `s` ranked
+//! after the cursor, a range that starts at (`s`, `r`, `u`); then, when the page is not
+//! full, the entries below `s`, a range that starts at the next score down. Neither reads
+//! the tied entries ranked before the cursor, so a page costs its own entries however many
+//! share the cursor's score. A standing is one statement: the subject's entry through the
+//! primary key, and the entries above it counted off two ranges of the index (higher
+//! scores; the same score reached earlier, or at once by a smaller subject), at most
+//! [`MAX_COUNTED_RANK`] of them.
+
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use room_app::Error;
 use room_app::ports::{
     BoardEntry, BoardGift, BoardId, BoardPeriod, BoardStanding, BoardSums, Boards, MAX_BOARD_PAGE,
-    check_board_entries, check_board_gifts,
+    MAX_COUNTED_RANK, check_board_entries, check_board_gifts,
 };
-use room_domain::{Coins, Timestamp};
+use room_domain::{Coins, DayKey, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 use sqlx::sqlite::SqliteRow;
 
-use crate::codec::{col, db, sql, stored_u64, to_i64};
+use crate::codec::{col, db, sql, stored_u64, to_i64, to_json};
 use crate::{Result, SqliteStore};
 
-/// Room `?1`'s last position counted.
-const MARK: &str = "SELECT seq FROM board_marks WHERE room_id = ?1";
+/// Of the keys in the JSON array `?1` (each `[room_id, seq]`), those stored: the array is
+/// read whole (it is the call's keys), and each of its keys looked up through the primary
+/// key of `board_keys` (`CROSS JOIN` keeps the array the outer loop).
+const STORED_KEYS: &str = "SELECT k.room_id, k.seq
+     FROM json_each(?1) AS j CROSS JOIN board_keys AS k
+     WHERE k.room_id = j.value ->> 0 AND k.seq = j.value ->> 1";
 
-/// Room `?1`'s last position counted is `?2`, unless it is past that already.
-const MOVE_MARK: &str = "INSERT INTO board_marks (room_id, seq) VALUES (?1, ?2)
-     ON CONFLICT (room_id) DO UPDATE SET seq = max(seq, excluded.seq)";
+/// The gift at position `?2` of room `?1`, of UTC day `?3`, is counted.
+const STORE_KEY: &str = "INSERT INTO board_keys (room_id, seq, day) VALUES (?1, ?2, ?3)";
+
+/// Deletes at most `?2` keys of days before `?1`, oldest first: the subquery reads them off
+/// `board_keys_by_day` in its order, and each is deleted through the primary key.
+const PRUNE_KEYS: &str = "DELETE FROM board_keys
+     WHERE (room_id, seq) IN (
+         SELECT room_id, seq FROM board_keys WHERE day < ?1 ORDER BY day LIMIT ?2)";
 
 /// The score and instant of subject `?5` on the board (period `?1`, number `?2`, kind `?3`,
 /// room `?4`), through the primary key.
@@ -55,23 +82,36 @@ const FIRST_PAGE: &str = "SELECT subject, score, reached_at FROM board_entries
      WHERE period = ?1 AND number = ?2 AND kind = ?3 AND room_id = ?4
      ORDER BY score DESC, reached_at, subject LIMIT ?5";
 
-/// The page of the board (`?1` to `?4`, as in [`ENTRY`]) after the entry of score `?5`
-/// reached at `?6` by subject `?7`, at most `?8` entries. `score <= ?5` starts the range of
-/// `board_entries_by_rank` at the cursor; the rest of the condition passes over the entries
-/// of that score up to it.
-const PAGE_AFTER: &str = "SELECT subject, score, reached_at FROM board_entries
+/// The entries of the board (`?1` to `?4`, as in [`ENTRY`]) tied at score `?5` that rank
+/// after the cursor reached at `?6` by subject `?7`, at most `?8`: the range of
+/// `board_entries_by_rank` starts at the cursor itself (the row value seeks past it).
+const TIED_AFTER: &str = "SELECT subject, score, reached_at FROM board_entries
      WHERE period = ?1 AND number = ?2 AND kind = ?3 AND room_id = ?4
-       AND score <= ?5 AND (score < ?5 OR (reached_at, subject) > (?6, ?7))
-     ORDER BY score DESC, reached_at, subject LIMIT ?8";
+       AND score = ?5 AND (reached_at, subject) > (?6, ?7)
+     ORDER BY reached_at, subject LIMIT ?8";
+
+/// The entries of the board (`?1` to `?4`, as in [`ENTRY`]) below score `?5`, at most `?6`,
+/// off `board_entries_by_rank` in its order from the next score down.
+const BELOW: &str = "SELECT subject, score, reached_at FROM board_entries
+     WHERE period = ?1 AND number = ?2 AND kind = ?3 AND room_id = ?4 AND score < ?5
+     ORDER BY score DESC, reached_at, subject LIMIT ?6";
 
 /// Subject `?5`'s entry on the board (`?1` to `?4`, as in [`ENTRY`]) and how many entries
-/// rank above it, in one statement (one snapshot): the count reads the range of
-/// `board_entries_by_rank` from the board's top to the entry.
+/// rank above it, at most `?6`, in one statement (one snapshot). The count reads two ranges
+/// of `board_entries_by_rank`: from the board's top down to the entry's score, and the
+/// entries of its score reached before it (the second bounded by the entry's instant); its
+/// `LIMIT` stops both once `?6` are counted.
 const STANDING: &str = "SELECT e.score, e.reached_at, (
-         SELECT COUNT(*) FROM board_entries AS o
-         WHERE o.period = e.period AND o.number = e.number AND o.kind = e.kind
-           AND o.room_id = e.room_id AND o.score >= e.score
-           AND (o.score > e.score OR (o.reached_at, o.subject) < (e.reached_at, e.subject))
+         SELECT COUNT(*) FROM (
+             SELECT 1 FROM board_entries AS o
+             WHERE o.period = e.period AND o.number = e.number AND o.kind = e.kind
+               AND o.room_id = e.room_id AND o.score > e.score
+             UNION ALL
+             SELECT 1 FROM board_entries AS o
+             WHERE o.period = e.period AND o.number = e.number AND o.kind = e.kind
+               AND o.room_id = e.room_id AND o.score = e.score
+               AND (o.reached_at, o.subject) < (e.reached_at, e.subject)
+             LIMIT ?6)
      ) AS above
      FROM board_entries AS e
      WHERE e.period = ?1 AND e.number = ?2 AND e.kind = ?3 AND e.room_id = ?4
@@ -97,18 +137,35 @@ pub(crate) fn key(board: &BoardId) -> (i64, i64, i64, &str) {
     )
 }
 
-/// Counts `gifts` past their rooms' marks: every sum checked before anything is written.
+/// Of the keys of `gifts`, those stored already, by room, read in one statement.
+fn stored_keys(conn: &Connection, gifts: &[BoardGift]) -> Result<HashMap<String, HashSet<u64>>> {
+    let keys = gifts
+        .iter()
+        .map(|gift| Ok((gift.room_id.as_str(), to_i64(gift.seq, "board position")?)))
+        .collect::<Result<Vec<_>>>()?;
+    let mut select = conn.prepare_cached(STORED_KEYS).map_err(sql)?;
+    let rows = select
+        .query_map([to_json(&keys)?], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+        })
+        .map_err(sql)?;
+    let mut stored: HashMap<String, HashSet<u64>> = HashMap::new();
+    for row in rows {
+        let (room, seq) = row.map_err(sql)?;
+        let seq = stored_u64(seq, "board key seq")?;
+        stored.entry(room).or_default().insert(seq);
+    }
+    Ok(stored)
+}
+
+/// Counts the gifts whose keys are not stored: every sum checked before anything is
+/// written.
 fn count(conn: &Connection, gifts: &[BoardGift]) -> Result<u32> {
-    let (counted, sums) = BoardSums::of(gifts, |room| {
-        let mark: Option<i64> = conn
-            .prepare_cached(MARK)
-            .and_then(|mut select| {
-                select
-                    .query_row([room.as_str()], |row| row.get(0))
-                    .optional()
-            })
-            .map_err(sql)?;
-        mark.map_or(Ok(0), |seq| stored_u64(seq, "board mark"))
+    let stored = stored_keys(conn, gifts)?;
+    let (counted, sums) = BoardSums::of(gifts, |room, seq| {
+        Ok(stored
+            .get(room.as_str())
+            .is_some_and(|seqs| seqs.contains(&seq)))
     })?;
     if counted == 0 {
         return Ok(0);
@@ -137,11 +194,6 @@ fn count(conn: &Connection, gifts: &[BoardGift]) -> Result<u32> {
         };
         entries.push((board, subject, score, reached_at));
     }
-    let marks = sums
-        .marks
-        .iter()
-        .map(|(room, seq)| Ok((room.as_str(), to_i64(*seq, "board position")?)))
-        .collect::<Result<Vec<_>>>()?;
     for (board, subject, score, reached_at) in entries {
         let (period, number, kind, room) = key(board);
         conn.prepare_cached(WRITE_ENTRY)
@@ -152,15 +204,16 @@ fn count(conn: &Connection, gifts: &[BoardGift]) -> Result<u32> {
             })
             .map_err(sql)?;
     }
-    for (room, seq) in marks {
-        conn.prepare_cached(MOVE_MARK)
-            .and_then(|mut upsert| upsert.execute(params![room, seq]))
+    for ((room, seq), day) in &sums.keys {
+        let seq = to_i64(*seq, "board position")?;
+        conn.prepare_cached(STORE_KEY)
+            .and_then(|mut insert| insert.execute(params![room.as_str(), seq, day.0]))
             .map_err(sql)?;
     }
     Ok(counted)
 }
 
-/// An entry from a row of [`FIRST_PAGE`] or [`PAGE_AFTER`].
+/// An entry from a row of [`FIRST_PAGE`], [`TIED_AFTER`] or [`BELOW`].
 fn entry_from(row: &SqliteRow) -> Result<BoardEntry> {
     Ok(BoardEntry {
         subject: col(row, "subject")?,
@@ -187,27 +240,54 @@ impl Boards for SqliteStore {
         limit: u32,
     ) -> Result<Vec<BoardEntry>> {
         let (period, number, kind, room) = key(board);
-        let limit = i64::from(limit.min(MAX_BOARD_PAGE));
-        let rows = match &after {
-            None => sqlx::query(FIRST_PAGE)
+        let limit = limit.min(MAX_BOARD_PAGE);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let Some(after) = after else {
+            let rows = sqlx::query(FIRST_PAGE)
                 .bind(period)
                 .bind(number)
                 .bind(kind)
                 .bind(room)
-                .bind(limit),
-            Some(after) => sqlx::query(PAGE_AFTER)
+                .bind(i64::from(limit))
+                .fetch_all(&self.readers)
+                .await
+                .map_err(db)?;
+            return rows.iter().map(entry_from).collect();
+        };
+        // Both ranges in one read transaction: one snapshot, so that no entry moved between
+        // them shows twice on the page or not at all.
+        let mut read = self.readers.begin().await.map_err(db)?;
+        let mut rows = sqlx::query(TIED_AFTER)
+            .bind(period)
+            .bind(number)
+            .bind(kind)
+            .bind(room)
+            .bind(after.score.0)
+            .bind(after.reached_at.as_millis())
+            .bind(after.subject.as_str())
+            .bind(i64::from(limit))
+            .fetch_all(&mut *read)
+            .await
+            .map_err(db)?;
+        let left = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(rows.len());
+        if left > 0 {
+            let below = sqlx::query(BELOW)
                 .bind(period)
                 .bind(number)
                 .bind(kind)
                 .bind(room)
                 .bind(after.score.0)
-                .bind(after.reached_at.as_millis())
-                .bind(after.subject.as_str())
-                .bind(limit),
+                .bind(i64::try_from(left).unwrap_or(i64::MAX))
+                .fetch_all(&mut *read)
+                .await
+                .map_err(db)?;
+            rows.extend(below);
         }
-        .fetch_all(&self.readers)
-        .await
-        .map_err(db)?;
+        read.commit().await.map_err(db)?;
         rows.iter().map(entry_from).collect()
     }
 
@@ -223,6 +303,7 @@ impl Boards for SqliteStore {
             .bind(kind)
             .bind(room)
             .bind(subject)
+            .bind(i64::try_from(MAX_COUNTED_RANK).unwrap_or(i64::MAX))
             .fetch_optional(&self.readers)
             .await
             .map_err(db)?;
@@ -230,14 +311,14 @@ impl Boards for SqliteStore {
             return Ok(None);
         };
         let above = stored_u64(col(&row, "above")?, "board rank")?;
-        Ok(Some(BoardStanding {
-            rank: above.saturating_add(1),
-            entry: BoardEntry {
+        Ok(Some(BoardStanding::new(
+            above,
+            BoardEntry {
                 subject: subject.to_owned(),
                 score: Coins(col(&row, "score")?),
                 reached_at: Timestamp(col(&row, "reached_at")?),
             },
-        }))
+        )))
     }
 
     async fn replace_board(&self, board: &BoardId, entries: &[BoardEntry]) -> Result<()> {
@@ -278,6 +359,16 @@ impl Boards for SqliteStore {
         })
         .await
     }
+
+    async fn prune_board_keys(&self, before: DayKey, limit: u32) -> Result<u64> {
+        self.write(move |conn| {
+            conn.prepare_cached(PRUNE_KEYS)
+                .and_then(|mut delete| delete.execute(params![before.0, limit]))
+                .map(|rows| rows as u64)
+                .map_err(sql)
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
@@ -286,6 +377,15 @@ mod tests {
     use crate::SqliteSettings;
     use crate::plans::query_plan as plan;
 
+    /// Whether `step` reads a stored table or index whole. A scan of the call's keys (the
+    /// JSON array, a virtual table) is not, nor a scan of a subquery's rows, which the seeks
+    /// listed under it produce.
+    fn scans_a_table(step: &str) -> bool {
+        step.starts_with("SCAN")
+            && !step.contains("VIRTUAL TABLE")
+            && !step.starts_with("SCAN (subquery-")
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn boards_are_read_and_pruned_through_their_indexes() {
         let dir = tempfile::tempdir().unwrap();
@@ -293,9 +393,9 @@ mod tests {
         let url = format!("sqlite://{}", path.display());
         let store = SqliteStore::open(&SqliteSettings::new(url)).await.unwrap();
         store.close().await;
-        // Many boards of many periods, many entries with tied scores, and the statistics a
-        // long-running database has, so that the planner weighs the indexes against real
-        // tables.
+        // Many boards of many periods, many entries with tied scores, many keys of many
+        // days, and the statistics a long-running database has, so that the planner weighs
+        // the indexes against real tables.
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(
             "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 19999)
@@ -303,23 +403,26 @@ mod tests {
                  (period, number, kind, room_id, subject, score, reached_at)
                  SELECT 1 + i % 3, i % 30, 1 + (i / 3) % 2, 'room-' || (i % 40), 'u' || i,
                      i % 97, i FROM n;
-             INSERT INTO board_marks (room_id, seq)
-                 SELECT DISTINCT room_id, 1 FROM board_entries;
+             WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 19999)
+             INSERT INTO board_keys (room_id, seq, day)
+                 SELECT 'room-' || (i % 40), i, 20000 + i / 500 FROM n;
              ANALYZE;",
         )
         .unwrap();
         for (statement, index) in [
-            (MARK, "PRIMARY KEY"),
+            (STORED_KEYS, "PRIMARY KEY"),
+            (PRUNE_KEYS, "board_keys_by_day"),
             (ENTRY, "PRIMARY KEY"),
             (DELETE_BOARD, "board_entries"),
             (FIRST_PAGE, "board_entries_by_rank"),
-            (PAGE_AFTER, "board_entries_by_rank"),
+            (TIED_AFTER, "board_entries_by_rank"),
+            (BELOW, "board_entries_by_rank"),
             (STANDING, "board_entries_by_rank"),
             (PRUNE, "PRIMARY KEY"),
         ] {
             let steps = plan(&conn, statement);
             assert!(
-                steps.iter().all(|step| !step.starts_with("SCAN")),
+                !steps.iter().any(|step| scans_a_table(step)),
                 "no table is scanned whole: {statement}\n{steps:#?}"
             );
             assert!(
@@ -331,13 +434,54 @@ mod tests {
                 "{index} serves {statement}\n{steps:#?}"
             );
         }
-        // The page after a cursor starts its range at the cursor's score.
-        let steps = plan(&conn, PAGE_AFTER);
+        // The call's keys are each looked up through the whole primary key.
+        let steps = plan(&conn, STORED_KEYS);
         assert!(
-            steps.iter().any(|step| step.contains("score<?")),
-            "the cursor bounds the range: {steps:#?}"
+            steps.iter().any(|step| step.contains("VIRTUAL TABLE")),
+            "the call's keys are the outer loop: {steps:#?}"
         );
-        // A pruned entry is found through its whole key, not a range of its board.
+        assert!(
+            steps
+                .iter()
+                .any(|step| step.contains("PRIMARY KEY (room_id=? AND seq=?)")),
+            "each key is looked up by its key: {steps:#?}"
+        );
+        // The page after a cursor: its ties after it, a range that starts at the cursor
+        // itself; then the entries below its score, a range that starts at the next score.
+        let steps = plan(&conn, TIED_AFTER);
+        assert!(
+            steps
+                .iter()
+                .any(|step| step.contains("board_entries_by_rank")
+                    && step.contains("score=?")
+                    && step.contains("(reached_at,subject)>(?,?)")),
+            "the cursor starts the range of its ties: {steps:#?}"
+        );
+        let steps = plan(&conn, BELOW);
+        assert!(
+            steps
+                .iter()
+                .any(|step| step.contains("board_entries_by_rank") && step.contains("score<?")),
+            "the cursor's score bounds the range below it: {steps:#?}"
+        );
+        // A standing counts off two ranges of the index: the higher scores, and the entry's
+        // score up to its instant.
+        let steps = plan(&conn, STANDING);
+        assert!(
+            steps
+                .iter()
+                .any(|step| step.contains("board_entries_by_rank") && step.contains("score>?")),
+            "the higher scores are a range: {steps:#?}"
+        );
+        assert!(
+            steps
+                .iter()
+                .any(|step| step.contains("board_entries_by_rank")
+                    && step.contains("score=?")
+                    && step.contains("reached_at<")),
+            "the entry's ties before it are a range: {steps:#?}"
+        );
+        // A pruned entry or key is found through its whole key, not a range.
         let steps = plan(&conn, PRUNE);
         assert!(
             steps
@@ -345,5 +489,120 @@ mod tests {
                 .any(|step| step.contains("PRIMARY KEY") && step.contains("subject=?")),
             "each pruned entry is looked up by its key: {steps:#?}"
         );
+        let steps = plan(&conn, PRUNE_KEYS);
+        assert!(
+            steps
+                .iter()
+                .any(|step| step.contains("board_keys_by_day") && step.contains("day<?")),
+            "the oldest keys are a range of their index: {steps:#?}"
+        );
+        assert!(
+            steps
+                .iter()
+                .any(|step| step.contains("PRIMARY KEY (room_id=? AND seq=?)")),
+            "each pruned key is looked up by its key: {steps:#?}"
+        );
+    }
+
+    /// A subject further down than [`MAX_COUNTED_RANK`] is answered just past it; one within
+    /// it, its rank, also among many entries tied at its score.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_standing_counts_at_most_the_counted_ranks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("room.db");
+        let url = format!("sqlite://{}", path.display());
+        let settings = SqliteSettings::new(url);
+        SqliteStore::open(&settings).await.unwrap().close().await;
+        let board = BoardId {
+            kind: room_app::ports::BoardKind::Senders,
+            room: None,
+            period: BoardPeriod::Day,
+            number: 7,
+        };
+        let (period, number, kind, room) = key(&board);
+        let entries = MAX_COUNTED_RANK + 10;
+        // Every entry tied at score 5 but the last three: ranked by instant, then subject.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?5 - 1)
+             INSERT INTO board_entries
+                 (period, number, kind, room_id, subject, score, reached_at)
+                 SELECT ?1, ?2, ?3, ?4, printf('u%07d', i),
+                     CASE WHEN i < ?5 - 3 THEN 5 ELSE 1 END, i / 2 FROM n",
+            params![
+                period,
+                number,
+                kind,
+                room,
+                to_i64(entries, "entries").unwrap()
+            ],
+        )
+        .unwrap();
+        drop(conn);
+        let store = SqliteStore::open(&settings).await.unwrap();
+        let standing = |n: u64| {
+            let (store, board) = (&store, &board);
+            async move {
+                store
+                    .board_standing(board, &format!("u{n:07}"))
+                    .await
+                    .unwrap()
+                    .unwrap()
+            }
+        };
+        let first = standing(0).await;
+        assert_eq!(first.rank, 1);
+        let tied = standing(1234).await;
+        assert_eq!(tied.rank, 1235, "ranked after the ties before it");
+        let last_counted = standing(MAX_COUNTED_RANK - 1).await;
+        assert_eq!(last_counted.rank, MAX_COUNTED_RANK);
+        assert!(!last_counted.beyond());
+        let beyond = standing(MAX_COUNTED_RANK + 5).await;
+        assert_eq!(beyond.rank, MAX_COUNTED_RANK + 1);
+        assert!(beyond.beyond());
+        assert_eq!(
+            beyond.entry,
+            BoardEntry {
+                subject: format!("u{:07}", MAX_COUNTED_RANK + 5),
+                score: Coins(5),
+                reached_at: Timestamp(i64::try_from((MAX_COUNTED_RANK + 5) / 2).unwrap()),
+            }
+        );
+        let lowest = standing(entries - 1).await;
+        assert_eq!(
+            lowest.rank,
+            MAX_COUNTED_RANK + 1,
+            "below every tie, still counted at most"
+        );
+        // A page after a cursor deep among the ties reads from it, in rank order.
+        let cursor = standing(50_000).await.entry;
+        let page = store
+            .board_page(&board, Some(cursor), 3)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.subject)
+            .collect::<Vec<_>>();
+        assert_eq!(page, ["u0050001", "u0050002", "u0050003"]);
+        let cursor = standing(entries - 5).await.entry;
+        let page = store
+            .board_page(&board, Some(cursor), 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|entry| (entry.subject, entry.score.0))
+            .collect::<Vec<_>>();
+        let subject = |n: u64| format!("u{n:07}");
+        assert_eq!(
+            page,
+            [
+                (subject(entries - 4), 5),
+                (subject(entries - 3), 1),
+                (subject(entries - 2), 1),
+                (subject(entries - 1), 1),
+            ],
+            "the rest of the ties, then the entries below their score"
+        );
+        store.close().await;
     }
 }

@@ -3,8 +3,9 @@
 //! a board rebuilt from the facts ([`rebuild_board`]), the pruning of old periods
 //! ([`prune_boards`]), and the rewards of closed periods ([`rewards`]).
 //!
-//! Every paid `RoomGiftSent` fact counts once, by its place in its room's history (its
-//! `seq`: a fact handed over again is at or before the last one counted for its room), in the
+//! Every paid `RoomGiftSent` fact counts once, by its key (its room and `seq`: a fact handed
+//! over again, in whatever order, finds its key counted; keys are forgotten after
+//! `billing.tally_keys_days`, longer than a fact can come back), in the
 //! day, week and month of its commit in the billing time zone: its total to its sender on the
 //! app's and its room's boards of senders and to its room on the app's board of rooms, its
 //! value per recipient to each recipient on the app's and its room's boards of receivers.
@@ -49,6 +50,29 @@ pub fn board_gift_of(envelope: &EventEnvelope, utc_offset_secs: i32) -> Option<B
     })
 }
 
+/// The most board entries one count adds to (nine a gift and six a recipient): a store's
+/// count is one transaction, and on SQLite one job of the writer every room's commit shares.
+pub const MAX_COUNT_ENTRIES: usize = 5_000;
+
+/// `gifts` in runs of at most [`MAX_BOARD_GIFTS`] gifts adding to at most
+/// [`MAX_COUNT_ENTRIES`] entries (a gift of more recipients alone).
+fn chunks(gifts: &[BoardGift]) -> Vec<&[BoardGift]> {
+    let mut runs = Vec::new();
+    let (mut start, mut entries) = (0, 0);
+    for (i, gift) in gifts.iter().enumerate() {
+        let adds = 9 + 6 * gift.recipients.len();
+        if i > start && (i - start == MAX_BOARD_GIFTS || entries + adds > MAX_COUNT_ENTRIES) {
+            runs.push(&gifts[start..i]);
+            (start, entries) = (i, 0);
+        }
+        entries += adds;
+    }
+    if start < gifts.len() {
+        runs.push(&gifts[start..]);
+    }
+    runs
+}
+
 /// The consumer of the durable facts that counts each paid gift on the boards.
 pub struct BoardConsumer {
     boards: BoardsRef,
@@ -66,7 +90,7 @@ impl BoardConsumer {
     }
 
     async fn count(&self, gifts: &[BoardGift]) -> std::result::Result<(), FactError> {
-        for chunk in gifts.chunks(MAX_BOARD_GIFTS) {
+        for chunk in chunks(gifts) {
             let counted = match self.boards.add_to_boards(chunk).await {
                 Ok(counted) => counted,
                 // A value or score the store cannot take: no retry can mend it.
@@ -150,7 +174,8 @@ pub struct RankedEntry {
 }
 
 /// Where the next page of a board starts: after the last entry of a page, whose rank it
-/// carries. Written `rank.score.reached_at.subject` in the API.
+/// carries. Written `rank.score.reached_at.hex(subject)` in the API: digits, `-` and `.`
+/// only, so it needs no escaping in a query string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoardCursor {
     /// The rank of [`last`](Self::last).
@@ -162,9 +187,15 @@ pub struct BoardCursor {
 impl BoardCursor {
     /// The cursor as the API writes it.
     pub fn encode(&self) -> String {
+        let hex: String = self
+            .last
+            .subject
+            .bytes()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
         format!(
-            "{}.{}.{}.{}",
-            self.rank, self.last.score.0, self.last.reached_at.0, self.last.subject
+            "{}.{}.{}.{hex}",
+            self.rank, self.last.score.0, self.last.reached_at.0
         )
     }
 
@@ -174,10 +205,17 @@ impl BoardCursor {
         let rank: u64 = parts.next()?.parse().ok()?;
         let score: i64 = parts.next()?.parse().ok()?;
         let reached_at: i64 = parts.next()?.parse().ok()?;
-        let subject = parts.next()?;
-        if rank == 0 || score < 0 || subject.is_empty() || subject.len() > 128 {
+        let hex = parts.next()?.as_bytes();
+        if rank == 0 || score < 0 || hex.is_empty() || hex.len() % 2 != 0 {
             return None;
         }
+        let bytes = hex
+            .chunks(2)
+            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+            .collect::<Option<Vec<u8>>>()?;
+        let subject = String::from_utf8(bytes).ok()?;
+        // A user's or a room's id: both follow the id rule.
+        room_domain::UserId::new(&subject).ok()?;
         Some(BoardCursor {
             rank,
             last: BoardEntry {
@@ -352,39 +390,67 @@ impl Rebuilt {
 /// How many outbox rows a rebuild reads at a time.
 const REBUILD_PAGE: u32 = 1_000;
 
-/// Rebuilds `board` from the durable facts the store's outbox still holds (delivered rows
-/// stay `outbox.retention_days`), compares it with the live board, and replaces the live one
-/// when `apply` is set.
+/// Where a rebuild reads the facts, and how long they are kept.
+pub struct FactLog {
+    /// The store's outbox: every fact, delivered or not, until retention deletes it.
+    pub outbox: OutboxRef,
+    /// The instant before which the outbox may have deleted facts: now less
+    /// `outbox.retention_days` (a delivered row is deleted that long after its delivery, and
+    /// a fact is delivered after it is committed).
+    pub kept_since: Timestamp,
+}
+
+/// Rebuilds `board` from the durable facts the store's outbox still holds, compares it with
+/// the live board, and replaces the live one when `apply` is set.
 ///
-/// Refuses ([`Error::Invalid`]) a period the outbox no longer holds whole: when its oldest
-/// row is of a later instant than the period's start and is not the first row ever written.
+/// Refuses ([`Error::Invalid`]) a period that began before `log.kept_since` (the outbox may
+/// no longer hold its facts) and, with `apply`, a period not closed at `now` or with a fact
+/// still on its way (an undelivered outbox row committed before its end): the board consumer
+/// may not have counted every fact of it yet, and a replaced board would count those twice.
 pub async fn rebuild_board(
-    outbox: &OutboxRef,
+    log: &FactLog,
     boards: &BoardsRef,
     board: BoardId,
     utc_offset_secs: i32,
     apply: bool,
+    now: Timestamp,
 ) -> Result<Rebuilt> {
     board.check()?;
     let start = first_day(&board).start(utc_offset_secs);
     let end = end_day(&board).start(utc_offset_secs);
+    if start < log.kept_since {
+        return Err(Error::Invalid(format!(
+            "the {} of {} began before the outbox's retention ({} ms): its facts may be gone",
+            board.period.as_str(),
+            first_day(&board),
+            log.kept_since.0
+        )));
+    }
+    if apply {
+        if end > now {
+            return Err(Error::Invalid(format!(
+                "the {} of {} has not closed: only a closed period's board is replaced",
+                board.period.as_str(),
+                first_day(&board)
+            )));
+        }
+        let in_flight = log.outbox.list_pending(0, &[], 1).await?;
+        if let Some(row) = in_flight.first()
+            && row.envelope.occurred_at < end
+        {
+            return Err(Error::Invalid(format!(
+                "a fact committed before the {} ended is still on its way (outbox row {}): \
+                 try again once the outbox has drained",
+                board.period.as_str(),
+                row.id
+            )));
+        }
+    }
     let mut facts = Vec::new();
     let mut after = 0;
     let mut read = 0u64;
     loop {
-        let rows = outbox.list_after(after, REBUILD_PAGE).await?;
-        if after == 0
-            && let Some(first) = rows.first()
-            && first.id > 1
-            && first.envelope.occurred_at > start
-        {
-            return Err(Error::Invalid(format!(
-                "the outbox no longer holds every fact since {} (its oldest is of {} ms): the \
-                 board of that period cannot be rebuilt from it",
-                first_day(&board),
-                first.envelope.occurred_at.0
-            )));
-        }
+        let rows = log.outbox.list_after(after, REBUILD_PAGE).await?;
         let Some(last) = rows.last() else { break };
         after = last.id;
         read += rows.len() as u64;
@@ -419,10 +485,14 @@ pub struct BoardRetention {
     pub weeks: u32,
     /// Months.
     pub months: u32,
+    /// UTC days the keys of counted gifts are kept (a fact older than this is never handed
+    /// over again).
+    pub key_days: u32,
 }
 
 /// Deletes, `limit` entries a call, the entries of boards older than `retention` allows at
-/// `now` in the zone `utc_offset_secs` east of UTC; returns how many.
+/// `now` in the zone `utc_offset_secs` east of UTC, and the keys of gifts counted more than
+/// `retention.key_days` UTC days before; returns how many entries and keys.
 pub async fn prune_boards(
     boards: &BoardsRef,
     retention: BoardRetention,
@@ -447,5 +517,14 @@ pub async fn prune_boards(
         }
     }
     metrics::counter!("room_boards_pruned_total").increment(deleted);
-    Ok(deleted)
+    let before = DayKey(now.day_key(0).0 - i64::from(retention.key_days.max(1)));
+    let mut keys = 0;
+    loop {
+        let done = boards.prune_board_keys(before, limit.max(1)).await?;
+        keys += done;
+        if done < u64::from(limit.max(1)) {
+            break;
+        }
+    }
+    Ok(deleted + keys)
 }

@@ -63,8 +63,8 @@ enum LedgerEntry {
 struct BoardTables {
     /// Each board's entries: subject → (score, reached at).
     entries: BTreeMap<crate::ports::BoardId, HashMap<String, (i64, Timestamp)>>,
-    /// The last position counted, by room.
-    marks: HashMap<RoomId, u64>,
+    /// The keys of the gifts counted: (room, position) → the key's UTC day.
+    keys: HashMap<(RoomId, u64), room_domain::DayKey>,
 }
 
 /// The tables of [`BoardRewards`](crate::ports::BoardRewards).

@@ -74,7 +74,8 @@ pub use board_rewards::{
 };
 pub use boards::{
     BoardEntry, BoardGift, BoardId, BoardKind, BoardPeriod, BoardStanding, BoardSums, Boards,
-    BoardsRef, MAX_BOARD_GIFTS, MAX_BOARD_PAGE, check_board_entries, check_board_gifts,
+    BoardsRef, MAX_BOARD_GIFTS, MAX_BOARD_PAGE, MAX_COUNTED_RANK, check_board_entries,
+    check_board_gifts,
 };
 pub use catalog::{
     CatalogGift, GiftCatalog, GiftCatalogRef, MAX_GIFT_NAME_CHARS, MAX_GIFT_UNIT_VALUE,

@@ -714,6 +714,7 @@ impl App {
             rewards: ports.board_rewards.clone(),
             wallet: ports.wallet.clone(),
             directory: ports.directory.clone(),
+            outbox: self.storage.outbox.clone(),
             utc_offset_secs: offset,
             delay_secs: boards.reward_delay_secs,
         });
@@ -745,7 +746,7 @@ impl App {
         let ports = self.state.service.ports();
         let (store, clock) = (ports.boards.clone(), ports.clock.clone());
         let (retention, batch) = (
-            boards.retention(),
+            boards.retention(self.settings.billing.tally_keys_days),
             self.settings.outbox.retention_batch.max(1),
         );
         self.tasks.spawn(workers::run_claimed(

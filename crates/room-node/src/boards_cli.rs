@@ -2,7 +2,7 @@
 //! holds, compared with the live board, and put in its place when asked.
 
 use anyhow::Context;
-use room_app::boards::{Rebuilt, board_at, first_day, rebuild_board};
+use room_app::boards::{FactLog, Rebuilt, board_at, first_day, rebuild_board};
 use room_app::ports::{BoardKind, BoardPeriod};
 use room_domain::{DayKey, RoomId, Timestamp};
 
@@ -51,7 +51,16 @@ pub async fn rebuild(settings: &Settings, args: &RebuildArgs) -> anyhow::Result<
     )?);
     let board = board_at(kind, room, period, day, now, offset)?;
     let storage = Storage::open(&settings.storage).await?;
-    let rebuilt = rebuild_board(&storage.outbox, &storage.boards, board, offset, args.apply).await;
+    let log = FactLog {
+        outbox: storage.outbox.clone(),
+        kept_since: Timestamp(
+            now.0
+                - i64::try_from(settings.outbox.retention_days)
+                    .unwrap_or(i64::MAX / 86_400_000)
+                    .saturating_mul(86_400_000),
+        ),
+    };
+    let rebuilt = rebuild_board(&log, &storage.boards, board, offset, args.apply, now).await;
     storage.close().await;
     let rebuilt = rebuilt?;
     Ok((rebuilt.equal() || rebuilt.applied, report(&rebuilt)))

@@ -170,6 +170,16 @@ async fn the_board_routes_refuse_bad_names_days_and_cursors() {
             400,
             "INVALID_CURSOR",
         ),
+        (
+            "/v1/boards/senders?cursor=1.1.2.616c696".to_owned(),
+            400,
+            "INVALID_CURSOR",
+        ),
+        (
+            "/v1/boards/senders?cursor=1.1.2.2f".to_owned(),
+            400,
+            "INVALID_CURSOR",
+        ),
     ] {
         let (got, body) = t.get(&path, &token).await;
         assert_eq!(got.as_u16(), status, "{path}: {body}");
@@ -178,7 +188,7 @@ async fn the_board_routes_refuse_bad_names_days_and_cursors() {
     // A cursor at the largest rank pages on without overflowing.
     let (status, body) = t
         .get(
-            &format!("/v1/boards/senders?cursor={}.0.0.zed", u64::MAX),
+            &format!("/v1/boards/senders?cursor={}.0.0.7a6564", u64::MAX),
             &token,
         )
         .await;

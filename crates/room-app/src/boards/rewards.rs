@@ -2,9 +2,12 @@
 //! operators ([`change_board_rewards`]), and the pass that pays each closed period's top ranks
 //! ([`RewardPayer`]).
 //!
-//! A board of the whole app with a reward table pays once its period has closed and
-//! `delay_secs` more have passed (so that the consumer has counted the period's last gifts):
-//! the pass reads the board's top ranks, records what each rank is owed (the user, or on the
+//! A board of the whole app with a reward table pays once its period has closed, `delay_secs`
+//! more have passed, and the outbox holds no fact of the period that is still on its way (the
+//! oldest undelivered row is of a later instant: without a broker a row is delivered once
+//! every in-process consumer, the board consumer among them, has passed it; with Kafka, once
+//! it is published, so the board consumer's own lag must stay below `delay_secs`, which its
+//! `room_facts_lag_seconds` shows): the pass reads the board's top ranks, records what each rank is owed (the user, or on the
 //! board of rooms the room's owner, and the coins of the table current then) in one step that
 //! succeeds once per board and period, then credits each recorded payout through the wallet
 //! (a [`CreditKind::BoardReward`] credit whose operation id names the board, the period and
@@ -13,6 +16,8 @@
 //! refuses stays owed, is counted, and does not hold back the others.
 //!
 //! Metrics: `room_board_rewards_recorded_total` (payouts recorded),
+//! `room_board_rewards_waiting_total` (closed periods a pass left for later: facts of theirs
+//! still on their way),
 //! `room_board_rewards_paid_total` and `room_board_reward_coins_total` (payouts credited and
 //! their coins), `room_board_reward_failures_total` (payouts or periods a pass passed over).
 
@@ -22,8 +27,8 @@ use super::{end_day, first_day, whole_board_top};
 use crate::error::{Error, Result};
 use crate::ids::SYSTEM_ID_PREFIX;
 use crate::ports::{
-    BoardId, BoardKind, BoardPayout, BoardRewardsRef, BoardsRef, CreditKind, RewardTable,
-    RewardTables, RoomDirectoryRef, WalletRef,
+    BoardId, BoardKind, BoardPayout, BoardRewardsRef, BoardsRef, CreditKind, OutboxRef,
+    RewardTable, RewardTables, RoomDirectoryRef, WalletRef,
 };
 
 /// The tables stored as version 1 when the store has none: `tables` (the configuration's)
@@ -103,6 +108,8 @@ pub struct RewardPayer {
     pub wallet: WalletRef,
     /// Each room's owner (its summary), for the board of rooms.
     pub directory: RoomDirectoryRef,
+    /// The outbox, whose oldest undelivered fact says whether a period may still be counted.
+    pub outbox: OutboxRef,
     /// The billing time zone, seconds east of UTC.
     pub utc_offset_secs: i32,
     /// How long after a period closes it pays, in seconds.
@@ -120,8 +127,15 @@ impl RewardPayer {
         let Some(tables) = self.rewards.current_board_rewards().await? else {
             return Ok(0);
         };
+        // Facts committed before this instant may still be on their way to the boards.
+        let in_flight = self
+            .outbox
+            .list_pending(0, &[], 1)
+            .await?
+            .first()
+            .map(|row| row.envelope.occurred_at);
         for table in &tables.tables {
-            if let Err(error) = self.record_closed(&tables, table, now).await {
+            if let Err(error) = self.record_closed(&tables, table, now, in_flight).await {
                 metrics::counter!("room_board_reward_failures_total").increment(1);
                 tracing::warn!(
                     board = table.board.as_str(),
@@ -159,8 +173,15 @@ impl RewardPayer {
         tables: &RewardTables,
         table: &RewardTable,
         now: Timestamp,
+        in_flight: Option<Timestamp>,
     ) -> Result<()> {
         for board in self.closed(table, now) {
+            let end = end_day(&board).start(self.utc_offset_secs);
+            if in_flight.is_some_and(|oldest| oldest < end) {
+                // A fact of the period may not be counted yet: the next pass looks again.
+                metrics::counter!("room_board_rewards_waiting_total").increment(1);
+                continue;
+            }
             if self.rewards.board_payouts(&board).await?.is_some() {
                 continue;
             }

@@ -2,7 +2,7 @@
 //! position counted by room, every count checked whole before anything changes.
 
 use async_trait::async_trait;
-use room_domain::{Coins, Timestamp};
+use room_domain::{Coins, DayKey, RoomId, Timestamp};
 
 use super::{BoardTables, InMemoryStore};
 use crate::error::{Error, Result};
@@ -41,8 +41,8 @@ impl Boards for InMemoryStore {
         check_board_gifts(gifts)?;
         let mut t = self.lock();
         let tables = &mut t.boards;
-        let (counted, sums) = BoardSums::of(gifts, |room| {
-            Ok(tables.marks.get(room).copied().unwrap_or_default())
+        let (counted, sums) = BoardSums::of(gifts, |room, seq| {
+            Ok(tables.keys.contains_key(&(room.clone(), seq)))
         })?;
         // Every new score is checked before anything changes.
         let mut scores = Vec::with_capacity(sums.entries.len());
@@ -65,10 +65,7 @@ impl Boards for InMemoryStore {
                 .or_default()
                 .insert(subject, value);
         }
-        for (room, seq) in sums.marks {
-            let mark = tables.marks.entry(room).or_default();
-            *mark = (*mark).max(seq);
-        }
+        tables.keys.extend(sums.keys);
         Ok(counted)
     }
 
@@ -106,10 +103,7 @@ impl Boards for InMemoryStore {
             .iter()
             .filter(|(other, value)| self::entry(other, **value).ranks_above(&entry))
             .count();
-        Ok(Some(BoardStanding {
-            rank: above as u64 + 1,
-            entry,
-        }))
+        Ok(Some(BoardStanding::new(above as u64, entry)))
     }
 
     async fn replace_board(&self, board: &BoardId, entries: &[BoardEntry]) -> Result<()> {
@@ -154,5 +148,21 @@ impl Boards for InMemoryStore {
             deleted += doomed.len() as u64;
         }
         Ok(deleted)
+    }
+
+    async fn prune_board_keys(&self, before: DayKey, limit: u32) -> Result<u64> {
+        let mut t = self.lock();
+        let doomed: Vec<(RoomId, u64)> = t
+            .boards
+            .keys
+            .iter()
+            .filter(|(_, day)| **day < before)
+            .map(|(key, _)| key.clone())
+            .take(limit as usize)
+            .collect();
+        for key in &doomed {
+            t.boards.keys.remove(key);
+        }
+        Ok(doomed.len() as u64)
     }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use room_domain::{Coins, Periods, RoomId, Timestamp, UserId};
+use room_domain::{Coins, DayKey, Periods, RoomId, Timestamp, UserId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -20,6 +20,10 @@ pub const MAX_BOARD_GIFTS: usize = 500;
 
 /// The most entries one [`Boards::board_page`] answers, whatever `limit` asks.
 pub const MAX_BOARD_PAGE: u32 = 100;
+
+/// The most entries [`Boards::board_standing`] counts above a subject: a rank costs at most
+/// this many index entries to count.
+pub const MAX_COUNTED_RANK: u64 = 100_000;
 
 /// What a board ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -228,10 +232,27 @@ impl BoardEntry {
 /// A subject's place on a board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoardStanding {
-    /// Its rank, from 1: one more than the entries that rank above it.
+    /// Its rank, from 1: one more than the entries that rank above it, counted up to
+    /// [`MAX_COUNTED_RANK`].
     pub rank: u64,
     /// Its entry.
     pub entry: BoardEntry,
+}
+
+impl BoardStanding {
+    /// The standing of `entry` with `above` entries counted above it (at most
+    /// [`MAX_COUNTED_RANK`]).
+    pub fn new(above: u64, entry: BoardEntry) -> BoardStanding {
+        BoardStanding {
+            rank: above.min(MAX_COUNTED_RANK) + 1,
+            entry,
+        }
+    }
+
+    /// Whether the subject ranks beyond [`MAX_COUNTED_RANK`], and `rank` says only that.
+    pub fn beyond(&self) -> bool {
+        self.rank > MAX_COUNTED_RANK
+    }
 }
 
 /// One applied gift, as the boards count it: once, by its place in its room's facts.
@@ -239,8 +260,8 @@ pub struct BoardStanding {
 pub struct BoardGift {
     /// The room it was sent in.
     pub room_id: RoomId,
-    /// Its fact's position in the room's history: a gift is counted only past the last
-    /// position counted for its room, so a fact handed over again counts nothing.
+    /// Its fact's position in the room's history: with the room, the gift's key, so that a
+    /// fact handed over again, in any order, counts nothing.
     pub seq: u64,
     /// Who sent it.
     pub sender: UserId,
@@ -255,6 +276,12 @@ pub struct BoardGift {
 }
 
 impl BoardGift {
+    /// The UTC day the gift's key is kept under until [`Boards::prune_board_keys`] forgets
+    /// it: it depends on the fact alone, not on the configured time zone.
+    pub fn key_day(&self) -> DayKey {
+        self.at.day_key(0)
+    }
+
     /// What the sender gave: the value per recipient times the recipients, `None` past
     /// `i64::MAX`.
     pub fn total(&self) -> Option<Coins> {
@@ -266,43 +293,51 @@ impl BoardGift {
     }
 }
 
-/// The boards of applied gifts: each gift counted once, in its room's position order, and
-/// the boards read by rank.
+/// The boards of applied gifts: each gift counted once by its key (room, position), and the
+/// boards read by rank.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait Boards: Send + Sync {
-    /// Counts every gift past the last position counted for its room, in the order given,
-    /// atomically (all of them or none), and returns how many it counted. A gift counted
-    /// adds, in each of its day, week and month:
+    /// Counts every gift whose key (room, position) was not counted yet, atomically (all of
+    /// them or none), and returns how many it counted; a key given twice in one call counts
+    /// once. A gift counted adds, in each of its day, week and month:
     /// - its total to its sender on the app's and its room's boards of senders,
     /// - its value per recipient to each recipient on the app's and its room's boards of
     ///   receivers,
     /// - its total to its room on the app's board of rooms;
     ///
     /// and each entry it adds to was reached at the latest of its `reached_at` and the gift's
-    /// instant. A repeat of a call counts nothing; of two calls with one gift at once, one
-    /// counts it. A negative value, a total or score past `i64::MAX`, or more than
+    /// instant. A gift of no value adds no entry (its key is still kept). A repeat of a call
+    /// counts nothing, whatever order its gifts come in; of two calls with one gift at once,
+    /// one counts it. A negative value, a total or score past `i64::MAX`, or more than
     /// [`MAX_BOARD_GIFTS`] gifts: [`Error::Invalid`], and nothing is counted.
     async fn add_to_boards(&self, gifts: &[BoardGift]) -> Result<u32>;
     /// The entries of `board` in rank order, after `after` when it is given (the last entry
     /// of the previous page; it need not be on the board any more), at most `limit` (and at
-    /// most [`MAX_BOARD_PAGE`]).
+    /// most [`MAX_BOARD_PAGE`]). A page costs its own entries to read, however many entries
+    /// share the cursor's score.
     async fn board_page(
         &self,
         board: &BoardId,
         after: Option<BoardEntry>,
         limit: u32,
     ) -> Result<Vec<BoardEntry>>;
-    /// `subject`'s rank and entry on `board`, or `None` when it has none.
+    /// `subject`'s rank and entry on `board`, or `None` when it has none. The rank counts at
+    /// most [`MAX_COUNTED_RANK`] entries above: a subject further down is answered
+    /// `MAX_COUNTED_RANK + 1` ([`BoardStanding::beyond`]).
     async fn board_standing(&self, board: &BoardId, subject: &str)
     -> Result<Option<BoardStanding>>;
     /// Replaces every entry of `board` with `entries` at once (a board rebuilt from the
-    /// facts); the positions counted stay. [`Error::Invalid`] for a negative score or a
+    /// facts); the keys counted stay. [`Error::Invalid`] for a negative score or a
     /// subject given twice, and nothing changes.
     async fn replace_board(&self, board: &BoardId, entries: &[BoardEntry]) -> Result<()>;
     /// Deletes the entries of `period`'s boards numbered before `before`, at most `limit` of
     /// them; returns how many.
     async fn prune_boards(&self, period: BoardPeriod, before: i64, limit: u32) -> Result<u64>;
+    /// Forgets the keys of gifts whose [`BoardGift::key_day`] is before `before`, at most
+    /// `limit` of them; returns how many. A gift whose key is forgotten would be counted
+    /// again: only keys older than any fact a consumer can still be handed go.
+    async fn prune_board_keys(&self, before: DayKey, limit: u32) -> Result<u64>;
 }
 
 /// Shared handle to [`Boards`].
@@ -357,12 +392,13 @@ pub fn check_board_entries(board: &BoardId, entries: &[BoardEntry]) -> Result<()
 pub struct BoardSums {
     /// Added to entries: (board, subject) → (score, latest instant).
     pub entries: BTreeMap<(BoardId, String), (i64, Timestamp)>,
-    /// The last position counted, by room.
-    pub marks: BTreeMap<RoomId, u64>,
+    /// The keys of the gifts counted: (room, position) → the key's UTC day.
+    pub keys: BTreeMap<(RoomId, u64), DayKey>,
 }
 
 impl BoardSums {
-    /// Adds what `gift` adds; [`Error::Invalid`] when a sum passes `i64::MAX`.
+    /// Adds what `gift` adds; [`Error::Invalid`] when a sum passes `i64::MAX`. A gift of no
+    /// value (a free gift) keeps its key but adds no entry: a board ranks coins.
     pub fn add(&mut self, gift: &BoardGift) -> Result<()> {
         let overflow = || {
             Error::Invalid(format!(
@@ -373,7 +409,12 @@ impl BoardSums {
         let total = gift.total().ok_or_else(overflow)?.0;
         let each = gift.value_per_recipient.0;
         let room = Some(gift.room_id.clone());
-        for period in BoardPeriod::ALL {
+        let periods = if total > 0 {
+            &BoardPeriod::ALL[..]
+        } else {
+            &[]
+        };
+        for &period in periods {
             let board = |kind, room: &Option<RoomId>| {
                 BoardId::new(kind, room.clone(), period, &gift.periods)
             };
@@ -412,33 +453,30 @@ impl BoardSums {
                 entry.1 = entry.1.max(gift.at);
             }
         }
-        let mark = self.marks.entry(gift.room_id.clone()).or_default();
-        *mark = (*mark).max(gift.seq);
+        self.keys
+            .insert((gift.room_id.clone(), gift.seq), gift.key_day());
         Ok(())
     }
 
-    /// What `gifts` add, each counted past `mark(room)` (the last position counted for its
-    /// room before this count) and past the gifts before it: the gifts it counts, and the sums.
+    /// What `gifts` add, each counted unless `counted(room, position)` says its key was
+    /// counted before, or an earlier gift of `gifts` has its key: the gifts it counts, and
+    /// the sums.
     pub fn of(
         gifts: &[BoardGift],
-        mut mark: impl FnMut(&RoomId) -> Result<u64>,
+        mut counted: impl FnMut(&RoomId, u64) -> Result<bool>,
     ) -> Result<(u32, BoardSums)> {
         let mut sums = BoardSums::default();
-        let mut known: BTreeMap<RoomId, u64> = BTreeMap::new();
-        let mut counted = 0;
+        let mut fresh = 0;
         for gift in gifts {
-            let last = match known.get(&gift.room_id) {
-                Some(last) => *last,
-                None => mark(&gift.room_id)?,
-            };
-            if gift.seq <= last {
-                known.insert(gift.room_id.clone(), last);
+            if sums.keys.contains_key(&(gift.room_id.clone(), gift.seq))
+                || counted(&gift.room_id, gift.seq)?
+            {
                 continue;
             }
             sums.add(gift)?;
-            known.insert(gift.room_id.clone(), gift.seq);
-            counted += 1;
+            fresh += 1;
         }
+        let counted = fresh;
         Ok((counted, sums))
     }
 }

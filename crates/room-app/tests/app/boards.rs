@@ -8,7 +8,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use room_app::InMemoryStore;
 use room_app::boards::{
-    BoardConsumer, BoardCursor, BoardRetention, board_at, board_from_facts, prune_boards,
+    BoardConsumer, BoardCursor, BoardRetention, FactLog, board_at, board_from_facts, prune_boards,
     read_board, rebuild_board, whole_board,
 };
 use room_app::consumers::FactHandler;
@@ -257,6 +257,10 @@ async fn boards_follow_the_gifts_of_a_room_and_a_rebuild_equals_them() {
     }
     assert_eq!(walked, [(1, "carol".to_owned()), (2, "bob".to_owned())]);
     // A rebuild from the facts equals every live board.
+    let log = FactLog {
+        outbox: outbox.clone(),
+        kept_since: Timestamp(now.0 - 40 * DAY),
+    };
     for kind in BoardKind::ALL {
         for period in BoardPeriod::ALL {
             let rooms = if kind == BoardKind::Rooms {
@@ -266,7 +270,7 @@ async fn boards_follow_the_gifts_of_a_room_and_a_rebuild_equals_them() {
             };
             for board_room in rooms {
                 let board = at(kind, board_room, period);
-                let rebuilt = rebuild_board(&outbox, &boards, board.clone(), ZONE, false)
+                let rebuilt = rebuild_board(&log, &boards, board.clone(), ZONE, false, now)
                     .await
                     .unwrap();
                 assert!(rebuilt.equal(), "{board:?}: {rebuilt:?}");
@@ -275,18 +279,38 @@ async fn boards_follow_the_gifts_of_a_room_and_a_rebuild_equals_them() {
             }
         }
     }
-    // A board gone wrong is put right by a rebuild.
+    // A board gone wrong is put right by a rebuild, once its day has closed and no fact of it
+    // is on its way.
     let senders = at(BoardKind::Senders, None, BoardPeriod::Day);
     let right = whole_board(&boards, &senders).await.unwrap();
     boards
         .replace_board(&senders, &[entry("mallory", 1, 0)])
         .await
         .unwrap();
-    let rebuilt = rebuild_board(&outbox, &boards, senders.clone(), ZONE, true)
+    let closed = Timestamp(room_app::boards::end_day(&senders).start(ZONE).0 + 1);
+    let refused = |result: room_app::Result<room_app::boards::Rebuilt>| {
+        matches!(result, Err(room_app::Error::Invalid(_)))
+    };
+    assert!(refused(
+        rebuild_board(&log, &boards, senders.clone(), ZONE, true, now).await
+    ));
+    assert!(refused(
+        rebuild_board(&log, &boards, senders.clone(), ZONE, true, closed).await
+    ));
+    outbox.mark_passed(i64::MAX, now, 10_000).await.unwrap();
+    let rebuilt = rebuild_board(&log, &boards, senders.clone(), ZONE, true, closed)
         .await
         .unwrap();
     assert!(!rebuilt.equal() && rebuilt.applied);
     assert_eq!(whole_board(&boards, &senders).await.unwrap(), right);
+    // A period older than the outbox keeps its facts is refused.
+    let kept = FactLog {
+        outbox: outbox.clone(),
+        kept_since: now,
+    };
+    assert!(refused(
+        rebuild_board(&kept, &boards, senders.clone(), ZONE, false, now).await
+    ));
     // Rooms ranked in one room are no board.
     assert!(
         board_at(
@@ -327,6 +351,7 @@ async fn old_periods_are_pruned_and_the_retained_stay() {
         days: 7,
         weeks: 2,
         months: 1,
+        key_days: 7,
     };
     let deleted = prune_boards(&boards, retention, now, 0, 3).await.unwrap();
     let pages = |period, back: i64| {
@@ -401,7 +426,11 @@ const USERS: [&str; 4] = ["u0", "u1", "u2", "u3"];
 /// The boards computed directly from the applied gifts: (board, subject) → (score, latest).
 fn direct(steps: &[(Step, i64)]) -> BTreeMap<BoardId, BTreeMap<String, (i64, i64)>> {
     let mut boards: BTreeMap<BoardId, BTreeMap<String, (i64, i64)>> = BTreeMap::new();
-    for (step, at) in steps.iter().filter(|(step, _)| step.outcome == 0) {
+    // Free gifts (value 0) count nowhere either.
+    for (step, at) in steps
+        .iter()
+        .filter(|(step, _)| step.outcome == 0 && step.value > 0)
+    {
         let periods = Periods::at(Timestamp(*at), ZONE);
         let room = RoomId::new(format!("r{}", step.room)).unwrap();
         let total = step.value * step.recipients.len() as i64;
@@ -448,6 +477,7 @@ proptest! {
     fn every_board_equals_the_sums_of_its_gifts(
         steps in proptest::collection::vec(step(), 1..60),
         run in 1..8usize,
+        order in proptest::collection::vec(0..4u8, 60),
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         runtime.block_on(async {
@@ -481,13 +511,23 @@ proptest! {
             }
             let envelopes: Vec<EventEnvelope> =
                 facts.iter().map(|(fact, _)| fact.clone()).collect();
-            for (i, chunk) in envelopes.chunks(run).enumerate() {
+            // Handed over out of order, within a room too (a broker's retry, a replayed dead
+            // letter): each fact moves back by up to three places.
+            let mut delivered: Vec<(usize, EventEnvelope, bool)> = facts
+                .iter()
+                .enumerate()
+                .map(|(i, (fact, again))| (i + usize::from(order[i % order.len()]), fact.clone(), *again))
+                .collect();
+            delivered.sort_by_key(|(place, _, _)| *place);
+            let (delivered, again): (Vec<EventEnvelope>, Vec<bool>) =
+                delivered.into_iter().map(|(_, fact, again)| (fact, again)).unzip();
+            for (i, chunk) in delivered.chunks(run).enumerate() {
                 assert!(consumer.handle_all(chunk).await.unwrap().is_ok());
-                if facts[i * run].1 {
+                if again[i * run] {
                     // Handed over again from the start, as after a rebalance.
                     let through = (i + 1) * run;
                     assert!(consumer
-                        .handle_all(&envelopes[..through.min(envelopes.len())])
+                        .handle_all(&delivered[..through.min(delivered.len())])
                         .await
                         .unwrap()
                         .is_ok());
@@ -672,6 +712,7 @@ async fn closed_periods_pay_their_ranks_once_through_crashes() {
             after,
         }),
         directory: world.store.clone(),
+        outbox: world.store.clone(),
         utc_offset_secs: ZONE,
         delay_secs: 600,
     };
@@ -683,9 +724,17 @@ async fn closed_periods_pay_their_ranks_once_through_crashes() {
         assert_eq!(payer(0, false).pay(Timestamp(at), 100).await.unwrap(), 0);
         assert_eq!(rewards.board_payouts(&today).await.unwrap(), None);
     }
+    // While a fact of the day is still on its way (undelivered in the outbox), the day waits.
+    let after_delay = Timestamp(closes + 600_000);
+    assert_eq!(payer(0, false).pay(after_delay, 100).await.unwrap(), 0);
+    assert_eq!(rewards.board_payouts(&today).await.unwrap(), None);
+    // Every consumer has passed the facts: they count as delivered.
+    outbox
+        .mark_passed(i64::MAX, Timestamp(closes), 10_000)
+        .await
+        .unwrap();
     // The first pass pays rank 1 of the senders, dies after crediting rank 2 (the process
     // died once the credit committed), and pays the room's rank 1.
-    let after_delay = Timestamp(closes + 600_000);
     assert_eq!(payer(2, true).pay(after_delay, 100).await.unwrap(), 2);
     let recorded = rewards.board_payouts(&today).await.unwrap().unwrap();
     let owed: Vec<(u32, String, i64, bool)> = recorded

@@ -11,6 +11,10 @@ pub const BOARDS_CONSUMER_GROUP: &str = "room-service-boards";
 /// The most periods of one kind a board may be configured to keep.
 pub const MAX_KEPT_PERIODS: u32 = 1_000;
 
+/// The fewest periods of one kind a board may be configured to keep: the current one and the
+/// two closed ones the rewards pass may still record.
+pub const MIN_KEPT_PERIODS: u32 = 3;
+
 /// `[boards]`: the leaderboards.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -49,12 +53,14 @@ impl Default for BoardSettings {
 }
 
 impl BoardSettings {
-    /// How long closed periods stay.
-    pub fn retention(&self) -> BoardRetention {
+    /// How long closed periods stay, and counted gifts' keys `key_days` UTC days
+    /// (`billing.tally_keys_days`).
+    pub fn retention(&self, key_days: u32) -> BoardRetention {
         BoardRetention {
             days: self.keep_days,
             weeks: self.keep_weeks,
             months: self.keep_months,
+            key_days,
         }
     }
 
@@ -67,8 +73,9 @@ impl BoardSettings {
             ("KEEP_MONTHS", self.keep_months),
         ] {
             anyhow::ensure!(
-                (1..=MAX_KEPT_PERIODS).contains(&value),
-                "ROOM__BOARDS__{key} is {value}: 1 to {MAX_KEPT_PERIODS} periods"
+                (MIN_KEPT_PERIODS..=MAX_KEPT_PERIODS).contains(&value),
+                "ROOM__BOARDS__{key} is {value}: {MIN_KEPT_PERIODS} to {MAX_KEPT_PERIODS} \
+                 periods (a closed period's rewards are recorded from its board)"
             );
         }
         anyhow::ensure!(
@@ -111,17 +118,18 @@ pub(super) const SECTION: Section = Section {
     keys: &[
         (
             "keep_days",
-            "How many days' boards stay readable, today's included, 1 to 1,000; older days' \
-             entries are deleted.",
+            "How many days' boards stay readable, today's included, 3 to 1,000 (the rewards of \
+             the two closed before are recorded from their boards); older days' entries are \
+             deleted, and the keys of counted gifts after `billing.tally_keys_days`.",
         ),
         (
             "keep_weeks",
-            "How many weeks' boards (Monday to Sunday) stay readable, this week's included, 1 \
+            "How many weeks' boards (Monday to Sunday) stay readable, this week's included, 3 \
              to 1,000.",
         ),
         (
             "keep_months",
-            "How many months' boards stay readable, this month's included, 1 to 1,000.",
+            "How many months' boards stay readable, this month's included, 3 to 1,000.",
         ),
         (
             "prune_every_secs",

@@ -73,9 +73,13 @@ pub struct BoardStandingResponse {
     pub of: BoardOf,
     /// The caller.
     pub user_id: String,
-    /// The caller's rank, absent when they have no score on the board.
+    /// The caller's rank, absent when they have no score on the board. Ranks are counted up
+    /// to 100,000: a caller further down is answered 100,001 with `rank_beyond`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rank: Option<u64>,
+    /// Present (true) when the caller ranks beyond the 100,000th entry.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rank_beyond: bool,
     /// The caller's score (0 when they have none).
     pub score: i64,
     /// When the score was reached (ms since the epoch), absent without a score.

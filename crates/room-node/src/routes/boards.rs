@@ -44,7 +44,10 @@ pub struct BoardQuery {
     #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
     /// The `next_cursor` of the previous page.
-    #[param(max_length = 200)]
+    #[param(
+        max_length = 500,
+        pattern = r"^([0-9]{1,20}\.[0-9]{1,19}\.-?[0-9]{1,19}\.([0-9a-f]{2}){1,200})?$"
+    )]
     cursor: Option<String>,
 }
 
@@ -208,6 +211,7 @@ fn standing_body(
         of: board_of(state, board),
         user_id: user.to_string(),
         rank: standing.as_ref().map(|standing| standing.rank),
+        rank_beyond: standing.as_ref().is_some_and(BoardStanding::beyond),
         score: standing
             .as_ref()
             .map_or(0, |standing| standing.entry.score.0),

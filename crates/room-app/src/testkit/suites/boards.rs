@@ -24,6 +24,7 @@ where
 {
     gifts_count_on_every_board(fresh().await).await;
     gifts_count_once_by_position(fresh().await).await;
+    keys_are_pruned_by_day(fresh().await).await;
     a_refused_count_counts_nothing(fresh().await).await;
     concurrent_counts_of_one_gift_count_it_once(fresh().await).await;
     ties_rank_by_instant_then_subject_and_pages_follow(fresh().await).await;
@@ -199,27 +200,58 @@ async fn gifts_count_once_by_position<S: Boards>(store: Arc<S>) {
         0,
         "a repeat counts nothing",
     );
-    // A later position counts; an earlier one, in the same call or after it, does not.
+    // Facts may come out of order (a broker's retry, a dead letter replayed): a position
+    // not counted yet counts, before or after the others; one counted, or given twice in the
+    // call, does not.
     let mixed = [
         gift("r1", 2, "alice", &["bob"], 20, 0, 2_000),
-        gift("r1", 4, "alice", &["bob"], 40, 0, 4_000),
+        gift("r1", 5, "alice", &["bob"], 50, 0, 5_000),
         gift("r1", 3, "alice", &["bob"], 30, 0, 3_000),
-        gift("r2", 1, "alice", &["bob"], 1, 0, 5_000),
+        gift("r1", 5, "alice", &["bob"], 50, 0, 5_000),
+        gift("r2", 1, "alice", &["bob"], 1, 0, 4_000),
     ];
     same(
         ok(store.add_to_boards(&mixed).await, "add mixed"),
-        2,
-        "only positions past the room's last count",
+        3,
+        "every key not counted before, once",
+    );
+    let late = [gift("r1", 4, "alice", &["bob"], 40, 0, 4_500)];
+    same(
+        ok(store.add_to_boards(&late).await, "add late"),
+        1,
+        "a position below the room's highest counts",
     );
     same(
         page(&*store, &day).await,
-        vec![entry("alice", 71, 5_000)],
+        vec![entry("alice", 151, 5_000)],
         "each gift once",
     );
     same(
         ok(store.add_to_boards(&[]).await, "add nothing"),
         0,
         "an empty count",
+    );
+    // A free gift keeps its key and adds no entry.
+    let free = [gift("r3", 1, "zoe", &["bob"], 0, 0, 6_000)];
+    same(
+        ok(store.add_to_boards(&free).await, "add free"),
+        1,
+        "counted",
+    );
+    same(
+        page(&*store, &day).await,
+        vec![entry("alice", 151, 5_000)],
+        "no entry for no value",
+    );
+    same(
+        ok(store.add_to_boards(&free).await, "add free again"),
+        0,
+        "a free gift's key is kept",
+    );
+    same(
+        ok(store.board_standing(&day, "zoe").await, "standing"),
+        None,
+        "the free gift's sender is not on the board",
     );
 }
 
@@ -470,5 +502,34 @@ async fn old_periods_are_pruned<S: Boards>(store: Arc<S>) {
         .await,
         vec![entry("alice", 3, 3 * DAY_MS)],
         "other periods kept",
+    );
+}
+
+async fn keys_are_pruned_by_day<S: Boards>(store: Arc<S>) {
+    let gifts: Vec<BoardGift> = (0..3)
+        .map(|days| gift("r1", days as u64 + 1, "alice", &["bob"], 1, days, 0))
+        .collect();
+    ok(store.add_to_boards(&gifts).await, "add");
+    let day2 = Timestamp(T0.0 + 2 * DAY_MS).day_key(0);
+    let first = ok(store.prune_board_keys(day2, 1).await, "prune_board_keys");
+    same(first, 1, "at most the limit");
+    let second = ok(store.prune_board_keys(day2, 10).await, "prune_board_keys");
+    same(second, 1, "days 0 and 1 only");
+    same(
+        ok(store.prune_board_keys(day2, 10).await, "prune_board_keys"),
+        0,
+        "nothing more",
+    );
+    // The keys of days 0 and 1 are forgotten (their gifts would count again); day 2's stays.
+    same(
+        ok(store.add_to_boards(&gifts).await, "add again"),
+        2,
+        "forgotten keys count again",
+    );
+    let month = board(BoardKind::Senders, None, BoardPeriod::Month, 2);
+    same(
+        page(&*store, &month).await,
+        vec![entry("alice", 3, 2 * DAY_MS)],
+        "December: day 1's gift counted again, day 2's once",
     );
 }
