@@ -414,6 +414,10 @@ impl App {
                 name: settings.billing.time_zone.clone(),
                 utc_offset_secs: settings.billing.utc_offset_secs()?,
             },
+            board_pages: Arc::new(crate::page_cache::PageCache::new(
+                Duration::from_millis(settings.boards.page_cache_ms),
+                settings.boards.page_cache_entries,
+            )),
             keyed: room_app::keyed::KeyedGate::on_store_clock(
                 storage.keyed.clone(),
                 keys_clock,

@@ -27,6 +27,7 @@ mod kafka;
 mod keyed;
 mod limits;
 mod link;
+mod page_cache;
 mod role;
 mod routes;
 mod rtc;

@@ -89,6 +89,8 @@ pub struct HandlerContext {
     pub lists: Arc<room_app::lists::RoomLists>,
     /// The zone gift value and turnover are counted in (`billing.time_zone`).
     pub billing_zone: BillingZone,
+    /// The leaderboard pages this node answered lately (`boards.page_cache_ms`).
+    pub board_pages: Arc<crate::page_cache::PageCache>,
 }
 
 /// The billing time zone, as configured and as an offset.

@@ -32,6 +32,10 @@ pub struct BoardSettings {
     pub reward_delay_secs: u32,
     /// How often closed periods' rewards are recorded and paid, in seconds.
     pub reward_every_secs: u64,
+    /// How long a node serves a board page it answered again, in milliseconds (0: never).
+    pub page_cache_ms: u64,
+    /// The most board pages a node keeps for that.
+    pub page_cache_entries: usize,
     /// The board consumer's name as a consumer of the durable facts: with Kafka its consumer
     /// group, without its stored position in the outbox and its work claim. 1 to 55 ASCII
     /// letters, digits, `.`, `_` or `-`.
@@ -47,6 +51,8 @@ impl Default for BoardSettings {
             prune_every_secs: 3_600,
             reward_delay_secs: 600,
             reward_every_secs: 60,
+            page_cache_ms: 250,
+            page_cache_entries: 1_024,
             group: BOARDS_CONSUMER_GROUP.to_owned(),
         }
     }
@@ -82,6 +88,16 @@ impl BoardSettings {
             (1..=86_400).contains(&self.prune_every_secs),
             "ROOM__BOARDS__PRUNE_EVERY_SECS is {}: 1 to 86,400",
             self.prune_every_secs
+        );
+        anyhow::ensure!(
+            self.page_cache_ms <= 10_000,
+            "ROOM__BOARDS__PAGE_CACHE_MS is {}: 0 (off) to 10,000",
+            self.page_cache_ms
+        );
+        anyhow::ensure!(
+            self.page_cache_entries <= 100_000,
+            "ROOM__BOARDS__PAGE_CACHE_ENTRIES is {}: 0 to 100,000",
+            self.page_cache_entries
         );
         anyhow::ensure!(
             self.reward_delay_secs <= 86_400,
@@ -149,6 +165,18 @@ pub(super) const SECTION: Section = Section {
              by one process at a time under a work claim. Metrics: \
              `room_board_rewards_recorded_total`, `room_board_rewards_paid_total`, \
              `room_board_reward_coins_total`, `room_board_reward_failures_total`.",
+        ),
+        (
+            "page_cache_ms",
+            "How long a node answers a board page it answered lately from memory, in \
+             milliseconds (0 to 10,000; 0 turns it off): a board shows a gift at most this \
+             much later. Standings (`/me`) are never cached.",
+        ),
+        (
+            "page_cache_entries",
+            "The most board pages (a board, a cursor and a limit each) a node keeps for that, \
+             0 to 100,000; when it is full of live pages, more are answered uncached \
+             (`room_board_page_cache_full_total`).",
         ),
         (
             "group",

@@ -8,7 +8,10 @@
 use std::collections::HashMap;
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use room_app::boards::rewards::change_board_rewards;
 use room_app::boards::{BoardCursor, BoardPage, board_at, first_day, read_board};
 use room_app::ports::{BoardId, BoardKind, BoardPeriod, BoardStanding};
@@ -219,15 +222,32 @@ fn standing_body(
     }
 }
 
-/// A page of `board` after the query's cursor, with display fields.
-async fn page_of(
-    state: &AppState,
-    board: BoardId,
-    query: &BoardQuery,
-) -> ApiResult<Json<BoardResponse>> {
+/// A page of `board` after the query's cursor, with display fields: from the node's cache of
+/// pages when it answered the same page less than `boards.page_cache_ms` ago.
+async fn page_of(state: &AppState, board: BoardId, query: &BoardQuery) -> ApiResult<Response> {
     let limit = page_limit(query.limit)?;
-    let page = read_board(&state.service.ports().boards, board, query.cursor()?, limit).await?;
-    Ok(Json(page_body(state, page).await?))
+    let cursor = query.cursor()?;
+    let key = format!(
+        "{}|{}|{}|{}|{limit}|{}",
+        board.kind.as_str(),
+        board.room_key(),
+        board.period.as_str(),
+        board.number,
+        cursor.as_ref().map(BoardCursor::encode).unwrap_or_default()
+    );
+    let body = match state.board_pages.get(&key) {
+        Some(body) => body,
+        None => {
+            let page = read_board(&state.service.ports().boards, board, cursor, limit).await?;
+            let body = Bytes::from(
+                serde_json::to_vec(&page_body(state, page).await?)
+                    .map_err(|e| room_app::Error::corrupt(format!("a board page: {e}")))?,
+            );
+            state.board_pages.put(key, body.clone());
+            body
+        }
+    };
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 /// `user`'s standing on `board`.
@@ -268,7 +288,7 @@ pub async fn app_board(
     Auth(_): Auth,
     ApiPath(name): ApiPath<String>,
     ApiQuery(query): ApiQuery<BoardQuery>,
-) -> ApiResult<Json<BoardResponse>> {
+) -> ApiResult<Response> {
     let board = board(&state, &name, None, &query)?;
     page_of(&state, board, &query).await
 }
@@ -326,7 +346,7 @@ pub async fn room_board(
     Auth(_): Auth,
     ApiPath((room_id, name)): ApiPath<(String, String)>,
     ApiQuery(query): ApiQuery<BoardQuery>,
-) -> ApiResult<Json<BoardResponse>> {
+) -> ApiResult<Response> {
     let room = state.existing_room(&room_id).await?;
     let board = board(&state, &name, Some(room), &query)?;
     page_of(&state, board, &query).await
