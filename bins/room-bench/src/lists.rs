@@ -27,7 +27,7 @@ use crate::cpu;
 use crate::load::{SENDERS, next_order};
 use crate::report::report;
 use crate::server::{ClientView, Server, token};
-use crate::stats::{median, metric_sample, millis, quantile};
+use crate::stats::{latency_summary, median, metric_sample, millis, quantile};
 
 /// The open rooms the lists rank.
 const ROOMS: usize = 10_000;
@@ -56,11 +56,18 @@ const IDLE_WINDOW: Duration = Duration::from_secs(20);
 /// How long the first ranking of every room may take to come.
 const RANKED_WAIT: Duration = Duration::from_secs(120);
 
-/// The authenticated read the lists are compared with.
-const WALLET: &str = "/v1/me/wallet";
+/// The authenticated read the lists (and the boards) are compared with.
+pub const WALLET: &str = "/v1/me/wallet";
 
 /// The first page of `hot`, as a client opening the app reads it.
 const HOT_PAGE: &str = "/v1/rooms?tab=hot&limit=20";
+
+/// The environment of a server whose run takes minutes: rooms stay loaded, and members who
+/// never heartbeat stay.
+pub const STAY: [(&str, &str); 2] = [
+    ("ROOM__CELL__IDLE_SECS", "3600"),
+    ("ROOM__PRESENCE__TIMEOUT_SECS", "3600"),
+];
 
 /// The owner of room `r`.
 fn owner(r: usize) -> String {
@@ -72,12 +79,7 @@ pub async fn lists(
     start: impl AsyncFn(&[(&str, &str)]) -> Result<Server>,
     duration: Duration,
 ) -> Result<()> {
-    let server = start(&[
-        // The run takes minutes: rooms stay loaded, and members who never heartbeat stay.
-        ("ROOM__CELL__IDLE_SECS", "3600"),
-        ("ROOM__PRESENCE__TIMEOUT_SECS", "3600"),
-    ])
-    .await?;
+    let server = start(&STAY).await?;
     let empty = Idle::measure(&server).await?;
     empty.report("lists: idle, no room");
 
@@ -105,14 +107,7 @@ pub async fn lists(
             let what = if path == WALLET { "wallet" } else { "hot" };
             report(
                 &format!("lists: {what} reads, round {round} (reads/s)"),
-                &format!(
-                    "{:.0}; p50 {:.2} ms, p99 {:.2} ms; server CPU {:.0} us a read{}",
-                    run.rate,
-                    millis(quantile(&run.latencies, 0.5)),
-                    millis(quantile(&run.latencies, 0.99)),
-                    run.cpu_per_read * 1e6,
-                    errors(run.errors)
-                ),
+                &run.summary(),
             );
             if path == WALLET {
                 wallet.push(run.rate);
@@ -139,9 +134,12 @@ pub async fn lists(
             millis(quantile(&hot_latencies, 0.99))
         ),
     );
-    let rate = ((hot / 2.0 / 100.0).round() as u64).max(1) * 100;
-    let open = open_loop(&server.client, &readers, HOT_PAGE, rate, duration).await?;
-    report(&format!("lists: hot pages, open loop at {rate}/s"), &open);
+    let rate = half_rate(hot);
+    let (open, failed) = open_loop(&server.client, &readers, HOT_PAGE, rate, duration).await?;
+    report(
+        &format!("lists: hot pages, open loop at {rate}/s"),
+        &latency_summary(&open, failed),
+    );
 
     // The readers' last answers are out; let the service settle before the idle window.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -240,7 +238,7 @@ async fn heat(server: &Server, rooms: &[String]) -> Result<u64> {
 
 /// The readers' tokens, one per concurrent client, each reader with coins (a wallet that is
 /// a stored row, as a real user's).
-async fn readers(server: &Server) -> Result<Vec<String>> {
+pub async fn readers(server: &Server) -> Result<Vec<String>> {
     let admin = token("bench-admin", true)?;
     let mut readers = Vec::with_capacity(SENDERS);
     for w in 0..SENDERS {
@@ -316,15 +314,29 @@ async fn check_first_page(server: &Server, reader: &str) -> Result<()> {
 }
 
 /// What one closed loop of reads measured.
-struct ReadRun {
+pub struct ReadRun {
     /// Reads answered per second.
-    rate: f64,
+    pub rate: f64,
     /// Each answered read's time, sorted.
-    latencies: Vec<Duration>,
+    pub latencies: Vec<Duration>,
     /// The server's CPU seconds per answered read.
     cpu_per_read: f64,
     /// Reads that failed.
     errors: u64,
+}
+
+impl ReadRun {
+    /// Its reads a second, p50, p99, the server's CPU a read and the failures, as printed.
+    pub fn summary(&self) -> String {
+        format!(
+            "{:.0}; p50 {:.2} ms, p99 {:.2} ms; server CPU {:.0} us a read{}",
+            self.rate,
+            millis(quantile(&self.latencies, 0.5)),
+            millis(quantile(&self.latencies, 0.99)),
+            self.cpu_per_read * 1e6,
+            errors(self.errors)
+        )
+    }
 }
 
 /// One GET of `path` as the user of `token`; fails unless answered 2xx.
@@ -345,7 +357,7 @@ async fn get(client: &ClientView, path: &str, token: &str) -> Result<()> {
 
 /// Every reader reading `path` back to back for `length` (after an unmeasured warm-up that
 /// opens their connections).
-async fn read_loop(
+pub async fn read_loop(
     server: &Server,
     readers: &[String],
     path: &str,
@@ -401,15 +413,22 @@ async fn closed_loop(
     Ok((latencies, errors))
 }
 
+/// Half of `rate`, in hundreds (at least 100): the offered rate of an open loop that does not
+/// measure its own queue, as a closed loop at saturation does.
+pub fn half_rate(rate: f64) -> u64 {
+    ((rate / 2.0 / 100.0).round() as u64).max(1) * 100
+}
+
 /// Offers `rate` reads of `path` a second for `length`, whatever the answers, the readers
-/// taking turns; answers the latency summary, each read timed from when it was due.
-async fn open_loop(
+/// taking turns; answers the answered reads' times, each from when it was due, sorted, and
+/// the failures.
+pub async fn open_loop(
     client: &ClientView,
     readers: &[String],
     path: &str,
     rate: u64,
     length: Duration,
-) -> Result<String> {
+) -> Result<(Vec<Duration>, u64)> {
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
     let total = rate * length.as_secs();
     let started = Instant::now();
@@ -432,13 +451,7 @@ async fn open_loop(
         }
     }
     latencies.sort_unstable();
-    Ok(format!(
-        "p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms, {} ok, {failed} failed",
-        millis(quantile(&latencies, 0.5)),
-        millis(quantile(&latencies, 0.99)),
-        millis(quantile(&latencies, 1.0)),
-        latencies.len()
-    ))
+    Ok((latencies, failed))
 }
 
 /// What an idle server did in [`IDLE_WINDOW`]: its CPU time and its lists' refreshes.

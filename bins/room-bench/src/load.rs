@@ -2,7 +2,7 @@
 //! a fixed rate whatever the answers, and the rooms and members of the memory phase.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::cpu::{self, CpuSample};
 use crate::report::report;
 use crate::server::{ClientView, Server, Setup, token};
+use crate::stats::latency_summary;
 
 /// The senders of a closed loop.
 pub const SENDERS: usize = 64;
@@ -173,19 +174,81 @@ pub async fn open_loop_on(
     }
     let cpu_per_gift = cpu_of(servers)?.since(&cpu_before).report(total);
     latencies.sort();
-    let pick = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 - 1.0) * q) as usize)
-            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-    };
-    let latency = format!(
-        "p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms, {} ok, {failed} failed",
-        pick(0.5),
-        pick(0.99),
-        pick(1.0),
-        latencies.len()
-    );
-    Ok((latency, cpu_per_gift))
+    Ok((latency_summary(&latencies, failed), cpu_per_gift))
+}
+
+/// The most gifts a [`Paced`] load has in flight.
+pub const PACED_IN_FLIGHT: usize = 256;
+
+/// Gifts offered at a rate in the background, over a setup's senders in turn, until stopped:
+/// an open loop (each gift timed from when it was due) while fewer than [`PACED_IN_FLIGHT`]
+/// are in flight, a closed loop of that many (the most the server takes) beyond.
+pub struct Paced {
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    workers: Vec<tokio::task::JoinHandle<(Vec<Duration>, u64)>>,
+}
+
+/// What a [`Paced`] load did.
+pub struct PacedRun {
+    /// Completed gifts per second.
+    pub rate: f64,
+    /// The latency summary ([`latency_summary`]).
+    pub latency: String,
+}
+
+impl Paced {
+    /// Starts offering `rate` gifts a second through `client`.
+    pub fn start(client: &ClientView, setup: &Setup, rate: u64) -> Paced {
+        let stop = Arc::new(AtomicBool::new(false));
+        let tickets = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let interval = Duration::from_secs_f64(1.0 / rate.max(1) as f64);
+        let workers = (0..PACED_IN_FLIGHT)
+            .map(|_| {
+                let (client, senders) = (client.clone(), setup.rooms.clone());
+                let (stop, tickets) = (stop.clone(), tickets.clone());
+                tokio::spawn(async move {
+                    let (mut latencies, mut failed) = (Vec::new(), 0);
+                    loop {
+                        let i = tickets.fetch_add(1, Ordering::Relaxed);
+                        let due = started + interval.mul_f64(i as f64);
+                        tokio::time::sleep_until(due.into()).await;
+                        if stop.load(Ordering::Relaxed) {
+                            return (latencies, failed);
+                        }
+                        let sender = &senders[i as usize % senders.len()];
+                        match client.gift(sender, next_order()).await {
+                            Ok(()) => latencies.push(due.elapsed()),
+                            Err(_) => failed += 1,
+                        }
+                    }
+                })
+            })
+            .collect();
+        Paced {
+            stop,
+            started,
+            workers,
+        }
+    }
+
+    /// Stops offering, waits for the gifts in flight; answers what the load did.
+    pub async fn stop(self) -> Result<PacedRun> {
+        self.stop.store(true, Ordering::Relaxed);
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let (mut latencies, mut failed) = (Vec::new(), 0);
+        for worker in self.workers {
+            let (times, failures) = worker.await?;
+            latencies.extend(times);
+            failed += failures;
+        }
+        latencies.sort_unstable();
+        Ok(PacedRun {
+            rate: latencies.len() as f64 / elapsed,
+            latency: latency_summary(&latencies, failed),
+        })
+    }
 }
 
 /// Resident memory per idle active room (1,000 rooms) and per member (10 rooms × 1,000).

@@ -21,6 +21,10 @@
 //! - lists (`--only lists`, only when named): the room lists at 10,000 open rooms, first
 //!   pages of `hot` against authenticated wallet reads, and the CPU a refresh costs (see
 //!   [`lists`]);
+//! - boards (`--only boards`, only when named): first pages of the leaderboards against
+//!   authenticated wallet reads while 1,000 gifts a second update them, then how long a gift
+//!   takes to show on a board at `--rate` gifts a second (5,000 unless given), with a verdict
+//!   against the targets (see [`boards`]);
 //! - soak (`--soak MINUTES`, alone): a steady open loop with every member kept present, a
 //!   line a minute and a verdict on memory, p99 and bytes per gift (see [`soak`]);
 //! - disk: after the spread and latency phases, the bytes on disk per gift they wrote, per
@@ -36,7 +40,8 @@
 //!
 //! Usage: `cargo build --release -p room-api -p room-bench && target/release/room-bench
 //! [--server target/release/room-api] [--seconds 10] [--rate 1500] [--latency-only] [--help]
-//! [--only hot,single,spread,latency,memory,joins]`.
+//! [--only hot,single,spread,latency,memory,joins]` (or `--only billing`, `display`, `lists`,
+//! `boards`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,13 +63,16 @@ usage: room-bench [--server PATH] [--seconds N] [--rate N] [--only PHASES] [--la
 Starts a release room-api on a fresh SQLite file and measures it over loopback HTTP.
   --server PATH    the room-api binary (default target/release/room-api)
   --seconds N      length of each measured phase (default 10)
-  --rate N         offered load of the open-loop phase, gifts per second (default 1500)
+  --rate N         offered load of the open-loop phase, gifts per second (default 1500; of
+                   boards' lag measurement, 5000)
   --only PHASES    comma-separated, of: hot, single, spread, latency, memory, joins
                    (default: all),
                    billing (only when named: the hot room paying income against not, in turns),
                    display (only when named: the hot room with senders' profiles against
                    without, in turns),
-                   lists (only when named: hot pages and refreshes at 10,000 rooms);
+                   lists (only when named: hot pages and refreshes at 10,000 rooms),
+                   boards (only when named: board pages against wallet reads under 1,000
+                   gifts/s, and a gift's lag to its board at --rate);
                    with --nodes 2, of: forwarding, spread, failover, renewals
   --latency-only   the same as --only latency
   --storage S      sqlite (default: a fresh file per server) or mysql (a fresh database per
@@ -80,6 +88,7 @@ Starts a release room-api on a fresh SQLite file and measures it over loopback H
 Environment variables reach the server (e.g. ROOM__STORAGE__CHECKPOINT_EVERY_MS).";
 
 mod billing;
+mod boards;
 mod cpu;
 mod disk;
 mod display;
@@ -98,7 +107,8 @@ mod turns;
 struct Options {
     server: PathBuf,
     seconds: u64,
-    rate: u64,
+    /// `--rate`, when given.
+    rate: Option<u64>,
     /// Where the servers keep their data.
     storage: nodes::Storage,
     /// The Redis of `--nodes 2`.
@@ -124,7 +134,7 @@ fn options() -> Result<Options> {
     let mut options = Options {
         server: PathBuf::from("target/release/room-api"),
         seconds: 10,
-        rate: 1500,
+        rate: None,
         storage: nodes::Storage::Sqlite,
         redis: "redis://127.0.0.1:6379".into(),
         nodes: 1,
@@ -167,7 +177,7 @@ fn options() -> Result<Options> {
         match arg.as_str() {
             "--server" => options.server = value.into(),
             "--seconds" => options.seconds = value.parse()?,
-            "--rate" => options.rate = value.parse()?,
+            "--rate" => options.rate = Some(value.parse()?),
             "--forward-rate" => options.forward_rate = Some(value.parse()?),
             "--soak" => options.soak = Some(value.parse()?),
             "--storage" => match value.as_str() {
@@ -192,6 +202,7 @@ fn options() -> Result<Options> {
                         "billing",
                         "display",
                         "lists",
+                        "boards",
                         "spread",
                         "latency",
                         "memory",
@@ -224,6 +235,7 @@ async fn main() -> Result<()> {
         );
     }
     let duration = Duration::from_secs(options.seconds);
+    let rate = options.rate.unwrap_or(1500);
     report("machine", &machine());
     if options.nodes == 2 {
         let runs = |phase: &str| options.runs(phase);
@@ -246,7 +258,7 @@ async fn main() -> Result<()> {
     if let Some(minutes) = options.soak {
         let server = storage(&[]).await?;
         let setup = server.setup(100, 100).await?;
-        let passed = soak::soak(&server, &setup, options.rate, minutes).await?;
+        let passed = soak::soak(&server, &setup, rate, minutes).await?;
         server.stop().await?;
         // The verdict is printed: a failed one is the exit status, not an error.
         std::process::exit(if passed { 0 } else { 1 });
@@ -260,6 +272,10 @@ async fn main() -> Result<()> {
     }
     if options.only.iter().any(|p| p == "lists") {
         lists::lists(&storage, duration).await?;
+    }
+    if options.only.iter().any(|p| p == "boards") {
+        let rate = options.rate.unwrap_or(boards::RATE);
+        boards::boards(&storage, duration, rate).await?;
     }
     let mut hot = None;
     if options.runs("hot") {
@@ -325,10 +341,10 @@ async fn main() -> Result<()> {
         }
         if options.runs("latency") {
             let trips = RoundTrips::start(&options.storage).await?;
-            let latency = open_loop(&server, &setup, options.rate, duration).await?;
-            report(&format!("open loop at {} gifts/s", options.rate), &latency);
+            let latency = open_loop(&server, &setup, rate, duration).await?;
+            report(&format!("open loop at {rate} gifts/s"), &latency);
             if let Some(trips) = trips {
-                let offered = options.rate as f64 * duration.as_secs_f64();
+                let offered = rate as f64 * duration.as_secs_f64();
                 trips.report("open loop", offered).await?;
             }
         }

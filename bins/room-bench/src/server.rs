@@ -330,7 +330,18 @@ pub struct ClientView {
 }
 
 impl ClientView {
+    /// Sends a rose from `sender` to its recipient; fails unless `COMPLETED`.
     pub async fn gift(&self, sender: &(String, String, String), order: u64) -> Result<()> {
+        self.gifts(sender, order, 1).await
+    }
+
+    /// [`ClientView::gift`] of `count` roses.
+    pub async fn gifts(
+        &self,
+        sender: &(String, String, String),
+        order: u64,
+        count: u32,
+    ) -> Result<()> {
         let (room_id, token, recipient) = sender;
         let response = self
             .http
@@ -339,7 +350,7 @@ impl ClientView {
             .json(&json!({
                 "order_id": format!("o-{order}"),
                 "gift_id": "rose",
-                "count": 1,
+                "count": count,
                 "recipients": [recipient],
             }))
             .send()

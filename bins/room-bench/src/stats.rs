@@ -20,6 +20,18 @@ pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted.get(at).copied().unwrap_or_default()
 }
 
+/// The p50, p99 and max of `sorted` (the times of the requests answered) and the counts
+/// answered and `failed`, as printed.
+pub fn latency_summary(sorted: &[Duration], failed: u64) -> String {
+    format!(
+        "p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms, {} ok, {failed} failed",
+        millis(quantile(sorted, 0.5)),
+        millis(quantile(sorted, 0.99)),
+        millis(quantile(sorted, 1.0)),
+        sorted.len()
+    )
+}
+
 /// `duration` in milliseconds.
 pub fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
