@@ -54,6 +54,30 @@ pub struct BoardQuery {
     cursor: Option<String>,
 }
 
+/// Which period of a board.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PeriodQuery {
+    /// `day` (the default), `week` (Monday to Sunday) or `month`, in the billing time zone
+    /// (`ROOM__BILLING__TIME_ZONE`).
+    #[param(pattern = r"^(day|week|month)$")]
+    period: Option<String>,
+    /// A day of the period, `YYYY-MM-DD` in the billing time zone; today when absent.
+    #[param(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+    at: Option<String>,
+}
+
+impl From<PeriodQuery> for BoardQuery {
+    fn from(query: PeriodQuery) -> Self {
+        BoardQuery {
+            period: query.period,
+            at: query.at,
+            limit: None,
+            cursor: None,
+        }
+    }
+}
+
 impl BoardQuery {
     fn period(&self) -> ApiResult<BoardPeriod> {
         match self.period.as_deref() {
@@ -299,7 +323,7 @@ pub async fn app_board(
     get, path = "/v1/boards/{board}/me", tag = "boards",
     params(
         ("board" = String, Path, pattern = r"^(senders|receivers)$", description = "`senders` or `receivers`"),
-        BoardQuery,
+        PeriodQuery,
     ),
     responses(
         (status = 200, description = "The caller's standing (no rank and score 0 without one)", body = BoardStandingResponse),
@@ -312,8 +336,9 @@ pub async fn my_app_standing(
     State(state): State<AppState>,
     Auth(actor): Auth,
     ApiPath(name): ApiPath<String>,
-    ApiQuery(query): ApiQuery<BoardQuery>,
+    ApiQuery(query): ApiQuery<PeriodQuery>,
 ) -> ApiResult<Json<BoardStandingResponse>> {
+    let query = BoardQuery::from(query);
     if name == BoardKind::Rooms.as_str() {
         return Err(ApiError::of(
             ApiCode::BoardNotFound,
@@ -358,7 +383,7 @@ pub async fn room_board(
     params(
         ("room_id" = crate::dto::Id, Path, description = "The room"),
         ("board" = String, Path, pattern = r"^(senders|receivers)$", description = "`senders` or `receivers`"),
-        BoardQuery,
+        PeriodQuery,
     ),
     responses(
         (status = 200, description = "The caller's standing (no rank and score 0 without one)", body = BoardStandingResponse),
@@ -371,8 +396,9 @@ pub async fn my_room_standing(
     State(state): State<AppState>,
     Auth(actor): Auth,
     ApiPath((room_id, name)): ApiPath<(String, String)>,
-    ApiQuery(query): ApiQuery<BoardQuery>,
+    ApiQuery(query): ApiQuery<PeriodQuery>,
 ) -> ApiResult<Json<BoardStandingResponse>> {
+    let query = BoardQuery::from(query);
     let room = state.existing_room(&room_id).await?;
     let board = board(&state, &name, Some(room), &query)?;
     standing_of(&state, board, &actor.user_id).await
@@ -446,7 +472,7 @@ pub async fn put_board_rewards(
     get, path = "/v1/admin/boards/{board}/payouts", tag = "admin",
     params(
         ("board" = String, Path, pattern = r"^(senders|receivers|rooms)$", description = "`senders`, `receivers` or `rooms`"),
-        BoardQuery,
+        PeriodQuery,
     ),
     responses(
         (status = 200, description = "The period's payouts (`recorded` false until it closed and the delay passed)", body = BoardPayoutsResponse),
@@ -460,8 +486,9 @@ pub async fn board_payouts(
     State(state): State<AppState>,
     PlatformAdmin(_): PlatformAdmin,
     ApiPath(name): ApiPath<String>,
-    ApiQuery(query): ApiQuery<BoardQuery>,
+    ApiQuery(query): ApiQuery<PeriodQuery>,
 ) -> ApiResult<Json<BoardPayoutsResponse>> {
+    let query = BoardQuery::from(query);
     let board = board(&state, &name, None, &query)?;
     let payouts = state
         .service
