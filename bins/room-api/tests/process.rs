@@ -265,6 +265,32 @@ async fn an_orderly_restart_finds_every_committed_state_and_balance() {
     let status = server.terminate().await;
     assert!(status.success(), "orderly shutdown exits 0, got {status}");
 
+    // The room's board of senders, rebuilt from the facts by the command, equals the live
+    // one; the open day's board is not replaced.
+    let rebuild = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_room-api"))
+            .current_dir(dir.path())
+            .env(
+                "ROOM__STORAGE__URL",
+                format!("sqlite://{}", dir.path().join("room.db").display()),
+            )
+            .env("ROOM__AUTH__JWT_SECRET", SECRET)
+            .env("ROOM__CATALOG__PATH", &catalog)
+            .args(["boards", "rebuild", "--board", "senders", "--period", "day"])
+            .args(["--room", room_id.as_str()])
+            .args(extra)
+            .output()
+            .expect("room-api boards rebuild")
+    };
+    let equal = rebuild(&[]);
+    let report = String::from_utf8_lossy(&equal.stderr);
+    assert!(equal.status.success(), "{report}");
+    assert!(report.contains("equals the rebuilt one"), "{report}");
+    let open = rebuild(&["--apply"]);
+    let report = String::from_utf8_lossy(&open.stderr);
+    assert!(!open.status.success(), "{report}");
+    assert!(report.contains("has not closed"), "{report}");
+
     let server = Server::start(dir.path(), &catalog, &[]).await;
     let after = server.get(&format!("/v1/rooms/{room_id}"), &alice).await;
     assert_eq!(after, before, "the room after the restart");

@@ -27,7 +27,7 @@ use crate::consumers::{FactError, FactHandler};
 use crate::error::{Error, Result};
 use crate::ports::{
     BoardEntry, BoardGift, BoardId, BoardKind, BoardPeriod, BoardStanding, BoardSums, BoardsRef,
-    MAX_BOARD_GIFTS, MAX_BOARD_PAGE, OutboxRef,
+    ConsumerPositionsRef, MAX_BOARD_GIFTS, MAX_BOARD_PAGE, OutboxRef,
 };
 
 /// The gift `envelope` counts on the boards, if it is a paid `RoomGiftSent`: in the periods
@@ -390,6 +390,29 @@ impl Rebuilt {
 /// How many outbox rows a rebuild reads at a time.
 const REBUILD_PAGE: u32 = 1_000;
 
+/// The commit instant of the oldest fact that may still be on its way to the boards: the
+/// oldest undelivered outbox row's and, when the board consumer reads the outbox (`consumer`:
+/// where it stands, by name), the next row it has to read; `None` when every fact is
+/// counted (or delivered to a broker).
+pub async fn in_flight(
+    outbox: &OutboxRef,
+    consumer: Option<&(ConsumerPositionsRef, String)>,
+) -> Result<Option<Timestamp>> {
+    let mut oldest = outbox
+        .list_pending(0, &[], 1)
+        .await?
+        .first()
+        .map(|row| row.envelope.occurred_at);
+    if let Some((positions, name)) = consumer {
+        let position = positions.get_position(name).await?.unwrap_or(0);
+        if let Some(row) = outbox.list_after(position, 1).await?.first() {
+            let at = row.envelope.occurred_at;
+            oldest = Some(oldest.map_or(at, |oldest| oldest.min(at)));
+        }
+    }
+    Ok(oldest)
+}
+
 /// Where a rebuild reads the facts, and how long they are kept.
 pub struct FactLog {
     /// The store's outbox: every fact, delivered or not, until retention deletes it.
@@ -398,6 +421,9 @@ pub struct FactLog {
     /// `outbox.retention_days` (a delivered row is deleted that long after its delivery, and
     /// a fact is delivered after it is committed).
     pub kept_since: Timestamp,
+    /// Where the board consumer stands in the outbox, and its name, when it reads the facts
+    /// from there (no broker).
+    pub consumer: Option<(ConsumerPositionsRef, String)>,
 }
 
 /// Rebuilds `board` from the durable facts the store's outbox still holds, compares it with
@@ -434,15 +460,14 @@ pub async fn rebuild_board(
                 first_day(&board)
             )));
         }
-        let in_flight = log.outbox.list_pending(0, &[], 1).await?;
-        if let Some(row) = in_flight.first()
-            && row.envelope.occurred_at < end
+        if in_flight(&log.outbox, log.consumer.as_ref())
+            .await?
+            .is_some_and(|oldest| oldest < end)
         {
             return Err(Error::Invalid(format!(
-                "a fact committed before the {} ended is still on its way (outbox row {}): \
-                 try again once the outbox has drained",
-                board.period.as_str(),
-                row.id
+                "a fact committed before the {} ended is still on its way to the boards: try \
+                 again once the outbox has drained and the board consumer has caught up",
+                board.period.as_str()
             )));
         }
     }

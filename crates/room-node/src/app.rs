@@ -719,6 +719,9 @@ impl App {
             wallet: ports.wallet.clone(),
             directory: ports.directory.clone(),
             outbox: self.storage.outbox.clone(),
+            // Without a broker the board consumer reads the outbox under its stored position.
+            consumer: (!self.settings.kafka.is_enabled())
+                .then(|| (self.storage.positions.clone(), boards.group.clone())),
             utc_offset_secs: offset,
             delay_secs: boards.reward_delay_secs,
         });

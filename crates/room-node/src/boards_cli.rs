@@ -59,6 +59,9 @@ pub async fn rebuild(settings: &Settings, args: &RebuildArgs) -> anyhow::Result<
                     .unwrap_or(i64::MAX / 86_400_000)
                     .saturating_mul(86_400_000),
         ),
+        // Without a broker the board consumer reads the outbox under its stored position.
+        consumer: (!settings.kafka.is_enabled())
+            .then(|| (storage.positions.clone(), settings.boards.group.clone())),
     };
     let rebuilt = rebuild_board(&log, &storage.boards, board, offset, args.apply, now).await;
     storage.close().await;

@@ -3,11 +3,11 @@
 //! ([`RewardPayer`]).
 //!
 //! A board of the whole app with a reward table pays once its period has closed, `delay_secs`
-//! more have passed, and the outbox holds no fact of the period that is still on its way (the
-//! oldest undelivered row is of a later instant: without a broker a row is delivered once
-//! every in-process consumer, the board consumer among them, has passed it; with Kafka, once
-//! it is published, so the board consumer's own lag must stay below `delay_secs`, which its
-//! `room_facts_lag_seconds` shows): the pass reads the board's top ranks, records what each rank is owed (the user, or on the
+//! more have passed, and no fact of the period is still on its way: the oldest undelivered
+//! outbox row is of a later instant, and without a broker so is the next row the board
+//! consumer has to read (with Kafka a row is delivered once it is published, so the board
+//! consumer's own lag on the topic must stay below `delay_secs`, which its
+//! `room_facts_lag_seconds` shows). The pass then reads the board's top ranks, records what each rank is owed (the user, or on the
 //! board of rooms the room's owner, and the coins of the table current then) in one step that
 //! succeeds once per board and period, then credits each recorded payout through the wallet
 //! (a [`CreditKind::BoardReward`] credit whose operation id names the board, the period and
@@ -23,12 +23,12 @@
 
 use room_domain::{Periods, RoomId, Timestamp};
 
-use super::{end_day, first_day, whole_board_top};
+use super::{end_day, first_day, in_flight, whole_board_top};
 use crate::error::{Error, Result};
 use crate::ids::SYSTEM_ID_PREFIX;
 use crate::ports::{
-    BoardId, BoardKind, BoardPayout, BoardRewardsRef, BoardsRef, CreditKind, OutboxRef,
-    RewardTable, RewardTables, RoomDirectoryRef, WalletRef,
+    BoardId, BoardKind, BoardPayout, BoardRewardsRef, BoardsRef, ConsumerPositionsRef, CreditKind,
+    OutboxRef, RewardTable, RewardTables, RoomDirectoryRef, WalletRef,
 };
 
 /// The tables stored as version 1 when the store has none: `tables` (the configuration's)
@@ -110,6 +110,10 @@ pub struct RewardPayer {
     pub directory: RoomDirectoryRef,
     /// The outbox, whose oldest undelivered fact says whether a period may still be counted.
     pub outbox: OutboxRef,
+    /// Where the board consumer stands in the outbox, and its name, when it reads the facts
+    /// from the outbox (no broker): a period waits until the consumer has passed its facts,
+    /// also when it starts afresh behind rows delivered long ago.
+    pub consumer: Option<(ConsumerPositionsRef, String)>,
     /// The billing time zone, seconds east of UTC.
     pub utc_offset_secs: i32,
     /// How long after a period closes it pays, in seconds.
@@ -128,12 +132,7 @@ impl RewardPayer {
             return Ok(0);
         };
         // Facts committed before this instant may still be on their way to the boards.
-        let in_flight = self
-            .outbox
-            .list_pending(0, &[], 1)
-            .await?
-            .first()
-            .map(|row| row.envelope.occurred_at);
+        let in_flight = in_flight(&self.outbox, self.consumer.as_ref()).await?;
         for table in &tables.tables {
             if let Err(error) = self.record_closed(&tables, table, now, in_flight).await {
                 metrics::counter!("room_board_reward_failures_total").increment(1);

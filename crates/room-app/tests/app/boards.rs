@@ -260,6 +260,7 @@ async fn boards_follow_the_gifts_of_a_room_and_a_rebuild_equals_them() {
     let log = FactLog {
         outbox: outbox.clone(),
         kept_since: Timestamp(now.0 - 40 * DAY),
+        consumer: None,
     };
     for kind in BoardKind::ALL {
         for period in BoardPeriod::ALL {
@@ -307,6 +308,7 @@ async fn boards_follow_the_gifts_of_a_room_and_a_rebuild_equals_them() {
     let kept = FactLog {
         outbox: outbox.clone(),
         kept_since: now,
+        consumer: None,
     };
     assert!(refused(
         rebuild_board(&kept, &boards, senders.clone(), ZONE, false, now).await
@@ -713,6 +715,7 @@ async fn closed_periods_pay_their_ranks_once_through_crashes() {
         }),
         directory: world.store.clone(),
         outbox: world.store.clone(),
+        consumer: Some((world.store.clone() as _, "boards".to_owned())),
         utc_offset_secs: ZONE,
         delay_secs: 600,
     };
@@ -728,11 +731,29 @@ async fn closed_periods_pay_their_ranks_once_through_crashes() {
     let after_delay = Timestamp(closes + 600_000);
     assert_eq!(payer(0, false).pay(after_delay, 100).await.unwrap(), 0);
     assert_eq!(rewards.board_payouts(&today).await.unwrap(), None);
-    // Every consumer has passed the facts: they count as delivered.
+    // The rows count as delivered (as when a broker took them), but the board consumer has
+    // not read them: the day still waits.
     outbox
         .mark_passed(i64::MAX, Timestamp(closes), 10_000)
         .await
         .unwrap();
+    assert_eq!(payer(0, false).pay(after_delay, 100).await.unwrap(), 0);
+    assert_eq!(rewards.board_payouts(&today).await.unwrap(), None);
+    // The board consumer has passed every row.
+    let last = outbox
+        .list_after(0, 10_000)
+        .await
+        .unwrap()
+        .last()
+        .unwrap()
+        .id;
+    let positions: room_app::ports::ConsumerPositionsRef = world.store.clone();
+    assert!(
+        positions
+            .advance_position("boards", None, last)
+            .await
+            .unwrap()
+    );
     // The first pass pays rank 1 of the senders, dies after crediting rank 2 (the process
     // died once the credit committed), and pays the room's rank 1.
     assert_eq!(payer(2, true).pay(after_delay, 100).await.unwrap(), 2);
