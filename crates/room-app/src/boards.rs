@@ -26,7 +26,7 @@ use room_domain::{Coins, DayKey, Event, EventEnvelope, Periods, RoomId, Timestam
 use crate::consumers::{FactError, FactHandler};
 use crate::error::{Error, Result};
 use crate::ports::{
-    BoardEntry, BoardGift, BoardId, BoardKind, BoardPeriod, BoardStanding, BoardSums, BoardsRef,
+    BoardEntry, BoardGift, BoardId, BoardKind, BoardPeriod, BoardSums, BoardsRef,
     ConsumerPositionsRef, MAX_BOARD_GIFTS, MAX_BOARD_PAGE, OutboxRef,
 };
 
@@ -274,15 +274,6 @@ pub async fn read_board(
         entries,
         next,
     })
-}
-
-/// `subject`'s standing on `board`, or `None` when it has no entry.
-pub async fn board_standing(
-    boards: &BoardsRef,
-    board: &BoardId,
-    subject: &str,
-) -> Result<Option<BoardStanding>> {
-    boards.board_standing(board, subject).await
 }
 
 /// The entries of `board` computed directly from `facts` (each gift once by its room and

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use room_app::boards::{FactLog, Rebuilt, board_at, first_day, rebuild_board};
-use room_app::ports::{BoardKind, BoardPeriod};
+use room_app::ports::{BoardKind, BoardPeriod, Clock};
 use room_domain::{DayKey, RoomId, Timestamp};
 
 use crate::config::Settings;
@@ -43,12 +43,7 @@ pub async fn rebuild(settings: &Settings, args: &RebuildArgs) -> anyhow::Result<
         .map(|text| DayKey::parse(text).with_context(|| format!("--at {text:?}: YYYY-MM-DD")))
         .transpose()?;
     let offset = settings.billing.utc_offset_secs()?;
-    let now = Timestamp(i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .context("the clock is before 1970")?
-            .as_millis(),
-    )?);
+    let now = room_app::SystemClock.now();
     let board = board_at(kind, room, period, day, now, offset)?;
     let storage = Storage::open(&settings.storage).await?;
     let log = FactLog {

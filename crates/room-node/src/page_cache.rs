@@ -29,36 +29,41 @@ impl PageCache {
 
     /// The page cached under `key` less than the TTL ago.
     pub fn get(&self, key: &str) -> Option<Bytes> {
+        self.get_at(key, Instant::now())
+    }
+
+    /// Keeps `page` under `key`, unless the cache is full of pages that have not expired.
+    pub fn put(&self, key: String, page: Bytes) {
+        self.put_at(key, page, Instant::now());
+    }
+
+    /// [`get`](Self::get) at `now`.
+    fn get_at(&self, key: &str, now: Instant) -> Option<Bytes> {
         if self.ttl.is_zero() {
             return None;
         }
         let pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
         pages
             .get(key)
-            .filter(|(at, _)| at.elapsed() < self.ttl)
+            .filter(|(at, _)| now.saturating_duration_since(*at) < self.ttl)
             .map(|(_, page)| page.clone())
     }
 
-    /// Keeps `page` under `key`, unless the cache is full of pages that have not expired.
-    pub fn put(&self, key: String, page: Bytes) {
+    /// [`put`](Self::put) at `now`.
+    fn put_at(&self, key: String, page: Bytes, now: Instant) {
         if self.ttl.is_zero() || self.capacity == 0 {
             return;
         }
         let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
         if pages.len() >= self.capacity && !pages.contains_key(&key) {
             let ttl = self.ttl;
-            pages.retain(|_, (at, _)| at.elapsed() < ttl);
+            pages.retain(|_, (at, _)| now.saturating_duration_since(*at) < ttl);
             if pages.len() >= self.capacity {
                 metrics::counter!("room_board_page_cache_full_total").increment(1);
                 return;
             }
         }
-        pages.insert(key, (Instant::now(), page));
-    }
-
-    /// How many pages are held.
-    pub fn len(&self) -> usize {
-        self.pages.lock().unwrap_or_else(|e| e.into_inner()).len()
+        pages.insert(key, (now, page));
     }
 }
 
@@ -68,23 +73,30 @@ mod tests {
 
     #[test]
     fn pages_are_served_within_the_ttl_and_the_cache_holds_its_capacity() {
+        let t0 = Instant::now();
+        let page = |n: &'static [u8]| Some(Bytes::from_static(n));
         let cache = PageCache::new(Duration::from_secs(60), 2);
-        cache.put("a".into(), Bytes::from_static(b"1"));
-        cache.put("b".into(), Bytes::from_static(b"2"));
-        cache.put("c".into(), Bytes::from_static(b"3"));
-        assert_eq!(cache.len(), 2, "a full cache of live pages takes no more");
-        assert_eq!(cache.get("a"), Some(Bytes::from_static(b"1")));
-        assert_eq!(cache.get("c"), None);
+        cache.put_at("a".into(), Bytes::from_static(b"1"), t0);
+        cache.put_at("b".into(), Bytes::from_static(b"2"), t0);
+        cache.put_at("c".into(), Bytes::from_static(b"3"), t0);
+        assert_eq!(
+            cache.get_at("c", t0),
+            None,
+            "a full cache of live pages takes no more"
+        );
+        assert_eq!(cache.get_at("a", t0), page(b"1"));
         // A page already held is replaced even when the cache is full.
-        cache.put("a".into(), Bytes::from_static(b"4"));
-        assert_eq!(cache.get("a"), Some(Bytes::from_static(b"4")));
-
-        let expiring = PageCache::new(Duration::from_millis(1), 1);
-        expiring.put("a".into(), Bytes::from_static(b"1"));
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(expiring.get("a"), None, "expired");
-        expiring.put("b".into(), Bytes::from_static(b"2"));
-        assert_eq!(expiring.len(), 1, "the expired page made room");
+        cache.put_at("a".into(), Bytes::from_static(b"4"), t0);
+        assert_eq!(cache.get_at("a", t0), page(b"4"));
+        // At the TTL, a page is gone, and the expired pages make room.
+        let later = t0 + Duration::from_secs(60);
+        assert_eq!(cache.get_at("a", later), None, "expired");
+        cache.put_at("c".into(), Bytes::from_static(b"3"), later);
+        assert_eq!(
+            cache.get_at("c", later),
+            page(b"3"),
+            "room made by the expired"
+        );
 
         let off = PageCache::new(Duration::ZERO, 10);
         off.put("a".into(), Bytes::from_static(b"1"));
